@@ -1,0 +1,68 @@
+/**
+ * The agent's configuration file (JSON): where discovery reads from and which
+ * adapters belong to which fabric (plan §5.2, §5.5).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
+
+/** The schema of the agent config file; field names are snake_case. */
+export const AgentConfigSchema = z.object({
+  /** nvidia-smi executable (plan §5.5). */
+  nvidia_smi: z.string().min(1).optional(),
+  /** sysfs root (plan §5.5). */
+  sysfs_root: z.string().min(1).optional(),
+  /** Fabric name → adapters, e.g. `{"ib-a": ["mlx5_0", "mlx5_1:1"]}` (plan §5.2). */
+  fabrics: z.record(z.string(), z.array(z.string())).optional(),
+}).strict();
+
+/** The parsed agent config. */
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
+/** Raised when the config file cannot be used; the message names the file and field. */
+export class AgentConfigError extends Error {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "AgentConfigError";
+  }
+}
+
+/**
+ * Parses and validates the agent config text.
+ *
+ * @param text The file's contents.
+ * @param where The file name, for messages.
+ * @throws {AgentConfigError} Naming the file, the field path and what was expected.
+ */
+export function parseAgentConfig(text: string, where: string): AgentConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new AgentConfigError(
+      `Cannot parse ${where}: not valid JSON (${e instanceof Error ? e.message : e})`,
+    );
+  }
+  const result = AgentConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const path = issue.path.length === 0 ? "(top level)" : issue.path.join(".");
+    throw new AgentConfigError(`Cannot use ${where}: at ${path}: ${issue.message}`);
+  }
+  try {
+    validateFabricConfig(result.data.fabrics ?? {}, `${where} fabrics`);
+  } catch (e) {
+    throw new AgentConfigError(e instanceof Error ? e.message : String(e));
+  }
+  return result.data;
+}
+
+/** Merges fabrics: a `--fabric` flag replaces a config entry of the same name. */
+export function mergeFabrics(config: FabricConfig, flags: [string, string[]][]): FabricConfig {
+  const merged: FabricConfig = { ...config };
+  for (const [name, hcas] of flags) merged[name] = hcas;
+  validateFabricConfig(merged, "fabrics");
+  return merged;
+}

@@ -1,0 +1,95 @@
+/**
+ * `llmgw agent inventory`: what the scheduler would see on this node (plan §13).
+ *
+ * @module
+ */
+import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import {
+  discoverInventory,
+  type FabricConfig,
+  FabricConfigError,
+  parseFabricFlag,
+} from "../discovery/mod.ts";
+import { AgentConfigError, mergeFabrics, parseAgentConfig } from "./config.ts";
+import { formatInventory } from "./inventory_table.ts";
+
+/** Usage text of the command. */
+export const INVENTORY_USAGE = `Usage: llmgw agent inventory [options]
+
+Prints what the scheduler would see on this node: GPUs, RDMA adapters, fabrics.
+
+Options:
+  --json                 print JSON instead of tables
+  --nvidia-smi PATH      nvidia-smi executable (default: nvidia-smi on PATH)
+  --sysfs-root DIR       sysfs root (default: /sys)
+  --fabric NAME=HCA,...  assign adapters to an operator-named fabric (repeatable)
+  --config FILE          agent config file (JSON: nvidia_smi, sysfs_root, fabrics)
+  --timeout SECONDS      per nvidia-smi call (default: 10)
+`;
+
+/** Runs the command; returns the exit code. Output goes to `write`. */
+export async function inventoryCommand(
+  args: string[],
+  write: (text: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseFlags("agent inventory", args, {
+    json: { type: "boolean" },
+    "nvidia-smi": { type: "string" },
+    "sysfs-root": { type: "string" },
+    fabric: { type: "string", multiple: true },
+    config: { type: "string" },
+    timeout: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    write(INVENTORY_USAGE);
+    return 0;
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(`agent inventory: unexpected argument "${positionals[0]}"`);
+  }
+  let configFabrics: FabricConfig = {};
+  let nvidiaSmi = values["nvidia-smi"];
+  let sysfsRoot = values["sysfs-root"];
+  if (values.config !== undefined) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(values.config);
+    } catch (e) {
+      throw new UsageError(
+        `agent inventory: cannot read --config ${values.config}: ${
+          e instanceof Deno.errors.NotFound ? "no such file" : String(e)
+        }`,
+      );
+    }
+    try {
+      const config = parseAgentConfig(text, values.config);
+      configFabrics = config.fabrics ?? {};
+      nvidiaSmi ??= config.nvidia_smi;
+      sysfsRoot ??= config.sysfs_root;
+    } catch (e) {
+      if (e instanceof AgentConfigError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
+  let fabrics: FabricConfig;
+  try {
+    fabrics = mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag));
+  } catch (e) {
+    if (e instanceof FabricConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+  let timeoutMs: number | undefined;
+  if (values.timeout !== undefined) {
+    const s = Number(values.timeout);
+    if (!Number.isFinite(s) || s <= 0) {
+      throw new UsageError(
+        `agent inventory: --timeout must be a positive number of seconds, got "${values.timeout}"`,
+      );
+    }
+    timeoutMs = s * 1000;
+  }
+  const inventory = await discoverInventory({ nvidiaSmi, sysfsRoot, fabrics, timeoutMs });
+  write(values.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory) + "\n");
+  return 0;
+}

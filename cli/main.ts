@@ -1,0 +1,89 @@
+/**
+ * The llmgw command line: dispatches on role (plan §3).
+ *
+ * @module
+ */
+import { INVENTORY_USAGE, inventoryCommand } from "../agent/inventory_command.ts";
+import { devCommand } from "./dev_command.ts";
+import { UsageError } from "./usage_error.ts";
+
+/** The version printed by `llmgw version`. */
+export const VERSION = "0.1.0";
+
+/** Top-level usage. */
+export const USAGE = `llmgw ${VERSION}: run open-weight LLMs on a fleet of GPU hosts
+
+Usage: llmgw <role> <command> [options]
+
+Roles and commands:
+  agent inventory   print what the scheduler would see on this node
+  dev               show the simulated cluster's hardware (the all-in-one local cluster
+                    grows here: control plane and agents arrive with later releases)
+  version           print the version
+  help              print this help
+
+The control and gateway roles have no commands in this release.
+Run 'llmgw agent inventory --help' for its options.
+`;
+
+/** Output sinks, injectable for tests. */
+export interface Io {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const encoder = new TextEncoder();
+
+/** Standard output and error. */
+export const STD_IO: Io = {
+  out: (t) => Deno.stdout.writeSync(encoder.encode(t)),
+  err: (t) => Deno.stderr.writeSync(encoder.encode(t)),
+};
+
+/**
+ * Runs the CLI with `args` (without the program name) and returns the exit
+ * code: 0 success, 1 failure, 2 usage error. Never lets an exception out.
+ */
+export async function main(args: string[], io: Io = STD_IO): Promise<number> {
+  try {
+    return await dispatch(args, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`llmgw: ${e.message}\nRun 'llmgw help' for usage.\n`);
+      return 2;
+    }
+    const detail = Deno.env.get("LLMGW_DEBUG") && e instanceof Error ? `\n${e.stack}` : "";
+    io.err(`llmgw: internal error: ${e instanceof Error ? e.message : String(e)}${detail}\n`);
+    return 1;
+  }
+}
+
+async function dispatch(args: string[], io: Io): Promise<number> {
+  const [role, command, ...rest] = args;
+  switch (role) {
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      io.out(USAGE);
+      return 0;
+    case "version":
+    case "--version":
+      io.out(`llmgw ${VERSION}\n`);
+      return 0;
+    case "agent":
+      if (command === "inventory") return await inventoryCommand(rest, io.out);
+      if (command === undefined || command === "help" || command === "--help") {
+        io.out(INVENTORY_USAGE);
+        return 0;
+      }
+      throw new UsageError(`agent: unknown command "${command}" (known: inventory)`);
+    case "dev":
+      return await devCommand(command === undefined ? rest : [command, ...rest], io.out);
+    case "control":
+    case "gateway":
+      throw new UsageError(`${role}: this release has no ${role} commands yet`);
+    default:
+      throw new UsageError(`unknown role or command "${role}"`);
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * Entry point of the `llmgw-gateway` binary (plan §3): the role is embedded as
+ * the first argument, so `llmgw-gateway <command>` is `main.ts gateway <command>`.
+ *
+ * @module
+ */
+import { main } from "../cli/main.ts";
+
+Deno.exit(await main(["gateway", ...Deno.args]));

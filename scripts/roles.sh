@@ -1,0 +1,11 @@
+# Per-role least-privilege permissions (plan §3), shared by compile.sh and bundle.sh.
+# agent: runs nvidia-smi and engines, reads sysfs, writes pid files and logs, talks HTTP.
+# control: serves HTTP, keeps its store on disk. gateway: serves and proxies HTTP.
+ROLES="agent control gateway"
+perms_for() {
+  case "$1" in
+    agent) echo "--allow-run --allow-read --allow-write --allow-net --allow-env --allow-sys" ;;
+    control) echo "--allow-read --allow-write --allow-net --allow-env" ;;
+    gateway) echo "--allow-read --allow-net --allow-env" ;;
+  esac
+}
