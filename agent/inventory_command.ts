@@ -90,6 +90,8 @@ export async function inventoryCommand(
     timeoutMs = s * 1000;
   }
   const inventory = await discoverInventory({ nvidiaSmi, sysfsRoot, fabrics, timeoutMs });
-  write(values.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory) + "\n");
+  write(
+    values.json ? JSON.stringify(inventory, null, 2) + "\n" : formatInventory(inventory) + "\n",
+  );
   return 0;
 }

@@ -21,7 +21,18 @@ export function formatInventory(inv: Inventory): string {
   if (inv.gpus.length === 0) out.push("  none");
   else {
     out.push(renderTable(
-      ["IDX", "CLASS", "NAME", "MEM USED/TOTAL MiB", "CC", "NUMA", "PCI", "NVLINK", "TEMP", "HEALTH"],
+      [
+        "IDX",
+        "CLASS",
+        "NAME",
+        "MEM USED/TOTAL MiB",
+        "CC",
+        "NUMA",
+        "PCI",
+        "NVLINK",
+        "TEMP",
+        "HEALTH",
+      ],
       inv.gpus.map((g) => [
         String(g.index),
         show(g.class),

@@ -12,15 +12,24 @@ export const COMPUTE_APPS_FIELDS: readonly string[] = ["gpu_uuid", "pid", "used_
 
 /** One process holding GPU memory. */
 export interface ComputeApp {
+  /** UUID of the GPU the process uses. */
   gpu_uuid: string;
   /** `null` when nvidia-smi cannot see it (another PID namespace prints `[N/A]`). */
   pid: number | null;
+  /** Memory it holds in MiB; `null` when unknown. */
   used_memory_mb: number | null;
 }
 
+const APP_FIELD_ALIASES: Record<string, string> = {
+  used_gpu_memory: "used_memory",
+  uuid: "gpu_uuid",
+};
+
 /** Parsed compute apps and rows that could not be read. */
 export interface ComputeAppsResult {
+  /** The processes found. */
   apps: ComputeApp[];
+  /** Problems found while reading, in words; never fatal. */
   problems: string[];
 }
 
@@ -35,8 +44,10 @@ export function parseComputeApps(text: string): ComputeAppsResult {
   if (kept.every((l) => l.trim() === "")) return { apps: [], problems: [] };
   const table = parseCsvTable(kept.join("\n"), "nvidia-smi --query-compute-apps output");
   const problems = [...table.problems];
-  const at = new Map(table.columns.map((c, i) => [c.field, i]));
-  const uuidAt = at.get("gpu_uuid") ?? at.get("uuid");
+  // nvidia-smi prints some fields under other names than the query used
+  // (`used_memory` comes back as `used_gpu_memory [MiB]`).
+  const at = new Map(table.columns.map((c, i) => [APP_FIELD_ALIASES[c.field] ?? c.field, i]));
+  const uuidAt = at.get("gpu_uuid");
   if (uuidAt === undefined) {
     problems.push("nvidia-smi --query-compute-apps output has no gpu_uuid column");
     return { apps: [], problems };
@@ -54,7 +65,11 @@ export function parseComputeApps(text: string): ComputeAppsResult {
       const v = smiValue(row.cells[i]);
       return v.kind === "value" ? smiNumber(v.text, table.columns[i].unit) : null;
     };
-    apps.push({ gpu_uuid: uuid.text, pid: numberOf("pid"), used_memory_mb: numberOf("used_memory") });
+    apps.push({
+      gpu_uuid: uuid.text,
+      pid: numberOf("pid"),
+      used_memory_mb: numberOf("used_memory"),
+    });
   }
   return { apps, problems };
 }
@@ -77,7 +92,9 @@ export interface OwnershipOptions {
  * Returns node-level problems (apps on GPUs that nvidia-smi did not list).
  */
 export function applyComputeApps(
+  /** The GPUs, sorted by index. */
   gpus: Gpu[],
+  /** The processes found. */
   apps: ComputeApp[],
   options: OwnershipOptions = {},
 ): string[] {
@@ -89,7 +106,9 @@ export function applyComputeApps(
   for (const app of apps) {
     const gpu = byUuid.get(app.gpu_uuid);
     if (gpu === undefined) {
-      problems.push(`a process holds memory on GPU ${app.gpu_uuid}, which --query-gpu did not list`);
+      problems.push(
+        `a process holds memory on GPU ${app.gpu_uuid}, which --query-gpu did not list`,
+      );
       continue;
     }
     listed.add(gpu);

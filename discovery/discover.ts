@@ -7,7 +7,12 @@
  */
 import { applyComputeApps, COMPUTE_APPS_FIELDS, parseComputeApps } from "./compute_apps.ts";
 import { attachFabrics, type FabricConfig } from "./fabrics.ts";
-import { GPU_QUERY_FIELDS, invalidQueryField, parseCudaVersion, parseGpuQuery } from "./gpu_query.ts";
+import {
+  GPU_QUERY_FIELDS,
+  invalidQueryField,
+  parseCudaVersion,
+  parseGpuQuery,
+} from "./gpu_query.ts";
 import { readInfinibandAdapters } from "./infiniband.ts";
 import { clip } from "./nvidia_smi_csv.ts";
 import { CommandError, type CommandOutput, runCommand } from "./run_command.ts";
@@ -122,7 +127,10 @@ async function discoverGpus(
  * `Field "x" is not a valid field to query.` and exits 2), so one unsupported
  * field never costs the whole GPU list.
  */
-async function queryGpus(run: Run, problems: string[]): Promise<CommandOutput | CommandError | null> {
+async function queryGpus(
+  run: Run,
+  problems: string[],
+): Promise<CommandOutput | CommandError | null> {
   const fields = [...GPU_QUERY_FIELDS];
   while (true) {
     const out = await run([`--query-gpu=${fields.join(",")}`, "--format=csv"]);
@@ -145,6 +153,7 @@ async function queryGpus(run: Run, problems: string[]): Promise<CommandOutput | 
 function usableOutput(
   out: CommandOutput | CommandError,
   what: string,
+  /** Problems found while reading, in words; never fatal. */
   problems: string[],
 ): string | null {
   if (out instanceof CommandError) {

@@ -89,6 +89,7 @@ function validateFabric(name: string, hcas: string[], where: string): void {
  * usable port is not attached. No fabric at all is a single-node island.
  */
 export function attachFabrics(
+  /** The RDMA adapters, sorted naturally by name. */
   hcas: Hca[],
   config: FabricConfig,
 ): { fabrics: FabricAttachment[]; warnings: string[] } {
@@ -120,6 +121,11 @@ export function attachFabrics(
           );
           continue;
         }
+        if (p.link_layer === "roce" && p.roce_v2_gid_index === null) {
+          warnings.push(
+            `fabric ${fabric}: RoCE port ${hcaName}:${p.port} has no RoCE v2 GID; NCCL_IB_GID_INDEX cannot be set for it`,
+          );
+        }
         ports.push({
           hca: hcaName,
           port: p.port,
@@ -136,7 +142,9 @@ export function attachFabrics(
     ports.sort((a, b) => naturalCompare(a.hca, b.hca) || a.port - b.port);
     const layers = new Set(ports.map((p) => p.link_layer));
     if (layers.size > 1) {
-      warnings.push(`fabric ${fabric}: mixes InfiniBand and RoCE ports, which cannot reach each other`);
+      warnings.push(
+        `fabric ${fabric}: mixes InfiniBand and RoCE ports, which cannot reach each other`,
+      );
     }
     const rates = ports.map((p) => p.rate_gbps);
     fabrics.push({

@@ -24,6 +24,7 @@ export const GPU_QUERY_FIELDS: readonly string[] = [
 /** Other spellings nvidia-smi accepts for the same fields. */
 const FIELD_ALIASES: Record<string, string> = {
   gpu_name: "name",
+  /** UUID of the GPU the process uses. */
   gpu_uuid: "uuid",
   gpu_bus_id: "pci.bus_id",
   "compute_capability": "compute_cap",
@@ -31,7 +32,9 @@ const FIELD_ALIASES: Record<string, string> = {
 
 /** The result of reading a query-gpu table: GPUs and node-level problems. */
 export interface GpuQueryResult {
+  /** The GPUs, sorted by index. */
   gpus: Gpu[];
+  /** Problems found while reading, in words; never fatal. */
   problems: string[];
 }
 
@@ -162,9 +165,13 @@ export function invalidQueryField(output: string): string | null {
   return m === null ? null : m[1];
 }
 
-/** Reads the CUDA version from `nvidia-smi --version`, `-q` or the plain table header. */
+/**
+ * Reads the CUDA version from `nvidia-smi --version`, `-q` or the plain table
+ * header. Drivers from 610 print `CUDA version : Deprecated, see "CUDA UMD
+ * version" instead` and then `CUDA UMD version : 13.3`.
+ */
 export function parseCudaVersion(output: string): string | null {
-  const m = /CUDA(?: Driver)? Version\s*:\s*([0-9]+\.[0-9]+)/i.exec(output);
+  const m = /CUDA(?: Driver| UMD)? Version\s*:\s*([0-9]+\.[0-9]+)/i.exec(output);
   return m === null ? null : m[1];
 }
 

@@ -29,8 +29,11 @@ export function parseLinkLayer(text: string): LinkLayer | null {
 
 /** A GID table entry as read from `gids/N` and `gid_attrs/types/N`. */
 export interface GidEntry {
+  /** nvidia-smi's index, the number `CUDA_VISIBLE_DEVICES` uses. */
   index: number;
+  /** The GID as sysfs prints it. */
   gid: string;
+  /** The GID type, e.g. `RoCE v2`. */
   type: string;
 }
 
@@ -126,9 +129,6 @@ async function readPort(path: string, port: number, problems: string[]): Promise
   const rate = await read("rate", parseRate, '"N Gb/sec (…)"');
   const linkLayer = await read("link_layer", parseLinkLayer, '"InfiniBand" or "Ethernet"');
   const gidIndex = linkLayer === "roce" ? chooseRoceV2GidIndex(await readGids(path)) : null;
-  if (linkLayer === "roce" && gidIndex === null && state === "ACTIVE") {
-    problems.push(`port ${port}: RoCE port has no RoCE v2 GID; NCCL will pick its default`);
-  }
   return {
     port,
     state,

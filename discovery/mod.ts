@@ -27,9 +27,9 @@ export {
 } from "./gpu_query.ts";
 export {
   applyComputeApps,
+  COMPUTE_APPS_FIELDS,
   type ComputeApp,
   type ComputeAppsResult,
-  COMPUTE_APPS_FIELDS,
   type OwnershipOptions,
   parseComputeApps,
 } from "./compute_apps.ts";
@@ -49,5 +49,11 @@ export {
   parseFabricFlag,
   validateFabricConfig,
 } from "./fabrics.ts";
-export { CommandError, type CommandFailureKind, type CommandOutput, runCommand } from "./run_command.ts";
-export { type DiscoveryOptions, discoverInventory } from "./discover.ts";
+export {
+  CommandError,
+  type CommandFailureKind,
+  type CommandOutput,
+  runCommand,
+  type RunLimits,
+} from "./run_command.ts";
+export { discoverInventory, type DiscoveryOptions } from "./discover.ts";

@@ -15,13 +15,17 @@ export interface CsvColumn {
 
 /** One data row, with its 1-based line number for messages. */
 export interface CsvRow {
+  /** 1-based line number in the output. */
   line: number;
+  /** The trimmed cell texts, one per header column. */
   cells: string[];
 }
 
 /** A parsed CSV table: header and rows, plus lines that were not rows. */
 export interface CsvTable {
+  /** The header columns. */
   columns: CsvColumn[];
+  /** The data rows. */
   rows: CsvRow[];
   /** Lines that could not be read as rows, each naming its line; never fatal. */
   problems: string[];
@@ -118,8 +122,10 @@ export function parseCsvTable(text: string, what = "nvidia-smi CSV"): CsvTable {
 export function smiValue(cell: string): SmiValue {
   const text = cell.trim();
   const lower = text.toLowerCase();
-  if (UNKNOWN_VALUES.has(lower)) return { kind: "unknown", text };
   if (ERROR_VALUES.has(lower)) return { kind: "error", text };
+  // Any other bracketed text is nvidia-smi declining to answer
+  // ("[Requested functionality has been deprecated]", "[N/A]", …).
+  if (UNKNOWN_VALUES.has(lower) || /^\[.*\]$/.test(text)) return { kind: "unknown", text };
   return { kind: "value", text };
 }
 

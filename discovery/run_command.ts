@@ -7,9 +7,13 @@
 
 /** What a finished command produced. */
 export interface CommandOutput {
+  /** Exit code. */
   code: number;
+  /** The signal that ended it, or `null`. */
   signal: string | null;
+  /** Everything it printed on standard output. */
   stdout: string;
+  /** Everything it printed on standard error. */
   stderr: string;
 }
 

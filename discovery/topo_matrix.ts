@@ -15,7 +15,9 @@ export interface TopoGpu {
 
 /** The parsed matrix: per GPU index, plus rows that could not be read. */
 export interface TopoMatrix {
+  /** The GPUs, sorted by index. */
   gpus: Map<number, TopoGpu>;
+  /** Problems found while reading, in words; never fatal. */
   problems: string[];
 }
 
