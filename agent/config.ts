@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
 
@@ -65,4 +66,19 @@ export function mergeFabrics(config: FabricConfig, flags: [string, string[]][]):
   for (const [name, hcas] of flags) merged[name] = hcas;
   validateFabricConfig(merged, "fabrics");
   return merged;
+}
+
+/**
+ * Resolves the config's relative paths against the directory of the file
+ * they were written in, as an operator expects of a config file.
+ */
+export function resolveConfigPaths(config: AgentConfig, configPath: string): AgentConfig {
+  const base = dirname(resolve(configPath));
+  return {
+    ...config,
+    nvidia_smi: config.nvidia_smi === undefined || !config.nvidia_smi.includes("/")
+      ? config.nvidia_smi
+      : resolve(base, config.nvidia_smi),
+    sysfs_root: config.sysfs_root === undefined ? undefined : resolve(base, config.sysfs_root),
+  };
 }

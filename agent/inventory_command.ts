@@ -10,7 +10,7 @@ import {
   FabricConfigError,
   parseFabricFlag,
 } from "../discovery/mod.ts";
-import { AgentConfigError, mergeFabrics, parseAgentConfig } from "./config.ts";
+import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
 import { formatInventory } from "./inventory_table.ts";
 
 /** Usage text of the command. */
@@ -63,7 +63,7 @@ export async function inventoryCommand(
       );
     }
     try {
-      const config = parseAgentConfig(text, values.config);
+      const config = resolveConfigPaths(parseAgentConfig(text, values.config), values.config);
       configFabrics = config.fabrics ?? {};
       nvidiaSmi ??= config.nvidia_smi;
       sysfsRoot ??= config.sysfs_root;

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { discoverInventory } from "../discovery/mod.ts";
-import { parseAgentConfig } from "../agent/config.ts";
+import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { formatInventory } from "../agent/inventory_table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
@@ -32,11 +32,13 @@ export async function devCommand(args: string[], write: (t: string) => void): Pr
   write(`llmgw dev: ${chosen.length} simulated node(s) from ${root}\n\n`);
   for (const node of chosen) {
     const configPath = join(root, node, "agent.json");
-    const config = parseAgentConfig(await Deno.readTextFile(configPath), configPath);
-    const base = dirname(configPath);
+    const config = resolveConfigPaths(
+      parseAgentConfig(await Deno.readTextFile(configPath), configPath),
+      configPath,
+    );
     const inventory = await discoverInventory({
-      nvidiaSmi: resolve(base, config.nvidia_smi ?? "nvidia-smi"),
-      sysfsRoot: resolve(base, config.sysfs_root ?? "sysfs"),
+      nvidiaSmi: config.nvidia_smi,
+      sysfsRoot: config.sysfs_root,
       fabrics: config.fabrics,
     });
     write(`=== node ${node} ===\n${formatInventory(inventory)}\n\n`);
