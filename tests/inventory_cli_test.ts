@@ -64,7 +64,7 @@ for (const machine of MACHINES) {
   });
 }
 
-Deno.test("recorded DGX H100: what the scheduler sees", async () => {
+Deno.test("recorded DGX H100: what the scheduler sees", () => {
   const inv = JSON.parse(
     readFixture("machines/dgx_h100_8x_nics/expected_inventory.json"),
   ) as Inventory;
