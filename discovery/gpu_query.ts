@@ -122,7 +122,11 @@ export function parseGpuQuery(text: string): GpuQueryResult {
     }
     let cls: string | null = null;
     if (name !== null && memoryTotal !== null && memoryTotal > 0) {
-      cls = gpuClass(name, memoryTotal);
+      try {
+        cls = gpuClass(name, memoryTotal);
+      } catch (e) {
+        gpuProblems.push(`class unknown: ${e instanceof Error ? e.message : e}`);
+      }
     } else {
       gpuProblems.push("class unknown: nvidia-smi did not report the name and total memory");
     }

@@ -134,3 +134,9 @@ Deno.test("inaccessibleGpus names each lost GPU", () => {
   );
   assertOk(inaccessibleGpus("index\n0\n").length === 0);
 });
+
+Deno.test("parseGpuQuery survives a name that yields no class", () => {
+  const { gpus } = parseGpuQuery("index, name, memory.total [MiB]\n0, NVIDIA, 1024 MiB\n");
+  assertEquals(gpus[0].class, null);
+  assertStringIncludes(gpus[0].health.problems[0], "class unknown: Cannot derive GPU class");
+});

@@ -46,6 +46,9 @@ export class NvidiaSmiParseError extends Error {
   }
 }
 
+/** How many unreadable lines are described one by one. */
+const MAX_LINE_PROBLEMS = 20;
+
 const HEADER_COLUMN = /^([A-Za-z][A-Za-z0-9_.]*)(?:\s*\[([^\]]+)\])?$/;
 
 /**
@@ -101,11 +104,17 @@ export function parseCsvTable(text: string, what = "nvidia-smi CSV"): CsvTable {
   }
   const rows: CsvRow[] = [];
   const problems: string[] = [];
+  let unreported = 0;
   for (let i = headerAt + 1; i < lines.length; i++) {
     const line = lines[i];
     if (line.trim() === "") continue;
     const cells = line.split(",").map((c) => c.trim());
     if (cells.length !== columns.length) {
+      // Garbage output can have millions of lines: report a few, count the rest.
+      if (problems.length >= MAX_LINE_PROBLEMS) {
+        unreported++;
+        continue;
+      }
       problems.push(
         `${what} line ${i + 1}: expected ${columns.length} values, got ${cells.length}: ${
           clip(line)
@@ -115,6 +124,7 @@ export function parseCsvTable(text: string, what = "nvidia-smi CSV"): CsvTable {
     }
     rows.push({ line: i + 1, cells });
   }
+  if (unreported > 0) problems.push(`${what}: ${unreported} more unreadable lines`);
   return { columns, rows, problems };
 }
 

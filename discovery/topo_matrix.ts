@@ -67,6 +67,7 @@ export function parseTopoMatrix(text: string): TopoMatrix {
     const index = Number(m[1]);
     const cells = m[2].trim().split(/\s+/);
     if (cells.length < devices.length) {
+      if (problems.length >= 20) continue;
       problems.push(
         `nvidia-smi topo -m line ${i + 1}: expected ${devices.length} cells, got ${cells.length}: ${
           clip(line)
