@@ -43,23 +43,36 @@ export function parseFabricFlag(value: string): [name: string, hcas: string[]] {
 
 /**
  * Checks a whole fabric configuration: valid names, valid adapter references,
- * and no adapter in two fabrics (one cable reaches one fabric).
+ * and no port in two fabrics (one cable reaches one fabric). Two ports of one
+ * dual-port adapter may belong to different fabrics when named as `hca:port`.
  *
  * @throws {FabricConfigError} On the first mistake, naming where it is.
  */
 export function validateFabricConfig(config: FabricConfig, where = "fabrics"): void {
+  // Owner of a whole adapter ("mlx5_0") or of one port ("mlx5_0:1").
   const owner = new Map<string, string>();
+  const conflict = (ref: string, other: string, name: string) =>
+    new FabricConfigError(
+      `Cannot use ${where}: ${ref} is assigned to both fabric ${other} and fabric ${name}`,
+    );
   for (const [name, hcas] of Object.entries(config)) {
     validateFabric(name, hcas, `${where}.${name}`);
     for (const ref of hcas) {
-      const hca = ref.split(":")[0];
-      const other = owner.get(hca);
-      if (other !== undefined && other !== name) {
-        throw new FabricConfigError(
-          `Cannot use ${where}: adapter ${hca} is assigned to both fabric ${other} and fabric ${name}`,
-        );
+      const [hca, port] = ref.split(":");
+      const whole = owner.get(hca);
+      if (whole !== undefined && whole !== name) throw conflict(`adapter ${hca}`, whole, name);
+      if (port === undefined) {
+        for (const [key, other] of owner) {
+          if (key.startsWith(`${hca}:`) && other !== name) {
+            throw conflict(`adapter ${hca}`, other, name);
+          }
+        }
+        owner.set(hca, name);
+      } else {
+        const other = owner.get(ref);
+        if (other !== undefined && other !== name) throw conflict(`port ${ref}`, other, name);
+        owner.set(ref, name);
       }
-      owner.set(hca, name);
     }
   }
 }
@@ -96,8 +109,9 @@ export function attachFabrics(
   const byName = new Map(hcas.map((h) => [h.name, h]));
   const fabrics: FabricAttachment[] = [];
   const warnings: string[] = [];
-  for (const fabric of Object.keys(config).sort()) {
+  for (const fabric of Object.keys(config).sort(naturalCompare)) {
     const ports: FabricPort[] = [];
+    const taken = new Set<string>();
     for (const ref of config[fabric]) {
       const [hcaName, portText] = ref.split(":");
       const hca = byName.get(hcaName);
@@ -109,10 +123,17 @@ export function attachFabrics(
         ? hca.ports
         : hca.ports.filter((p) => p.port === Number(portText));
       if (wanted.length === 0) {
-        warnings.push(`fabric ${fabric}: adapter ${ref} has no such port`);
+        warnings.push(
+          portText === undefined
+            ? `fabric ${fabric}: adapter ${hcaName} has no ports`
+            : `fabric ${fabric}: adapter ${hcaName} has no port ${portText}`,
+        );
         continue;
       }
       for (const p of wanted) {
+        // "mlx5_0" and "mlx5_0:1" in one list name the same port once.
+        if (taken.has(`${hcaName}:${p.port}`)) continue;
+        taken.add(`${hcaName}:${p.port}`);
         if (!p.active) {
           warnings.push(
             `fabric ${fabric}: ${hcaName} port ${p.port} is down (${p.state ?? "unknown state"}, ${
@@ -141,10 +162,13 @@ export function attachFabrics(
     }
     ports.sort((a, b) => naturalCompare(a.hca, b.hca) || a.port - b.port);
     const layers = new Set(ports.map((p) => p.link_layer));
-    if (layers.size > 1) {
+    if (layers.has("infiniband") && layers.has("roce")) {
       warnings.push(
         `fabric ${fabric}: mixes InfiniBand and RoCE ports, which cannot reach each other`,
       );
+    }
+    if (layers.has(null)) {
+      warnings.push(`fabric ${fabric}: the link layer of some ports is unknown`);
     }
     const rates = ports.map((p) => p.rate_gbps);
     fabrics.push({

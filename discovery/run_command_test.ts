@@ -1,6 +1,12 @@
 import { join } from "node:path";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
-import { killLeftovers, readPids, survivorsAfter } from "../tests/proc_probe.ts";
+import {
+  killLeftovers,
+  readPids,
+  type Settled,
+  settleWithin,
+  survivorsAfter,
+} from "../tests/proc_probe.ts";
 import { CommandError, runCommand } from "./run_command.ts";
 
 async function writeScript(dir: string, name: string, body: string): Promise<string> {
@@ -8,6 +14,13 @@ async function writeScript(dir: string, name: string, body: string): Promise<str
   await Deno.writeTextFile(path, `#!/bin/sh\n${body}`);
   await Deno.chmod(path, 0o755);
   return path;
+}
+
+/** The CommandError a run ended with; fails when it succeeded or threw something else. */
+function commandError(result: Settled<unknown>): CommandError {
+  assertOk(!result.ok, "expected the command to fail");
+  assertOk(result.error instanceof CommandError, `expected a CommandError, got ${result.error}`);
+  return result.error;
 }
 
 Deno.test("runCommand returns exit code, stdout and stderr of a finished command", async () => {
@@ -73,12 +86,13 @@ Deno.test("runCommand kills a hung command and its background children on timeou
       "hang.sh",
       `sleep 300 &\necho $! > '${childFile}'\necho $$ > '${selfFile}'\nsleep 300\n`,
     );
-    const err = await assertRejects(
-      () => runCommand(script, [], { timeoutMs: 300 }),
-      CommandError,
-      "did not finish within 300 ms",
+    const cleanUp = () =>
+      killLeftovers(readPids(selfFile).concat(readPids(childFile)), readPids(selfFile));
+    const err = commandError(
+      await settleWithin(runCommand(script, [], { timeoutMs: 300 }), 10_000, cleanUp),
     );
-    assertEquals((err as CommandError).kind, "timeout");
+    assertEquals(err.kind, "timeout");
+    assertStringIncludes(err.message, "did not finish within 300 ms");
     const self = readPids(selfFile);
     const child = readPids(childFile);
     pids = [...self, ...child];
@@ -98,12 +112,15 @@ Deno.test("runCommand kills a command that prints more than maxOutputBytes", asy
   const selfFile = join(dir, "self.pid");
   try {
     const script = await writeScript(dir, "babble.sh", `echo $$ > '${selfFile}'\nexec yes\n`);
-    const err = await assertRejects(
-      () => runCommand(script, [], { maxOutputBytes: 64 * 1024, timeoutMs: 20_000 }),
-      CommandError,
-      "printed more than 65536 bytes",
+    const err = commandError(
+      await settleWithin(
+        runCommand(script, [], { maxOutputBytes: 64 * 1024, timeoutMs: 20_000 }),
+        10_000,
+        () => killLeftovers(readPids(selfFile), readPids(selfFile)),
+      ),
     );
-    assertEquals((err as CommandError).kind, "too-large");
+    assertEquals(err.kind, "too-large");
+    assertStringIncludes(err.message, "printed more than 65536 bytes");
     const self = readPids(selfFile);
     assertEquals(self.length, 1, "the script did not record its pid");
     assertEquals(await survivorsAfter(self, self), []);
@@ -118,11 +135,14 @@ Deno.test("runCommand counts stderr against the output cap too", async () => {
   const selfFile = join(dir, "self.pid");
   try {
     const script = await writeScript(dir, "babble.sh", `echo $$ > '${selfFile}'\nexec yes >&2\n`);
-    const err = await assertRejects(
-      () => runCommand(script, [], { maxOutputBytes: 64 * 1024, timeoutMs: 20_000 }),
-      CommandError,
+    const err = commandError(
+      await settleWithin(
+        runCommand(script, [], { maxOutputBytes: 64 * 1024, timeoutMs: 20_000 }),
+        10_000,
+        () => killLeftovers(readPids(selfFile), readPids(selfFile)),
+      ),
     );
-    assertEquals((err as CommandError).kind, "too-large");
+    assertEquals(err.kind, "too-large");
     assertEquals(await survivorsAfter(readPids(selfFile), readPids(selfFile)), []);
   } finally {
     killLeftovers(readPids(selfFile), readPids(selfFile));

@@ -68,8 +68,8 @@ export async function survivorsAfter(
 }
 
 /**
- * SIGKILLs every listed pid and group member still alive whose command is one
- * of `commands` (a guard against killing an unrelated process that reused a
+ * SIGKILLs every listed pid, group member and descendant of those still alive
+ * whose command is one of `commands` (a guard against killing an unrelated process that reused a
  * pid). For `finally` blocks: a failing test must not leak processes.
  */
 export function killLeftovers(
@@ -77,7 +77,21 @@ export function killLeftovers(
   groups: readonly number[],
   commands: readonly string[] = ["sh", "sleep", "yes", "cat"],
 ): void {
-  for (const pid of new Set([...pids, ...groupMembers(groups)])) {
+  const targets = new Set([...pids, ...groupMembers(groups)]);
+  // Their children too, found by parent pid, in case they left the group.
+  const all = [...Deno.readDirSync("/proc")].filter((e) => /^\d+$/.test(e.name));
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const entry of all) {
+      const pid = Number(entry.name);
+      const s = procStat(pid);
+      if (s !== null && !targets.has(pid) && targets.has(s.ppid)) {
+        targets.add(pid);
+        grew = true;
+      }
+    }
+  }
+  for (const pid of targets) {
     if (!isAlive(pid)) continue;
     let comm = "";
     try {
@@ -103,4 +117,37 @@ export function readPids(path: string): number[] {
     return [];
   }
   return text.split("\n").filter((l) => /^\d+$/.test(l.trim())).map((l) => Number(l.trim()));
+}
+
+/** How a promise settled. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/**
+ * Waits for `promise` at most `withinMs`. When it has not settled by then,
+ * calls `cleanUp` (kill what the code under test left running, so its pipes
+ * close), waits for it to settle after all, and throws: a broken kill must
+ * fail the test, not hang the test run.
+ */
+export async function settleWithin<T>(
+  promise: Promise<T>,
+  withinMs: number,
+  cleanUp: () => void,
+): Promise<Settled<T>> {
+  const settled: Promise<Settled<T>> = promise.then(
+    (value) => ({ ok: true, value }),
+    (error) => ({ ok: false, error }),
+  );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hung = new Promise<"hung">((resolve) => {
+    timer = setTimeout(() => resolve("hung"), withinMs);
+  });
+  try {
+    const first = await Promise.race([settled, hung]);
+    if (first !== "hung") return first;
+  } finally {
+    clearTimeout(timer);
+  }
+  cleanUp();
+  await settled;
+  throw new Error(`did not settle within ${withinMs} ms; leftover processes were killed`);
 }

@@ -1,0 +1,111 @@
+/**
+ * Reading deployment files (plan §6.1): YAML or JSON, through the one zod
+ * schema, then plan §6.2's validation. Every error names the field path.
+ *
+ * @module
+ */
+import { parse as parseYaml } from "yaml";
+import type { z } from "zod";
+import { type Deployment, DeploymentSchema } from "./schema.ts";
+import {
+  type DeploymentIssue,
+  formatPath,
+  resolveGpusPerNode,
+  validateDeployment,
+  type ValidateOptions,
+} from "./validate.ts";
+
+/** Raised for a deployment that cannot be used; `issues` lists every problem found. */
+export class DeploymentError extends Error {
+  /** Each problem with its field path. */
+  readonly issues: DeploymentIssue[];
+  /** Creates the error; the message lists the issues, one per line. */
+  constructor(where: string, issues: DeploymentIssue[]) {
+    super(
+      `Cannot use deployment ${where}:\n` +
+        issues.map((i) => `  ${formatPath(i.path)}: ${i.message}`).join("\n"),
+    );
+    this.name = "DeploymentError";
+    this.issues = issues;
+  }
+}
+
+/** A deployment that passed the schema and validation, with warnings to show. */
+export interface LoadedDeployment {
+  /** The deployment with defaults applied. */
+  deployment: Deployment;
+  /** Problems that do not block it. */
+  warnings: DeploymentIssue[];
+}
+
+/**
+ * Parses a deployment from text. JSON when `where` ends in `.json` or the text
+ * starts with `{`, otherwise YAML.
+ *
+ * @throws {DeploymentError} Naming every bad field with its path.
+ */
+export function parseDeploymentText(
+  text: string,
+  where: string,
+  options: ValidateOptions = {},
+): LoadedDeployment {
+  let raw: unknown;
+  try {
+    raw = where.endsWith(".json") || text.trimStart().startsWith("{")
+      ? JSON.parse(text)
+      : parseYaml(text, { prettyErrors: true });
+  } catch (e) {
+    const first = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    throw new DeploymentError(where, [{ path: [], message: `not valid YAML or JSON: ${first}` }]);
+  }
+  return parseDeployment(raw, where, options);
+}
+
+/**
+ * Checks an already-decoded document (from a file or an API body).
+ *
+ * @throws {DeploymentError} Naming every bad field with its path.
+ */
+export function parseDeployment(
+  raw: unknown,
+  where: string,
+  options: ValidateOptions = {},
+): LoadedDeployment {
+  const parsed = DeploymentSchema.safeParse(raw);
+  if (!parsed.success) throw new DeploymentError(where, zodIssues(parsed.error));
+  const issues: DeploymentIssue[] = [];
+  const profiles = parsed.data.profiles.map((p, i) => {
+    const gpusPerNode = resolveGpusPerNode(p);
+    if (gpusPerNode === null) {
+      issues.push({
+        path: ["profiles", i, "gpus_per_node"],
+        message:
+          `profile "${p.name}": not given, and tensor_parallel × pipeline_parallel (${p.tensor_parallel} × ${p.pipeline_parallel}) does not divide evenly over ${p.nodes} nodes`,
+      });
+    }
+    return { ...p, gpus_per_node: gpusPerNode ?? 0 };
+  });
+  if (issues.length > 0) throw new DeploymentError(where, issues);
+  const deployment: Deployment = {
+    ...parsed.data,
+    served_model_name: parsed.data.served_model_name ?? parsed.data.name,
+    profiles,
+  };
+  const { errors, warnings } = validateDeployment(deployment, options);
+  if (errors.length > 0) throw new DeploymentError(where, errors);
+  return { deployment, warnings };
+}
+
+/** Turns zod's issues into field paths and messages that say what was expected. */
+export function zodIssues(error: z.ZodError): DeploymentIssue[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
+    let message = issue.message;
+    if (issue.code === "unrecognized_keys") {
+      message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${
+        issue.keys.map((k) => `"${k}"`).join(", ")
+      }`;
+    }
+    return { path, message };
+  });
+}

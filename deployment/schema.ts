@@ -1,0 +1,82 @@
+/**
+ * Deployments and profiles (plan §6.1): one zod schema for YAML files, JSON
+ * files and the API, published as JSON Schema for editors. Field names are
+ * snake_case on the wire.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** A DNS-label-like name: lower-case letters, digits and '-', 1-63 characters. */
+const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Label keys and values as operators write them (Kubernetes-style). */
+const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/;
+
+/** One way to run the model: engine, GPUs, parallelism (plan §6.1). */
+export const ProfileSchema = z.object({
+  name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
+    .describe("Profile name, unique within the deployment."),
+  engine: z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/, "must be an engine name such as vllm")
+    .describe("Engine plugin: vllm, sglang, or a third-party plugin's name."),
+  gpu_class: z.string().regex(/^[a-z0-9]+-\d+g$/, "must be a GPU class such as h100-80g")
+    .describe("GPU class (plan §2), e.g. h100-80g. Every GPU of a replica is of this class."),
+  tensor_parallel: z.number().int().min(1).max(1024)
+    .describe("Tensor-parallel size (GPUs per pipeline stage)."),
+  pipeline_parallel: z.number().int().min(1).max(256).default(1)
+    .describe("Pipeline-parallel size."),
+  nodes: z.number().int().min(1).max(1024).default(1).describe("Nodes per replica."),
+  gpus_per_node: z.number().int().min(1).max(64).optional()
+    .describe("GPUs on each node; default tensor_parallel × pipeline_parallel / nodes."),
+  quantization: z.string().regex(/^[a-z0-9_-]{1,32}$/, "must be a quantization name such as fp8")
+    .default("none").describe("none, fp8, awq, gptq, … (the engine must support it)."),
+  engine_args: z.array(z.string().max(4096)).max(256).default([])
+    .describe("Extra engine arguments, appended to the command line."),
+  env: z.record(
+    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+    z.string(),
+  )
+    .default({}).describe("Extra environment variables for the engine."),
+  node_selector: z.record(z.string().regex(LABEL_KEY, "must be a label key"), z.string().max(253))
+    .default({}).describe("Node labels that must all match."),
+}).strict();
+
+/** A deployment: a model, how many replicas, and profiles in priority order (plan §6.1). */
+export const DeploymentSchema = z.object({
+  name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
+    .describe("Deployment name."),
+  model: z.string().min(1).max(1024).describe("Hub id or local path of the model."),
+  served_model_name: z.string().min(1).max(256).optional()
+    .describe("Name clients use in the OpenAI `model` field; default: the deployment name."),
+  replicas: z.number().int().min(0).max(10_000).default(1).describe("Replica count."),
+  placement: z.enum(["pack", "spread"]).default("pack")
+    .describe(
+      "pack: fill partly used nodes first; spread: prefer nodes without a replica of this deployment.",
+    ),
+  profiles: z.array(ProfileSchema).min(1).max(32)
+    .describe("Profiles in priority order: the first that fits is used."),
+}).strict();
+
+/** A profile as written in a file (defaults not yet applied). */
+export type ProfileInput = z.input<typeof ProfileSchema>;
+/** A deployment as written in a file (defaults not yet applied). */
+export type DeploymentInput = z.input<typeof DeploymentSchema>;
+
+/** A profile with defaults applied and `gpus_per_node` resolved. */
+export type Profile = z.output<typeof ProfileSchema> & { gpus_per_node: number };
+
+/** A deployment with defaults applied. */
+export interface Deployment extends Omit<z.output<typeof DeploymentSchema>, "profiles"> {
+  /** The name clients use; defaults to the deployment name. */
+  served_model_name: string;
+  /** Profiles in priority order. */
+  profiles: Profile[];
+}
+
+/** The deployment file's JSON Schema, generated from {@link DeploymentSchema}. */
+export function deploymentJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(DeploymentSchema, { io: "input" }),
+    title: "llmgw deployment",
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * Validation before launch (plan §6.2): refuse, with a message naming the
+ * profile and the field, what cannot work, before anything runs.
+ *
+ * @module
+ */
+import type { Deployment, Profile } from "./schema.ts";
+
+/** A path into the deployment document, e.g. `["profiles", 0, "gpus_per_node"]`. */
+export type FieldPath = (string | number)[];
+
+/** One problem with a deployment. */
+export interface DeploymentIssue {
+  /** Where in the document. */
+  path: FieldPath;
+  /** What is wrong and what is expected. */
+  message: string;
+}
+
+/** What validation found: errors refuse the deployment, warnings do not. */
+export interface ValidationResult {
+  /** Problems that make the deployment impossible. */
+  errors: DeploymentIssue[];
+  /** Problems worth telling the operator that do not block it. */
+  warnings: DeploymentIssue[];
+}
+
+/** GPUs known to the cluster, for checks that need the hardware. */
+export interface ClassFacts {
+  /** GPU class → compute capabilities seen on GPUs of that class (e.g. "8.0"). */
+  computeCapabilities: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/** Options for {@link validateDeployment}. */
+export interface ValidateOptions {
+  /** Engines that exist (built in and plugins). Default: vllm, sglang. */
+  knownEngines?: ReadonlySet<string>;
+  /** The cluster's GPU classes, when known (warnings for absent classes, fp8 checks). */
+  classes?: ClassFacts;
+}
+
+/** The built-in engine names (plan §8). */
+export const BUILTIN_ENGINES: ReadonlySet<string> = new Set(["vllm", "sglang"]);
+
+/** Minimum compute capability for fp8 (plan §6.2: refused below, not silently slower). */
+export const FP8_MIN_COMPUTE_CAPABILITY = "8.9";
+
+/** Compares compute capabilities such as "8.9" and "10.0" numerically. */
+export function compareComputeCapability(a: string, b: string): number {
+  const [am, an] = a.split(".").map(Number);
+  const [bm, bn] = b.split(".").map(Number);
+  return am !== bm ? am - bm : (an ?? 0) - (bn ?? 0);
+}
+
+/** Formats a path as `profiles[0].gpus_per_node`. */
+export function formatPath(path: FieldPath): string {
+  if (path.length === 0) return "(top level)";
+  return path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`).join("");
+}
+
+/** Applies the one derived default: `gpus_per_node` = TP × PP / nodes when not given. */
+export function resolveGpusPerNode(
+  profile: Omit<Profile, "gpus_per_node"> & { gpus_per_node?: number },
+): number | null {
+  if (profile.gpus_per_node !== undefined) return profile.gpus_per_node;
+  const total = profile.tensor_parallel * profile.pipeline_parallel;
+  return total % profile.nodes === 0 ? total / profile.nodes : null;
+}
+
+/** Checks plan §6.2's rules on a parsed deployment. */
+export function validateDeployment(
+  deployment: Deployment,
+  options: ValidateOptions = {},
+): ValidationResult {
+  const engines = options.knownEngines ?? BUILTIN_ENGINES;
+  const errors: DeploymentIssue[] = [];
+  const warnings: DeploymentIssue[] = [];
+  const seen = new Map<string, number>();
+  deployment.profiles.forEach((p, i) => {
+    const at = (field: string): FieldPath => ["profiles", i, field];
+    const name = `profile "${p.name}"`;
+    const first = seen.get(p.name);
+    if (first !== undefined) {
+      errors.push({
+        path: at("name"),
+        message: `${name} is also profile ${first}; names must be unique`,
+      });
+    }
+    seen.set(p.name, i);
+    if (!engines.has(p.engine)) {
+      errors.push({
+        path: at("engine"),
+        message: `${name}: unknown engine "${p.engine}" (known: ${[...engines].sort().join(", ")})`,
+      });
+    }
+    for (const e of arithmeticErrors(p)) {
+      errors.push({ path: at(e.field), message: `${name}: ${e.message}` });
+    }
+    const ccs = options.classes?.computeCapabilities.get(p.gpu_class);
+    if (options.classes !== undefined && ccs === undefined) {
+      warnings.push({
+        path: at("gpu_class"),
+        message: `${name}: no node in the cluster has ${p.gpu_class} GPUs`,
+      });
+    }
+    if (p.quantization === "fp8" && ccs !== undefined && ccs.size > 0) {
+      const low = [...ccs].filter((cc) =>
+        compareComputeCapability(cc, FP8_MIN_COMPUTE_CAPABILITY) < 0
+      );
+      if (low.length === ccs.size) {
+        errors.push({
+          path: at("quantization"),
+          message:
+            `${name}: fp8 needs compute capability ≥ ${FP8_MIN_COMPUTE_CAPABILITY}, but ${p.gpu_class} GPUs have ${
+              low.sort().join(", ")
+            } (engines would fall back to a slower weight-only path; choose another quantization or class)`,
+        });
+      }
+    }
+  });
+  return { errors, warnings };
+}
+
+/** The node × GPU × TP × PP arithmetic of plan §6.2. */
+function arithmeticErrors(p: Profile): { field: string; message: string }[] {
+  const out: { field: string; message: string }[] = [];
+  const gpus = p.nodes * p.gpus_per_node;
+  const needed = p.tensor_parallel * p.pipeline_parallel;
+  if (gpus !== needed) {
+    out.push({
+      field: "gpus_per_node",
+      message:
+        `nodes × gpus_per_node (${p.nodes} × ${p.gpus_per_node} = ${gpus}) must equal tensor_parallel × pipeline_parallel (${p.tensor_parallel} × ${p.pipeline_parallel} = ${needed})`,
+    });
+  }
+  const tp = p.tensor_parallel;
+  const g = p.gpus_per_node;
+  if (g % tp !== 0 && tp % g !== 0) {
+    out.push({
+      field: "tensor_parallel",
+      message:
+        `tensor_parallel ${tp} must divide the GPUs of a node (${g}) or span whole nodes (a multiple of ${g})`,
+    });
+  }
+  return out;
+}
