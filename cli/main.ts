@@ -5,6 +5,8 @@
  */
 import { INVENTORY_USAGE, inventoryCommand } from "../agent/inventory_command.ts";
 import { devCommand } from "./dev_command.ts";
+import { planCommand } from "./plan_command.ts";
+import { deploymentJsonSchema } from "../deployment/schema.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The version printed by `llmgw version`. */
@@ -17,6 +19,8 @@ Usage: llmgw <role> <command> [options]
 
 Roles and commands:
   agent inventory   print what the scheduler would see on this node
+  plan              place a deployment's replicas on a cluster file, explained
+  schema deployment print the JSON Schema of deployment files
   dev               show the simulated cluster's hardware (the all-in-one local cluster
                     grows here: control plane and agents arrive with later releases)
   version           print the version
@@ -78,6 +82,14 @@ async function dispatch(args: string[], io: Io): Promise<number> {
         return 0;
       }
       throw new UsageError(`agent: unknown command "${command}" (known: inventory)`);
+    case "schema":
+      if (command === "deployment" && rest.length === 0) {
+        io.out(JSON.stringify(deploymentJsonSchema(), null, 2) + "\n");
+        return 0;
+      }
+      throw new UsageError('schema: expected "schema deployment"');
+    case "plan":
+      return await planCommand(command === undefined ? rest : [command, ...rest], io.out, io.err);
     case "dev":
       return await devCommand(command === undefined ? rest : [command, ...rest], io.out);
     case "control":

@@ -5,11 +5,10 @@
  * @module
  */
 import { parse as parseYaml } from "yaml";
-import type { z } from "zod";
 import { type Deployment, DeploymentSchema } from "./schema.ts";
+import { formatIssues, zodIssues } from "../validation/issues.ts";
 import {
   type DeploymentIssue,
-  formatPath,
   resolveGpusPerNode,
   validateDeployment,
   type ValidateOptions,
@@ -22,8 +21,7 @@ export class DeploymentError extends Error {
   /** Creates the error; the message lists the issues, one per line. */
   constructor(where: string, issues: DeploymentIssue[]) {
     super(
-      `Cannot use deployment ${where}:\n` +
-        issues.map((i) => `  ${formatPath(i.path)}: ${i.message}`).join("\n"),
+      `Cannot use deployment ${where}:\n${formatIssues(issues)}`,
     );
     this.name = "DeploymentError";
     this.issues = issues;
@@ -94,18 +92,4 @@ export function parseDeployment(
   const { errors, warnings } = validateDeployment(deployment, options);
   if (errors.length > 0) throw new DeploymentError(where, errors);
   return { deployment, warnings };
-}
-
-/** Turns zod's issues into field paths and messages that say what was expected. */
-export function zodIssues(error: z.ZodError): DeploymentIssue[] {
-  return error.issues.map((issue) => {
-    const path = issue.path.filter((p): p is string | number => typeof p !== "symbol");
-    let message = issue.message;
-    if (issue.code === "unrecognized_keys") {
-      message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${
-        issue.keys.map((k) => `"${k}"`).join(", ")
-      }`;
-    }
-    return { path, message };
-  });
 }

@@ -4,18 +4,11 @@
  *
  * @module
  */
+import type { FieldPath, InputIssue } from "../validation/issues.ts";
 import type { Deployment, Profile } from "./schema.ts";
 
-/** A path into the deployment document, e.g. `["profiles", 0, "gpus_per_node"]`. */
-export type FieldPath = (string | number)[];
-
 /** One problem with a deployment. */
-export interface DeploymentIssue {
-  /** Where in the document. */
-  path: FieldPath;
-  /** What is wrong and what is expected. */
-  message: string;
-}
+export type DeploymentIssue = InputIssue;
 
 /** What validation found: errors refuse the deployment, warnings do not. */
 export interface ValidationResult {
@@ -50,12 +43,6 @@ export function compareComputeCapability(a: string, b: string): number {
   const [am, an] = a.split(".").map(Number);
   const [bm, bn] = b.split(".").map(Number);
   return am !== bm ? am - bm : (an ?? 0) - (bn ?? 0);
-}
-
-/** Formats a path as `profiles[0].gpus_per_node`. */
-export function formatPath(path: FieldPath): string {
-  if (path.length === 0) return "(top level)";
-  return path.map((p, i) => typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`).join("");
 }
 
 /** Applies the one derived default: `gpus_per_node` = TP × PP / nodes when not given. */

@@ -130,6 +130,32 @@ Deno.test("runCommand kills a command that prints more than maxOutputBytes", asy
   }
 });
 
+Deno.test("runCommand stops a command at the output cap, not at the deadline", async () => {
+  // 128 KiB and then silence: only the cap, not the 60 s deadline, may end it,
+  // and killing must not rely on the writer dying of SIGPIPE.
+  const dir = await Deno.makeTempDir();
+  const selfFile = join(dir, "self.pid");
+  try {
+    const script = await writeScript(
+      dir,
+      "burst.sh",
+      `echo $$ > '${selfFile}'\nhead -c 131072 /dev/zero\nexec sleep 300\n`,
+    );
+    const err = commandError(
+      await settleWithin(
+        runCommand(script, [], { maxOutputBytes: 64 * 1024, timeoutMs: 60_000 }),
+        10_000,
+        () => killLeftovers(readPids(selfFile), readPids(selfFile)),
+      ),
+    );
+    assertEquals(err.kind, "too-large");
+    assertEquals(await survivorsAfter(readPids(selfFile), readPids(selfFile)), []);
+  } finally {
+    killLeftovers(readPids(selfFile), readPids(selfFile));
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("runCommand counts stderr against the output cap too", async () => {
   const dir = await Deno.makeTempDir();
   const selfFile = join(dir, "self.pid");

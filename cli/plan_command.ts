@@ -1,0 +1,147 @@
+/**
+ * `llmgw plan`: offline placement for operators and tools (plan §7). Places a
+ * deployment's replicas one after another on a cluster file and prints each
+ * placement or its explanation.
+ *
+ * Exit codes: 0 all placed, 3 some unschedulable, 2 bad input.
+ *
+ * @module
+ */
+import { DeploymentError, parseDeploymentText } from "../deployment/load.ts";
+import type { ClassFacts } from "../deployment/validate.ts";
+import { ClusterFileError, parseClusterFile } from "../inventory/cluster_file.ts";
+import type { ClusterNode } from "../inventory/types.ts";
+import {
+  applyPlacement,
+  explanationLines,
+  indexCluster,
+  place,
+  type PlacementResult,
+} from "../placement/mod.ts";
+import { formatPath } from "../validation/issues.ts";
+import { renderTable } from "../agent/inventory_table.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
+
+/** Usage of the command. */
+export const PLAN_USAGE =
+  `Usage: llmgw plan --cluster CLUSTER.json --deployment DEPLOY.yaml [options]
+
+Places the deployment's replicas one after another on the cluster file and
+prints each placement, or why it is unschedulable.
+
+Options:
+  --cluster FILE      nodes with inventory, state, labels, allocations (JSON)
+  --deployment FILE   the deployment (YAML or JSON)
+  --replicas N        how many replicas to place (default: the deployment's)
+  --json              print one JSON object
+Exit codes: 0 all placed, 3 some unschedulable, 2 bad input.
+`;
+
+/** The GPU classes of a cluster and their compute capabilities, for validation. */
+export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
+  const map = new Map<string, Set<string>>();
+  for (const n of nodes) {
+    for (const g of n.gpus) {
+      if (g.class === null) continue;
+      let s = map.get(g.class);
+      if (s === undefined) map.set(g.class, s = new Set());
+      if (g.compute_capability !== null) s.add(g.compute_capability);
+    }
+  }
+  return { computeCapabilities: map };
+}
+
+/** Runs the command; returns the exit code. */
+export async function planCommand(
+  args: string[],
+  out: (t: string) => void,
+  err: (t: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseFlags("plan", args, {
+    cluster: { type: "string" },
+    deployment: { type: "string" },
+    replicas: { type: "string" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    out(PLAN_USAGE);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`plan: unexpected argument "${positionals[0]}"`);
+  if (values.cluster === undefined) throw new UsageError("plan: --cluster FILE is required");
+  if (values.deployment === undefined) throw new UsageError("plan: --deployment FILE is required");
+  let replicas: number | undefined;
+  if (values.replicas !== undefined) {
+    if (!/^\d+$/.test(values.replicas) || Number(values.replicas) > 10_000) {
+      throw new UsageError(
+        `plan: --replicas must be a whole number 0-10000, got "${values.replicas}"`,
+      );
+    }
+    replicas = Number(values.replicas);
+  }
+  const nodes = await readInput(values.cluster, (text) => parseClusterFile(text, values.cluster!));
+  const { deployment, warnings } = await readInput(
+    values.deployment,
+    (text) => parseDeploymentText(text, values.deployment!, { classes: classFacts(nodes) }),
+  );
+  for (const w of warnings) {
+    err(`llmgw: warning: ${values.deployment}: ${formatPath(w.path)}: ${w.message}\n`);
+  }
+  const index = indexCluster(nodes);
+  const results: PlacementResult[] = [];
+  for (let r = 0; r < (replicas ?? deployment.replicas); r++) {
+    const result = place(index, deployment, `${deployment.name}-r${r}`, { detail: true });
+    if (result.status === "placed") applyPlacement(index, deployment.name, result.shards);
+    results.push(result);
+  }
+  if (values.json) out(JSON.stringify({ replicas: results }, null, 2) + "\n");
+  else out(formatResults(results));
+  return results.every((r) => r.status === "placed") ? 0 : 3;
+}
+
+async function readInput<T>(path: string, parse: (text: string) => T): Promise<T> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    throw new UsageError(
+      `plan: cannot read ${path}: ${
+        e instanceof Deno.errors.NotFound ? "no such file" : String(e)
+      }`,
+    );
+  }
+  try {
+    return parse(text);
+  } catch (e) {
+    if (e instanceof ClusterFileError || e instanceof DeploymentError) {
+      throw new UsageError(e.message);
+    }
+    throw e;
+  }
+}
+
+/** Formats results for people: one block per replica. */
+export function formatResults(results: readonly PlacementResult[]): string {
+  const out: string[] = [];
+  for (const r of results) {
+    out.push(`replica ${r.replica_id}: ${r.status}`);
+    if (r.status === "placed") {
+      out.push(
+        renderTable(
+          ["RANK", "NODE", "GPUS", "CLASS", "FABRIC", "HCAS"],
+          r.shards.map((s) => [
+            String(s.rank),
+            s.node,
+            s.gpu_indices.join(","),
+            s.gpu_class,
+            s.fabric ?? "-",
+            s.hcas.length === 0 ? "-" : s.hcas.join(","),
+          ]),
+        ).split("\n").map((l) => `  ${l}`).join("\n"),
+      );
+    }
+    out.push(...explanationLines(r.explanation).map((l) => `  ${l}`), "");
+  }
+  return out.join("\n");
+}

@@ -1,0 +1,169 @@
+/**
+ * A placement index over a cluster snapshot: per node and GPU class, the free
+ * healthy GPUs, so that placing one replica on 10,000 nodes touches only the
+ * nodes that have the class (plan §16). It is a derived cache: `place()`
+ * only reads it; {@link applyPlacement} updates it after a placement.
+ *
+ * @module
+ */
+import type { Gpu } from "../discovery/types.ts";
+import type { Allocation, ClusterNode } from "../inventory/types.ts";
+
+/** One node's GPUs of one class. */
+export interface ClassSlot {
+  /** The GPUs of this class on the node, by index. */
+  gpus: Gpu[];
+  /** Indices of healthy, unallocated GPUs of this class, ascending. */
+  free: number[];
+  /** How many of them are allocated. */
+  allocated: number;
+  /** How many are unhealthy (and not allocated). */
+  unhealthy: number;
+  /** True when every GPU of the class reports compute capability ≥ 8.9 (fp8, plan §6.2). */
+  fp8Capable: boolean;
+  /** The compute capabilities reported, for messages ("8.0", "unknown"). */
+  computeCapabilities: string[];
+}
+
+/** A node with its per-class slots. */
+export interface IndexedNode {
+  /** The node as given (not copied: the index never changes it). */
+  node: ClusterNode;
+  /** GPU class → slot. */
+  classes: Map<string, ClassSlot>;
+  /** Deployment → number of its replicas with a shard here (for `spread`). */
+  deployments: Map<string, number>;
+  /** GPU indices allocated here, including by placements applied to the index. */
+  allocatedIndices: Set<number>;
+}
+
+/** The index: every node, and per GPU class the nodes that have it, sorted by id. */
+export interface ClusterIndex {
+  /** All nodes, sorted by id. */
+  nodes: IndexedNode[];
+  /** Node id → node. */
+  byId: Map<string, IndexedNode>;
+  /** GPU class → nodes having at least one GPU of it, sorted by id. */
+  byClass: Map<string, IndexedNode[]>;
+}
+
+const FP8_MIN: [number, number] = [8, 9];
+
+function fp8Capable(cc: string | null): boolean {
+  if (cc === null) return false;
+  const [major, minor] = cc.split(".").map(Number);
+  return major > FP8_MIN[0] || (major === FP8_MIN[0] && minor >= FP8_MIN[1]);
+}
+
+/** Builds the index of a snapshot. Nodes are not copied; do not change them afterwards. */
+export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
+  const indexed = [...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode);
+  const byId = new Map<string, IndexedNode>();
+  const byClass = new Map<string, IndexedNode[]>();
+  for (const n of indexed) {
+    if (byId.has(n.node.id)) {
+      throw new RangeError(`Cannot index cluster: node id ${n.node.id} appears twice`);
+    }
+    byId.set(n.node.id, n);
+    for (const cls of n.classes.keys()) {
+      let list = byClass.get(cls);
+      if (list === undefined) byClass.set(cls, list = []);
+      list.push(n);
+    }
+  }
+  return { nodes: indexed, byId, byClass };
+}
+
+function indexNode(node: ClusterNode): IndexedNode {
+  const allocatedIndices = new Set<number>();
+  const deployments = new Map<string, number>();
+  const seenReplicas = new Set<string>();
+  for (const a of node.allocations) {
+    for (const i of a.gpu_indices) allocatedIndices.add(i);
+    countDeployment(deployments, seenReplicas, a);
+  }
+  const classes = new Map<string, ClassSlot>();
+  for (const gpu of node.gpus) {
+    if (gpu.class === null) continue;
+    let slot = classes.get(gpu.class);
+    if (slot === undefined) {
+      slot = {
+        gpus: [],
+        free: [],
+        allocated: 0,
+        unhealthy: 0,
+        fp8Capable: true,
+        computeCapabilities: [],
+      };
+      classes.set(gpu.class, slot);
+    }
+    slot.gpus.push(gpu);
+    if (allocatedIndices.has(gpu.index)) slot.allocated++;
+    else if (gpu.health.problems.length > 0) slot.unhealthy++;
+    else slot.free.push(gpu.index);
+    slot.fp8Capable &&= fp8Capable(gpu.compute_capability);
+    const cc = gpu.compute_capability ?? "unknown";
+    if (!slot.computeCapabilities.includes(cc)) slot.computeCapabilities.push(cc);
+  }
+  for (const slot of classes.values()) {
+    slot.free.sort((a, b) => a - b);
+    slot.gpus.sort((a, b) => a.index - b.index);
+  }
+  return { node, classes, deployments, allocatedIndices };
+}
+
+function countDeployment(counts: Map<string, number>, seen: Set<string>, a: Allocation): void {
+  if (a.deployment === undefined || a.deployment === null || seen.has(a.replica_id)) return;
+  seen.add(a.replica_id);
+  counts.set(a.deployment, (counts.get(a.deployment) ?? 0) + 1);
+}
+
+/** What {@link applyPlacement} needs of a placement. */
+export interface AppliedShard {
+  /** Node id. */
+  node: string;
+  /** GPUs taken. */
+  gpu_indices: number[];
+  /** Their class. */
+  gpu_class: string;
+}
+
+/**
+ * Records a placement in the index (not in the nodes), so the next `place()`
+ * sees those GPUs as taken and the deployment as present on those nodes.
+ *
+ * @throws {RangeError} When a shard names an unknown node or a GPU that is not free.
+ */
+export function applyPlacement(
+  index: ClusterIndex,
+  deployment: string,
+  shards: readonly AppliedShard[],
+): void {
+  const touched = new Set<IndexedNode>();
+  for (const s of shards) {
+    const n = index.byId.get(s.node);
+    const slot = n?.classes.get(s.gpu_class);
+    if (n === undefined || slot === undefined) {
+      throw new RangeError(`Cannot apply placement: node ${s.node} has no ${s.gpu_class} GPUs`);
+    }
+    for (const i of s.gpu_indices) {
+      const at = slot.free.indexOf(i);
+      if (at === -1) {
+        throw new RangeError(`Cannot apply placement: GPU ${i} of ${s.node} is not free`);
+      }
+      slot.free.splice(at, 1);
+      slot.allocated++;
+      n.allocatedIndices.add(i);
+    }
+    touched.add(n);
+  }
+  for (const n of touched) n.deployments.set(deployment, (n.deployments.get(deployment) ?? 0) + 1);
+}
+
+/** Orders ids so that `node-2` sorts before `node-10` (ties break on node id, plan §7). */
+export function compareIds(a: string, b: string): number {
+  const c = collator.compare(a, b);
+  return c !== 0 ? c : a < b ? -1 : a > b ? 1 : 0;
+}
+
+const collator = new Intl.Collator("en", { numeric: true });

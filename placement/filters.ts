@@ -1,0 +1,124 @@
+/**
+ * Node filters (plan §7), in the style of Kubernetes' scheduler framework:
+ * each is a small named step that passes a node or rejects it with a reason
+ * code. `check` is the hot path (no strings built); `describe` explains a
+ * rejection in words, on demand (plan §1.2).
+ *
+ * @module
+ */
+import type { Profile } from "../deployment/schema.ts";
+import type { ClassSlot, IndexedNode } from "./cluster_index.ts";
+import type { ReasonCode } from "./reasons.ts";
+
+/** What the filters know about the profile being placed. */
+export interface ProfileContext {
+  /** The profile. */
+  profile: Profile;
+  /** Whether the profile's quantization needs fp8 hardware. */
+  needsFp8: boolean;
+  /** Selector entries, precomputed. */
+  selector: [string, string][];
+}
+
+/** Builds the context of a profile. */
+export function profileContext(profile: Profile): ProfileContext {
+  return {
+    profile,
+    needsFp8: /fp8/.test(profile.quantization),
+    selector: Object.entries(profile.node_selector),
+  };
+}
+
+/** One filter step. */
+export interface NodeFilter {
+  /** The step's name, for documentation and debugging. */
+  name: string;
+  /** Returns null when the node passes, else why not. */
+  check(n: IndexedNode, slot: ClassSlot, ctx: ProfileContext): ReasonCode | null;
+  /** Explains a rejection this filter made. */
+  describe(n: IndexedNode, slot: ClassSlot, ctx: ProfileContext): string;
+}
+
+/** Only ready nodes take new replicas (plan §4). */
+export const nodeStateFilter: NodeFilter = {
+  name: "node_state",
+  check: (n) => n.node.state === "ready" ? null : `node_${n.node.state}` as ReasonCode,
+  describe: (n) => `node is ${n.node.state}`,
+};
+
+/** Every label of the profile's node selector must match. */
+export const nodeSelectorFilter: NodeFilter = {
+  name: "node_selector",
+  check: (n, _slot, ctx) => {
+    for (const [k, v] of ctx.selector) if (n.node.labels[k] !== v) return "selector_mismatch";
+    return null;
+  },
+  describe: (n, _slot, ctx) => {
+    const [k, v] = ctx.selector.find(([k, v]) => n.node.labels[k] !== v)!;
+    const has = n.node.labels[k];
+    return `label ${k}=${v} required, node has ${
+      has === undefined ? `no ${k} label` : `${k}=${has}`
+    }`;
+  },
+};
+
+/** fp8 only on compute capability ≥ 8.9: refused, not silently slower (plan §6.2). */
+export const computeCapabilityFilter: NodeFilter = {
+  name: "compute_capability",
+  check: (_n, slot, ctx) => ctx.needsFp8 && !slot.fp8Capable ? "compute_capability" : null,
+  describe: (_n, slot, ctx) =>
+    `${ctx.profile.quantization} needs compute capability ≥ 8.9; ${ctx.profile.gpu_class} GPUs here report ${
+      slot.computeCapabilities.join(", ")
+    }`,
+};
+
+/** Enough healthy, unallocated GPUs of the class for one shard. */
+export const freeGpusFilter: NodeFilter = {
+  name: "free_gpus",
+  check: (_n, slot, ctx) =>
+    slot.free.length < ctx.profile.gpus_per_node ? "insufficient_gpus" : null,
+  describe: (_n, slot, ctx) => {
+    const parts = [`${slot.free.length} free`];
+    if (slot.allocated > 0) parts.push(`${slot.allocated} allocated`);
+    if (slot.unhealthy > 0) {
+      const sick = slot.gpus.find((g) => g.health.problems.length > 0);
+      parts.push(
+        `${slot.unhealthy} unhealthy${
+          sick ? ` (GPU ${sick.index}: ${sick.health.problems[0]})` : ""
+        }`,
+      );
+    }
+    return `needs ${ctx.profile.gpus_per_node} free ${ctx.profile.gpu_class} GPUs, has ${
+      parts.join(", ")
+    } of ${slot.gpus.length}`;
+  },
+};
+
+/** The filters after class presence, in order (see REASONS). */
+export const NODE_FILTERS: readonly NodeFilter[] = [
+  nodeStateFilter,
+  nodeSelectorFilter,
+  computeCapabilityFilter,
+  freeGpusFilter,
+];
+
+/** Runs the filters; returns the first rejection's reason and filter, or null. */
+export function firstRejection(
+  n: IndexedNode,
+  slot: ClassSlot,
+  ctx: ProfileContext,
+): { reason: ReasonCode; filter: NodeFilter } | null {
+  for (const filter of NODE_FILTERS) {
+    const reason = filter.check(n, slot, ctx);
+    if (reason !== null) return { reason, filter };
+  }
+  return null;
+}
+
+/** Describes a node without the profile's class. */
+export function describeNoClass(n: IndexedNode, ctx: ProfileContext): string {
+  const classes = [...n.classes.entries()].map(([c, s]) => `${c}×${s.gpus.length}`);
+  return `no ${ctx.profile.gpu_class} GPUs (node has ${
+    classes.length === 0 ? "no GPUs" : classes.join(", ")
+  })`;
+}

@@ -1,0 +1,28 @@
+/**
+ * Placement (plan §7): pure, deterministic, explained.
+ *
+ * @module
+ */
+export * from "./types.ts";
+export { type ReasonCode, reasonLabel, REASONS } from "./reasons.ts";
+export {
+  type AppliedShard,
+  applyPlacement,
+  type ClassSlot,
+  type ClusterIndex,
+  compareIds,
+  indexCluster,
+  type IndexedNode,
+} from "./cluster_index.ts";
+export { chooseGpus, nvlinkDomains } from "./gpu_choice.ts";
+export {
+  computeCapabilityFilter,
+  freeGpusFilter,
+  NODE_FILTERS,
+  type NodeFilter,
+  nodeSelectorFilter,
+  nodeStateFilter,
+  type ProfileContext,
+  profileContext,
+} from "./filters.ts";
+export { explanationLines, place, type PlaceOptions, placeReplica } from "./place.ts";

@@ -1,0 +1,78 @@
+/**
+ * Reason codes: why a node cannot take a replica with a given profile. Stable
+ * names for tools; the labels make the one-line summary of plan §1.2
+ * ("0/12 nodes fit: 8 cordoned, 3 insufficient free h100-80g GPUs").
+ *
+ * @module
+ */
+
+/** Why a node was rejected for a profile. */
+export type ReasonCode =
+  | "no_gpu_class"
+  | "node_cordoned"
+  | "node_draining"
+  | "node_unreachable"
+  | "node_lost"
+  | "selector_mismatch"
+  | "compute_capability"
+  | "insufficient_gpus"
+  | "no_fabric"
+  | "fabric_too_small";
+
+/**
+ * Every reason code, in filter order, with its summary label. Filters run in
+ * this order and a node is reported under the first that rejects it.
+ */
+export const REASONS: readonly { code: ReasonCode; label: string; meaning: string }[] = [
+  {
+    code: "no_gpu_class",
+    label: "no {class} GPUs",
+    meaning: "The node has no GPU of the profile's class.",
+  },
+  { code: "node_cordoned", label: "cordoned", meaning: "An operator cordoned the node." },
+  { code: "node_draining", label: "draining", meaning: "The node is being drained." },
+  {
+    code: "node_unreachable",
+    label: "unreachable",
+    meaning: "Heartbeats stopped; the node may come back.",
+  },
+  { code: "node_lost", label: "lost", meaning: "Unreachable long enough to be declared lost." },
+  {
+    code: "selector_mismatch",
+    label: "not matching the node selector",
+    meaning: "A label of the profile's node_selector is missing or different.",
+  },
+  {
+    code: "compute_capability",
+    label: "compute capability too low for {quantization}",
+    meaning: "fp8 needs compute capability ≥ 8.9 (plan §6.2); unknown counts as too low.",
+  },
+  {
+    code: "insufficient_gpus",
+    label: "insufficient free {class} GPUs",
+    meaning: "Fewer healthy, unallocated GPUs of the class than gpus_per_node.",
+  },
+  {
+    code: "no_fabric",
+    label: "on no fabric",
+    meaning: "A multi-node profile needs nodes attached to a fabric (plan §5.2).",
+  },
+  {
+    code: "fabric_too_small",
+    label: "on fabrics with too few eligible nodes",
+    meaning: "Every fabric the node is on has fewer eligible nodes than the profile's nodes.",
+  },
+];
+
+const ORDER = new Map(REASONS.map((r, i) => [r.code, i]));
+
+/** Filter order of a reason code, for sorting summaries. */
+export function reasonOrder(code: ReasonCode): number {
+  return ORDER.get(code) ?? REASONS.length;
+}
+
+/** The summary label of a reason, with the profile's class and quantization filled in. */
+export function reasonLabel(code: ReasonCode, gpuClass: string, quantization: string): string {
+  const r = REASONS[reasonOrder(code)];
+  return r.label.replace("{class}", gpuClass).replace("{quantization}", quantization);
+}
