@@ -24,7 +24,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (e) {
-    const message = e instanceof Error ? e.message.split("\n")[0] : String(e);
+    const message = e instanceof Error ? e.message.replace(/\s*\n\s*/g, " ") : String(e);
     throw new UsageError(`${command}: ${message}`);
   }
 }

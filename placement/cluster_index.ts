@@ -37,14 +37,22 @@ export interface IndexedNode {
   allocatedIndices: Set<number>;
 }
 
+/** A node together with its slot of one class: what placement iterates over. */
+export interface ClassMember {
+  /** The node. */
+  n: IndexedNode;
+  /** Its GPUs of the class. */
+  slot: ClassSlot;
+}
+
 /** The index: every node, and per GPU class the nodes that have it, sorted by id. */
 export interface ClusterIndex {
   /** All nodes, sorted by id. */
   nodes: IndexedNode[];
   /** Node id → node. */
   byId: Map<string, IndexedNode>;
-  /** GPU class → nodes having at least one GPU of it, sorted by id. */
-  byClass: Map<string, IndexedNode[]>;
+  /** GPU class → nodes having at least one GPU of it, with their slot, sorted by id. */
+  byClass: Map<string, ClassMember[]>;
 }
 
 const FP8_MIN: [number, number] = [8, 9];
@@ -59,16 +67,16 @@ function fp8Capable(cc: string | null): boolean {
 export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
   const indexed = [...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode);
   const byId = new Map<string, IndexedNode>();
-  const byClass = new Map<string, IndexedNode[]>();
+  const byClass = new Map<string, ClassMember[]>();
   for (const n of indexed) {
     if (byId.has(n.node.id)) {
       throw new RangeError(`Cannot index cluster: node id ${n.node.id} appears twice`);
     }
     byId.set(n.node.id, n);
-    for (const cls of n.classes.keys()) {
+    for (const [cls, slot] of n.classes) {
       let list = byClass.get(cls);
       if (list === undefined) byClass.set(cls, list = []);
-      list.push(n);
+      list.push({ n, slot });
     }
   }
   return { nodes: indexed, byId, byClass };

@@ -39,10 +39,17 @@ export interface NodeFilter {
   describe(n: IndexedNode, slot: ClassSlot, ctx: ProfileContext): string;
 }
 
+const STATE_REASONS: Record<string, ReasonCode> = {
+  cordoned: "node_cordoned",
+  draining: "node_draining",
+  unreachable: "node_unreachable",
+  lost: "node_lost",
+};
+
 /** Only ready nodes take new replicas (plan §4). */
 export const nodeStateFilter: NodeFilter = {
   name: "node_state",
-  check: (n) => n.node.state === "ready" ? null : `node_${n.node.state}` as ReasonCode,
+  check: (n) => n.node.state === "ready" ? null : STATE_REASONS[n.node.state],
   describe: (n) => `node is ${n.node.state}`,
 };
 
@@ -50,7 +57,9 @@ export const nodeStateFilter: NodeFilter = {
 export const nodeSelectorFilter: NodeFilter = {
   name: "node_selector",
   check: (n, _slot, ctx) => {
-    for (const [k, v] of ctx.selector) if (n.node.labels[k] !== v) return "selector_mismatch";
+    for (let i = 0; i < ctx.selector.length; i++) {
+      if (n.node.labels[ctx.selector[i][0]] !== ctx.selector[i][1]) return "selector_mismatch";
+    }
     return null;
   },
   describe: (n, _slot, ctx) => {

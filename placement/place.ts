@@ -13,7 +13,7 @@
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import {
-  type ClassSlot,
+  type ClassMember,
   type ClusterIndex,
   compareIds,
   indexCluster,
@@ -43,10 +43,7 @@ export interface PlaceOptions {
 }
 
 /** A node that passed every filter, with its slot of the profile's class. */
-interface Candidate {
-  n: IndexedNode;
-  slot: ClassSlot;
-}
+type Candidate = ClassMember;
 
 /** The outcome of trying one profile. */
 interface Trial {
@@ -111,25 +108,23 @@ function tryProfile(
   options: PlaceOptions,
 ): Trial {
   const ctx = profileContext(profile);
-  const counts = new Map<ReasonCode, number>();
-  const bump = (r: ReasonCode) => counts.set(r, (counts.get(r) ?? 0) + 1);
+  // The hot loop of plan §16: only nodes with the class, no strings built.
+  const rejectedBy = new Map<ReasonCode, number>();
   const withClass = index.byClass.get(profile.gpu_class) ?? [];
+  const candidates: Candidate[] = [];
+  for (const member of withClass) {
+    let reason: ReasonCode | null = null;
+    for (let f = 0; f < NODE_FILTERS.length && reason === null; f++) {
+      reason = NODE_FILTERS[f].check(member.n, member.slot, ctx);
+    }
+    if (reason === null) candidates.push(member);
+    else rejectedBy.set(reason, (rejectedBy.get(reason) ?? 0) + 1);
+  }
+  const counts = new Map<ReasonCode, number>();
   const noClass = index.nodes.length - withClass.length;
   if (noClass > 0) counts.set("no_gpu_class", noClass);
-  const candidates: Candidate[] = [];
-  for (const n of withClass) {
-    const slot = n.classes.get(profile.gpu_class)!;
-    let rejected = false;
-    for (const filter of NODE_FILTERS) {
-      const reason = filter.check(n, slot, ctx);
-      if (reason !== null) {
-        bump(reason);
-        rejected = true;
-        break;
-      }
-    }
-    if (!rejected) candidates.push({ n, slot });
-  }
+  for (const [r, c] of rejectedBy) counts.set(r, c);
+  const bump = (r: ReasonCode) => counts.set(r, (counts.get(r) ?? 0) + 1);
   const spread = deployment.placement === "spread";
   let chosen: Candidate[] | null;
   let fabric: string | null = null;

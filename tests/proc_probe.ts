@@ -1,14 +1,19 @@
 /**
  * Test helpers that watch processes through `/proc` (Linux): Deno has no
- * `kill(pid, 0)`, so a process counts as gone when `/proc/<pid>/stat` is
- * missing or says it is a zombie. Used to prove that a killed command left
- * nothing behind, and to clean up when it did.
+ * `kill(pid, 0)`, so a process counts as gone when it has no
+ * `/proc/<pid>/stat` or that says it is a zombie. Used to prove that a killed
+ * command left nothing behind, and to clean up when it did.
+ *
+ * Deno reads `/proc` only with `--allow-all`; under `deno task test`'s
+ * narrower permissions the files are read by a `cat` child process instead.
  *
  * @module
  */
 
 /** The fields of `/proc/<pid>/stat` these tests need. */
 export interface ProcStat {
+  /** The command name (`comm`), e.g. `sleep`. */
+  comm: string;
   /** One letter: R, S, D, Z, T, X, … */
   state: string;
   /** Parent pid. */
@@ -17,37 +22,72 @@ export interface ProcStat {
   pgrp: number;
 }
 
-/** Reads `/proc/<pid>/stat`; `null` when the process does not exist. */
-export function procStat(pid: number): ProcStat | null {
-  let text: string;
-  try {
-    text = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  } catch {
-    return null;
+let readProcDirectly: boolean | null = null;
+
+/** Every process now, by pid, from `/proc/<pid>/stat`. */
+export function processes(): Map<number, ProcStat> {
+  const out = new Map<number, ProcStat>();
+  for (const line of readAllStats()) {
+    // "pid (comm) state ppid pgrp …"; comm may itself contain spaces and parens.
+    const m = /^(\d+) \((.*)\) (\S) (-?\d+) (-?\d+) /s.exec(line);
+    if (m !== null) {
+      out.set(Number(m[1]), { comm: m[2], state: m[3], ppid: Number(m[4]), pgrp: Number(m[5]) });
+    }
   }
-  // "pid (comm) state ppid pgrp …"; comm may itself contain spaces and parens.
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return { state: fields[0], ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+  return out;
+}
+
+function readAllStats(): string[] {
+  if (readProcDirectly !== false) {
+    try {
+      const lines: string[] = [];
+      for (const entry of Deno.readDirSync("/proc")) {
+        if (!/^\d+$/.test(entry.name)) continue;
+        try {
+          lines.push(Deno.readTextFileSync(`/proc/${entry.name}/stat`));
+        } catch {
+          // Exited while we looked.
+        }
+      }
+      readProcDirectly = true;
+      return lines;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotCapable) && !(e instanceof Deno.errors.PermissionDenied)) {
+        throw e;
+      }
+      readProcDirectly = false;
+    }
+  }
+  const out = new Deno.Command("/bin/sh", {
+    args: ["-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).outputSync();
+  // Each stat file is one line ending in a newline.
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l !== "");
+}
+
+function live(s: ProcStat | undefined): s is ProcStat {
+  return s !== undefined && s.state !== "Z" && s.state !== "X";
 }
 
 /** True while the process exists and is not a zombie. */
 export function isAlive(pid: number): boolean {
-  const s = procStat(pid);
-  return s !== null && s.state !== "Z" && s.state !== "X";
+  return live(processes().get(pid));
 }
 
-/** Live processes whose process group is one of `groups`. */
-export function groupMembers(groups: readonly number[]): number[] {
+/** Live processes among `pids` or in one of the process groups `groups`. */
+export function aliveAmong(
+  pids: readonly number[],
+  groups: readonly number[],
+  procs: Map<number, ProcStat> = processes(),
+): number[] {
   const out: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const pid = Number(entry.name);
-    const s = procStat(pid);
-    if (s !== null && s.state !== "Z" && s.state !== "X" && groups.includes(s.pgrp)) {
-      out.push(pid);
-    }
+  for (const [pid, s] of procs) {
+    if (live(s) && (pids.includes(pid) || groups.includes(s.pgrp))) out.push(pid);
   }
-  return out;
+  return out.sort((a, b) => a - b);
 }
 
 /**
@@ -61,45 +101,37 @@ export async function survivorsAfter(
 ): Promise<number[]> {
   const deadline = Date.now() + withinMs;
   while (true) {
-    const alive = [...new Set([...pids.filter(isAlive), ...groupMembers(groups)])];
+    const alive = aliveAmong(pids, groups);
     if (alive.length === 0 || Date.now() >= deadline) return alive;
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 /**
- * SIGKILLs every listed pid, group member and descendant of those still alive
- * whose command is one of `commands` (a guard against killing an unrelated process that reused a
- * pid). For `finally` blocks: a failing test must not leak processes.
+ * SIGKILLs every listed pid, group member and descendant of those still
+ * alive whose command is one of `commands` (a guard against killing an
+ * unrelated process that reused a pid). For `finally` blocks: a failing test
+ * must not leak processes.
  */
 export function killLeftovers(
   pids: readonly number[],
   groups: readonly number[],
-  commands: readonly string[] = ["sh", "sleep", "yes", "cat"],
+  commands: readonly string[] = ["sh", "sleep", "yes", "cat", "head"],
 ): void {
-  const targets = new Set([...pids, ...groupMembers(groups)]);
+  const procs = processes();
+  const targets = new Set(aliveAmong(pids, groups, procs));
   // Their children too, found by parent pid, in case they left the group.
-  const all = [...Deno.readDirSync("/proc")].filter((e) => /^\d+$/.test(e.name));
   for (let grew = true; grew;) {
     grew = false;
-    for (const entry of all) {
-      const pid = Number(entry.name);
-      const s = procStat(pid);
-      if (s !== null && !targets.has(pid) && targets.has(s.ppid)) {
+    for (const [pid, s] of procs) {
+      if (live(s) && !targets.has(pid) && targets.has(s.ppid)) {
         targets.add(pid);
         grew = true;
       }
     }
   }
   for (const pid of targets) {
-    if (!isAlive(pid)) continue;
-    let comm = "";
-    try {
-      comm = Deno.readTextFileSync(`/proc/${pid}/comm`).trim();
-    } catch {
-      continue;
-    }
-    if (!commands.includes(comm)) continue;
+    if (!commands.includes(procs.get(pid)!.comm)) continue;
     try {
       Deno.kill(pid, "SIGKILL");
     } catch {
