@@ -23,3 +23,8 @@
  * @module
  */
 export * from "./discovery/mod.ts";
+export * from "./deployment/mod.ts";
+export type { Allocation, ClusterNode, NodeState } from "./inventory/types.ts";
+export { NODE_STATES } from "./inventory/types.ts";
+export * from "./placement/mod.ts";
+export { type FieldPath, formatPath, type InputIssue } from "./validation/issues.ts";

@@ -57,19 +57,45 @@ export const DeploymentSchema = z.object({
     .describe("Profiles in priority order: the first that fits is used."),
 }).strict();
 
-/** A profile as written in a file (defaults not yet applied). */
-export type ProfileInput = z.input<typeof ProfileSchema>;
-/** A deployment as written in a file (defaults not yet applied). */
-export type DeploymentInput = z.input<typeof DeploymentSchema>;
+/** A profile with defaults applied and `gpus_per_node` resolved (plan §6.1). */
+export interface Profile {
+  /** Profile name, unique within the deployment. */
+  name: string;
+  /** Engine plugin name: vllm, sglang, or a plugin's (plan §8). */
+  engine: string;
+  /** GPU class (plan §2); every GPU of a replica is of this class. */
+  gpu_class: string;
+  /** Tensor-parallel size. */
+  tensor_parallel: number;
+  /** Pipeline-parallel size. */
+  pipeline_parallel: number;
+  /** Nodes per replica. */
+  nodes: number;
+  /** GPUs on each node. */
+  gpus_per_node: number;
+  /** Quantization: none, fp8, awq, gptq, … */
+  quantization: string;
+  /** Extra engine arguments, appended to the command line. */
+  engine_args: string[];
+  /** Extra environment for the engine. */
+  env: Record<string, string>;
+  /** Node labels that must all match. */
+  node_selector: Record<string, string>;
+}
 
-/** A profile with defaults applied and `gpus_per_node` resolved. */
-export type Profile = z.output<typeof ProfileSchema> & { gpus_per_node: number };
-
-/** A deployment with defaults applied. */
-export interface Deployment extends Omit<z.output<typeof DeploymentSchema>, "profiles"> {
-  /** The name clients use; defaults to the deployment name. */
+/** A deployment with defaults applied (plan §6.1). */
+export interface Deployment {
+  /** Deployment name. */
+  name: string;
+  /** Hub id or local path of the model. */
+  model: string;
+  /** The name clients use in the OpenAI `model` field; defaults to the deployment name. */
   served_model_name: string;
-  /** Profiles in priority order. */
+  /** Replica count. */
+  replicas: number;
+  /** pack: fill partly used nodes first; spread: prefer nodes without a replica of this deployment. */
+  placement: "pack" | "spread";
+  /** Profiles in priority order: the first that fits is used. */
   profiles: Profile[];
 }
 

@@ -8,6 +8,7 @@ export { type ReasonCode, reasonLabel, REASONS } from "./reasons.ts";
 export {
   type AppliedShard,
   applyPlacement,
+  type ClassMember,
   type ClassSlot,
   type ClusterIndex,
   compareIds,
