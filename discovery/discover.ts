@@ -81,7 +81,13 @@ async function discoverGpus(
     return { gpus: [], source: "nvidia-smi-failed", problems: [`nvidia-smi: ${query.message}`] };
   }
   if (query === null) return { gpus: [], source: "nvidia-smi-failed", problems };
-  const parsed = safely(() => parseGpuQuery(query.stdout), problems);
+  let text = query.stdout;
+  if (query.code !== 0 && text !== "" && !text.endsWith("\n")) {
+    // A run that died mid-line: the last row may be cut inside a cell.
+    problems.push("nvidia-smi --query-gpu output ends in an incomplete line; it was ignored");
+    text = text.slice(0, text.lastIndexOf("\n") + 1);
+  }
+  const parsed = safely(() => parseGpuQuery(text), problems);
   if (parsed === null) return { gpus: [], source: "nvidia-smi-failed", problems };
   if (query.code !== 0) problems.push(`nvidia-smi --query-gpu exited ${describeExit(query)}`);
   problems.push(...parsed.problems);
@@ -137,7 +143,9 @@ async function queryGpus(
     if (out instanceof CommandError || out.code === 0) return out;
     const bad = invalidQueryField(out.stdout + out.stderr);
     if (bad === null || !fields.includes(bad) || bad === "index") {
-      if (out.stdout.trim() !== "" && /^\s*index\b/.test(out.stdout)) return out;
+      // Output with a header is worth reading even from a failing run (one
+      // lost GPU makes nvidia-smi exit non-zero but the others are listed).
+      if (/^\s*index\b/m.test(out.stdout)) return out;
       problems.push(
         `nvidia-smi --query-gpu exited ${describeExit(out)}: ${
           clip(out.stderr || out.stdout, 200) || "no output"

@@ -443,3 +443,48 @@ Deno.test("discoverInventory reports uncorrected ECC errors as a health problem"
     assertEquals(inv.gpus[0].health.problems, ["uncorrected ECC errors: 2 (volatile count)"]);
   });
 });
+
+/** An nvidia-smi that prints `query` for --query-gpu (exiting `code`) and nothing useful otherwise. */
+async function scriptedSmi(dir: string, query: string, code: number): Promise<string> {
+  await Deno.writeTextFile(join(dir, "query.txt"), query);
+  return await writeScript(
+    join(dir, "nvidia-smi"),
+    `case "$1" in\n  --query-gpu=*) cat ${sq(join(dir, "query.txt"))}; exit ${code} ;;\n` +
+      `  --query-compute-apps=*) echo "gpu_uuid, pid, used_memory [MiB]" ;;\n  *) exit 1 ;;\nesac\n`,
+  );
+}
+
+const H100_ROW = (i: number) =>
+  `${i}, GPU-${i}, NVIDIA H100 80GB HBM3, 81559 MiB, 1 MiB, 9.0, 00000000:${
+    (0x18 + i).toString(16)
+  }:00.0, 570.86.15, 30, 0`;
+
+Deno.test("discoverInventory keeps the listed GPUs when a lost GPU makes nvidia-smi fail", async () => {
+  await withTempDir(async (dir) => {
+    const text = "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n" +
+      `${QUERY_HEADER}\n${[0, 1, 2].map(H100_ROW).join("\n")}\n`;
+    const inv = await discoverInventory({
+      nvidiaSmi: await scriptedSmi(dir, text, 15),
+      sysfsRoot: dir,
+    });
+    assertEquals(inv.source, "nvidia-smi");
+    assertEquals(inv.gpus.map((g) => g.index), [0, 1, 2]);
+    assertProblem(inv.problems, "GPU at PCI 0000:3b:00.0 is inaccessible: Unknown Error");
+    assertProblem(inv.problems, "exited with code 15");
+  });
+});
+
+Deno.test("discoverInventory drops a row cut off by a crash", async () => {
+  await withTempDir(async (dir) => {
+    // Died while printing GPU 2's memory: "815" of "81559 MiB", no newline.
+    const text = `${QUERY_HEADER}\n${H100_ROW(0)}\n${
+      H100_ROW(1)
+    }\n2, GPU-2, NVIDIA H100 80GB HBM3, 815`;
+    const inv = await discoverInventory({
+      nvidiaSmi: await scriptedSmi(dir, text, 139),
+      sysfsRoot: dir,
+    });
+    assertEquals(inv.gpus.map((g) => g.class), ["h100-80g", "h100-80g"]);
+    assertProblem(inv.problems, "ends in an incomplete line");
+  });
+});

@@ -32,6 +32,9 @@ export class CommandError extends Error {
   }
 }
 
+/** How long to keep reading a finished command's pipes (held open by an escaped child). */
+const PIPE_DRAIN_MS = 250;
+
 /** Limits for {@link runCommand}. */
 export interface RunLimits {
   /** Kill the command (its whole process group) after this long. Default 10 s. */
@@ -82,17 +85,21 @@ export async function runCommand(
       // Already gone.
     }
   };
-  const timer = setTimeout(
-    () =>
-      killGroup(
-        new CommandError("timeout", `${path} did not finish within ${timeoutMs} ms; killed`),
-      ),
-    timeoutMs,
-  );
+  const timer = setTimeout(() => {
+    killGroup(new CommandError("timeout", `${path} did not finish within ${timeoutMs} ms; killed`));
+    stopReading();
+  }, timeoutMs);
   let total = 0;
+  const readers: ReadableStreamDefaultReader<Uint8Array>[] = [];
+  // A process that left the group (setsid) can hold the pipes open forever:
+  // once we have given up on the command, or it has exited, stop reading.
+  const stopReading = () => {
+    for (const r of readers) r.cancel().catch(() => {});
+  };
   const collect = async (stream: ReadableStream<Uint8Array>): Promise<string> => {
     const chunks: Uint8Array[] = [];
     const reader = stream.getReader();
+    readers.push(reader);
     try {
       while (true) {
         const { value, done } = await reader.read();
@@ -102,26 +109,32 @@ export async function runCommand(
           killGroup(
             new CommandError("too-large", `${path} printed more than ${maxBytes} bytes; killed`),
           );
-          await reader.cancel();
+          stopReading();
           break;
         }
         chunks.push(value);
       }
+    } catch {
+      // Cancelled: keep what was read.
     } finally {
       reader.releaseLock();
     }
     const decoder = new TextDecoder();
     return chunks.map((c) => decoder.decode(c, { stream: true })).join("") + decoder.decode();
   };
+  let drainTimer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const [stdout, stderr, status] = await Promise.all([
-      collect(child.stdout),
-      collect(child.stderr),
-      child.status,
-    ]);
+    const status = child.status.then((s) => {
+      // The command is done; give stragglers holding its pipes a moment, no more.
+      drainTimer = setTimeout(stopReading, PIPE_DRAIN_MS);
+      return s;
+    });
+    const outputs = Promise.all([collect(child.stdout), collect(child.stderr)]);
+    const [[stdout, stderr], finished] = await Promise.all([outputs, status]);
     if (failure !== null) throw failure;
-    return { code: status.code, signal: status.signal, stdout, stderr };
+    return { code: finished.code, signal: finished.signal, stdout, stderr };
   } finally {
     clearTimeout(timer);
+    clearTimeout(drainTimer);
   }
 }

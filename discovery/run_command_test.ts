@@ -36,7 +36,7 @@ Deno.test("runCommand passes arguments verbatim, without a shell", async () => {
 
 Deno.test("runCommand keeps multi-byte characters split across reads intact", async () => {
   // 210 000 bytes of 3-byte characters: reads of any power-of-two size split some.
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   try {
     const path = join(dir, "euros.txt");
     await Deno.writeTextFile(path, "€".repeat(70_000));
@@ -49,7 +49,7 @@ Deno.test("runCommand keeps multi-byte characters split across reads intact", as
 });
 
 Deno.test("runCommand reports a missing executable as not-found", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   try {
     const err = await assertRejects(
       () => runCommand(join(dir, "no-such-nvidia-smi"), ["--version"]),
@@ -63,7 +63,7 @@ Deno.test("runCommand reports a missing executable as not-found", async () => {
 });
 
 Deno.test("runCommand reports a file without the execute bit as not-executable", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   try {
     const path = join(dir, "nvidia-smi");
     await Deno.writeTextFile(path, "#!/bin/sh\necho should not run\n");
@@ -76,18 +76,17 @@ Deno.test("runCommand reports a file without the execute bit as not-executable",
 });
 
 Deno.test("runCommand kills a hung command and its background children on timeout", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   const selfFile = join(dir, "self.pid");
   const childFile = join(dir, "child.pid");
-  let pids: number[] = [];
+  const recorded = () => readPids(selfFile).concat(readPids(childFile));
   try {
     const script = await writeScript(
       dir,
       "hang.sh",
       `sleep 300 &\necho $! > '${childFile}'\necho $$ > '${selfFile}'\nsleep 300\n`,
     );
-    const cleanUp = () =>
-      killLeftovers(readPids(selfFile).concat(readPids(childFile)), readPids(selfFile));
+    const cleanUp = () => killLeftovers(recorded(), readPids(selfFile));
     const err = commandError(
       await settleWithin(runCommand(script, [], { timeoutMs: 300 }), 10_000, cleanUp),
     );
@@ -95,20 +94,23 @@ Deno.test("runCommand kills a hung command and its background children on timeou
     assertStringIncludes(err.message, "did not finish within 300 ms");
     const self = readPids(selfFile);
     const child = readPids(childFile);
-    pids = [...self, ...child];
+    const pids = [...self, ...child];
     assertEquals(self.length, 1, "the script did not record its pid before the timeout");
     assertEquals(child.length, 1, "the script did not record its child's pid before the timeout");
     // The script leads its own process group: nothing may be left in it either
     // (that covers the foreground `sleep 300`, whose pid was never recorded).
     assertEquals(await survivorsAfter(pids, self), []);
   } finally {
-    killLeftovers(pids, readPids(selfFile));
-    await Deno.remove(dir, { recursive: true });
+    try {
+      killLeftovers(recorded(), readPids(selfFile));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   }
 });
 
 Deno.test("runCommand kills a command that prints more than maxOutputBytes", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   const selfFile = join(dir, "self.pid");
   try {
     const script = await writeScript(dir, "babble.sh", `echo $$ > '${selfFile}'\nexec yes\n`);
@@ -125,15 +127,18 @@ Deno.test("runCommand kills a command that prints more than maxOutputBytes", asy
     assertEquals(self.length, 1, "the script did not record its pid");
     assertEquals(await survivorsAfter(self, self), []);
   } finally {
-    killLeftovers(readPids(selfFile), readPids(selfFile));
-    await Deno.remove(dir, { recursive: true });
+    try {
+      killLeftovers(readPids(selfFile), readPids(selfFile));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   }
 });
 
 Deno.test("runCommand stops a command at the output cap, not at the deadline", async () => {
   // 128 KiB and then silence: only the cap, not the 60 s deadline, may end it,
   // and killing must not rely on the writer dying of SIGPIPE.
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   const selfFile = join(dir, "self.pid");
   try {
     const script = await writeScript(
@@ -151,13 +156,16 @@ Deno.test("runCommand stops a command at the output cap, not at the deadline", a
     assertEquals(err.kind, "too-large");
     assertEquals(await survivorsAfter(readPids(selfFile), readPids(selfFile)), []);
   } finally {
-    killLeftovers(readPids(selfFile), readPids(selfFile));
-    await Deno.remove(dir, { recursive: true });
+    try {
+      killLeftovers(readPids(selfFile), readPids(selfFile));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   }
 });
 
 Deno.test("runCommand counts stderr against the output cap too", async () => {
-  const dir = await Deno.makeTempDir();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
   const selfFile = join(dir, "self.pid");
   try {
     const script = await writeScript(dir, "babble.sh", `echo $$ > '${selfFile}'\nexec yes >&2\n`);
@@ -171,8 +179,11 @@ Deno.test("runCommand counts stderr against the output cap too", async () => {
     assertEquals(err.kind, "too-large");
     assertEquals(await survivorsAfter(readPids(selfFile), readPids(selfFile)), []);
   } finally {
-    killLeftovers(readPids(selfFile), readPids(selfFile));
-    await Deno.remove(dir, { recursive: true });
+    try {
+      killLeftovers(readPids(selfFile), readPids(selfFile));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   }
 });
 
@@ -196,4 +207,49 @@ Deno.test("CommandError carries its kind and name", () => {
   assertEquals(e.name, "CommandError");
   assertEquals(e.kind, "timeout");
   assertStringIncludes(e.message, "did not finish");
+});
+
+Deno.test("runCommand returns when the command exits even if an escaped child holds its pipes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
+  const pidFile = join(dir, "pids");
+  try {
+    // The child leaves the process group (setsid) and keeps stdout open.
+    const script = await writeScript(
+      dir,
+      "escape.sh",
+      `setsid sh -c 'echo $$ >> ${pidFile}; exec sleep 30' &\necho done\nexit 0\n`,
+    );
+    const result = await settleWithin(
+      runCommand(script, [], { timeoutMs: 20_000 }),
+      15_000,
+      () => killLeftovers(readPids(pidFile), []),
+    );
+    assertOk(result.ok, `expected success, got ${result.ok ? "" : String(result.error)}`);
+    assertEquals(result.value.code, 0);
+    assertEquals(result.value.stdout, "done\n");
+  } finally {
+    killLeftovers(readPids(pidFile), []);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("runCommand's timeout is not extended by an escaped child holding the pipes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_run_command_test_" });
+  const pidFile = join(dir, "pids");
+  try {
+    const script = await writeScript(
+      dir,
+      "escape_and_hang.sh",
+      `echo $$ >> ${pidFile}\nsetsid sh -c 'echo $$ >> ${pidFile}; exec sleep 30' &\nsleep 30\n`,
+    );
+    const result = await settleWithin(
+      runCommand(script, [], { timeoutMs: 300 }),
+      15_000,
+      () => killLeftovers(readPids(pidFile), []),
+    );
+    assertEquals(commandError(result).kind, "timeout");
+  } finally {
+    killLeftovers(readPids(pidFile), []);
+    await Deno.remove(dir, { recursive: true });
+  }
 });

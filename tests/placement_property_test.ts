@@ -56,10 +56,10 @@ const gpuSpecArb = fc.record({
   second: chance(1, 2), // of the node's second class (when the node is mixed)
   ccNull: chance(1, 25),
   classNull: chance(1, 40),
-  unhealthy: chance(1, 7),
+  unhealthy: chance(1, 12),
   /** -1: not allocated; else an index into OLD_REPLICAS. */
   allocated: fc.oneof(
-    { arbitrary: fc.constant(-1), weight: 4 },
+    { arbitrary: fc.constant(-1), weight: 6 },
     { arbitrary: fc.integer({ min: 0, max: OLD_REPLICAS.length - 1 }), weight: 1 },
   ),
 });
@@ -69,7 +69,10 @@ const nodeSpecArb = fc.record({
   zone: fc.constantFrom("a", "b", null),
   classes: fc.tuple(fc.constantFrom(...CLASSES), fc.constantFrom(...CLASSES)),
   mixed: chance(1, 3),
-  gpus: fc.array(gpuSpecArb, { minLength: 0, maxLength: 8 }),
+  gpus: fc.oneof(
+    { arbitrary: fc.array(gpuSpecArb, { minLength: 8, maxLength: 8 }), weight: 3 },
+    { arbitrary: fc.array(gpuSpecArb, { minLength: 0, maxLength: 8 }), weight: 2 },
+  ),
   topology: fc.constantFrom(...TOPOLOGIES),
   links: fc.array(fc.tuple(fc.nat(7), fc.nat(7)), { maxLength: 8 }),
   fabrics: fc.subarray([...FABRICS], { maxLength: 2 }),
@@ -170,6 +173,7 @@ function buildNode(id: string, spec: NodeSpec): ClusterNode {
 const clusterArb: fc.Arbitrary<ClusterNode[]> = fc.array(nodeSpecArb, {
   minLength: 1,
   maxLength: 30,
+  size: "max",
 }).map((specs) => specs.map((s, i) => buildNode(`n${i + 1}`, s)));
 
 const profileSpecArb = fc.record({
@@ -178,7 +182,7 @@ const profileSpecArb = fc.record({
     { arbitrary: fc.constant("b200-180g"), weight: 1 }, // a class no node has
   ),
   nodes: fc.oneof(
-    { arbitrary: fc.constant(1), weight: 5 },
+    { arbitrary: fc.constant(1), weight: 4 },
     { arbitrary: fc.constant(2), weight: 3 },
     { arbitrary: fc.constant(3), weight: 2 },
   ),
