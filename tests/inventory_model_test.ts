@@ -51,25 +51,25 @@ type Command =
   | { op: "releaseReplica"; replica: string };
 
 const nodeArb = fc.constantFrom(...NODE_IDS);
-const gpuSpecArb = fc.record({
-  index: fc.integer({ min: 0, max: MAX_GPU }),
-  // About one GPU in four unhealthy.
-  bad: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, {
-    weight: 1,
-    arbitrary: fc.constant(true),
-  }),
-});
-/** Mostly valid GPU lists (unique indices), sometimes with a duplicate index. */
-const gpusArb = fc.oneof(
+/** Each of GPUs 0…MAX_GPU present with probability 4/5, one in four of those unhealthy. */
+const wellFormedGpusArb: fc.Arbitrary<GpuSpec[]> = fc.array(
+  fc.constantFrom("healthy", "healthy", "healthy", "unhealthy", "absent"),
+  { minLength: MAX_GPU + 1, maxLength: MAX_GPU + 1 },
+).map((states) =>
+  states.flatMap((state, index) =>
+    state === "absent" ? [] : [{ index, bad: state === "unhealthy" }]
+  )
+);
+/** Mostly well-formed GPU lists; sometimes none, sometimes one index twice (must be refused). */
+const gpusArb: fc.Arbitrary<GpuSpec[]> = fc.oneof(
+  { weight: 8, arbitrary: wellFormedGpusArb },
+  { weight: 1, arbitrary: fc.constant([]) },
   {
-    weight: 9,
-    arbitrary: fc.uniqueArray(gpuSpecArb, {
-      selector: (g) => g.index,
-      maxLength: MAX_GPU + 1,
-      size: "max",
-    }),
+    weight: 1,
+    arbitrary: wellFormedGpusArb.filter((gpus) => gpus.length > 0).chain((gpus) =>
+      fc.constantFrom(...gpus).map((twice) => [...gpus, { ...twice, bad: !twice.bad }])
+    ),
   },
-  { weight: 1, arbitrary: fc.array(gpuSpecArb, { maxLength: 5 }) },
 );
 
 const commandArb: fc.Arbitrary<Command> = fc.oneof(

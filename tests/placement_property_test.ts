@@ -630,7 +630,6 @@ Deno.test("placeReplica: every placement keeps the hard constraints and is expla
     }),
     { numRuns: 500 },
   );
-  console.log(fmt({ placed, multi, fallback, unschedulable }));
   // The generators must exercise every branch, or the properties prove little.
   assertOk(
     placed > 50 && multi > 10 && fallback > 10 && unschedulable > 50,
@@ -677,6 +676,5 @@ Deno.test("place: a sequence of replicas never reuses a GPU and each step is exp
     ),
     { numRuns: 250 },
   );
-  console.log(fmt({ steps, placedAfterFirst }));
   assertOk(steps > 400 && placedAfterFirst > 50, fmt({ steps, placedAfterFirst }));
 });
