@@ -122,6 +122,16 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
       }
       indices.add(g.index);
     });
+    const fabricNames = new Set<string>();
+    n.fabrics.forEach((f, j) => {
+      if (fabricNames.has(f.fabric)) {
+        issues.push({
+          path: ["nodes", i, "fabrics", j, "fabric"],
+          message: `fabric ${f.fabric} appears twice`,
+        });
+      }
+      fabricNames.add(f.fabric);
+    });
     const taken = new Map<number, string>();
     n.allocations.forEach((a, j) => {
       for (const gi of a.gpu_indices) {

@@ -201,7 +201,8 @@ function pickMulti(
     for (const f of c.n.node.fabrics) {
       let list = members.get(f.fabric);
       if (list === undefined) members.set(f.fabric, list = []);
-      list.push(c);
+      // A node listed twice on one fabric is still one node.
+      if (list[list.length - 1] !== c) list.push(c);
     }
   }
   let best: { fabric: string; chosen: Candidate[]; free: number } | null = null;

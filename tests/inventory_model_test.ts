@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { assertEquals, assertOk } from "./assert.ts";
 import type { Gpu } from "../discovery/types.ts";
 import {
+  type AllocatedGpuProblem,
   type Allocation,
   AllocationError,
   InventoryStore,
@@ -63,7 +64,7 @@ const wellFormedGpusArb: fc.Arbitrary<GpuSpec[]> = fc.array(
 /** Mostly well-formed GPU lists; sometimes none, sometimes one index twice (must be refused). */
 const gpusArb: fc.Arbitrary<GpuSpec[]> = fc.oneof(
   { weight: 8, arbitrary: wellFormedGpusArb },
-  { weight: 1, arbitrary: fc.constant([]) },
+  { weight: 1, arbitrary: fc.constant<GpuSpec[]>([]) },
   {
     weight: 1,
     arbitrary: wellFormedGpusArb.filter((gpus) => gpus.length > 0).chain((gpus) =>
@@ -237,6 +238,18 @@ function validGpus(gpus: GpuSpec[]): boolean {
   return new Set(gpus.map((g) => g.index)).size === gpus.length;
 }
 
+/** Allocated GPUs of a node that are missing or unhealthy, as sorted keys. */
+function gpuProblems(m: Model, node: string): string[] {
+  const gpus = m.nodes.get(node)!.gpus;
+  return m.allocsOn(node).flatMap((a) =>
+    a.indices.flatMap((i) => {
+      const g = gpus.find((g) => g.index === i);
+      const problem = g === undefined ? "missing" : g.bad ? "unhealthy" : null;
+      return problem === null ? [] : [`${a.replica}|${a.shard}|${i}|${problem}`];
+    })
+  ).sort();
+}
+
 /** fast-check's records have no prototype; the model keeps plain objects. */
 function plainGpus(gpus: GpuSpec[]): GpuSpec[] {
   return gpus.map((g) => ({ index: g.index, bad: g.bad }));
@@ -254,7 +267,7 @@ function applyToModel(m: Model, c: Command): Outcome {
         liveness: "ready",
         intent: prev?.intent ?? "none",
       });
-      return { ok: null };
+      return { ok: gpuProblems(m, c.node) };
     }
     case "heartbeat": {
       const n = m.nodes.get(c.node);
@@ -263,7 +276,7 @@ function applyToModel(m: Model, c: Command): Outcome {
       if (c.gpus !== null) n.gpus = plainGpus(c.gpus);
       n.lastSeen = Math.max(n.lastSeen, m.now);
       n.liveness = "ready";
-      return { ok: null };
+      return { ok: c.gpus === null ? [] : gpuProblems(m, c.node) };
     }
     case "cordon":
     case "uncordon":
@@ -347,6 +360,10 @@ function canonical(allocs: { node: string; replica: string; shard: string; indic
   return allocs.map((a) => JSON.stringify([a.node, a.replica, a.shard, a.indices])).sort();
 }
 
+function problemKeys(problems: AllocatedGpuProblem[]): string[] {
+  return problems.map((p) => `${p.replica_id}|${p.shard_id}|${p.gpu_index}|${p.problem}`).sort();
+}
+
 function fromStore(node: string, a: Allocation) {
   return { node, replica: a.replica_id, shard: a.shard_id, indices: a.gpu_indices };
 }
@@ -354,8 +371,8 @@ function fromStore(node: string, a: Allocation) {
 function applyToStore(s: InventoryStore, m: Model, c: Command): Outcome {
   try {
     switch (c.op) {
-      case "upsert":
-        s.upsertNode({
+      case "upsert": {
+        const result = s.upsertNode({
           id: c.node,
           hostname: `host-${c.node}`,
           mgmt_addr: "10.0.0.1",
@@ -365,10 +382,12 @@ function applyToStore(s: InventoryStore, m: Model, c: Command): Outcome {
           agent_version: "0.1.0",
           engine_versions: {},
         }, m.now);
-        return { ok: null };
-      case "heartbeat":
-        s.heartbeat(c.node, m.now, c.gpus === null ? undefined : c.gpus.map(makeGpu));
-        return { ok: null };
+        return { ok: problemKeys(result.allocated_gpu_problems) };
+      }
+      case "heartbeat": {
+        const gpus = c.gpus === null ? undefined : c.gpus.map(makeGpu);
+        return { ok: problemKeys(s.heartbeat(c.node, m.now, gpus).allocated_gpu_problems) };
+      }
       case "cordon":
       case "uncordon":
       case "drain":
@@ -456,7 +475,9 @@ function run(commands: Command[]): void {
       assertEquals(actual, expected, `${where}: transitions`);
     } else {
       assertOk("ok" in actual, `${where}: refused (${JSON.stringify(actual)}), model accepted`);
-      if (Array.isArray(expected.ok)) {
+      if (c.op === "upsert" || c.op === "heartbeat") {
+        assertEquals(actual.ok, expected.ok, `${where}: allocated GPU problems`);
+      } else if (Array.isArray(expected.ok)) {
         assertEquals(canonical(actual.ok as ModelAlloc[]), canonical(expected.ok), where);
       }
     }

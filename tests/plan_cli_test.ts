@@ -209,3 +209,19 @@ Deno.test("schema deployment prints the JSON Schema", async () => {
   assertEquals(code, 0);
   assertEquals(JSON.parse(out).title, "llmgw deployment");
 });
+
+Deno.test("plan refuses a node that lists one fabric twice", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const fabric = { fabric: "ib-a", hcas: ["mlx5_0"], rate_gbps: 400 };
+    await Deno.writeTextFile(
+      `${dir}/c.json`,
+      JSON.stringify({ nodes: [{ id: "n1", fabrics: [fabric, { ...fabric, hcas: ["mlx5_1"] }] }] }),
+    );
+    const r = await plan(["--cluster", `${dir}/c.json`, "--deployment", QWEN]);
+    assertEquals(r.code, 2);
+    assertStringIncludes(r.err, "nodes[0].fabrics[1].fabric: fabric ib-a appears twice");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,544 @@
+/**
+ * Table tests for placement (plan §7): each reason code with its message, the
+ * documented choice orders, NVLink domains, profile fallback and fabrics.
+ * tests/placement_property_test.ts covers the cases nobody thought of.
+ */
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import {
+  alloc,
+  deployment,
+  fabric,
+  gpu,
+  gpus,
+  node,
+  profile,
+  withDomains,
+} from "../tests/cluster_builders.ts";
+import type { ClusterNode } from "../inventory/types.ts";
+import type { Deployment } from "../deployment/schema.ts";
+import {
+  applyPlacement,
+  explanationLines,
+  indexCluster,
+  place,
+  type Placed,
+  type PlacementResult,
+  placeReplica,
+  type ProfileAttempt,
+  type Unschedulable,
+} from "./mod.ts";
+
+function placed(r: PlacementResult): Placed {
+  assertOk(r.status === "placed", `expected a placement, got: ${r.explanation.summary}`);
+  return r;
+}
+
+function unschedulable(r: PlacementResult): Unschedulable {
+  assertOk(r.status === "unschedulable", `expected unschedulable, got ${JSON.stringify(r)}`);
+  return r;
+}
+
+/** node → [reason, message] of an attempt's detail. */
+function rejections(a: ProfileAttempt): Record<string, [string, string]> {
+  return Object.fromEntries((a.nodes ?? []).map((r) => [r.node, [r.reason, r.message]]));
+}
+
+/** The only attempt of a one-profile deployment that did not fit. */
+function onlyAttempt(nodes: ClusterNode[], dep: Deployment): ProfileAttempt {
+  const r = unschedulable(placeReplica(nodes, dep, "r-1", { detail: true }));
+  assertEquals(r.explanation.profiles.length, 1);
+  return r.explanation.profiles[0];
+}
+
+const h100x8 = profile({ name: "h100x8" });
+
+// ---------------------------------------------------------------------------
+// Reason codes
+
+Deno.test("no_gpu_class: nodes without the class say what they have", () => {
+  const a = onlyAttempt([
+    node("n1", { gpus: gpus(8, { cls: "a100-80g" }) }),
+    node("n2", { gpus: [] }),
+    node("n3", { gpus: [...gpus(2, { cls: "l40s-45g" }), gpu(2, { cls: null })] }),
+  ], deployment([h100x8]));
+  assertEquals(a.counts, { no_gpu_class: 3 });
+  assertEquals(a.summary, "0/3 nodes fit: 3 no h100-80g GPUs");
+  assertEquals(rejections(a), {
+    n1: ["no_gpu_class", "no h100-80g GPUs (node has a100-80g×8)"],
+    n2: ["no_gpu_class", "no h100-80g GPUs (node has no GPUs)"],
+    n3: ["no_gpu_class", "no h100-80g GPUs (node has l40s-45g×2)"],
+  });
+});
+
+Deno.test("node states: each non-ready state has its own reason", () => {
+  const a = onlyAttempt([
+    node("n1", { state: "cordoned" }),
+    node("n2", { state: "draining" }),
+    node("n3", { state: "unreachable" }),
+    node("n4", { state: "lost" }),
+  ], deployment([h100x8]));
+  assertEquals(a.counts, {
+    node_cordoned: 1,
+    node_draining: 1,
+    node_unreachable: 1,
+    node_lost: 1,
+  });
+  assertEquals(a.summary, "0/4 nodes fit: 1 cordoned, 1 draining, 1 unreachable, 1 lost");
+  assertEquals(rejections(a), {
+    n1: ["node_cordoned", "node is cordoned"],
+    n2: ["node_draining", "node is draining"],
+    n3: ["node_unreachable", "node is unreachable"],
+    n4: ["node_lost", "node is lost"],
+  });
+});
+
+Deno.test("selector_mismatch: a different value and a missing label", () => {
+  const p = profile({ name: "p", node_selector: { zone: "a" } });
+  const a = onlyAttempt([
+    node("n1", { labels: { zone: "b" } }),
+    node("n2", { labels: { rack: "r1" } }),
+  ], deployment([p]));
+  assertEquals(a.counts, { selector_mismatch: 2 });
+  assertEquals(a.summary, "0/2 nodes fit: 2 not matching the node selector");
+  assertEquals(rejections(a), {
+    n1: ["selector_mismatch", "label zone=a required, node has zone=b"],
+    n2: ["selector_mismatch", "label zone=a required, node has no zone label"],
+  });
+  const r = placed(
+    placeReplica([node("n1", { labels: { zone: "a", rack: "r1" } })], deployment([p]), "r-1"),
+  );
+  assertEquals(r.shards[0].node, "n1");
+});
+
+Deno.test("compute_capability: fp8 refused on A100 (8.0) and on unknown capability", () => {
+  const fp8 = (cls: string) => profile({ name: "p", gpu_class: cls, quantization: "fp8" });
+  const a100 = onlyAttempt(
+    [node("n1", { gpus: gpus(8, { cls: "a100-80g" }) })],
+    deployment([fp8("a100-80g")]),
+  );
+  assertEquals(a100.counts, { compute_capability: 1 });
+  assertEquals(a100.summary, "0/1 nodes fit: 1 compute capability too low for fp8");
+  assertEquals(rejections(a100), {
+    n1: ["compute_capability", "fp8 needs compute capability ≥ 8.9; a100-80g GPUs here report 8.0"],
+  });
+  // One H100 with an unknown capability makes the whole class on that node unfit for fp8.
+  const mixed = [...gpus(7), gpu(7, { cc: null })];
+  const unknown = onlyAttempt([node("n1", { gpus: mixed })], deployment([fp8("h100-80g")]));
+  assertEquals(rejections(unknown), {
+    n1: [
+      "compute_capability",
+      "fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report 9.0, unknown",
+    ],
+  });
+  // Without fp8 the same nodes are fine.
+  placed(placeReplica([node("n1", { gpus: mixed })], deployment([h100x8]), "r-1"));
+});
+
+Deno.test("compute_capability: 8.9 (L40S) and 9.0 (H100) are enough for fp8", () => {
+  for (const cls of ["l40s-45g", "h100-80g"]) {
+    const p = profile({ name: "p", gpu_class: cls, quantization: "fp8", gpus_per_node: 4 });
+    const r = placed(
+      placeReplica([node("n1", { gpus: gpus(4, { cls }) })], deployment([p]), "r-1"),
+    );
+    assertEquals(r.shards[0].gpu_indices, [0, 1, 2, 3]);
+  }
+});
+
+Deno.test("insufficient_gpus: the message counts free, allocated and unhealthy GPUs", () => {
+  const list = gpus(8);
+  list[3] = gpu(3, { problems: ["uncorrected ECC errors: 3"] });
+  const a = onlyAttempt([
+    node("n1", { gpus: list, allocations: [alloc("old", [0, 1], "other")] }),
+  ], deployment([h100x8]));
+  assertEquals(a.counts, { insufficient_gpus: 1 });
+  assertEquals(a.summary, "0/1 nodes fit: 1 insufficient free h100-80g GPUs");
+  assertEquals(rejections(a), {
+    n1: [
+      "insufficient_gpus",
+      "needs 8 free h100-80g GPUs, has 5 free, 2 allocated, 1 unhealthy (GPU 3: uncorrected ECC errors: 3) of 8",
+    ],
+  });
+});
+
+Deno.test("insufficient_gpus: GPUs of other classes do not count", () => {
+  const list = [...gpus(4), ...gpus(4, { first: 4, cls: "a100-80g" })];
+  const a = onlyAttempt([node("n1", { gpus: list })], deployment([h100x8]));
+  assertEquals(rejections(a), {
+    n1: ["insufficient_gpus", "needs 8 free h100-80g GPUs, has 4 free of 4"],
+  });
+});
+
+Deno.test("no_fabric and fabric_too_small for a multi-node profile", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 8 });
+  const a = onlyAttempt([
+    node("n1"),
+    node("n2", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n3", { state: "cordoned", fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+  ], deployment([p]));
+  assertEquals(a.counts, { node_cordoned: 1, no_fabric: 1, fabric_too_small: 1 });
+  assertEquals(
+    a.summary,
+    "0/3 nodes fit: 1 cordoned, 1 on no fabric, 1 on fabrics with too few eligible nodes",
+  );
+  assertEquals(rejections(a), {
+    n1: ["no_fabric", "a 2-node replica needs nodes on a fabric; this node is on none"],
+    n2: ["fabric_too_small", "needs 2 eligible nodes on one fabric: ib-a has 1"],
+    n3: ["node_cordoned", "node is cordoned"],
+  });
+});
+
+Deno.test("a node is reported under the first filter that rejects it", () => {
+  const p = profile({ name: "p", quantization: "fp8", node_selector: { zone: "a" } });
+  const a = onlyAttempt([
+    node("n1", { state: "cordoned", gpus: gpus(8, { cls: "a100-80g" }) }), // class first
+    node("n2", { state: "draining", labels: { zone: "b" } }), // state before selector
+    node("n3", { labels: { zone: "b" }, gpus: gpus(8, { cc: "8.0" }) }), // selector before cc
+    node("n4", { labels: { zone: "a" }, gpus: gpus(2, { cc: "8.0" }) }), // cc before count
+  ], deployment([p]));
+  assertEquals(a.counts, {
+    no_gpu_class: 1,
+    node_draining: 1,
+    selector_mismatch: 1,
+    compute_capability: 1,
+  });
+  assertEquals(Object.keys(a.counts), [
+    "no_gpu_class",
+    "node_draining",
+    "selector_mismatch",
+    "compute_capability",
+  ]);
+});
+
+Deno.test("detail is optional; without it the counts and summary are the same", () => {
+  const nodes = [node("n1", { state: "cordoned" }), node("n2", { gpus: gpus(2) })];
+  const withDetail = onlyAttempt(nodes, deployment([h100x8]));
+  const plain = unschedulable(placeReplica(nodes, deployment([h100x8]), "r-1"));
+  assertEquals(plain.explanation.profiles[0].nodes, undefined);
+  assertEquals(plain.explanation.profiles[0].counts, withDetail.counts);
+  assertEquals(plain.explanation.profiles[0].summary, withDetail.summary);
+  assertEquals(
+    plain.explanation.summary,
+    'no profile fits: profile "h100x8": 0/2 nodes fit: 1 cordoned, 1 insufficient free h100-80g GPUs',
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Which node: bin packing, ties, emptiest first, spread
+
+Deno.test("bin packing: a partly used node is chosen before an empty one", () => {
+  const p = profile({ name: "p", gpus_per_node: 2 });
+  const nodes = [
+    node("n1"),
+    node("n2", { allocations: [alloc("old", [0, 1, 2, 3], "other")] }),
+    node("n3", { allocations: [alloc("old", [0, 1, 2, 3, 4, 5, 6], "other")] }), // 1 free: too few
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.gpu_indices]), [["n2", [4, 5]]]);
+  assertEquals(r.explanation.summary, 'placed with profile "p": fits on n2 (of 3 nodes)');
+});
+
+Deno.test("bin packing: ties break on node id in natural order (n2 before n10)", () => {
+  const p = profile({ name: "p", gpus_per_node: 4 });
+  const nodes = [node("n10"), node("n11"), node("n2"), node("n20")];
+  assertEquals(placed(placeReplica(nodes, deployment([p]), "r-1")).shards[0].node, "n2");
+  assertEquals(
+    placed(placeReplica([node("node-10"), node("node-9")], deployment([p]), "r-1")).shards[0].node,
+    "node-9",
+  );
+});
+
+Deno.test("multi-node: the emptiest nodes of the fabric, ranks in node order", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 4 });
+  const ib = (hca: string) => [fabric("ib-a", [hca])];
+  const nodes = [
+    node("n1", { fabrics: ib("mlx5_0"), allocations: [alloc("o", [0, 1, 2, 3], "other")] }),
+    node("n2", { fabrics: ib("mlx5_0") }),
+    node("n3", { fabrics: ib("mlx5_1"), allocations: [alloc("o", [0, 1], "other")] }),
+    node("n10", { fabrics: ib("mlx5_2") }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(
+    r.shards.map((s) => [s.rank, s.shard_id, s.node, s.gpu_indices, s.fabric, s.hcas]),
+    [
+      [0, "r-1/0", "n2", [0, 1, 2, 3], "ib-a", ["mlx5_0"]],
+      [1, "r-1/1", "n10", [0, 1, 2, 3], "ib-a", ["mlx5_2"]],
+    ],
+  );
+  assertEquals(
+    r.explanation.summary,
+    'placed with profile "p": fits on n2, n10 over fabric ib-a (of 4 nodes)',
+  );
+});
+
+Deno.test("multi-node: the fabric whose nodes are emptiest wins; ties on fabric name", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 4 });
+  const used = [alloc("o", [0, 1], "other")];
+  const nodes = [
+    node("n1", { fabrics: [fabric("ib-a", ["mlx5_0"])], allocations: used }),
+    node("n2", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n3", { fabrics: [fabric("ib-b", ["mlx5_0"])] }),
+    node("n4", { fabrics: [fabric("ib-b", ["mlx5_0"])] }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.fabric]), [["n3", "ib-b"], ["n4", "ib-b"]]);
+  const tie = nodes.map((n) => ({ ...n, allocations: [] }));
+  const t = placed(placeReplica(tie, deployment([p]), "r-1"));
+  assertEquals(t.shards.map((s) => [s.node, s.fabric]), [["n1", "ib-a"], ["n2", "ib-a"]]);
+});
+
+Deno.test("spread prefers nodes without the deployment; pack does not", () => {
+  const p = profile({ name: "p", gpus_per_node: 2 });
+  const nodes = [
+    node("n1", { allocations: [alloc("old", [0, 1], "dep")] }), // partly used, by dep
+    node("n2"),
+  ];
+  assertEquals(
+    placed(placeReplica(nodes, deployment([p], { placement: "pack" }), "r-1")).shards[0].node,
+    "n1",
+  );
+  assertEquals(
+    placed(placeReplica(nodes, deployment([p], { placement: "spread" }), "r-1")).shards[0].node,
+    "n2",
+  );
+  // Another deployment's allocation does not count as "this deployment is here".
+  const other = [node("n1", { allocations: [alloc("old", [0, 1], "other")] }), node("n2")];
+  assertEquals(
+    placed(placeReplica(other, deployment([p], { placement: "spread" }), "r-1")).shards[0].node,
+    "n1",
+  );
+  // When every node holds the deployment, spread still places (packing among them).
+  const all = [
+    node("n1", { allocations: [alloc("a", [0], "dep")] }),
+    node("n2", { allocations: [alloc("b", [0, 1, 2], "dep")] }),
+  ];
+  assertEquals(
+    placed(placeReplica(all, deployment([p], { placement: "spread" }), "r-1")).shards[0].node,
+    "n2",
+  );
+});
+
+Deno.test("spread across a sequence: replicas land on distinct nodes while they can", () => {
+  const p = profile({ name: "p", gpus_per_node: 2 });
+  const dep = deployment([p], { placement: "spread" });
+  const index = indexCluster([node("n1"), node("n2"), node("n3")]);
+  const seen: string[] = [];
+  for (let i = 1; i <= 4; i++) {
+    const r = placed(place(index, dep, `r-${i}`));
+    seen.push(r.shards[0].node);
+    applyPlacement(index, dep.name, r.shards);
+  }
+  assertEquals(seen.slice(0, 3).sort(), ["n1", "n2", "n3"]);
+  // the same sequence with pack fills one node first
+  const packIndex = indexCluster([node("n1"), node("n2"), node("n3")]);
+  const packed: string[] = [];
+  for (let i = 1; i <= 4; i++) {
+    const r = placed(place(packIndex, deployment([p]), `r-${i}`));
+    packed.push(r.shards[0].node);
+    applyPlacement(packIndex, "dep", r.shards);
+  }
+  assertEquals(packed, ["n1", "n1", "n1", "n1"]);
+});
+
+Deno.test("spread for multi-node prefers fabric nodes without the deployment", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 2 });
+  const ib = [fabric("ib-a", ["mlx5_0"])];
+  const nodes = [
+    node("n1", { fabrics: ib }),
+    node("n2", { fabrics: ib, allocations: [alloc("old", [0], "dep")] }),
+    node("n3", { fabrics: ib, allocations: [alloc("old2", [0, 1, 2], "other")] }),
+  ];
+  const spread = placed(placeReplica(nodes, deployment([p], { placement: "spread" }), "r-1"));
+  assertEquals(spread.shards.map((s) => s.node), ["n1", "n3"]);
+  const pack = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(pack.shards.map((s) => s.node), ["n1", "n2"]);
+});
+
+// ---------------------------------------------------------------------------
+// GPUs inside a node: NVLink domains
+
+Deno.test("NVLink: the smallest domain that fits is used, big domains stay whole", () => {
+  // pair {0,1}, quad {2,3,4,5}, pair {6,7}
+  const list = withDomains(gpus(8), [[0, 1], [2, 3, 4, 5], [6, 7]]);
+  const on = (gpn: number, nodes = [node("n1", { gpus: list })]) =>
+    placed(placeReplica(nodes, deployment([profile({ name: "p", gpus_per_node: gpn })]), "r-1"))
+      .shards[0].gpu_indices;
+  assertEquals(on(2), [0, 1]);
+  assertEquals(on(4), [2, 3, 4, 5]);
+  assertEquals(on(1), [0]);
+  // quad {0..3} whole, quad {4..7} with 4 taken: two GPUs come from the broken quad
+  const quads = withDomains(gpus(8), [[0, 1, 2, 3], [4, 5, 6, 7]]);
+  const broken = [node("n1", { gpus: quads, allocations: [alloc("o", [4], "other")] })];
+  assertEquals(on(2, broken), [5, 6]);
+  assertEquals(on(3, broken), [5, 6, 7]);
+  assertEquals(on(4, broken), [0, 1, 2, 3]);
+});
+
+Deno.test("NVLink: lowest free indices when topology is unknown or fragmented", () => {
+  const p = profile({ name: "p", gpus_per_node: 2 });
+  // unknown topology: no GPU lists peers
+  const flat = [node("n1", { gpus: gpus(8), allocations: [alloc("o", [0, 2], "other")] })];
+  assertEquals(placed(placeReplica(flat, deployment([p]), "r-1")).shards[0].gpu_indices, [1, 3]);
+  // fragmented: every pair has one GPU taken, so no domain has 2 free
+  const pairs = withDomains(gpus(8), [[0, 1], [2, 3], [4, 5], [6, 7]]);
+  const frag = [node("n1", { gpus: pairs, allocations: [alloc("o", [0, 2, 4, 6], "other")] })];
+  assertEquals(placed(placeReplica(frag, deployment([p]), "r-1")).shards[0].gpu_indices, [1, 3]);
+  // unhealthy GPUs fragment domains too
+  const sick = withDomains(gpus(4), [[0, 1], [2, 3]]);
+  sick[1].health.problems = ["uncorrected ECC errors: 1"];
+  sick[2].health.problems = ["held by a foreign process"];
+  const r = placed(placeReplica([node("n1", { gpus: sick })], deployment([p]), "r-1"));
+  assertEquals(r.shards[0].gpu_indices, [0, 3]);
+});
+
+Deno.test("NVLink: a domain of another class does not count", () => {
+  // GPUs 0-3 a100 all linked, 4-7 h100 in pairs; the h100 profile sees only the h100 pairs
+  const list = withDomains(
+    [...gpus(4, { cls: "a100-80g" }), ...gpus(4, { first: 4 })],
+    [[0, 1, 2, 3], [4, 5], [6, 7]],
+  );
+  const p = profile({ name: "p", gpus_per_node: 2 });
+  const r = placed(placeReplica([node("n1", { gpus: list })], deployment([p]), "r-1"));
+  assertEquals([r.shards[0].gpu_class, r.shards[0].gpu_indices], ["h100-80g", [4, 5]]);
+});
+
+// ---------------------------------------------------------------------------
+// Profiles and fabrics
+
+Deno.test("fallback: a lower profile is used and the summary says why the higher did not fit", () => {
+  const dep = deployment([
+    profile({ name: "h100-tp8", quantization: "fp8" }),
+    profile({ name: "a100-2x8", gpu_class: "a100-80g", nodes: 2, gpus_per_node: 8 }),
+    profile({ name: "a100-tp8", gpu_class: "a100-80g" }),
+  ]);
+  const nodes = [
+    node("n1", { gpus: gpus(8, { cls: "a100-80g" }) }),
+    node("n2", { gpus: gpus(8, { cc: "8.0" }) }), // odd H100s reporting 8.0
+  ];
+  const r = placed(placeReplica(nodes, dep, "r-1", { detail: true }));
+  assertEquals(r.profile, "a100-tp8");
+  assertEquals(r.shards.map((s) => [s.node, s.gpu_class]), [["n1", "a100-80g"]]);
+  assertEquals(r.explanation.profiles.map((a) => [a.profile, a.fits]), [
+    ["h100-tp8", false],
+    ["a100-2x8", false],
+    ["a100-tp8", true],
+  ]);
+  assertEquals(
+    r.explanation.summary,
+    'placed with profile "a100-tp8" (choice 3 of 3): fits on n1 (of 2 nodes); ' +
+      'profile "h100-tp8": 0/2 nodes fit: 1 no h100-80g GPUs, 1 compute capability too low for fp8; ' +
+      'profile "a100-2x8": 0/2 nodes fit: 1 no a100-80g GPUs, 1 on no fabric',
+  );
+  const lines = explanationLines(r.explanation);
+  assertStringIncludes(lines.join("\n"), "n2: compute_capability: fp8 needs compute capability");
+});
+
+Deno.test("the first profile that fits wins even when a later one would pack better", () => {
+  const dep = deployment([
+    profile({ name: "big", gpus_per_node: 8 }),
+    profile({ name: "small", gpus_per_node: 1 }),
+  ]);
+  const r = placed(placeReplica([node("n1")], dep, "r-1"));
+  assertEquals(r.profile, "big");
+  assertEquals(r.explanation.profiles.length, 1);
+  assertEquals(r.explanation.summary, 'placed with profile "big": fits on n1 (of 1 nodes)');
+});
+
+Deno.test("two fabrics, neither big enough alone: unschedulable with fabric_too_small", () => {
+  const p = profile({
+    name: "p",
+    nodes: 3,
+    gpus_per_node: 8,
+    tensor_parallel: 8,
+    pipeline_parallel: 3,
+  });
+  const nodes = [
+    node("n1", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n2", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n3", { fabrics: [fabric("ib-b", ["mlx5_1"])] }),
+    node("n4", { fabrics: [fabric("ib-b", ["mlx5_1"])] }),
+  ];
+  const a = onlyAttempt(nodes, deployment([p]));
+  assertEquals(a.counts, { fabric_too_small: 4 });
+  assertEquals(a.summary, "0/4 nodes fit: 4 on fabrics with too few eligible nodes");
+  assertEquals(rejections(a).n1, [
+    "fabric_too_small",
+    "needs 3 eligible nodes on one fabric: ib-a has 2",
+  ]);
+  assertEquals(rejections(a).n4, [
+    "fabric_too_small",
+    "needs 3 eligible nodes on one fabric: ib-b has 2",
+  ]);
+  // Only eligible nodes count towards a fabric's size.
+  const withCordoned = [
+    ...nodes,
+    node("n5", { state: "cordoned", fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+  ];
+  const b = onlyAttempt(withCordoned, deployment([p]));
+  assertEquals(b.counts, { node_cordoned: 1, fabric_too_small: 4 });
+  // One more ready node on ib-a makes it fit, on ib-a only.
+  const grown = [...nodes, node("n5", { fabrics: [fabric("ib-a", ["mlx5_0"])] })];
+  const r = placed(placeReplica(grown, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.fabric]), [["n1", "ib-a"], ["n2", "ib-a"], [
+    "n5",
+    "ib-a",
+  ]]);
+});
+
+Deno.test("nodes on two fabrics: each shard gets only the chosen fabric's HCAs", () => {
+  const both = () => [fabric("ib-a", ["mlx5_0", "mlx5_1"]), fabric("roce-c", ["mlx5_2"], 200)];
+  const nodes = [
+    node("n1", { fabrics: both() }),
+    node("n2", { fabrics: both() }),
+    node("n3", { fabrics: [fabric("roce-c", ["mlx5_3"], 100)] }),
+  ];
+  // 2 nodes: both fabrics can; equal free GPUs, so ib-a by name
+  const two = placed(placeReplica(nodes, deployment([profile({ name: "p", nodes: 2 })]), "r-1"));
+  assertEquals(two.shards.map((s) => [s.node, s.fabric, s.hcas, s.hca_ports.map((p) => p.hca)]), [
+    ["n1", "ib-a", ["mlx5_0", "mlx5_1"], ["mlx5_0", "mlx5_1"]],
+    ["n2", "ib-a", ["mlx5_0", "mlx5_1"], ["mlx5_0", "mlx5_1"]],
+  ]);
+  // 3 nodes: only roce-c has three; n1 and n2 get mlx5_2 only, n3 its own mlx5_3
+  const three = placed(placeReplica(nodes, deployment([profile({ name: "p", nodes: 3 })]), "r-1"));
+  assertEquals(three.shards.map((s) => [s.node, s.fabric, s.hcas]), [
+    ["n1", "roce-c", ["mlx5_2"]],
+    ["n2", "roce-c", ["mlx5_2"]],
+    ["n3", "roce-c", ["mlx5_3"]],
+  ]);
+  assertEquals(three.shards[0].hca_ports, [{
+    hca: "mlx5_2",
+    port: 1,
+    link_layer: "roce",
+    rate_gbps: 200,
+    roce_v2_gid_index: 3,
+  }]);
+  // single-node replicas carry no fabric at all
+  const one = placed(placeReplica(nodes, deployment([h100x8]), "r-1"));
+  assertEquals([one.shards[0].fabric, one.shards[0].hcas, one.shards[0].hca_ports], [null, [], []]);
+});
+
+Deno.test("placement is deterministic and does not change its input", () => {
+  const nodes = [
+    node("n3", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n1", { fabrics: [fabric("ib-a", ["mlx5_0"])], allocations: [alloc("o", [7], "dep")] }),
+    node("n2", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+  ];
+  const before = structuredClone(nodes);
+  const dep = deployment([profile({ name: "p", nodes: 2, gpus_per_node: 4 })]);
+  const r = placeReplica(nodes, dep, "r-1", { detail: true });
+  assertEquals(nodes, before);
+  assertEquals(placeReplica([...nodes].reverse(), dep, "r-1", { detail: true }), r);
+  assertEquals(placed(r).shards.map((s) => s.node), ["n2", "n3"]);
+});
+
+Deno.test("a fabric listed twice on a node never yields two shards on that node", () => {
+  const nodes = [
+    node("n1", { fabrics: [fabric("ib-a", ["mlx5_0"]), fabric("ib-a", ["mlx5_1"])] }),
+  ];
+  const r = placeReplica(
+    nodes,
+    deployment([profile({ name: "p", nodes: 2, gpus_per_node: 4 })]),
+    "r-1",
+  );
+  assertEquals(r.status, "unschedulable");
+  assertEquals(r.explanation.profiles[0].counts, { fabric_too_small: 1 });
+});
