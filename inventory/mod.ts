@@ -7,4 +7,12 @@
 export * from "./types.ts";
 export * from "./node_state.ts";
 export * from "./store.ts";
-export { ClusterFileError, ClusterFileSchema, parseClusterFile } from "./cluster_file.ts";
+export { ClusterFileError, parseClusterFile } from "./cluster_file.ts";
+export type {
+  FabricAttachment,
+  FabricPort,
+  Gpu,
+  GpuHealth,
+  LinkLayer,
+} from "../discovery/types.ts";
+export type { FieldPath, InputIssue } from "../validation/issues.ts";
