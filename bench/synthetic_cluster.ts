@@ -61,6 +61,7 @@ export function syntheticCluster(nodes: number, seed = 1): ClusterNode[] {
       id: `node-${i}`,
       hostname: `node-${i}`,
       mgmt_addr: `192.0.2.${i % 250}`,
+      mgmt_interface: "eth0",
       state: random() < 0.03 ? "cordoned" : "ready",
       labels: { zone: random() < 0.5 ? "a" : "b" },
       gpus,
@@ -129,6 +130,7 @@ function profile(
     gpus_per_node: gpn,
     quantization,
     engine_args: [],
+    engine_options: {},
     env: {},
     node_selector: {},
   };

@@ -81,7 +81,7 @@ export function parseDeployment(
           `profile "${p.name}": not given, and tensor_parallel × pipeline_parallel (${p.tensor_parallel} × ${p.pipeline_parallel}) does not divide evenly over ${p.nodes} nodes`,
       });
     }
-    return { ...p, gpus_per_node: gpusPerNode ?? 0 };
+    return { ...p, engine_options: p.engine_options ?? {}, gpus_per_node: gpusPerNode ?? 0 };
   });
   if (issues.length > 0) throw new DeploymentError(where, issues);
   const deployment: Deployment = {

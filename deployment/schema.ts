@@ -37,6 +37,12 @@ export const ProfileSchema = z.object({
     z.string(),
   )
     .default({}).describe("Extra environment variables for the engine."),
+  engine_options: z.record(
+    z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, "must be an option name such as multi_node_backend"),
+    z.union([z.string(), z.number(), z.boolean()]),
+  ).default({}).describe(
+    "Engine-specific options the plugin understands, e.g. {multi_node_backend: ray} for vllm.",
+  ),
   node_selector: z.record(z.string().regex(LABEL_KEY, "must be a label key"), z.string().max(253))
     .default({}).describe("Node labels that must all match."),
 }).strict();
@@ -79,6 +85,8 @@ export interface Profile {
   engine_args: string[];
   /** Extra environment for the engine. */
   env: Record<string, string>;
+  /** Engine-specific options, validated by the engine plugin (e.g. vllm's multi_node_backend). */
+  engine_options: Record<string, string | number | boolean>;
   /** Node labels that must all match. */
   node_selector: Record<string, string>;
 }

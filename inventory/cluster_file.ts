@@ -62,6 +62,11 @@ export const NodeSchema = z.object({
   id: z.string().min(1),
   hostname: z.string().optional(),
   mgmt_addr: z.string().default(""),
+  mgmt_interface: z.string().regex(
+    /^[A-Za-z0-9_.:@-]{1,15}$/,
+    "must be an interface name such as eth0",
+  )
+    .nullable().default(null),
   state: z.enum(NODE_STATES as [string, ...string[]]).default("ready"),
   labels: z.record(z.string(), z.string()).default({}),
   gpus: z.array(GpuSchema).default([]),
@@ -163,6 +168,7 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
       id: n.id,
       hostname: n.hostname ?? n.id,
       mgmt_addr: n.mgmt_addr,
+      mgmt_interface: n.mgmt_interface,
       state: n.state as ClusterNode["state"],
       labels: n.labels,
       gpus: n.gpus,

@@ -50,6 +50,8 @@ export interface NodeRegistration {
   hostname: string;
   /** Management address: the bootstrap interface's address (plan §5.3). */
   mgmt_addr: string;
+  /** The interface holding it (NCCL_SOCKET_IFNAME); omitted or null when unknown. */
+  mgmt_interface?: string | null;
   /**
    * Labels from the agent's configuration, which the operator writes; a
    * re-registration replaces them.
@@ -558,6 +560,7 @@ export class InventoryStore {
         id: record.reg.id,
         hostname: record.reg.hostname,
         mgmt_addr: record.reg.mgmt_addr,
+        mgmt_interface: record.reg.mgmt_interface ?? null,
         state: this.#state(record),
         labels: record.reg.labels,
         gpus: record.reg.gpus,
@@ -650,6 +653,7 @@ export class InventoryStore {
       id: reg.id,
       hostname: reg.hostname,
       mgmt_addr: reg.mgmt_addr,
+      mgmt_interface: reg.mgmt_interface ?? null,
       state: this.#state(record),
       labels: reg.labels,
       gpus: reg.gpus,

@@ -39,6 +39,8 @@ export interface ClusterNode {
   hostname: string;
   /** Management address: the bootstrap interface's address (plan §5.3). */
   mgmt_addr: string;
+  /** The interface holding `mgmt_addr` (NCCL_SOCKET_IFNAME, plan §5.3); null when unknown. */
+  mgmt_interface: string | null;
   /** Current state (plan §4). */
   state: NodeState;
   /** Operator labels, matched by profiles' node selectors. */

@@ -21,6 +21,7 @@ export function recordedCluster(): ClusterNode[] {
       id: name.replaceAll("_", "-"),
       hostname: name.replaceAll("_", "-"),
       mgmt_addr: `192.0.2.${10 + i}`,
+      mgmt_interface: "eth0",
       state: "ready",
       labels: { "llmgw.io/recorded-machine": name },
       gpus: inv.gpus,

@@ -1,0 +1,162 @@
+/**
+ * The engine plugin interface (plan §8). A plugin turns one shard's launch
+ * description into a command line, an environment and readiness probes. It
+ * is pure: it never starts or watches a process (the supervisor does,
+ * plan §9). The same interface serves built-in plugins (vLLM, SGLang) and
+ * third-party ones, in process or as an executable speaking JSON
+ * (docs/plugins.md).
+ *
+ * These are wire types (an out-of-process plugin reads and writes them as
+ * JSON), so field names are snake_case.
+ *
+ * @module
+ */
+import type { FabricPort } from "../discovery/types.ts";
+
+/** The version of the launch/response format; bumped on incompatible changes. */
+export const ENGINE_API_VERSION = 1;
+
+/** The profile fields a plugin needs (plan §6.1). */
+export interface LaunchProfile {
+  /** Profile name. */
+  name: string;
+  /** Tensor-parallel size of the whole replica. */
+  tensor_parallel: number;
+  /** Pipeline-parallel size. */
+  pipeline_parallel: number;
+  /** Nodes in the replica. */
+  nodes: number;
+  /** GPUs each shard (node) uses. */
+  gpus_per_node: number;
+  /** Quantization: none, fp8, awq, … */
+  quantization: string;
+  /** Extra engine arguments, appended after llmgw's own. */
+  engine_args: string[];
+  /** Engine-specific options (e.g. vllm's multi_node_backend). */
+  engine_options: Record<string, string | number | boolean>;
+  /** Extra environment from the profile. */
+  env: Record<string, string>;
+}
+
+/** One GPU a shard runs on. */
+export interface LaunchGpu {
+  /** nvidia-smi index (what CUDA_VISIBLE_DEVICES lists, with CUDA_DEVICE_ORDER=PCI_BUS_ID). */
+  index: number;
+  /** GPU class (plan §2). */
+  class: string;
+  /** Compute capability, e.g. "9.0"; null when unknown. */
+  compute_capability: string | null;
+}
+
+/** The replica's world: how shards find each other. */
+export interface LaunchWorld {
+  /** Nodes in the replica (= shards). */
+  nodes: number;
+  /** Management address of rank 0, the leader. */
+  leader_addr: string;
+  /** Port on the leader for the distributed rendezvous (torch/NCCL bootstrap, Ray). */
+  rendezvous_port: number;
+  /** The HTTP port rank 0 serves on. */
+  leader_http_port: number;
+}
+
+/** Everything a plugin receives to build one shard. */
+export interface ShardLaunch {
+  /** Format version: {@link ENGINE_API_VERSION}. */
+  api_version: number;
+  /** Deployment name. */
+  deployment: string;
+  /** Replica id. */
+  replica_id: string;
+  /** Shard id. */
+  shard_id: string;
+  /** Hub id or local path of the model. */
+  model: string;
+  /** The name clients use (OpenAI `model`). */
+  served_model_name: string;
+  /** The profile chosen by placement. */
+  profile: LaunchProfile;
+  /** This shard's rank; rank 0 is the leader. */
+  rank: number;
+  /** The replica's world. */
+  world: LaunchWorld;
+  /** This shard's GPUs. */
+  gpus: LaunchGpu[];
+  /** The replica's fabric and its active ports on this node; null for single-node replicas. */
+  fabric: { name: string; ports: FabricPort[] } | null;
+  /** This node. */
+  node: { id: string; mgmt_addr: string; mgmt_interface: string | null };
+  /** The port this shard serves HTTP on (when it serves HTTP). */
+  port: number;
+  /** The engine version installed on this node (plan §14); null when unknown. */
+  engine_version: string | null;
+}
+
+/** A command line and environment for one shard. */
+export interface EngineCommand {
+  /** argv[0] is the program. */
+  argv: string[];
+  /** Environment to add to the agent's own. */
+  env: Record<string, string>;
+}
+
+/** An HTTP check against the shard's port. */
+export interface HttpCheck {
+  /** Path, e.g. `/health`. */
+  path: string;
+  /** The status that means "yes". */
+  expect_status: number;
+  /** When set, the response must be an OpenAI model list whose `data[].id` includes this name. */
+  lists_model?: string;
+}
+
+/**
+ * A log line pattern that shows loading progress (plan §9.3). A JavaScript
+ * regular expression with named groups `percent`, or `done` and `total`.
+ */
+export interface ProgressPattern {
+  /** The expression's source. */
+  regex: string;
+}
+
+/** How the supervisor tells "up" and "weights loaded" for this shard (plan §9.3). */
+export interface EngineProbes {
+  /** Whether this shard serves the OpenAI API (only rank 0 of a multi-node replica does). */
+  serves_http: boolean;
+  /** Checks that say the process is up; empty means "the process is alive" is all there is. */
+  liveness: HttpCheck[];
+  /** Checks that must all pass before traffic; empty for shards that serve no HTTP. */
+  readiness: HttpCheck[];
+  /** Log lines that show loading progress while the port is still closed. */
+  loading_progress: ProgressPattern[];
+}
+
+/** Prometheus metric names for the gateway's load signals, candidates in order of preference. */
+export interface MetricNames {
+  /** Requests running now. */
+  running: string[];
+  /** Requests waiting in the queue. */
+  waiting: string[];
+  /** KV-cache usage, 0-1. */
+  kv_cache_usage: string[];
+}
+
+/** An engine plugin (plan §8). All methods are pure. */
+export interface EnginePlugin {
+  /** The engine name profiles use, e.g. `vllm`. */
+  name: string;
+  /** Quantizations this engine accepts (`none` included when it runs unquantized models). */
+  quantizations: readonly string[];
+  /** How to ask a host for the installed version (plan §14), e.g. `["vllm", "--version"]`. */
+  version_command: readonly string[];
+  /** Reads the version from that command's output; null when it cannot. */
+  parseVersion(output: string): string | null;
+  /** Engine-specific problems with this launch (plan §6.2); empty when it can run. */
+  validate(launch: ShardLaunch): string[];
+  /** The shard's command line and engine-specific environment. */
+  command(launch: ShardLaunch): EngineCommand;
+  /** The shard's probes. */
+  probes(launch: ShardLaunch): EngineProbes;
+  /** Metric names for an engine version (null: unknown version). */
+  metrics(version: string | null): MetricNames;
+}
