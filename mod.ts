@@ -28,3 +28,4 @@ export type { Allocation, ClusterNode, NodeState } from "./inventory/types.ts";
 export { NODE_STATES } from "./inventory/types.ts";
 export * from "./placement/mod.ts";
 export { type FieldPath, formatPath, type InputIssue } from "./validation/issues.ts";
+export * from "./engines/mod.ts";

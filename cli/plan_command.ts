@@ -11,16 +11,14 @@ import { DeploymentError, parseDeploymentText } from "../deployment/load.ts";
 import type { ClassFacts } from "../deployment/validate.ts";
 import { ClusterFileError, parseClusterFile } from "../inventory/cluster_file.ts";
 import type { ClusterNode } from "../inventory/types.ts";
-import {
-  applyPlacement,
-  explanationLines,
-  indexCluster,
-  place,
-  type PlacementResult,
-} from "../placement/mod.ts";
+import { applyPlacement, explanationLines, indexCluster, place } from "../placement/mod.ts";
 import { formatPath } from "../validation/issues.ts";
 import { renderTable } from "../agent/inventory_table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
+import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
+import { shardLaunches } from "../engines/launch.ts";
+import type { ShardSpec } from "../engines/prepare.ts";
+import type { Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 
 /** Usage of the command. */
 export const PLAN_USAGE =
@@ -33,8 +31,11 @@ Options:
   --cluster FILE      nodes with inventory, state, labels, allocations (JSON)
   --deployment FILE   the deployment (YAML or JSON)
   --replicas N        how many replicas to place (default: the deployment's)
+  --engine-plugins DIR  directory of llmgw-engine-* plugins (repeatable; also
+                      LLMGW_ENGINE_PLUGINS, colon-separated)
   --json              print one JSON object
-Exit codes: 0 all placed, 3 some unschedulable, 2 bad input.
+Each placed shard shows the command and environment it would run with.
+Exit codes: 0 all placed, 3 some unschedulable or unable to start, 2 bad input.
 `;
 
 /** The GPU classes of a cluster and their compute capabilities, for validation. */
@@ -61,6 +62,7 @@ export async function planCommand(
     cluster: { type: "string" },
     deployment: { type: "string" },
     replicas: { type: "string" },
+    "engine-plugins": { type: "string", multiple: true },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
@@ -80,24 +82,70 @@ export async function planCommand(
     }
     replicas = Number(values.replicas);
   }
+  const registry = await EngineRegistry.load([
+    ...pluginDirsFromEnv(),
+    ...(values["engine-plugins"] ?? []),
+  ]);
+  for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
   const nodes = await readInput(values.cluster, (text) => parseClusterFile(text, values.cluster!));
   const { deployment, warnings } = await readInput(
     values.deployment,
-    (text) => parseDeploymentText(text, values.deployment!, { classes: classFacts(nodes) }),
+    (text) =>
+      parseDeploymentText(text, values.deployment!, {
+        classes: classFacts(nodes),
+        knownEngines: registry.names(),
+      }),
   );
   for (const w of warnings) {
     err(`llmgw: warning: ${values.deployment}: ${formatPath(w.path)}: ${w.message}\n`);
   }
+  const byId = new Map(nodes.map((n) => [n.id, n]));
   const index = indexCluster(nodes);
-  const results: PlacementResult[] = [];
+  const results: PlannedReplica[] = [];
+  let allRunnable = true;
   for (let r = 0; r < (replicas ?? deployment.replicas); r++) {
     const result = place(index, deployment, `${deployment.name}-r${r}`, { detail: true });
-    if (result.status === "placed") applyPlacement(index, deployment.name, result.shards);
-    results.push(result);
+    if (result.status !== "placed") {
+      allRunnable = false;
+      results.push(result);
+      continue;
+    }
+    applyPlacement(index, deployment.name, result.shards);
+    const driver = registry.get(result.engine)!;
+    const specs = await Promise.all(
+      shardLaunches(result, deployment, byId).map((launch) => driver.prepare(launch)),
+    );
+    if (specs.some((s) => s.problems.length > 0)) allRunnable = false;
+    results.push({ ...result, shards: result.shards.map((s, i) => withCommand(s, specs[i])) });
   }
   if (values.json) out(JSON.stringify({ replicas: results }, null, 2) + "\n");
   else out(formatResults(results));
-  return results.every((r) => r.status === "placed") ? 0 : 3;
+  return allRunnable ? 0 : 3;
+}
+
+/** A shard with what it would run (argv and env), or why it cannot start. */
+export interface PlannedShard extends ShardPlacement {
+  /** The command line; empty when the shard cannot start. */
+  argv: string[];
+  /** The environment llmgw adds. */
+  env: Record<string, string>;
+  /** Why the engine refuses this shard; absent when it can start. */
+  problems?: string[];
+}
+
+/** A plan result: unschedulable, or placed with each shard's command. */
+export type PlannedReplica =
+  | Unschedulable
+  | (Placed & { shards: PlannedShard[] });
+
+function withCommand(shard: ShardPlacement, spec: ShardSpec): PlannedShard {
+  const planned: PlannedShard = {
+    ...shard,
+    argv: spec.command?.argv ?? [],
+    env: spec.command?.env ?? {},
+  };
+  if (spec.problems.length > 0) planned.problems = spec.problems;
+  return planned;
 }
 
 async function readInput<T>(path: string, parse: (text: string) => T): Promise<T> {
@@ -122,7 +170,7 @@ async function readInput<T>(path: string, parse: (text: string) => T): Promise<T
 }
 
 /** Formats results for people: one block per replica. */
-export function formatResults(results: readonly PlacementResult[]): string {
+export function formatResults(results: readonly PlannedReplica[]): string {
   const out: string[] = [];
   for (const r of results) {
     out.push(`replica ${r.replica_id}: ${r.status}`);
@@ -140,8 +188,21 @@ export function formatResults(results: readonly PlacementResult[]): string {
           ]),
         ).split("\n").map((l) => `  ${l}`).join("\n"),
       );
+      for (const s of r.shards) {
+        if (s.problems !== undefined) {
+          out.push(`  rank ${s.rank} cannot start: ${s.problems.join("; ")}`);
+          continue;
+        }
+        const env = Object.entries(s.env).map(([k, v]) => `${k}=${shellQuote(v)}`).join(" ");
+        out.push(`  rank ${s.rank} on ${s.node}: ${env} ${s.argv.map(shellQuote).join(" ")}`);
+      }
     }
     out.push(...explanationLines(r.explanation).map((l) => `  ${l}`), "");
   }
   return out.join("\n");
+}
+
+/** Quotes a word for a POSIX shell only when it needs it, so commands read as typed. */
+function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_\-.,:=\/@%+]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }

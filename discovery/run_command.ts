@@ -41,6 +41,8 @@ export interface RunLimits {
   timeoutMs?: number;
   /** Kill the command once stdout plus stderr exceed this. Default 8 MiB. */
   maxOutputBytes?: number;
+  /** Text written to the command's standard input (which is closed after it). */
+  input?: string;
 }
 
 /**
@@ -62,7 +64,7 @@ export async function runCommand(
   try {
     child = new Deno.Command(path, {
       args,
-      stdin: "null",
+      stdin: limits.input === undefined ? "null" : "piped",
       stdout: "piped",
       stderr: "piped",
       detached: true,
@@ -75,6 +77,11 @@ export async function runCommand(
       throw new CommandError("not-executable", `${path} is not executable`);
     }
     throw new CommandError("not-executable", `${path} could not be started: ${String(e)}`);
+  }
+  if (limits.input !== undefined) {
+    const writer = child.stdin.getWriter();
+    // A command that exits without reading its input is not an error here.
+    writer.write(new TextEncoder().encode(limits.input)).then(() => writer.close()).catch(() => {});
   }
   let failure: CommandError | null = null;
   const killGroup = (why: CommandError) => {

@@ -8,7 +8,7 @@ import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 
-/** Port bases. A shard's ports are the base plus its lowest GPU index. */
+/** Port bases. A shard's ports are the base plus 10 × its lowest GPU index. */
 export interface PortPlan {
   /** HTTP port base (default 8000). */
   http_base: number;
@@ -19,26 +19,30 @@ export interface PortPlan {
 /** The default port plan. */
 export const DEFAULT_PORTS: PortPlan = { http_base: 8000, rendezvous_base: 29500 };
 
+/** Ports between two shards' ports: engines bind a few beyond the one given (SGLang up to +6). */
+export const PORT_STRIDE = 10;
+
 /**
  * Ports are derived, not allocated: shards on one node never share a GPU, so
- * "base + lowest GPU index" never collides on a node and needs no state.
+ * "base + 10 × lowest GPU index" never collides on a node and needs no state.
+ * The stride leaves room for the extra ports engines bind next to the one
+ * they are given.
  */
 export function shardPort(base: number, gpuIndices: readonly number[]): number {
-  return base + Math.min(...gpuIndices);
+  return base + PORT_STRIDE * Math.min(...gpuIndices);
 }
 
 /**
- * Builds the launch of every shard of a placed replica.
+ * Builds the launch of every shard of a placed replica. Each shard gets its
+ * node's installed version of the engine (plan §14), when reported.
  *
  * @param nodes The snapshot placement used, by id.
- * @param engineVersions Node id → installed version of the profile's engine (plan §14).
  * @throws {RangeError} When the placement names a node or GPU the snapshot lacks.
  */
 export function shardLaunches(
   placed: Placed,
   deployment: Deployment,
   nodes: ReadonlyMap<string, ClusterNode>,
-  engineVersions: ReadonlyMap<string, string> = new Map(),
   ports: PortPlan = DEFAULT_PORTS,
 ): ShardLaunch[] {
   const profile = deployment.profiles.find((p) => p.name === placed.profile);
@@ -94,7 +98,7 @@ export function shardLaunches(
         : { name: s.fabric, ports: s.hca_ports.map((p) => ({ ...p })) },
       node: { id: node.id, mgmt_addr: node.mgmt_addr, mgmt_interface: node.mgmt_interface },
       port: shardPort(ports.http_base, s.gpu_indices),
-      engine_version: engineVersions.get(node.id) ?? null,
+      engine_version: node.engine_versions?.[placed.engine] ?? null,
     };
   });
 }

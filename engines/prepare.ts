@@ -6,6 +6,7 @@
  * @module
  */
 import { compareComputeCapability, FP8_MIN_COMPUTE_CAPABILITY } from "../deployment/validate.ts";
+import { askPlugin, type PluginAnswer } from "./plugin_sdk.ts";
 import { shardEnv, shardEnvProblems } from "./shard_env.ts";
 import {
   ENGINE_API_VERSION,
@@ -15,6 +16,8 @@ import {
   type MetricNames,
   type ShardLaunch,
 } from "./types.ts";
+
+export { askPlugin, type PluginAnswer };
 
 /** What a shard will run, or why it cannot. */
 export interface ShardSpec {
@@ -27,18 +30,6 @@ export interface ShardSpec {
   /** Liveness and readiness (plan §9.3). */
   probes: EngineProbes | null;
   /** Metric names for the gateway's load signals. */
-  metrics: MetricNames | null;
-}
-
-/** What a plugin answered for one shard, before llmgw's checks and merge. */
-export interface PluginAnswer {
-  /** Engine-specific problems. */
-  problems: string[];
-  /** Its command, when it had no problems. */
-  command: EngineCommand | null;
-  /** Its probes, when it had no problems. */
-  probes: EngineProbes | null;
-  /** Its metric names. */
   metrics: MetricNames | null;
 }
 
@@ -94,14 +85,6 @@ export function commonProblems(launch: ShardLaunch, quantizations: readonly stri
     );
   }
   return [...problems, ...shardEnvProblems(launch)];
-}
-
-/** Asks an in-process plugin about one shard. */
-export function askPlugin(plugin: EnginePlugin, launch: ShardLaunch): PluginAnswer {
-  const metrics = plugin.metrics(launch.engine_version);
-  const problems = plugin.validate(launch);
-  if (problems.length > 0) return { problems, command: null, probes: null, metrics };
-  return { problems, command: plugin.command(launch), probes: plugin.probes(launch), metrics };
 }
 
 /**

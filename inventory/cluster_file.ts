@@ -72,6 +72,7 @@ export const NodeSchema = z.object({
   gpus: z.array(GpuSchema).default([]),
   fabrics: z.array(FabricSchema).default([]),
   allocations: z.array(AllocationSchema).default([]),
+  engine_versions: z.record(z.string(), z.string()).default({}),
 });
 
 /** The cluster file. */
@@ -174,6 +175,7 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
       gpus: n.gpus,
       fabrics,
       allocations: n.allocations,
+      engine_versions: n.engine_versions,
     };
   });
   if (issues.length > 0) throw new ClusterFileError(where, issues);

@@ -566,6 +566,7 @@ export class InventoryStore {
         gpus: record.reg.gpus,
         fabrics: record.reg.fabrics,
         allocations: this.#allocations(record),
+        engine_versions: record.reg.engine_versions,
       })
     );
   }

@@ -51,4 +51,6 @@ export interface ClusterNode {
   fabrics: FabricAttachment[];
   /** What runs here already. */
   allocations: Allocation[];
+  /** Installed engine versions, by engine name (plan §14); absent when not reported. */
+  engine_versions?: Record<string, string>;
 }

@@ -2,7 +2,7 @@
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { fixturePath } from "./fixtures.ts";
 import { main } from "../cli/main.ts";
-import type { PlacementResult } from "../placement/mod.ts";
+import type { PlannedReplica } from "../cli/plan_command.ts";
 
 const CLUSTER = fixturePath("clusters/recorded.json");
 const QWEN = fixturePath("../../examples/deployments/qwen-32b-rtx4090.yaml");
@@ -18,7 +18,7 @@ async function plan(args: string[]) {
 Deno.test("plan places replicas one after another on the recorded machines", async () => {
   const r = await plan(["--cluster", CLUSTER, "--deployment", QWEN, "--json"]);
   assertEquals(r.code, 0, r.err);
-  const { replicas } = JSON.parse(r.out) as { replicas: PlacementResult[] };
+  const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
   assertEquals(replicas.map((x) => x.status), ["placed", "placed", "placed"]);
   const shards = replicas.map((x) => x.status === "placed" ? x.shards : []);
   assertEquals(shards[0], [{
@@ -30,7 +30,27 @@ Deno.test("plan places replicas one after another on the recorded machines", asy
     fabric: null,
     hcas: [],
     hca_ports: [],
+    argv: [
+      "vllm",
+      "serve",
+      "Qwen/Qwen2.5-32B-Instruct-AWQ",
+      "--served-model-name",
+      "qwen-32b",
+      "--host",
+      "0.0.0.0",
+      "--port",
+      "8000",
+      "--tensor-parallel-size",
+      "4",
+      "--pipeline-parallel-size",
+      "1",
+      "--quantization",
+      "awq",
+    ],
+    env: { CUDA_DEVICE_ORDER: "PCI_BUS_ID", CUDA_VISIBLE_DEVICES: "0,1,2,3" },
   }]);
+  // Ports follow the shard's first GPU: 8000 + 10 × 4.
+  assertEquals(shards[1][0].argv.slice(7, 9), ["--port", "8040"]);
   assertEquals(shards[1][0].gpu_indices, [4, 5, 6, 7]);
   // The 4090s are full: the third replica falls back to the L40S, and says why.
   const third = replicas[2];
@@ -55,7 +75,7 @@ Deno.test("plan exits 3 and explains every node when nothing fits", async () => 
   // The a100 profile's class exists nowhere: a warning, not an error.
   assertStringIncludes(r.err, "warning");
   assertStringIncludes(r.err, "no node in the cluster has a100-80g GPUs");
-  const { replicas } = JSON.parse(r.out) as { replicas: PlacementResult[] };
+  const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
   assertEquals(replicas.length, 2);
   const h100 = replicas[0].explanation.profiles[0];
   assertEquals(h100.counts, { no_gpu_class: 4, compute_capability: 1, insufficient_gpus: 1 });
@@ -89,6 +109,8 @@ Deno.test("plan places a multi-node replica on one fabric with its HCAs", async 
     });
     const node = (id: string, fabric: string | null) => ({
       id,
+      mgmt_addr: "192.0.2.1",
+      mgmt_interface: "eth0",
       gpus: [0, 1, 2, 3].map(gpu),
       fabrics: fabric === null ? [] : [{ fabric, hcas: ["mlx5_0", "mlx5_1"], rate_gbps: 200 }],
     });
@@ -112,7 +134,7 @@ Deno.test("plan places a multi-node replica on one fabric with its HCAs", async 
       "2",
     ]);
     assertEquals(r.code, 3);
-    const { replicas } = JSON.parse(r.out) as { replicas: PlacementResult[] };
+    const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
     const first = replicas[0];
     assertOk(first.status === "placed");
     assertEquals(first.shards.map((s) => [s.rank, s.node, s.fabric, s.hcas]), [
@@ -123,6 +145,13 @@ Deno.test("plan places a multi-node replica on one fabric with its HCAs", async 
       "mlx5_0:1",
       "mlx5_1:1",
     ]);
+    // Each shard's command: SGLang's multi-node recipe and the fabric's NCCL environment.
+    const leader = first.shards[0].argv.join(" ");
+    assertStringIncludes(leader, "--tp-size 8 --enable-metrics --nnodes 2 --node-rank 0");
+    assertStringIncludes(first.shards[1].argv.join(" "), "--node-rank 1");
+    assertEquals(first.shards[1].env.NCCL_IB_HCA, "=mlx5_0:1,mlx5_1:1");
+    assertEquals(first.shards[1].env.NCCL_SOCKET_IFNAME, "=eth0");
+    assertEquals(first.shards[1].env.GLOO_SOCKET_IFNAME, "eth0");
     // b1 alone on ib-b and c1 on no fabric can never pair up.
     assertEquals(replicas[1].status, "unschedulable");
     assertEquals(replicas[1].explanation.profiles[0].counts, {

@@ -1,0 +1,30 @@
+/**
+ * Engine plugins (plan §8): the interface, the shared GPU/NCCL environment
+ * (plan §5.3), the built-in vLLM and SGLang plugins, executable plugins and
+ * the SDK for writing one (docs/plugins.md).
+ *
+ * @module
+ */
+export * from "./types.ts";
+export {
+  askPlugin,
+  type PluginAnswer,
+  type PluginDescription,
+  type PluginIo,
+  serveEnginePlugin,
+} from "./plugin_sdk.ts";
+export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
+export { commonProblems, finishShard, prepareShard, type ShardSpec } from "./prepare.ts";
+export { compareVersions, ownedFlagProblems } from "./args.ts";
+export { DEFAULT_PORTS, PORT_STRIDE, type PortPlan, shardLaunches, shardPort } from "./launch.ts";
+export {
+  type EngineDriver,
+  EnginePluginError,
+  EXEC_PLUGIN_PREFIX,
+  loadExecPlugin,
+  loadExecPlugins,
+  PLUGIN_TIMEOUT_MS,
+} from "./exec_plugin.ts";
+export { BUILTIN_PLUGINS, EngineRegistry, inProcessDriver, pluginDirsFromEnv } from "./registry.ts";
+export { vllmPlugin } from "./vllm.ts";
+export { sglangPlugin } from "./sglang.ts";
