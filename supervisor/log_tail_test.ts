@@ -1,0 +1,30 @@
+import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
+import { LogTail } from "./log_tail.ts";
+
+Deno.test("LogTail joins lines split across chunks and splits on \\r for progress bars", () => {
+  const t = new LogTail({ maxLines: 10, maxBytes: 1000 });
+  assertEquals(t.push("INFO starting\nLoading  1"), ["INFO starting"]);
+  assertEquals(t.push("0%\rLoading 20%\r\nready\n"), ["Loading  10%", "Loading 20%", "ready"]);
+  assertEquals(t.lines(), ["INFO starting", "Loading  10%", "Loading 20%", "ready"]);
+});
+
+Deno.test("LogTail stays within its line and byte bounds under a flood", () => {
+  const t = new LogTail({ maxLines: 50, maxBytes: 2000 });
+  for (let i = 0; i < 10_000; i++) t.push(`line ${i} ${"x".repeat(i % 97)}\n`);
+  assertOk(t.lines().length <= 50);
+  assertOk(t.bytes <= 2000, `kept ${t.bytes} bytes`);
+  assertEquals(t.last(1)[0].startsWith("line 9999 "), true);
+  assertOk(t.dropped > 9_900);
+  // One endless line (no newline ever) is cut, not kept whole.
+  const endless = new LogTail({ maxLines: 5, maxBytes: 100 });
+  for (let i = 0; i < 1000; i++) endless.push("y".repeat(50));
+  assertOk(endless.bytes <= 100);
+});
+
+Deno.test("LogTail refuses limits that cannot hold anything", () => {
+  assertThrows(
+    () => new LogTail({ maxLines: 0, maxBytes: 10 }),
+    RangeError,
+    "limits must be positive",
+  );
+});

@@ -1,0 +1,39 @@
+/**
+ * The agent's supervisor (plan §9): engine processes in their own sessions,
+ * readiness from the plugins' probes, orphan adoption, bounded logs.
+ *
+ * @module
+ */
+export * from "./types.ts";
+export {
+  type PrepareShard,
+  resolveOptions,
+  shardDirName,
+  shardHash,
+  Supervisor,
+} from "./supervisor.ts";
+export { engineBaseEnv, type ShardPaths, ShardRunner } from "./shard_runner.ts";
+export { backoffDelay, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
+export { DEFAULT_TAIL_LIMITS, LogTail, type LogTailLimits } from "./log_tail.ts";
+export { LogFollower, rotateIfLarge } from "./log_file.ts";
+export {
+  checkFingerprint,
+  fingerprint,
+  type PidRecord,
+  readPidFile,
+  writePidFile,
+} from "./pid_file.ts";
+export {
+  groupMembers,
+  isRunning,
+  parseProcStat,
+  type ProcStat,
+  readCmdline,
+  readProcStat,
+  signalGroup,
+} from "./proc.ts";
+export { type CheckResult, runHttpCheck } from "./probes.ts";
+export { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
+export type * from "../engines/types.ts";
+export type { FabricPort, LinkLayer } from "../discovery/types.ts";
+export type { ShardSpec } from "../engines/prepare.ts";

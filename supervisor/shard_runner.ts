@@ -1,0 +1,454 @@
+/**
+ * One shard's life (plan §9): spawn in its own session, follow its log, run
+ * its plugin's probes, time out, stop the whole group, restart with backoff
+ * or report failure, and adopt a process a previous agent started.
+ *
+ * Driven by {@link ShardRunner.tick}, which the supervisor calls on a timer;
+ * ticks never overlap, so the state machine has one writer.
+ *
+ * @module
+ */
+import type { ShardSpec } from "../engines/prepare.ts";
+import { backoffDelay } from "./backoff.ts";
+import { LogFollower, rotateIfLarge } from "./log_file.ts";
+import { LogTail } from "./log_tail.ts";
+import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
+import { groupMembers, isRunning, signalGroup } from "./proc.ts";
+import { runHttpCheck } from "./probes.ts";
+import { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
+import type {
+  DesiredShard,
+  ResolvedOptions,
+  ShardFailure,
+  ShardState,
+  ShardStatus,
+  SupervisorEvent,
+} from "./types.ts";
+
+/** Lines of log attached to a failure. */
+const FAILURE_TAIL_LINES = 40;
+
+/** Where a shard keeps its files. */
+export interface ShardPaths {
+  /** The shard's directory. */
+  dir: string;
+  /** Its pid file. */
+  pidFile: string;
+  /** Its log file. */
+  log: string;
+}
+
+/** Runs one shard. */
+export class ShardRunner {
+  /** What the shard is. */
+  readonly desired: DesiredShard;
+  /** Hash of its launch. */
+  readonly hash: string;
+  /** Its files. */
+  readonly paths: ShardPaths;
+  readonly #opts: ResolvedOptions;
+  readonly #prepare: () => Promise<ShardSpec>;
+  readonly #emit: (e: Omit<SupervisorEvent, "at">) => void;
+
+  #state: ShardState = "pending";
+  #since = Date.now();
+  #spec: ShardSpec | null = null;
+  #patterns: RegExp[] = [];
+  #child: Deno.ChildProcess | null = null;
+  #exit: Deno.CommandStatus | null = null;
+  #pid: number | null = null;
+  #startTime = 0;
+  #record: PidRecord | null = null;
+  #follower: LogFollower | null = null;
+  readonly #tail: LogTail;
+  #progress: LoadingProgress | null = null;
+  #restarts = 0;
+  #nextStartAt = 0;
+  #lastFailure: ShardFailure | null = null;
+  #adopted = false;
+  #livenessFailures = 0;
+  #wanted = true;
+  #stopping: Promise<void> | null = null;
+
+  /** Creates a runner in state `pending`; nothing runs until {@link start} or {@link adopt}. */
+  constructor(
+    desired: DesiredShard,
+    hash: string,
+    paths: ShardPaths,
+    opts: ResolvedOptions,
+    prepare: () => Promise<ShardSpec>,
+    emit: (e: Omit<SupervisorEvent, "at">) => void,
+  ) {
+    this.desired = desired;
+    this.hash = hash;
+    this.paths = paths;
+    this.#opts = opts;
+    this.#prepare = prepare;
+    this.#emit = emit;
+    this.#tail = new LogTail(opts.tailLimits);
+  }
+
+  /** The shard's status (a copy). */
+  status(): ShardStatus {
+    return {
+      id: this.desired.id,
+      engine: this.desired.engine,
+      state: this.#state,
+      since: this.#since,
+      pid: this.#pid,
+      port: this.desired.launch.port,
+      serves_http: this.#spec?.probes?.serves_http ?? false,
+      progress: this.#progress === null ? null : { ...this.#progress },
+      restarts: this.#restarts,
+      adopted: this.#adopted,
+      last_failure: this.#lastFailure === null
+        ? null
+        : { ...this.#lastFailure, log_tail: [...this.#lastFailure.log_tail] },
+      spec_hash: this.hash,
+    };
+  }
+
+  /** The in-memory log tail (a copy). */
+  logTail(): string[] {
+    return this.#tail.lines();
+  }
+
+  /** True once the shard has stopped for good (removed or stopped and not wanted). */
+  get finished(): boolean {
+    return !this.#wanted && this.#stopping === null && this.#pid === null;
+  }
+
+  /** The live process's pid, if any. */
+  get pid(): number | null {
+    return this.#pid;
+  }
+
+  #setState(state: ShardState, message: string): void {
+    if (state === this.#state) return;
+    const from = this.#state;
+    this.#state = state;
+    this.#since = Date.now();
+    this.#emit({
+      shard: this.desired.id,
+      kind: "state",
+      message: `${from} → ${state}: ${message}`,
+    });
+  }
+
+  /** Starts the engine: prepares the command, spawns it in a new session. */
+  async start(): Promise<void> {
+    this.#wanted = true;
+    if (this.#spec === null) {
+      this.#spec = await this.#prepare();
+      this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
+    }
+    const spec = this.#spec;
+    if (spec.command === null || spec.problems.length > 0) {
+      this.#fail(`cannot start: ${spec.problems.join("; ") || "no command"}`, null, false);
+      return;
+    }
+    Deno.mkdirSync(this.paths.dir, { recursive: true });
+    let size = 0;
+    try {
+      size = Deno.statSync(this.paths.log).size;
+    } catch {
+      Deno.writeTextFileSync(this.paths.log, "");
+    }
+    this.#follower = new LogFollower(this.paths.log, size);
+    this.#progress = null;
+    this.#exit = null;
+    this.#livenessFailures = 0;
+    const argv = spec.command.argv;
+    try {
+      // The engine's stdout and stderr are the log file itself (see log_file.ts);
+      // `exec` keeps the shell's pid, so the pid is the engine's.
+      this.#child = new Deno.Command("/bin/sh", {
+        args: [
+          "-c",
+          'log=$1; shift; exec "$@" >>"$log" 2>&1',
+          "llmgw-shard",
+          this.paths.log,
+          ...argv,
+        ],
+        env: { ...engineBaseEnv(), ...this.#opts.env, ...spec.command.env },
+        clearEnv: true,
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+        detached: true,
+      }).spawn();
+    } catch (e) {
+      this.#fail(`cannot spawn ${argv[0]}: ${e instanceof Error ? e.message : e}`, null, true);
+      return;
+    }
+    const child = this.#child;
+    this.#pid = child.pid;
+    child.status.then((s) => {
+      if (this.#child === child) this.#exit = s;
+    });
+    const fp = fingerprint(child.pid);
+    this.#startTime = fp?.start_time ?? 0;
+    this.#record = {
+      version: 1,
+      shard_id: this.desired.id,
+      engine: this.desired.engine,
+      spec_hash: this.hash,
+      pid: child.pid,
+      pgid: child.pid,
+      start_time: this.#startTime,
+      cmdline: fp?.cmdline ?? argv,
+      port: this.desired.launch.port,
+      log_path: this.paths.log,
+      started_at: Date.now(),
+      launch: this.desired.launch,
+    };
+    writePidFile(this.paths.pidFile, this.#record);
+    this.#emit({
+      shard: this.desired.id,
+      kind: "spawned",
+      message: `pid ${child.pid}: ${argv.join(" ")}`,
+    });
+    this.#setState("starting", `spawned pid ${child.pid}`);
+  }
+
+  /**
+   * Takes over a process a previous agent started, after its fingerprint
+   * matched (plan §9.2): from here on it is probed and stopped as if this
+   * supervisor had started it.
+   */
+  async adopt(record: PidRecord): Promise<void> {
+    this.#spec = await this.#prepare();
+    this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
+    this.#adopted = true;
+    this.#record = record;
+    this.#pid = record.pid;
+    this.#startTime = record.start_time;
+    let size = 0;
+    try {
+      size = Deno.statSync(record.log_path).size;
+    } catch {
+      // No log: nothing to show.
+    }
+    // Fill the tail with the recent past, then follow.
+    this.#follower = new LogFollower(record.log_path, Math.max(0, size - 64 * 1024));
+    this.#readLog();
+    this.#emit({ shard: this.desired.id, kind: "adopted", message: `adopted pid ${record.pid}` });
+    this.#setState("starting", `adopted pid ${record.pid}`);
+  }
+
+  /** One look at the shard: log, process, timeouts, probes, backoff. */
+  async tick(): Promise<void> {
+    const now = Date.now();
+    this.#readLog();
+    if (this.#state === "backoff" && now >= this.#nextStartAt && this.#wanted) {
+      await this.start();
+      return;
+    }
+    if (!["starting", "loading", "ready"].includes(this.#state)) return;
+    this.#refreshCmdline();
+    if (!this.#alive()) {
+      await this.#exited();
+      return;
+    }
+    rotateIfLarge(this.paths.log, this.#opts.logMaxBytes, this.#opts.logKeep) &&
+      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: this.paths.log });
+    const elapsed = now - this.#since;
+    if (this.#state === "starting" && elapsed > this.#opts.startTimeoutMs) {
+      return await this.#timeout(`showed no sign of life within ${this.#opts.startTimeoutMs} ms`);
+    }
+    if (this.#state === "loading" && elapsed > this.#opts.loadTimeoutMs) {
+      return await this.#timeout(
+        `did not become ready within ${this.#opts.loadTimeoutMs} ms of loading`,
+      );
+    }
+    await this.#probe(now);
+  }
+
+  #readLog(): void {
+    const text = this.#follower?.read() ?? "";
+    if (text === "") return;
+    for (const line of this.#tail.push(text)) {
+      const p = matchProgress(line, this.#patterns);
+      if (p === null) continue;
+      this.#progress = p;
+      if (this.#state === "starting") {
+        this.#setState("loading", `log shows loading (${p.percent ?? "?"}%)`);
+      }
+    }
+  }
+
+  /** Records the command line once the exec chain (shell, shims) has settled. */
+  #refreshCmdline(): void {
+    if (
+      this.#state !== "starting" || this.#adopted || this.#record === null || this.#pid === null
+    ) return;
+    const fp = fingerprint(this.#pid);
+    if (fp !== null && fp.cmdline.join("\0") !== this.#record.cmdline.join("\0")) {
+      this.#record = { ...this.#record, cmdline: fp.cmdline };
+      writePidFile(this.paths.pidFile, this.#record);
+    }
+  }
+
+  #alive(): boolean {
+    if (this.#pid === null) return false;
+    if (this.#child !== null) return this.#exit === null;
+    return isRunning(this.#pid, this.#startTime);
+  }
+
+  async #probe(now: number): Promise<void> {
+    const probes = this.#spec?.probes;
+    if (probes === undefined || probes === null) return;
+    const port = this.desired.launch.port;
+    const run = (checks: typeof probes.readiness) =>
+      Promise.all(
+        checks.map((c) => runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs)),
+      );
+    if (this.#state === "ready") {
+      const live = await run(probes.liveness);
+      const bad = live.find((r) => !r.ok);
+      this.#livenessFailures = bad === undefined ? 0 : this.#livenessFailures + 1;
+      if (bad !== undefined && this.#livenessFailures >= this.#opts.livenessFailures) {
+        await this.#timeout(`liveness failed ${this.#livenessFailures} times: ${bad.detail}`);
+      }
+      return;
+    }
+    if (probes.readiness.length === 0) {
+      // Shards that serve no HTTP (other ranks): the replica's readiness is rank 0's.
+      const settled = now - this.#since > this.#opts.settleMs || this.#progress?.percent === 100;
+      if (settled) this.#markReady("running; readiness is the replica leader's");
+      return;
+    }
+    const results = await run(probes.readiness);
+    if (!this.#alive()) return;
+    if (results.every((r) => r.ok)) {
+      this.#markReady(results.map((r) => r.detail).join(", "));
+    } else if (this.#state === "starting" && results.some((r) => r.answered)) {
+      this.#setState("loading", `port ${port} answers, not ready yet`);
+    }
+  }
+
+  #markReady(message: string): void {
+    if (this.#state !== "starting" && this.#state !== "loading") return;
+    this.#restarts = 0;
+    this.#setState("ready", message);
+  }
+
+  async #exited(): Promise<void> {
+    const exit = this.#exit;
+    const reason = exit === null
+      ? `process ${this.#pid} is gone`
+      : exit.signal !== null
+      ? `killed by signal ${exit.signal}`
+      : `exited with code ${exit.code}`;
+    // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
+    // SGLang's schedulers): the whole group goes before anything restarts.
+    await this.#killGroup(0);
+    this.#fail(reason, exit, true);
+  }
+
+  async #timeout(reason: string): Promise<void> {
+    await this.#killGroup(this.#opts.stopGraceMs);
+    this.#fail(reason, this.#exit, true);
+  }
+
+  #fail(reason: string, exit: Deno.CommandStatus | null, restartable: boolean): void {
+    this.#lastFailure = {
+      at: Date.now(),
+      reason,
+      exit_code: exit?.signal === null ? exit.code : null,
+      signal: exit?.signal ?? null,
+      log_tail: this.#tail.last(FAILURE_TAIL_LINES),
+    };
+    this.#forgetProcess();
+    // A shard of a multi-node replica is not restarted here: its replica is
+    // rebuilt whole by the control plane (plan §5.4).
+    const local = this.desired.launch.world.nodes === 1;
+    if (restartable && local && this.#wanted) {
+      this.#restarts++;
+      const delay = backoffDelay(this.#restarts, this.#opts.backoff);
+      this.#nextStartAt = Date.now() + delay;
+      this.#setState("backoff", `${reason}; restart ${this.#restarts} in ${delay} ms`);
+    } else {
+      this.#setState(
+        "failed",
+        local || !restartable ? reason : `${reason}; the replica must be rebuilt whole`,
+      );
+    }
+  }
+
+  #forgetProcess(): void {
+    this.#pid = null;
+    this.#child = null;
+    this.#record = null;
+    try {
+      Deno.removeSync(this.paths.pidFile);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /**
+   * Stops the shard for good: SIGTERM to the group, the grace period, then
+   * SIGKILL; returns when no process of the group is left.
+   */
+  stop(reason = "stopped"): Promise<void> {
+    this.#wanted = false;
+    if (this.#stopping !== null) return this.#stopping;
+    this.#stopping = (async () => {
+      if (this.#pid !== null) {
+        this.#setState("stopping", reason);
+        await this.#killGroup(this.#opts.stopGraceMs);
+        this.#forgetProcess();
+        this.#emit({ shard: this.desired.id, kind: "stopped", message: reason });
+      }
+      this.#setState("exited", reason);
+      this.#stopping = null;
+    })();
+    return this.#stopping;
+  }
+
+  /** SIGTERM (when there is a grace period), wait, SIGKILL, wait until the group is empty. */
+  async #killGroup(graceMs: number): Promise<void> {
+    const pgid = this.#record?.pgid ?? this.#pid;
+    if (pgid === null) return;
+    const empty = () => groupMembers(pgid).length === 0;
+    if (graceMs > 0 && !empty()) {
+      signalGroup(pgid, "SIGTERM");
+      await waitFor(empty, graceMs);
+    }
+    if (!empty()) {
+      signalGroup(pgid, "SIGKILL");
+      await waitFor(empty, 10_000);
+    }
+    // Reap our own child so it does not linger as a zombie.
+    if (this.#child !== null) await this.#child.status;
+  }
+
+  /** Forgets the process without touching it: the agent is going away, the engine stays. */
+  detach(): void {
+    this.#wanted = false;
+    this.#child = null;
+    this.#pid = null;
+  }
+}
+
+/** Polls `done` every 50 ms until it holds or `ms` pass. */
+async function waitFor(done: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+/**
+ * The environment engines start from: the agent's own, minus llmgw's
+ * (`LLMGW_*` holds tokens and agent settings an engine has no business
+ * reading).
+ */
+export function engineBaseEnv(): Record<string, string> {
+  const env = Deno.env.toObject();
+  for (const key of Object.keys(env)) if (key.startsWith("LLMGW_")) delete env[key];
+  return env;
+}

@@ -1,0 +1,232 @@
+/**
+ * The agent's supervisor (plan §9): takes the desired list of shards and
+ * reconciles, adopts the engines a previous agent left running, and reports
+ * every shard's state. Processes, timers and files live here and in
+ * shard_runner.ts; the engine plugins stay pure.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { ShardSpec } from "../engines/prepare.ts";
+import { DEFAULT_BACKOFF } from "./backoff.ts";
+import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
+import { checkFingerprint, readPidFile } from "./pid_file.ts";
+import { ShardRunner } from "./shard_runner.ts";
+import type {
+  DesiredShard,
+  ResolvedOptions,
+  ShardStatus,
+  SupervisorEvent,
+  SupervisorOptions,
+} from "./types.ts";
+
+/** Prepares a shard's command with its engine plugin (the registry's driver). */
+export type PrepareShard = (shard: DesiredShard) => Promise<ShardSpec>;
+
+/** Fills in defaults. */
+export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
+  return {
+    stateDir: opts.stateDir,
+    probeHost: opts.probeHost ?? "127.0.0.1",
+    tickMs: opts.tickMs ?? 500,
+    probeTimeoutMs: opts.probeTimeoutMs ?? 2_000,
+    startTimeoutMs: opts.startTimeoutMs ?? 120_000,
+    loadTimeoutMs: opts.loadTimeoutMs ?? 1_800_000,
+    stopGraceMs: opts.stopGraceMs ?? 30_000,
+    backoff: opts.backoff ?? DEFAULT_BACKOFF,
+    tailLimits: opts.tailLimits ?? DEFAULT_TAIL_LIMITS,
+    logMaxBytes: opts.logMaxBytes ?? 64 * 1024 * 1024,
+    logKeep: opts.logKeep ?? 3,
+    settleMs: opts.settleMs ?? 2_000,
+    livenessFailures: opts.livenessFailures ?? 3,
+    env: opts.env ?? {},
+    onEvent: opts.onEvent ??
+      ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),
+  };
+}
+
+/** A stable hash of what a shard runs: a changed launch means a new process. */
+export async function shardHash(shard: DesiredShard): Promise<string> {
+  const bytes = new TextEncoder().encode(JSON.stringify([shard.engine, shard.launch]));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A file-system-safe directory name for a shard id. */
+export function shardDirName(id: string): string {
+  const safe = id.replace(/[^A-Za-z0-9._-]/g, "_");
+  if (safe === id) return id;
+  // Different ids may map to one safe name: keep them apart.
+  let h = 0;
+  for (const c of id) h = (Math.imul(h, 31) + c.charCodeAt(0)) >>> 0;
+  return `${safe}-${h.toString(16)}`;
+}
+
+/** Runs the shards of one node. */
+export class Supervisor {
+  readonly #opts: ResolvedOptions;
+  readonly #prepare: PrepareShard;
+  readonly #runners = new Map<string, ShardRunner>();
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #ticking: Promise<void> | null = null;
+  #running = false;
+
+  /** Creates a supervisor; call {@link start} to adopt and begin. */
+  constructor(options: SupervisorOptions, prepare: PrepareShard) {
+    this.#opts = resolveOptions(options);
+    this.#prepare = prepare;
+  }
+
+  #emit(e: Omit<SupervisorEvent, "at">): void {
+    try {
+      this.#opts.onEvent({ at: Date.now(), ...e });
+    } catch {
+      // A broken listener must not break supervision.
+    }
+  }
+
+  #paths(id: string) {
+    const dir = join(this.#opts.stateDir, "shards", shardDirName(id));
+    return { dir, pidFile: join(dir, "pid.json"), log: join(dir, "engine.log") };
+  }
+
+  /**
+   * Adopts the engines a previous agent left running (plan §9.2), then starts
+   * the loop. A pid file whose process no longer matches its fingerprint is
+   * refused with an event saying why, and removed: its pid belongs to someone
+   * else now.
+   */
+  async start(): Promise<void> {
+    const root = join(this.#opts.stateDir, "shards");
+    Deno.mkdirSync(root, { recursive: true });
+    for (const entry of Deno.readDirSync(root)) {
+      if (!entry.isDirectory) continue;
+      const pidFile = join(root, entry.name, "pid.json");
+      const read = readPidFile(pidFile);
+      if ("error" in read) {
+        if (read.error !== "missing") this.#refuse(entry.name, `pid file ${read.error}`, pidFile);
+        continue;
+      }
+      const record = read.record;
+      const check = checkFingerprint(record);
+      if (!check.ok) {
+        this.#refuse(record.shard_id, check.why, pidFile);
+        continue;
+      }
+      // The pid file carries the launch, so the plugin's probes apply again
+      // and reconcile sees the same hash: an adopted shard is left alone.
+      const desired: DesiredShard = {
+        id: record.shard_id,
+        engine: record.engine,
+        launch: record.launch,
+      };
+      const runner = new ShardRunner(
+        desired,
+        record.spec_hash,
+        this.#paths(record.shard_id),
+        this.#opts,
+        () => this.#prepare(desired),
+        (e) => this.#emit(e),
+      );
+      await runner.adopt(record);
+      this.#runners.set(record.shard_id, runner);
+    }
+    this.#running = true;
+    this.#schedule();
+  }
+
+  #refuse(shard: string, why: string, pidFile: string): void {
+    this.#emit({ shard, kind: "adoption_refused", message: `not adopting: ${why}` });
+    try {
+      Deno.removeSync(pidFile);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  #schedule(): void {
+    if (!this.#running) return;
+    this.#timer = setTimeout(async () => {
+      this.#ticking = this.tick();
+      await this.#ticking;
+      this.#ticking = null;
+      this.#schedule();
+    }, this.#opts.tickMs);
+  }
+
+  /** Looks at every shard once (the loop calls this; tests may too). */
+  async tick(): Promise<void> {
+    await Promise.all([...this.#runners.values()].map((r) => r.tick().catch(() => {})));
+    for (const [id, r] of this.#runners) if (r.finished) this.#runners.delete(id);
+  }
+
+  /**
+   * Makes the node run exactly `desired` (plan §10): starts what is missing,
+   * stops what is no longer wanted, replaces shards whose launch changed, and
+   * leaves matching running shards alone.
+   */
+  async reconcile(desired: readonly DesiredShard[]): Promise<void> {
+    const wanted = new Map(desired.map((d) => [d.id, d]));
+    const stops: Promise<void>[] = [];
+    for (const [id, runner] of this.#runners) {
+      const d = wanted.get(id);
+      if (d === undefined) stops.push(runner.stop("no longer desired"));
+      else if (runner.hash !== await shardHash(d)) stops.push(runner.stop("launch changed"));
+    }
+    await Promise.all(stops);
+    for (const [id, r] of this.#runners) {
+      if (r.finished || r.status().state === "exited") this.#runners.delete(id);
+    }
+    for (const d of desired) {
+      const existing = this.#runners.get(d.id);
+      if (existing !== undefined) continue;
+      const runner = new ShardRunner(
+        d,
+        await shardHash(d),
+        this.#paths(d.id),
+        this.#opts,
+        () => this.#prepare(d),
+        (e) => this.#emit(e),
+      );
+      this.#runners.set(d.id, runner);
+      await runner.start();
+    }
+  }
+
+  /** Every shard's status, by id. */
+  status(): ShardStatus[] {
+    return [...this.#runners.values()].map((r) => r.status()).sort((a, b) =>
+      a.id.localeCompare(b.id)
+    );
+  }
+
+  /** One shard's status and in-memory log tail. */
+  shard(id: string): { status: ShardStatus; log_tail: string[] } | null {
+    const r = this.#runners.get(id);
+    return r === undefined ? null : { status: r.status(), log_tail: r.logTail() };
+  }
+
+  /** Stops every shard and the loop. */
+  async shutdown(): Promise<void> {
+    await this.#halt();
+    await Promise.all([...this.#runners.values()].map((r) => r.stop("supervisor shutdown")));
+    this.#runners.clear();
+  }
+
+  /**
+   * Stops the loop and forgets the shards without touching them: what an
+   * agent that is going away (upgrade, crash) does. The next supervisor
+   * adopts them.
+   */
+  async detach(): Promise<void> {
+    await this.#halt();
+    for (const r of this.#runners.values()) r.detach();
+    this.#runners.clear();
+  }
+
+  async #halt(): Promise<void> {
+    this.#running = false;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#ticking !== null) await this.#ticking;
+  }
+}

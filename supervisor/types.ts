@@ -1,0 +1,126 @@
+/**
+ * The supervisor's states and settings (plan §9).
+ *
+ * @module
+ */
+import type { ShardLaunch } from "../engines/types.ts";
+import type { BackoffPolicy } from "./backoff.ts";
+import type { LogTailLimits } from "./log_tail.ts";
+import type { LoadingProgress } from "./progress.ts";
+
+/**
+ * A shard's state (plan §9.3): `pending → starting → loading → ready`, plus
+ * `stopping`, `exited`, `failed` and `backoff`. Starting (spawned, nothing
+ * heard yet) is separate from loading (the engine is loading weights),
+ * because a 70B model legitimately takes minutes to load.
+ */
+export type ShardState =
+  | "pending"
+  | "starting"
+  | "loading"
+  | "ready"
+  | "stopping"
+  | "exited"
+  | "failed"
+  | "backoff";
+
+/** A shard the agent should run: what the control plane asks for (plan §10). */
+export interface DesiredShard {
+  /** Shard id, unique on the node. */
+  id: string;
+  /** Engine plugin name. */
+  engine: string;
+  /** The launch description the plugin builds the command from. */
+  launch: ShardLaunch;
+}
+
+/** Why a run of a shard ended badly. */
+export interface ShardFailure {
+  /** When (ms since epoch). */
+  at: number;
+  /** In words: an exit code, a signal, a timeout, a failing probe. */
+  reason: string;
+  /** Exit code when it exited. */
+  exit_code: number | null;
+  /** Signal when one ended it. */
+  signal: string | null;
+  /** The last lines of its output. */
+  log_tail: string[];
+}
+
+/** What the supervisor reports about one shard. */
+export interface ShardStatus {
+  /** Shard id. */
+  id: string;
+  /** Engine plugin. */
+  engine: string;
+  /** Current state. */
+  state: ShardState;
+  /** When it entered the state (ms since epoch). */
+  since: number;
+  /** The process group leader, while there is one. */
+  pid: number | null;
+  /** The HTTP port. */
+  port: number;
+  /** Whether this shard serves the OpenAI API (rank 0). */
+  serves_http: boolean;
+  /** Loading progress from the log, when seen. */
+  progress: LoadingProgress | null;
+  /** Restarts after crashes since it was last ready. */
+  restarts: number;
+  /** Adopted from a previous agent rather than started by this one. */
+  adopted: boolean;
+  /** The last failure, kept after restarts. */
+  last_failure: ShardFailure | null;
+  /** Hash of the launch, to tell a changed shard from the same one. */
+  spec_hash: string;
+}
+
+/** Something worth telling the operator. */
+export interface SupervisorEvent {
+  /** When (ms since epoch). */
+  at: number;
+  /** The shard, or null for the supervisor itself. */
+  shard: string | null;
+  /** What kind: a state change, an adoption, a refusal, … */
+  kind: "state" | "adopted" | "adoption_refused" | "spawned" | "stopped" | "log_rotated";
+  /** In words. */
+  message: string;
+}
+
+/** Settings of a {@link Supervisor}; every time is in milliseconds. */
+export interface SupervisorOptions {
+  /** Pid files and logs live under `<stateDir>/shards/`. */
+  stateDir: string;
+  /** Host the probes connect to. Default 127.0.0.1. */
+  probeHost?: string;
+  /** How often the supervisor looks at every shard. Default 500. */
+  tickMs?: number;
+  /** One HTTP check's deadline. Default 2,000. */
+  probeTimeoutMs?: number;
+  /** A shard that shows no sign of life this long after spawning fails. Default 120,000. */
+  startTimeoutMs?: number;
+  /** A shard that loads this long without becoming ready fails. Default 1,800,000. */
+  loadTimeoutMs?: number;
+  /** SIGTERM to SIGKILL. Default 30,000. */
+  stopGraceMs?: number;
+  /** Restart delays. */
+  backoff?: BackoffPolicy;
+  /** The in-memory log tail's bounds. */
+  tailLimits?: LogTailLimits;
+  /** Rotate a shard's log file beyond this size. Default 64 MiB. */
+  logMaxBytes?: number;
+  /** Rotated log files kept. Default 3. */
+  logKeep?: number;
+  /** A shard without readiness checks is ready after running this long. Default 2,000. */
+  settleMs?: number;
+  /** Consecutive failed liveness checks of a ready shard before it is restarted. Default 3. */
+  livenessFailures?: number;
+  /** Extra environment for engine processes (below the engine's own). */
+  env?: Record<string, string>;
+  /** Receives every event (the agent forwards them); default: JSON lines on stderr. */
+  onEvent?: (event: SupervisorEvent) => void;
+}
+
+/** Options with every default filled in. */
+export type ResolvedOptions = Required<SupervisorOptions>;
