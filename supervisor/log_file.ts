@@ -50,6 +50,11 @@ export class LogFollower {
     }
   }
 
+  /** Follows from the file's start again (after this process truncated it). */
+  restart(): void {
+    this.#offset = 0;
+  }
+
   /** The byte offset read up to. */
   get offset(): number {
     return this.#offset;

@@ -250,8 +250,7 @@ export class ShardRunner {
       await this.#exited();
       return;
     }
-    rotateIfLarge(this.paths.log, this.#opts.logMaxBytes, this.#opts.logKeep) &&
-      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: this.paths.log });
+    this.#rotateLog();
     const elapsed = now - this.#since;
     if (this.#state === "starting" && elapsed > this.#opts.startTimeoutMs) {
       return await this.#timeout(`showed no sign of life within ${this.#opts.startTimeoutMs} ms`);
@@ -264,8 +263,26 @@ export class ShardRunner {
     await this.#probe(now);
   }
 
+  /** Rotates the log when large: drain it first, then follow the truncated file from its start. */
+  #rotateLog(): void {
+    if (this.#follower === null) return;
+    this.#readLog();
+    const offset = this.#follower.offset;
+    if (rotateIfLarge(this.#follower.path, this.#opts.logMaxBytes, this.#opts.logKeep)) {
+      // What was written between our read and the copy is in the copy.
+      if (this.#opts.logKeep >= 1) {
+        this.#pushLog(new LogFollower(`${this.#follower.path}.1`, offset).read());
+      }
+      this.#follower.restart();
+      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: this.#follower.path });
+    }
+  }
+
   #readLog(): void {
-    const text = this.#follower?.read() ?? "";
+    this.#pushLog(this.#follower?.read() ?? "");
+  }
+
+  #pushLog(text: string): void {
     if (text === "") return;
     for (const line of this.#tail.push(text)) {
       const p = matchProgress(line, this.#patterns);
@@ -304,6 +321,9 @@ export class ShardRunner {
         checks.map((c) => runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs)),
       );
     if (this.#state === "ready") {
+      // Backoff starts over only after the shard has stayed ready a while: a
+      // shard that crashes a moment after becoming ready keeps backing off.
+      if (this.#restarts > 0 && now - this.#since > this.#opts.stableAfterMs) this.#restarts = 0;
       const live = await run(probes.liveness);
       const bad = live.find((r) => !r.ok);
       this.#livenessFailures = bad === undefined ? 0 : this.#livenessFailures + 1;
@@ -329,7 +349,6 @@ export class ShardRunner {
 
   #markReady(message: string): void {
     if (this.#state !== "starting" && this.#state !== "loading") return;
-    this.#restarts = 0;
     this.#setState("ready", message);
   }
 

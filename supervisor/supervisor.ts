@@ -39,6 +39,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     logKeep: opts.logKeep ?? 3,
     settleMs: opts.settleMs ?? 2_000,
     livenessFailures: opts.livenessFailures ?? 3,
+    stableAfterMs: opts.stableAfterMs ?? 60_000,
     env: opts.env ?? {},
     onEvent: opts.onEvent ??
       ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),

@@ -114,6 +114,8 @@ export interface SupervisorOptions {
   logKeep?: number;
   /** A shard without readiness checks is ready after running this long. Default 2,000. */
   settleMs?: number;
+  /** Ready this long, a shard's restart count (and backoff) starts over. Default 60,000. */
+  stableAfterMs?: number;
   /** Consecutive failed liveness checks of a ready shard before it is restarted. Default 3. */
   livenessFailures?: number;
   /** Extra environment for engine processes (below the engine's own). */
