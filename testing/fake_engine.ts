@@ -627,13 +627,15 @@ function parseVllm(argv: readonly string[]): Command {
   if (first === "--version" || first === "-v") {
     return { kind: "print", text: `${knobVersion("vllm")}\n` };
   }
-  if (first === "-h" || first === "--help" || first === undefined) {
-    const text =
-      `usage: ${VLLM_USAGE}\n\nllmgw FAKE vLLM (testing/fake_engine.ts): only "serve" is imitated.\n`;
-    if (first === undefined) {
-      throw new UsageError("vllm", VLLM_USAGE, "the following arguments are required: subparser");
-    }
-    return { kind: "print", text };
+  if (first === undefined) {
+    throw new UsageError("vllm", VLLM_USAGE, "the following arguments are required: subparser");
+  }
+  if (first === "-h" || first === "--help") {
+    return {
+      kind: "print",
+      text:
+        `usage: ${VLLM_USAGE}\n\nllmgw FAKE vLLM (testing/fake_engine.ts): only "serve" is imitated.\n`,
+    };
   }
   if (first !== "serve") {
     throw new UsageError(
@@ -846,8 +848,7 @@ function writeAll(file: { writeSync(p: Uint8Array): number }, text: string): voi
   try {
     while (off < data.length) off += file.writeSync(data.subarray(off));
   } catch {
-    // Whoever read our output is gone; keep running like a Python engine with a dead pipe would not
-    // matter here: losing log lines is better than dying on them.
+    // Whoever read our output is gone: losing log lines is better than dying on them.
   }
 }
 
@@ -1381,111 +1382,104 @@ function compareVersion(a: string, b: string): number {
   return 0;
 }
 
+/** Live counts behind /metrics. */
+export interface MetricCounts {
+  /** Requests running. */
+  running: number;
+  /** Requests waiting for a slot. */
+  waiting: number;
+  /** Slots. */
+  max: number;
+  /** Completions finished. */
+  completed: number;
+  /** Prompt tokens seen. */
+  prompt_tokens: number;
+  /** Tokens generated. */
+  generation_tokens: number;
+}
+
 /** Prometheus text with the engine's metric names, from the live request counts. */
 export function metricsText(
   engine: EngineName,
   version: string,
   modelName: string,
-  s: {
-    running: number;
-    waiting: number;
-    max: number;
-    completed: number;
-    prompt_tokens: number;
-    generation_tokens: number;
-  },
+  s: MetricCounts,
 ): string {
   const usage = Math.min(1, s.running / s.max);
+  const m = promLabel(modelName);
+  // [name, type, help, value]; null values are left out.
+  const rows: [string, string, string, number | null][] = engine === "vllm"
+    ? [
+      [
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        s.running,
+      ],
+      [
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        s.waiting,
+      ],
+      [
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        compareVersion(version, "0.10.0") >= 0 ? usage : null,
+      ],
+      [
+        "vllm:gpu_cache_usage_perc",
+        "gauge",
+        "GPU KV-cache usage. 1 means 100 percent usage.",
+        compareVersion(version, "0.11.0") < 0 ? usage : null,
+      ],
+      [
+        "vllm:prompt_tokens_total",
+        "counter",
+        "Number of prefill tokens processed.",
+        s.prompt_tokens,
+      ],
+      [
+        "vllm:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        s.generation_tokens,
+      ],
+      [
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+        s.completed,
+      ],
+    ]
+    : [
+      ["sglang:num_running_reqs", "gauge", "The number of running requests.", s.running],
+      ["sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", s.waiting],
+      ["sglang:token_usage", "gauge", "The token usage.", usage],
+      ["sglang:num_used_tokens", "gauge", "The number of used tokens.", s.running * 64],
+      ["sglang:gen_throughput", "gauge", "The generation throughput (token/s).", 0],
+      [
+        "sglang:prompt_tokens_total",
+        "counter",
+        "Number of prefill tokens processed.",
+        s.prompt_tokens,
+      ],
+      [
+        "sglang:generation_tokens_total",
+        "counter",
+        "Number of generation tokens processed.",
+        s.generation_tokens,
+      ],
+    ];
+  const labels = engine === "vllm" ? `engine="0",model_name="${m}"` : `model_name="${m}"`;
   const lines: string[] = [];
-  const metric = (name: string, type: string, help: string, labels: string, value: number) => {
+  for (const [name, type, help, value] of rows) {
+    if (value === null) continue;
     lines.push(
       `# HELP ${name} ${help}`,
       `# TYPE ${name} ${type}`,
       `${name}{${labels}} ${promNumber(value)}`,
-    );
-  };
-  const m = promLabel(modelName);
-  if (engine === "vllm") {
-    const l = `engine="0",model_name="${m}"`;
-    metric(
-      "vllm:num_requests_running",
-      "gauge",
-      "Number of requests in model execution batches.",
-      l,
-      s.running,
-    );
-    metric(
-      "vllm:num_requests_waiting",
-      "gauge",
-      "Number of requests waiting to be processed.",
-      l,
-      s.waiting,
-    );
-    if (compareVersion(version, "0.10.0") >= 0) {
-      metric(
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        l,
-        usage,
-      );
-    }
-    if (compareVersion(version, "0.11.0") < 0) {
-      metric(
-        "vllm:gpu_cache_usage_perc",
-        "gauge",
-        "GPU KV-cache usage. 1 means 100 percent usage.",
-        l,
-        usage,
-      );
-    }
-    metric(
-      "vllm:prompt_tokens_total",
-      "counter",
-      "Number of prefill tokens processed.",
-      l,
-      s.prompt_tokens,
-    );
-    metric(
-      "vllm:generation_tokens_total",
-      "counter",
-      "Number of generation tokens processed.",
-      l,
-      s.generation_tokens,
-    );
-    metric(
-      "vllm:request_success_total",
-      "counter",
-      "Count of successfully processed requests.",
-      l,
-      s.completed,
-    );
-  } else {
-    const l = `model_name="${m}"`;
-    metric("sglang:num_running_reqs", "gauge", "The number of running requests.", l, s.running);
-    metric(
-      "sglang:num_queue_reqs",
-      "gauge",
-      "The number of requests in the waiting queue.",
-      l,
-      s.waiting,
-    );
-    metric("sglang:token_usage", "gauge", "The token usage.", l, usage);
-    metric("sglang:num_used_tokens", "gauge", "The number of used tokens.", l, s.running * 64);
-    metric("sglang:gen_throughput", "gauge", "The generation throughput (token/s).", l, 0);
-    metric(
-      "sglang:prompt_tokens_total",
-      "counter",
-      "Number of prefill tokens processed.",
-      l,
-      s.prompt_tokens,
-    );
-    metric(
-      "sglang:generation_tokens_total",
-      "counter",
-      "Number of generation tokens processed.",
-      l,
-      s.generation_tokens,
     );
   }
   return lines.join("\n") + "\n";

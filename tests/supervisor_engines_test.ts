@@ -1,0 +1,207 @@
+/**
+ * The supervisor running the real vLLM and SGLang plugins' command lines
+ * against the fake engine (testing/fake_engine.ts), which behaves like each
+ * engine while loading (plan §9.3): vLLM keeps its port closed and logs
+ * progress; SGLang answers /health 503 until warm.
+ */
+import { fileURLToPath } from "node:url";
+import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { EngineRegistry } from "../engines/registry.ts";
+import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
+import {
+  type DesiredShard,
+  groupMembers,
+  type ShardStatus,
+  Supervisor,
+  type SupervisorEvent,
+} from "../supervisor/mod.ts";
+
+const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+function launch(id: string, port: number, gpus = 1): ShardLaunch {
+  return {
+    api_version: ENGINE_API_VERSION,
+    deployment: "demo",
+    replica_id: id,
+    shard_id: id,
+    model: "org/demo-model",
+    served_model_name: "demo",
+    profile: {
+      name: "p",
+      tensor_parallel: gpus,
+      pipeline_parallel: 1,
+      nodes: 1,
+      gpus_per_node: gpus,
+      quantization: "none",
+      engine_args: [],
+      engine_options: {},
+      env: {},
+    },
+    rank: 0,
+    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: 0, leader_http_port: port },
+    gpus: Array.from({ length: gpus }, (_, index) => ({
+      index,
+      class: "l40s-45g",
+      compute_capability: "8.9",
+    })),
+    fabric: null,
+    node: { id: "n1", mgmt_addr: "127.0.0.1", mgmt_interface: "lo" },
+    port,
+    engine_version: null,
+  };
+}
+
+async function withEngines(
+  env: Record<string, string>,
+  options: { loadTimeoutMs?: number },
+  fn: (sup: Supervisor, events: SupervisorEvent[], groups: Set<number>) => Promise<void>,
+): Promise<void> {
+  const registry = await EngineRegistry.load();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_engines_test_" });
+  const events: SupervisorEvent[] = [];
+  const groups = new Set<number>();
+  const sup = new Supervisor({
+    stateDir,
+    tickMs: 50,
+    probeTimeoutMs: 500,
+    stopGraceMs: 3_000,
+    loadTimeoutMs: options.loadTimeoutMs ?? 30_000,
+    env: { PATH: `${SHIMS}:${Deno.env.get("PATH")}`, FAKE_ENGINE_ACCESS_LOG: "0", ...env },
+    onEvent: (e) => events.push(e),
+  }, (d: DesiredShard) => registry.get(d.engine)!.prepare(d.launch));
+  try {
+    await sup.start();
+    await fn(sup, events, groups);
+  } finally {
+    for (const s of sup.status()) if (s.pid !== null) groups.add(s.pid);
+    await sup.shutdown().catch(() => {});
+    for (const g of groups) {
+      try {
+        Deno.kill(-g, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    await Deno.remove(stateDir, { recursive: true });
+  }
+}
+
+async function until(
+  sup: Supervisor,
+  id: string,
+  pred: (s: ShardStatus) => boolean,
+  groups: Set<number>,
+  what: string,
+): Promise<ShardStatus> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const s = sup.shard(id)?.status;
+    if (s?.pid) groups.add(s.pid);
+    if (s !== undefined && pred(s)) return s;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${id} never reached ${what}: ${JSON.stringify(sup.shard(id))}`);
+}
+
+Deno.test("vLLM: starting, then loading from its log while the port is closed, then ready", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "1.5", FAKE_ENGINE_WORKER: "1" },
+    {},
+    async (sup, events, groups) => {
+      await sup.reconcile([{ id: "v0", engine: "vllm", launch: launch("v0", port, 2) }]);
+      const loading = await until(sup, "v0", (s) => s.state === "loading", groups, "loading");
+      assertOk(loading.progress !== null, "progress parsed from vLLM's log");
+      // While loading, vLLM's port refuses connections.
+      const refused = await fetch(`http://127.0.0.1:${port}/health`).then(() => false, () => true);
+      assertOk(refused, "the port is closed while loading");
+      const ready = await until(sup, "v0", (s) => s.state === "ready", groups, "ready");
+      assertOk(ready.serves_http);
+      const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json();
+      assertEquals(models.data[0].id, "demo");
+      const transitions = events.filter((e) => e.shard === "v0" && e.kind === "state").map((e) =>
+        e.message.split(":")[0]
+      );
+      assertEquals(transitions, ["pending → starting", "starting → loading", "loading → ready"]);
+      assertStringIncludes(
+        sup.shard("v0")!.log_tail.join("\n"),
+        "Loading safetensors checkpoint shards",
+      );
+      // The engine forked a worker into its group; stopping leaves neither.
+      const pid = ready.pid!;
+      assertOk(groupMembers(pid).length >= 2, "leader and worker");
+      await sup.reconcile([]);
+      assertEquals(groupMembers(pid), []);
+    },
+  );
+});
+
+Deno.test("SGLang: the port answers 503 while warming (loading), then ready", async () => {
+  const port = freePort();
+  await withEngines({ FAKE_ENGINE_LOAD_SECONDS: "1.5" }, {}, async (sup, _events, groups) => {
+    await sup.reconcile([{ id: "s0", engine: "sglang", launch: launch("s0", port) }]);
+    await until(sup, "s0", (s) => s.state === "loading", groups, "loading");
+    const health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
+    if (health !== null) {
+      await health.body?.cancel();
+      assertEquals(health.status, 503);
+    }
+    const ready = await until(sup, "s0", (s) => s.state === "ready", groups, "ready");
+    assertEquals(ready.last_failure, null);
+  });
+});
+
+Deno.test("an engine that never becomes ready fails its load with the log tail", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_NEVER_READY: "1" },
+    { loadTimeoutMs: 1_500 },
+    async (sup, _e, groups) => {
+      await sup.reconcile([{ id: "stuck", engine: "vllm", launch: launch("stuck", port) }]);
+      const s = await until(sup, "stuck", (x) => x.last_failure !== null, groups, "a failure");
+      assertStringIncludes(
+        s.last_failure!.reason,
+        "did not become ready within 1500 ms of loading",
+      );
+      assertStringIncludes(
+        s.last_failure!.log_tail.join("\n"),
+        "Loading safetensors checkpoint shards",
+      );
+    },
+  );
+});
+
+Deno.test("an engine that crashes after serving restarts with backoff and keeps the reason", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "0.2", FAKE_ENGINE_CRASH_AFTER_REQUESTS: "1" },
+    {},
+    async (sup, _e, groups) => {
+      await sup.reconcile([{ id: "c0", engine: "vllm", launch: launch("c0", port) }]);
+      const first = await until(sup, "c0", (s) => s.state === "ready", groups, "ready");
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "demo", prompt: "hi", max_tokens: 2 }),
+      });
+      await res.body?.cancel();
+      const crashed = await until(sup, "c0", (s) => s.last_failure !== null, groups, "a crash");
+      assertStringIncludes(crashed.last_failure!.reason, "exited with code 1");
+      const again = await until(
+        sup,
+        "c0",
+        (s) => s.state === "ready" && s.pid !== first.pid,
+        groups,
+        "restarted",
+      );
+      assertOk(again.restarts >= 1);
+    },
+  );
+});
