@@ -1,0 +1,187 @@
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { readFixture } from "../tests/fixtures.ts";
+import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
+import type { Inventory } from "../discovery/types.ts";
+import { createControlApi } from "./api.ts";
+import { ControlPlane } from "./control_plane.ts";
+import { MemoryStore } from "./memory_store.ts";
+import { hashToken } from "./tokens.ts";
+
+const ADMIN = "admin-secret";
+const JOIN = "join-secret";
+
+async function setup() {
+  const store = new MemoryStore();
+  const cp = await ControlPlane.open({ store, reconcileMs: 60_000 });
+  const app = createControlApi(cp, {
+    adminTokenHashes: [await hashToken(ADMIN)],
+    joinTokenHashes: [await hashToken(JOIN)],
+  });
+  const call = (
+    method: string,
+    path: string,
+    token: string | null,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    app.request(path, {
+      method,
+      headers: {
+        ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+  return { cp, call };
+}
+
+function registration(nodeId: string, machine = "rtx4090_8x_server"): RegisterRequest {
+  const inv = JSON.parse(readFixture(`machines/${machine}/expected_inventory.json`)) as Inventory;
+  return {
+    protocol: AGENT_PROTOCOL_VERSION,
+    node_id: nodeId,
+    hostname: nodeId,
+    mgmt_addr: "127.0.0.1",
+    mgmt_interface: "lo",
+    agent_url: null,
+    labels: {},
+    gpus: inv.gpus,
+    fabrics: inv.fabrics,
+    agent_version: "0.1.0",
+    engine_versions: {},
+  };
+}
+
+const DEPLOYMENT = {
+  name: "qwen",
+  model: "Qwen/Qwen2.5-7B-Instruct",
+  replicas: 2,
+  profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
+};
+
+Deno.test("an agent registers, gets its desired shards and reports them ready", async () => {
+  const { cp, call } = await setup();
+  const reg = await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  assertEquals(reg.status, 200);
+  const { node_token } = await reg.json();
+  assertEquals((await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT)).status, 201);
+  await cp.reconcile();
+  const desired = await (await call("GET", "/v1/agent/desired?node_id=n1&generation=0", node_token))
+    .json();
+  assertEquals(desired.shards.map((s: { id: string }) => s.id), ["qwen-r0.1/0", "qwen-r1.1/0"]);
+  assertEquals(desired.shards[0].launch.gpus.map((g: { index: number }) => g.index), [0, 1]);
+  const shards = desired.shards.map((s: { id: string; launch: { port: number } }) => ({
+    id: s.id,
+    state: "ready",
+    since: Date.now(),
+    pid: 1,
+    port: s.launch.port,
+    serves_http: true,
+    progress: null,
+    restarts: 0,
+    adopted: false,
+    last_failure: null,
+    spec_hash: "x",
+  }));
+  const hb = await call("POST", "/v1/agent/heartbeat", node_token, {
+    node_id: "n1",
+    generation: desired.generation,
+    shards,
+  });
+  assertEquals(hb.status, 200);
+  const replicas = (await (await call("GET", "/v1/replicas", ADMIN)).json()).replicas;
+  assertEquals(replicas.map((r: { state: string }) => r.state), ["ready", "ready"]);
+  assertEquals(cp.readyEndpoints().map((e) => e.url), [
+    "http://127.0.0.1:8000",
+    "http://127.0.0.1:8020",
+  ]);
+});
+
+Deno.test("the desired state long-polls until it changes", async () => {
+  const { cp, call } = await setup();
+  const { node_token } = await (await call("POST", "/v1/agent/register", JOIN, registration("n1")))
+    .json();
+  cp.start();
+  try {
+    const first = await (await call("GET", "/v1/agent/desired?node_id=n1&generation=0", node_token))
+      .json();
+    const waiting = call(
+      "GET",
+      `/v1/agent/desired?node_id=n1&generation=${first.generation}&wait_ms=5000`,
+      node_token,
+    );
+    const t0 = Date.now();
+    await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT);
+    const changed = await (await waiting).json();
+    assertOk(changed.generation > first.generation);
+    assertEquals(changed.shards.length, 2);
+    assertOk(Date.now() - t0 < 5000, "answered on the change, not at the timeout");
+  } finally {
+    cp.stop();
+  }
+});
+
+Deno.test("a node id is bound to its credential; a cordon survives re-registration", async () => {
+  const { call } = await setup();
+  const { node_token } = await (await call("POST", "/v1/agent/register", JOIN, registration("n1")))
+    .json();
+  const thief = await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  assertEquals(thief.status, 403);
+  assertStringIncludes((await thief.json()).error.message, "needs its node credential");
+  assertEquals((await call("POST", "/v1/nodes/n1/cordon", ADMIN)).status, 200);
+  const again = await call("POST", "/v1/agent/register", JOIN, registration("n1"), {
+    "x-llmgw-node-token": node_token,
+  });
+  assertEquals(again.status, 200);
+  const node = await (await call("GET", "/v1/nodes/n1", ADMIN)).json();
+  assertEquals(node.state, "cordoned");
+});
+
+Deno.test("bad and unauthorised requests get 4xx JSON errors and change nothing", async () => {
+  const { cp, call } = await setup();
+  const cases: [string, string, string | null, unknown, number, string][] = [
+    ["GET", "/v1/nodes", null, undefined, 401, "unauthorized"],
+    ["GET", "/v1/nodes", JOIN, undefined, 403, "forbidden"],
+    ["POST", "/v1/agent/register", ADMIN, registration("n1"), 403, "forbidden"],
+    ["POST", "/v1/agent/register", JOIN, "{not json", 400, "invalid_json"],
+    [
+      "POST",
+      "/v1/agent/register",
+      JOIN,
+      { ...registration("n1"), gpus: "many" },
+      400,
+      "invalid_request",
+    ],
+    ["POST", "/v1/deployments", ADMIN, { ...DEPLOYMENT, replicas: -1 }, 400, "invalid_request"],
+    [
+      "POST",
+      "/v1/deployments",
+      ADMIN,
+      { ...DEPLOYMENT, profiles: [{ ...DEPLOYMENT.profiles[0], engine: "nope" }] },
+      400,
+      "invalid_request",
+    ],
+    ["POST", "/v1/deployments/qwen/scale", ADMIN, { replicas: 2 }, 404, "not_found"],
+    ["POST", "/v1/deployments/BAD/scale", ADMIN, { replicas: 2 }, 400, "invalid_request"],
+    ["GET", "/v1/events?limit=banana", ADMIN, undefined, 400, "invalid_request"],
+    ["GET", "/v1/agent/desired?node_id=n9", "whatever", undefined, 403, "forbidden"],
+    ["GET", "/nowhere", ADMIN, undefined, 404, "not_found"],
+  ];
+  for (const [method, path, token, body, status, code] of cases) {
+    const res = await call(method, path, token, body);
+    const json = await res.json();
+    assertEquals([res.status, json.error?.code], [status, code], `${method} ${path}`);
+    assertOk(typeof json.error.message === "string" && json.error.message.length > 0);
+  }
+  assertEquals(cp.deployments(), []);
+  assertEquals(cp.inventory.listNodes(), []);
+  const invalid =
+    await (await call("POST", "/v1/deployments", ADMIN, { ...DEPLOYMENT, replicas: -1 })).json();
+  assertEquals(invalid.error.path, "replicas");
+});
+
+Deno.test("healthz needs no token", async () => {
+  const { call } = await setup();
+  assertEquals((await call("GET", "/healthz", null)).status, 200);
+});

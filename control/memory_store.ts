@@ -1,0 +1,103 @@
+/**
+ * An in-memory {@link ControlStore}, for tests and `llmgw plan`-like tools:
+ * the same contract as the SQLite store, nothing on disk.
+ *
+ * @module
+ */
+import type {
+  ApiKeyRecord,
+  ControlStore,
+  EventQuery,
+  EventRecord,
+  StoredDeployment,
+  StoredNode,
+  StoredReplica,
+} from "./store.ts";
+
+/** Events kept before the oldest are pruned. */
+export const MAX_EVENTS = 10_000;
+
+const byKey = <T>(key: (t: T) => string) => (a: T, b: T) =>
+  key(a).localeCompare(key(b), "en", { numeric: true });
+
+/** The in-memory store. */
+export class MemoryStore implements ControlStore {
+  readonly #deployments = new Map<string, StoredDeployment>();
+  readonly #replicas = new Map<string, StoredReplica>();
+  readonly #nodes = new Map<string, StoredNode>();
+  readonly #keys = new Map<string, ApiKeyRecord>();
+  #events: EventRecord[] = [];
+  #nextEvent = 1;
+
+  /** Every deployment. */
+  listDeployments(): Promise<StoredDeployment[]> {
+    return Promise.resolve(
+      structuredClone([...this.#deployments.values()].sort(byKey((d) => d.name))),
+    );
+  }
+  /** Creates or replaces a deployment. */
+  putDeployment(d: StoredDeployment): Promise<void> {
+    this.#deployments.set(d.name, structuredClone(d));
+    return Promise.resolve();
+  }
+  /** Deletes a deployment. */
+  deleteDeployment(name: string): Promise<boolean> {
+    return Promise.resolve(this.#deployments.delete(name));
+  }
+  /** Every replica. */
+  listReplicas(): Promise<StoredReplica[]> {
+    return Promise.resolve(structuredClone([...this.#replicas.values()].sort(byKey((r) => r.id))));
+  }
+  /** Creates or replaces a replica. */
+  putReplica(r: StoredReplica): Promise<void> {
+    this.#replicas.set(r.id, structuredClone(r));
+    return Promise.resolve();
+  }
+  /** Deletes a replica. */
+  deleteReplica(id: string): Promise<boolean> {
+    return Promise.resolve(this.#replicas.delete(id));
+  }
+  /** Every node. */
+  listNodes(): Promise<StoredNode[]> {
+    return Promise.resolve(structuredClone([...this.#nodes.values()].sort(byKey((n) => n.id))));
+  }
+  /** Creates or replaces a node. */
+  putNode(n: StoredNode): Promise<void> {
+    this.#nodes.set(n.id, structuredClone(n));
+    return Promise.resolve();
+  }
+  /** Deletes a node. */
+  deleteNode(id: string): Promise<boolean> {
+    return Promise.resolve(this.#nodes.delete(id));
+  }
+  /** Appends an event. */
+  addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord> {
+    const event = { id: this.#nextEvent++, ...structuredClone(e) };
+    this.#events.push(event);
+    if (this.#events.length > MAX_EVENTS) this.#events = this.#events.slice(-MAX_EVENTS);
+    return Promise.resolve(structuredClone(event));
+  }
+  /** Events, oldest first. */
+  listEvents(q: EventQuery = {}): Promise<EventRecord[]> {
+    const matching = this.#events.filter((e) =>
+      (q.after === undefined || e.id > q.after) &&
+      (q.subject === undefined || e.subject === q.subject)
+    );
+    return Promise.resolve(structuredClone(matching.slice(-(q.limit ?? 100))));
+  }
+  /** Every API key. */
+  listApiKeys(): Promise<ApiKeyRecord[]> {
+    return Promise.resolve(structuredClone([...this.#keys.values()].sort(byKey((k) => k.id))));
+  }
+  /** Creates or replaces an API key. */
+  putApiKey(k: ApiKeyRecord): Promise<void> {
+    this.#keys.set(k.id, structuredClone(k));
+    return Promise.resolve();
+  }
+  /** Deletes an API key. */
+  deleteApiKey(id: string): Promise<boolean> {
+    return Promise.resolve(this.#keys.delete(id));
+  }
+  /** Nothing to release. */
+  close(): void {}
+}

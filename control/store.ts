@@ -1,0 +1,158 @@
+/**
+ * The control plane's store (plan §11): one interface, so the embedded
+ * SQLite store (the default) and a PostgreSQL store for a highly available
+ * control plane are interchangeable. It holds what must survive a restart:
+ * deployments, replicas and their placements, operator node state and node
+ * credentials, API keys (hashed) and events. Nothing past this interface
+ * sees SQL types.
+ *
+ * Every method returns copies; a stored object changed by the caller
+ * changes nothing until it is put back.
+ *
+ * @module
+ */
+import type { Deployment } from "../deployment/schema.ts";
+import type { Explanation, Placed } from "../placement/types.ts";
+import type { RegisterRequest } from "../protocol/agent_protocol.ts";
+
+/** A deployment as stored. */
+export interface StoredDeployment {
+  /** Deployment name (the key). */
+  name: string;
+  /** The validated deployment, defaults applied. */
+  spec: Deployment;
+  /** When it was first applied (ms since epoch). */
+  created_at: number;
+  /** When it last changed. */
+  updated_at: number;
+}
+
+/** Where a replica stands in the control plane's books. */
+export type ReplicaPhase = "pending" | "placed" | "failed";
+
+/** A replica as stored: its placement, or why it has none. */
+export interface StoredReplica {
+  /** Replica id, e.g. `llama-70b-r3` (the key). */
+  id: string;
+  /** Its deployment. */
+  deployment: string;
+  /** Its ordinal within the deployment. */
+  index: number;
+  /** pending: waiting for a placement; placed: shards assigned; failed: being rebuilt. */
+  phase: ReplicaPhase;
+  /** The placement, when placed. */
+  placement: Placed | null;
+  /** The last placement attempt's explanation (plan §1.2). */
+  explanation: Explanation | null;
+  /** When it was created. */
+  created_at: number;
+  /** When it last changed. */
+  updated_at: number;
+}
+
+/** Operator intent on a node (plan §1.3): survives re-registration and restarts. */
+export type NodeIntent = "none" | "cordoned" | "draining";
+
+/** A node as stored. */
+export interface StoredNode {
+  /** Node id (the key). */
+  id: string;
+  /** The agent's last registration (hardware, address, versions). */
+  registration: RegisterRequest;
+  /** SHA-256 of the node credential, bound at first registration (hex). */
+  token_hash: string;
+  /** Operator intent. */
+  intent: NodeIntent;
+  /** Operator label overrides, applied over the agent's labels. */
+  label_overrides: Record<string, string>;
+  /** Desired-state generation; only ever increases (fencing, plan §10). */
+  generation: number;
+  /** When it last changed. */
+  updated_at: number;
+}
+
+/** Something that happened, for the events list (plan §11, §13). */
+export interface EventRecord {
+  /** Increasing id. */
+  id: number;
+  /** When (ms since epoch). */
+  at: number;
+  /** What kind, e.g. `replica_placed`, `replica_unschedulable`, `node_lost`. */
+  kind: string;
+  /** What it is about: `deployment/NAME`, `replica/ID`, `node/ID`. */
+  subject: string;
+  /** In words. */
+  message: string;
+}
+
+/** An API key for the gateway (plan §12), stored hashed. */
+export interface ApiKeyRecord {
+  /** Key id (the key). */
+  id: string;
+  /** A name for people. */
+  name: string;
+  /** SHA-256 of the key (hex). */
+  hash: string;
+  /** Served model names it may use; null for all. */
+  models: string[] | null;
+  /** When it was created. */
+  created_at: number;
+}
+
+/** Filters for {@link ControlStore.listEvents}. */
+export interface EventQuery {
+  /** Only events with a larger id. */
+  after?: number;
+  /** Only events about this subject (exact) or under it (`deployment/x` also matches nothing else). */
+  subject?: string;
+  /** At most this many, newest last. Default 100. */
+  limit?: number;
+}
+
+/** The store interface. */
+export interface ControlStore {
+  /** Every deployment, by name. */
+  listDeployments(): Promise<StoredDeployment[]>;
+  /** Creates or replaces a deployment. */
+  putDeployment(d: StoredDeployment): Promise<void>;
+  /** Deletes a deployment; false when there was none. */
+  deleteDeployment(name: string): Promise<boolean>;
+
+  /** Every replica, by id. */
+  listReplicas(): Promise<StoredReplica[]>;
+  /** Creates or replaces a replica. */
+  putReplica(r: StoredReplica): Promise<void>;
+  /** Deletes a replica; false when there was none. */
+  deleteReplica(id: string): Promise<boolean>;
+
+  /** Every node, by id. */
+  listNodes(): Promise<StoredNode[]>;
+  /** Creates or replaces a node. */
+  putNode(n: StoredNode): Promise<void>;
+  /** Deletes a node; false when there was none. */
+  deleteNode(id: string): Promise<boolean>;
+
+  /** Appends an event; returns it with its id. Old events are pruned past a bound. */
+  addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord>;
+  /** Events, oldest first. */
+  listEvents(q?: EventQuery): Promise<EventRecord[]>;
+
+  /** Every API key. */
+  listApiKeys(): Promise<ApiKeyRecord[]>;
+  /** Creates or replaces an API key. */
+  putApiKey(k: ApiKeyRecord): Promise<void>;
+  /** Deletes an API key; false when there was none. */
+  deleteApiKey(id: string): Promise<boolean>;
+
+  /** Releases the store (closes files). */
+  close(): void;
+}
+
+/** Raised when a store cannot be opened: damaged, or from a newer schema. Never run on partial state. */
+export class StoreError extends Error {
+  /** Creates the error; the message says what is wrong with which file. */
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreError";
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * The agent ↔ control plane protocol (plan §10): HTTP + JSON, every body
+ * validated with these zod schemas on both sides. This module is the only
+ * thing the agent and the control plane share (plan §3.1).
+ *
+ * Endpoints (all under the control plane's URL, `Authorization: Bearer`):
+ * - `POST /v1/agent/register` (join token) → {@link RegisterResponse}; the
+ *   node credential it returns authenticates every later call.
+ * - `POST /v1/agent/heartbeat` (node credential) → {@link HeartbeatResponse}.
+ * - `GET /v1/agent/desired?generation=N&wait_ms=M` (node credential): the
+ *   node's desired shards; answers at once when the generation differs from
+ *   N, else holds the request (long poll) until it changes or `wait_ms`.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** The protocol version; a control plane refuses agents of another. */
+export const AGENT_PROTOCOL_VERSION = 1;
+
+const NodeId = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/,
+  "must be a node id of letters, digits, '.', '_' or '-'",
+);
+
+const FabricPortSchema = z.object({
+  hca: z.string().min(1).max(64),
+  port: z.number().int().min(1).max(255),
+  link_layer: z.enum(["infiniband", "roce"]).nullable(),
+  rate_gbps: z.number().nullable(),
+  roce_v2_gid_index: z.number().int().nullable(),
+});
+
+/** A GPU as discovery reports it (discovery/types.ts `Gpu`). */
+export const GpuReportSchema = z.object({
+  index: z.number().int().min(0).max(1023),
+  uuid: z.string().max(128).nullable(),
+  name: z.string().max(256).nullable(),
+  class: z.string().max(64).nullable(),
+  memory_total_mb: z.number().int().nullable(),
+  memory_used_mb: z.number().int().nullable(),
+  compute_capability: z.string().regex(/^\d+\.\d+$/).nullable(),
+  numa_node: z.number().int().nullable(),
+  pci_bus_id: z.string().max(32).nullable(),
+  driver_version: z.string().max(64).nullable(),
+  cuda_version: z.string().max(32).nullable(),
+  nvlink_peers: z.array(z.number().int().min(0)).max(1024),
+  health: z.object({
+    ecc_errors: z.number().int().nullable(),
+    temperature_c: z.number().nullable(),
+    problems: z.array(z.string().max(1024)).max(64),
+  }),
+});
+
+/** A fabric attachment (discovery/types.ts `FabricAttachment`). */
+export const FabricReportSchema = z.object({
+  fabric: z.string().min(1).max(64),
+  hcas: z.array(z.string().min(1).max(64)).max(64),
+  ports: z.array(FabricPortSchema).max(128),
+  rate_gbps: z.number().nullable(),
+});
+
+/** What an agent sends to register (plan §4, §10). */
+export const RegisterRequestSchema = z.object({
+  protocol: z.literal(AGENT_PROTOCOL_VERSION),
+  node_id: NodeId,
+  hostname: z.string().min(1).max(253),
+  mgmt_addr: z.string().min(1).max(64),
+  mgmt_interface: z.string().max(15).nullable(),
+  agent_url: z.string().url().nullable().describe("The agent's local API (logs, status)."),
+  labels: z.record(z.string().max(253), z.string().max(253)),
+  gpus: z.array(GpuReportSchema).max(1024),
+  fabrics: z.array(FabricReportSchema).max(64),
+  agent_version: z.string().max(64),
+  engine_versions: z.record(z.string().max(64), z.string().max(64)),
+});
+
+/** The answer to a registration. */
+export interface RegisterResponse {
+  /** The node's id as registered. */
+  node_id: string;
+  /** A credential for this node's later calls; shown once, stored hashed by the control plane. */
+  node_token: string;
+  /** How often to heartbeat (plan §4). */
+  heartbeat_interval_ms: number;
+}
+
+/** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
+export const ShardReportSchema = z.object({
+  id: z.string().min(1).max(256),
+  state: z.enum([
+    "pending",
+    "starting",
+    "loading",
+    "ready",
+    "stopping",
+    "exited",
+    "failed",
+    "backoff",
+  ]),
+  since: z.number(),
+  pid: z.number().int().nullable(),
+  port: z.number().int().min(0).max(65535),
+  serves_http: z.boolean(),
+  progress: z.object({
+    percent: z.number().nullable(),
+    done: z.number().nullable(),
+    total: z.number().nullable(),
+  }).nullable(),
+  restarts: z.number().int().min(0),
+  adopted: z.boolean(),
+  last_failure: z.object({
+    at: z.number(),
+    reason: z.string().max(4096),
+    exit_code: z.number().int().nullable(),
+    signal: z.string().max(32).nullable(),
+    log_tail: z.array(z.string().max(8192)).max(200),
+  }).nullable(),
+  spec_hash: z.string().max(128),
+});
+
+/** What an agent sends every heartbeat interval. */
+export const HeartbeatRequestSchema = z.object({
+  node_id: NodeId,
+  /** The desired-state generation the agent is running. */
+  generation: z.number().int().min(0),
+  shards: z.array(ShardReportSchema).max(1024),
+  /** Fresh GPU health, when rediscovered. */
+  gpus: z.array(GpuReportSchema).max(1024).optional(),
+});
+
+/** The answer to a heartbeat. */
+export interface HeartbeatResponse {
+  /** The node's current desired-state generation: fetch it when it differs. */
+  generation: number;
+}
+
+/** One shard the node should run. */
+export interface DesiredShardWire {
+  /** Shard id. */
+  id: string;
+  /** Engine plugin name. */
+  engine: string;
+  /** The launch (engines/types.ts `ShardLaunch`). */
+  launch: unknown;
+}
+
+/** The full list of shards a node should run, level-triggered (plan §10). */
+export interface DesiredState {
+  /** Increases with every change for this node; fences a node back from `lost`. */
+  generation: number;
+  /** Every shard the node should run; anything else must stop. */
+  shards: DesiredShardWire[];
+}
+
+/** The parsed registration. */
+export type RegisterRequest = z.infer<typeof RegisterRequestSchema>;
+/** The parsed heartbeat. */
+export type HeartbeatRequest = z.infer<typeof HeartbeatRequestSchema>;
+/** A parsed shard report. */
+export type ShardReport = z.infer<typeof ShardReportSchema>;
