@@ -14,7 +14,7 @@ import type { Deployment } from "../deployment/schema.ts";
 import type { DeploymentIssue } from "../deployment/validate.ts";
 import { shardLaunches } from "../engines/launch.ts";
 import type { ClusterNode } from "../inventory/types.ts";
-import { type LivenessThresholds } from "../inventory/node_state.ts";
+import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { Explanation, Placed } from "../placement/types.ts";
