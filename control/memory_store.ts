@@ -83,7 +83,8 @@ export class MemoryStore implements ControlStore {
       (q.after === undefined || e.id > q.after) &&
       (q.subject === undefined || e.subject === q.subject)
     );
-    return Promise.resolve(structuredClone(matching.slice(-(q.limit ?? 100))));
+    const limit = q.limit ?? 100;
+    return Promise.resolve(structuredClone(limit <= 0 ? [] : matching.slice(-limit)));
   }
   /** Every API key. */
   listApiKeys(): Promise<ApiKeyRecord[]> {

@@ -103,7 +103,7 @@ export interface ApiKeyRecord {
 export interface EventQuery {
   /** Only events with a larger id. */
   after?: number;
-  /** Only events about this subject (exact) or under it (`deployment/x` also matches nothing else). */
+  /** Only events about exactly this subject, e.g. `replica/llama-r0`. */
   subject?: string;
   /** At most this many, newest last. Default 100. */
   limit?: number;

@@ -59,9 +59,15 @@ function exists(path: string): boolean {
   }
 }
 
+/** The simulated (derived) machines of `llmgw dev`. */
+export const SIM_DIR = fileURLToPath(new URL("./fixtures/sim/", import.meta.url));
+
 if (import.meta.main) {
-  for (const name of machineNames()) {
-    layOutMachine(join(MACHINES_DIR, name));
-    console.log(`laid out ${name}`);
+  for (const root of [MACHINES_DIR, SIM_DIR]) {
+    for (const e of [...Deno.readDirSync(root)].sort((a, b) => a.name.localeCompare(b.name))) {
+      if (!e.isDirectory || !exists(join(root, e.name, "fixture.json"))) continue;
+      layOutMachine(join(root, e.name));
+      console.log(`laid out ${e.name}`);
+    }
   }
 }

@@ -1,0 +1,12 @@
+/**
+ * MemoryStore against the store contract (plan §11, §15).
+ *
+ * @module
+ */
+import { MemoryStore } from "./memory_store.ts";
+import { storeContract } from "./store_contract.ts";
+
+storeContract("MemoryStore", () => {
+  const store = new MemoryStore();
+  return Promise.resolve({ store, cleanup: () => Promise.resolve(store.close()) });
+});

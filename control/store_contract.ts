@@ -1,0 +1,391 @@
+/**
+ * The {@link ControlStore} contract as tests (plan §11, §15): every store
+ * (MemoryStore, SqliteStore, a later PostgreSQL store) runs the same suite,
+ * so code tested against the in-memory store behaves the same on disk.
+ *
+ * Also the record builders the store tests share: small but complete
+ * records of each type, so a store that drops or mangles a nested field
+ * fails the round trip.
+ *
+ * @module
+ */
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { MAX_EVENTS } from "./memory_store.ts";
+import type {
+  ApiKeyRecord,
+  ControlStore,
+  EventRecord,
+  StoredDeployment,
+  StoredNode,
+  StoredReplica,
+} from "./store.ts";
+import type { Deployment } from "../deployment/schema.ts";
+import type { Explanation, Placed } from "../placement/types.ts";
+import type { RegisterRequest } from "../protocol/agent_protocol.ts";
+
+/** A store under test and how to dispose of it (close it, remove its files). */
+export interface OpenedStore {
+  /** The store, empty. */
+  store: ControlStore;
+  /** Releases it; called once after each test. */
+  cleanup: () => Promise<void>;
+}
+
+/** A deployment with one profile, defaults applied. */
+export function deploymentSpec(name: string): Deployment {
+  return {
+    name,
+    model: "meta-llama/Llama-3.1-8B-Instruct",
+    served_model_name: name,
+    replicas: 2,
+    placement: "pack",
+    profiles: [{
+      name: "h100",
+      engine: "vllm",
+      gpu_class: "h100-80g",
+      tensor_parallel: 1,
+      pipeline_parallel: 1,
+      nodes: 1,
+      gpus_per_node: 1,
+      quantization: "none",
+      engine_args: ["--max-model-len", "8192"],
+      env: { VLLM_LOGGING_LEVEL: "INFO" },
+      engine_options: { multi_node_backend: "ray", enforce_eager: true, swap_space: 4 },
+      node_selector: { "llmgw.io/pool": "serving" },
+    }],
+  };
+}
+
+/** A stored deployment. */
+export function storedDeployment(name: string, at = 1_700_000_000_000): StoredDeployment {
+  return { name, spec: deploymentSpec(name), created_at: at, updated_at: at };
+}
+
+/** An explanation with one profile that fit and per-node detail. */
+export function explanation(): Explanation {
+  return {
+    summary: "placed with profile h100 on node-1",
+    profiles: [{
+      profile: "h100",
+      fits: true,
+      summary: "1/2 nodes fit: 1 cordoned",
+      counts: { node_cordoned: 1 },
+      nodes: [{ node: "node-2", reason: "node_cordoned", message: "node-2 is cordoned" }],
+    }],
+  };
+}
+
+/** A single-node placement of `replicaId` on `node`. */
+export function placed(replicaId: string, deployment: string, node = "node-1"): Placed {
+  return {
+    status: "placed",
+    replica_id: replicaId,
+    deployment,
+    profile: "h100",
+    engine: "vllm",
+    shards: [{
+      rank: 0,
+      shard_id: `${replicaId}/0`,
+      node,
+      gpu_indices: [0],
+      gpu_class: "h100-80g",
+      fabric: null,
+      hcas: [],
+      hca_ports: [],
+    }],
+    explanation: explanation(),
+  };
+}
+
+/** A replica: placed when `isPlaced`, else pending with no explanation yet. */
+export function storedReplica(
+  id: string,
+  deployment = "llama",
+  isPlaced = true,
+  at = 1_700_000_000_000,
+): StoredReplica {
+  return {
+    id,
+    deployment,
+    index: Number(/(\d+)$/.exec(id)?.[1] ?? 0),
+    phase: isPlaced ? "placed" : "pending",
+    placement: isPlaced ? placed(id, deployment) : null,
+    explanation: isPlaced ? explanation() : null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+/** An agent registration with no GPUs and no fabrics. */
+export function registration(nodeId: string): RegisterRequest {
+  return {
+    protocol: 1,
+    node_id: nodeId,
+    hostname: `${nodeId}.example.internal`,
+    mgmt_addr: "10.0.0.7",
+    mgmt_interface: "eth0",
+    agent_url: null,
+    labels: { "llmgw.io/pool": "serving" },
+    gpus: [],
+    fabrics: [],
+    agent_version: "0.1.0",
+    engine_versions: { vllm: "0.8.5" },
+  };
+}
+
+/** A stored node. */
+export function storedNode(id: string, at = 1_700_000_000_000): StoredNode {
+  return {
+    id,
+    registration: registration(id),
+    token_hash: "ab".repeat(32),
+    intent: "none",
+    label_overrides: { zone: "a" },
+    generation: 3,
+    updated_at: at,
+  };
+}
+
+/** An API key limited to `models` (null: every model). */
+export function apiKey(id: string, models: string[] | null = ["llama"]): ApiKeyRecord {
+  return { id, name: `key ${id}`, hash: "cd".repeat(32), models, created_at: 1_700_000_000_000 };
+}
+
+/** An event about `subject`, without its id. */
+export function event(subject: string, at = 1_700_000_000_000): Omit<EventRecord, "id"> {
+  return { at, kind: "replica_placed", subject, message: `${subject} placed on node-1` };
+}
+
+/** One record type as the suite drives it, so each gets the same checks. */
+interface Kind<T> {
+  name: string;
+  make: (key: string) => T;
+  key: (t: T) => string;
+  /** The record changed in a way a store could lose. */
+  change: (t: T) => T;
+  /** Mutates nested state in place, to check copies. */
+  mutate: (t: T) => void;
+  put: (s: ControlStore, t: T) => Promise<void>;
+  list: (s: ControlStore) => Promise<T[]>;
+  del: (s: ControlStore, key: string) => Promise<boolean>;
+}
+
+// deno-lint-ignore no-explicit-any
+const KINDS: Kind<any>[] = [
+  {
+    name: "deployment",
+    make: (k: string) => storedDeployment(k),
+    key: (d: StoredDeployment) => d.name,
+    change: (d: StoredDeployment) => ({
+      ...d,
+      spec: { ...d.spec, replicas: 5, placement: "spread" },
+      updated_at: d.updated_at + 1,
+    }),
+    mutate: (d: StoredDeployment) => {
+      d.spec.profiles[0].engine_args.push("--mutated");
+      d.spec.replicas = 99;
+    },
+    put: (s, d: StoredDeployment) => s.putDeployment(d),
+    list: (s) => s.listDeployments(),
+    del: (s, k) => s.deleteDeployment(k),
+  } satisfies Kind<StoredDeployment>,
+  {
+    name: "replica",
+    make: (k: string) => storedReplica(k),
+    key: (r: StoredReplica) => r.id,
+    change: (r: StoredReplica) => ({
+      ...r,
+      phase: "failed",
+      placement: null,
+      explanation: { summary: "node lost", profiles: [] },
+      updated_at: r.updated_at + 1,
+    }),
+    mutate: (r: StoredReplica) => {
+      r.placement!.shards[0].gpu_indices.push(7);
+      r.phase = "failed";
+    },
+    put: (s, r: StoredReplica) => s.putReplica(r),
+    list: (s) => s.listReplicas(),
+    del: (s, k) => s.deleteReplica(k),
+  } satisfies Kind<StoredReplica>,
+  {
+    name: "node",
+    make: (k: string) => storedNode(k),
+    key: (n: StoredNode) => n.id,
+    change: (n: StoredNode) => ({
+      ...n,
+      intent: "draining",
+      label_overrides: {},
+      generation: n.generation + 1,
+    }),
+    mutate: (n: StoredNode) => {
+      n.registration.labels.mutated = "yes";
+      n.label_overrides.zone = "b";
+    },
+    put: (s, n: StoredNode) => s.putNode(n),
+    list: (s) => s.listNodes(),
+    del: (s, k) => s.deleteNode(k),
+  } satisfies Kind<StoredNode>,
+  {
+    name: "API key",
+    make: (k: string) => apiKey(k),
+    key: (a: ApiKeyRecord) => a.id,
+    change: (a: ApiKeyRecord) => ({ ...a, name: "renamed", models: null }),
+    mutate: (a: ApiKeyRecord) => {
+      a.models!.push("mutated");
+    },
+    put: (s, a: ApiKeyRecord) => s.putApiKey(a),
+    list: (s) => s.listApiKeys(),
+    del: (s, k) => s.deleteApiKey(k),
+  } satisfies Kind<ApiKeyRecord>,
+];
+
+/**
+ * Registers the contract's tests for one store implementation. `open` gives
+ * a fresh, empty store per test; its `cleanup` runs even when a test fails.
+ */
+export function storeContract(name: string, open: () => Promise<OpenedStore>): void {
+  const test = (title: string, fn: (store: ControlStore) => Promise<void>) =>
+    Deno.test(`${name}: ${title}`, async () => {
+      const { store, cleanup } = await open();
+      try {
+        await fn(store);
+      } finally {
+        await cleanup();
+      }
+    });
+
+  test("a new store is empty", async (s) => {
+    assertEquals(await s.listDeployments(), []);
+    assertEquals(await s.listReplicas(), []);
+    assertEquals(await s.listNodes(), []);
+    assertEquals(await s.listApiKeys(), []);
+    assertEquals(await s.listEvents(), []);
+  });
+
+  for (const kind of KINDS) {
+    test(`${kind.name}: put then list round-trips every field`, async (s) => {
+      const a = kind.make("a-1");
+      await kind.put(s, a);
+      assertEquals(await kind.list(s), [kind.make("a-1")]);
+    });
+
+    test(`${kind.name}: put with an existing key replaces the record`, async (s) => {
+      const a = kind.make("a-1");
+      await kind.put(s, a);
+      await kind.put(s, kind.make("b-1"));
+      const changed = kind.change(kind.make("a-1"));
+      await kind.put(s, changed);
+      assertEquals(await kind.list(s), [changed, kind.make("b-1")]);
+    });
+
+    test(`${kind.name}: delete removes the record; false when missing`, async (s) => {
+      await kind.put(s, kind.make("a-1"));
+      await kind.put(s, kind.make("a-2"));
+      assertEquals(await kind.del(s, "a-1"), true);
+      assertEquals((await kind.list(s)).map(kind.key), ["a-2"]);
+      assertEquals(await kind.del(s, "a-1"), false);
+      assertEquals(await kind.del(s, "never-was"), false);
+      assertEquals(await kind.del(s, "a-2"), true);
+      assertEquals(await kind.list(s), []);
+    });
+
+    test(`${kind.name}: listed in natural key order (r2 before r10)`, async (s) => {
+      for (const k of ["r10", "r2", "r1", "b", "r100", "a-10", "a-9"]) {
+        await kind.put(s, kind.make(k));
+      }
+      assertEquals(
+        (await kind.list(s)).map(kind.key),
+        ["a-9", "a-10", "b", "r1", "r2", "r10", "r100"],
+      );
+    });
+
+    test(`${kind.name}: put and list hand out copies`, async (s) => {
+      const a = kind.make("a-1");
+      await kind.put(s, a);
+      kind.mutate(a); // the caller's object after put
+      const [listed] = await kind.list(s);
+      assertEquals(listed, kind.make("a-1"));
+      kind.mutate(listed); // an object the store handed out
+      assertEquals(await kind.list(s), [kind.make("a-1")]);
+    });
+  }
+
+  test("events: ids increase and list oldest first", async (s) => {
+    const added: EventRecord[] = [];
+    for (let i = 0; i < 5; i++) added.push(await s.addEvent(event(`replica/r${i}`, 1000 + i)));
+    for (let i = 1; i < added.length; i++) assertOk(added[i].id > added[i - 1].id);
+    assertEquals(added[0], { id: added[0].id, ...event("replica/r0", 1000) });
+    assertEquals(await s.listEvents(), added);
+  });
+
+  test("events: after, subject and limit filter", async (s) => {
+    const added: EventRecord[] = [];
+    for (let i = 0; i < 150; i++) {
+      const subject = i % 3 === 0 ? "deployment/a" : i % 3 === 1 ? "deployment/ab" : "node/n1";
+      added.push(await s.addEvent(event(subject, i)));
+    }
+    // Default limit: the newest 100, oldest first.
+    assertEquals(await s.listEvents(), added.slice(-100));
+    assertEquals(await s.listEvents({ limit: 3 }), added.slice(-3));
+    assertEquals(await s.listEvents({ limit: 1000 }), added);
+    // after: strictly larger ids.
+    assertEquals(await s.listEvents({ after: added[146].id }), added.slice(147));
+    assertEquals(await s.listEvents({ after: added[149].id }), []);
+    // subject: exact, so deployment/a does not match deployment/ab.
+    const aOnly = added.filter((e) => e.subject === "deployment/a");
+    assertEquals(await s.listEvents({ subject: "deployment/a" }), aOnly);
+    assertEquals(await s.listEvents({ subject: "deployment" }), []);
+    // All three together: newest 2 of those after, about the subject.
+    assertEquals(
+      await s.listEvents({ subject: "deployment/a", after: added[10].id, limit: 2 }),
+      aOnly.slice(-2),
+    );
+    assertEquals(
+      await s.listEvents({ subject: "node/n1", after: added[140].id, limit: 100 }),
+      added.slice(141).filter((e) => e.subject === "node/n1"),
+    );
+  });
+
+  test("events: added and listed events are copies", async (s) => {
+    const input = event("node/n1");
+    const added = await s.addEvent(input);
+    input.message = "changed by caller";
+    added.message = "changed by caller";
+    const [listed] = await s.listEvents();
+    assertEquals(listed, { id: added.id, ...event("node/n1") });
+    listed.message = "changed by caller";
+    assertEquals((await s.listEvents())[0].message, event("node/n1").message);
+  });
+
+  test(`events: only the newest MAX_EVENTS (${MAX_EVENTS}) are kept`, async (s) => {
+    const extra = 50;
+    let first: EventRecord | undefined;
+    let last: EventRecord | undefined;
+    for (let i = 0; i < MAX_EVENTS + extra; i++) {
+      last = await s.addEvent(event(`replica/r${i % 7}`, i));
+      first ??= last;
+    }
+    const kept = await s.listEvents({ limit: MAX_EVENTS * 2 });
+    assertEquals(kept.length, MAX_EVENTS);
+    assertEquals(kept[0].id, first!.id + extra);
+    assertEquals(kept[0].at, extra);
+    assertEquals(kept.at(-1), last);
+    // Pruned ids are not handed out again.
+    const next = await s.addEvent(event("node/n1"));
+    assertEquals(next.id, last!.id + 1);
+    assertEquals((await s.listEvents({ limit: MAX_EVENTS * 2 })).length, MAX_EVENTS);
+  });
+
+  test("record types are independent of each other", async (s) => {
+    // The same key in every table, and a replica whose deployment is not stored.
+    await s.putDeployment(storedDeployment("x"));
+    await s.putReplica(storedReplica("x", "no-such-deployment"));
+    await s.putNode(storedNode("x"));
+    await s.putApiKey(apiKey("x", null));
+    assertEquals(await s.deleteDeployment("x"), true);
+    assertEquals(await s.listReplicas(), [storedReplica("x", "no-such-deployment")]);
+    assertEquals(await s.listNodes(), [storedNode("x")]);
+    assertEquals(await s.listApiKeys(), [apiKey("x", null)]);
+  });
+}
