@@ -4,7 +4,9 @@
  * @module
  */
 import { INVENTORY_USAGE, inventoryCommand } from "../agent/inventory_command.ts";
+import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_commands.ts";
 import { devCommand } from "./dev_command.ts";
+import { CONTROL_USAGE, controlServeCommand } from "../control/serve_command.ts";
 import { planCommand } from "./plan_command.ts";
 import { deploymentJsonSchema } from "../deployment/schema.ts";
 import { UsageError } from "./usage_error.ts";
@@ -26,7 +28,9 @@ Roles and commands:
   version           print the version
   help              print this help
 
-The control and gateway roles have no commands in this release.
+  control serve     run the control plane (API, reconciler, store)
+${ADMIN_USAGE}
+The gateway role has no commands in this release.
 Run 'llmgw agent inventory --help' for its options.
 `;
 
@@ -93,9 +97,28 @@ async function dispatch(args: string[], io: Io): Promise<number> {
     case "dev":
       return await devCommand(command === undefined ? rest : [command, ...rest], io.out);
     case "control":
+      if (command === "serve") return await controlServeCommand(rest, io.out, io.err);
+      if (command === undefined || command === "help" || command === "--help") {
+        io.out(CONTROL_USAGE);
+        return 0;
+      }
+      throw new UsageError(`control: unknown command "${command}" (known: serve)`);
     case "gateway":
       throw new UsageError(`${role}: this release has no ${role} commands yet`);
     default:
+      if (ADMIN_VERBS.has(role)) {
+        try {
+          return await adminCommand(
+            role,
+            command === undefined ? rest : [command, ...rest],
+            io.out,
+          );
+        } catch (e) {
+          if (!(e instanceof AdminError)) throw e;
+          io.err(`llmgw: ${e.message}\n`);
+          return 1;
+        }
+      }
       throw new UsageError(`unknown role or command "${role}"`);
   }
 }

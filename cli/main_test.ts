@@ -22,7 +22,8 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
   const cases: [string[], string][] = [
     [["frobnicate"], 'unknown role or command "frobnicate"'],
     [["agent", "fly"], 'agent: unknown command "fly"'],
-    [["control", "serve"], "control: this release has no control commands yet"],
+    [["control", "fly"], 'control: unknown command "fly" (known: serve)'],
+    [["nodes"], "nodes: no control plane: set LLMGW_URL or pass --url"],
     [["gateway", "serve"], "gateway: this release has no gateway commands yet"],
     [["dev", "--node", "no_such_machine"], 'dev: no simulated machine "no_such_machine"'],
   ];

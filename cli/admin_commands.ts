@@ -1,0 +1,314 @@
+/**
+ * The admin CLI (plan §3, §13): `llmgw nodes`, `cordon|uncordon|drain`,
+ * `apply -f`, `get deployments|replicas`, `scale`, `delete`, `explain`,
+ * `events`. It talks to the control plane's admin API; the URL and token come
+ * from `--url`/`--token` or `LLMGW_URL`/`LLMGW_TOKEN` (prefer the
+ * environment: flags show in `ps`).
+ *
+ * @module
+ */
+import { parse as parseYaml } from "yaml";
+import { renderTable } from "../agent/inventory_table.ts";
+import { explanationLines } from "../placement/place.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
+
+/** Usage of the admin commands. */
+export const ADMIN_USAGE =
+  `Admin commands (control plane from --url/--token or LLMGW_URL/LLMGW_TOKEN):
+  nodes [--json]                       list nodes with state and GPUs
+  cordon|uncordon|drain NODE           operator intent (survives re-registration)
+  apply -f FILE                        create or update a deployment (YAML or JSON)
+  get deployments|replicas [--json]    list them
+  scale DEPLOYMENT N                   change the replica count
+  delete DEPLOYMENT                    stop its replicas and free their GPUs
+  explain DEPLOYMENT                   why its replicas are where they are, or pending
+  events [--json] [--limit N]          recent events
+`;
+
+/** Raised when the control plane answers with an error; the message is its message. */
+export class AdminError extends Error {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "AdminError";
+  }
+}
+
+interface Target {
+  url: string;
+  token: string;
+}
+
+async function request(t: Target, method: string, path: string, body?: unknown): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(`${t.url.replace(/\/$/, "")}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (e) {
+    throw new AdminError(
+      `cannot reach the control plane at ${t.url}: ${e instanceof Error ? e.message : e}`,
+    );
+  }
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // Not JSON: reported below.
+  }
+  if (!res.ok) {
+    const err = (json as { error?: { message?: string } } | null)?.error?.message;
+    throw new AdminError(`${method} ${path}: ${res.status}: ${err ?? text.slice(0, 200)}`);
+  }
+  return json;
+}
+
+const FLAGS = {
+  url: { type: "string" },
+  token: { type: "string" },
+  json: { type: "boolean" },
+  file: { type: "string", short: "f" },
+  limit: { type: "string" },
+} as const;
+
+/** The admin verbs this module handles. */
+export const ADMIN_VERBS: ReadonlySet<string> = new Set([
+  "nodes",
+  "cordon",
+  "uncordon",
+  "drain",
+  "apply",
+  "get",
+  "scale",
+  "delete",
+  "explain",
+  "events",
+]);
+
+/** Runs one admin verb; returns the exit code. */
+export async function adminCommand(
+  verb: string,
+  args: string[],
+  out: (t: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseFlags(verb, args, FLAGS);
+  const url = values.url ?? (Deno.env.get("LLMGW_URL") || undefined);
+  const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined);
+  if (url === undefined) {
+    throw new UsageError(`${verb}: no control plane: set LLMGW_URL or pass --url`);
+  }
+  if (token === undefined) {
+    throw new UsageError(`${verb}: no admin token: set LLMGW_TOKEN or pass --token`);
+  }
+  const t = { url, token };
+  const arg = (i: number, what: string) => {
+    const v = positionals[i];
+    if (v === undefined) throw new UsageError(`${verb}: ${what} is required`);
+    return v;
+  };
+  const print = (json: unknown, table: () => string) =>
+    out(values.json ? JSON.stringify(json, null, 2) + "\n" : table() + "\n");
+  switch (verb) {
+    case "nodes": {
+      const { nodes } = await request(t, "GET", "/v1/nodes") as { nodes: NodeRow[] };
+      print(nodes, () =>
+        renderTable(
+          ["NODE", "STATE", "GPUS", "FREE", "CLASSES", "FABRICS", "ADDRESS"],
+          nodes.map((n) => [
+            n.id,
+            n.state,
+            String(n.gpus.length),
+            String(
+              n.gpus.filter((g) => g.health.problems.length === 0).length -
+                n.allocations.reduce((s, a) => s + a.gpu_indices.length, 0),
+            ),
+            [...new Set(n.gpus.map((g) => g.class ?? "?"))].join(","),
+            n.fabrics.map((f) => f.fabric).join(",") || "-",
+            n.mgmt_addr,
+          ]),
+        ));
+      return 0;
+    }
+    case "cordon":
+    case "uncordon":
+    case "drain": {
+      const node = arg(0, "NODE");
+      const n = await request(
+        t,
+        "POST",
+        `/v1/nodes/${encodeURIComponent(node)}/${verb}`,
+      ) as NodeRow;
+      out(`node ${n.id}: ${n.state}\n`);
+      return 0;
+    }
+    case "apply": {
+      if (values.file === undefined) throw new UsageError("apply: -f FILE is required");
+      let text: string;
+      try {
+        text = await Deno.readTextFile(values.file);
+      } catch {
+        throw new UsageError(`apply: cannot read ${values.file}`);
+      }
+      let doc: unknown;
+      try {
+        doc = values.file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+      } catch (e) {
+        throw new UsageError(
+          `apply: ${values.file} is not valid YAML or JSON: ${
+            e instanceof Error ? e.message.split("\n")[0] : e
+          }`,
+        );
+      }
+      const r = await request(t, "POST", "/v1/deployments", doc) as {
+        deployment: { name: string; replicas: number };
+        created: boolean;
+        warnings: { message: string }[];
+      };
+      for (const w of r.warnings) out(`warning: ${w.message}\n`);
+      out(
+        `deployment ${r.deployment.name} ${
+          r.created ? "created" : "updated"
+        } (${r.deployment.replicas} replicas)\n`,
+      );
+      return 0;
+    }
+    case "get": {
+      const what = arg(0, "deployments or replicas");
+      if (what === "deployments") {
+        const { deployments } = await request(t, "GET", "/v1/deployments") as {
+          deployments: {
+            name: string;
+            spec: { model: string; served_model_name: string; replicas: number };
+          }[];
+        };
+        print(deployments, () =>
+          renderTable(
+            ["DEPLOYMENT", "MODEL", "SERVED AS", "REPLICAS"],
+            deployments.map((
+              d,
+            ) => [d.name, d.spec.model, d.spec.served_model_name, String(d.spec.replicas)]),
+          ));
+        return 0;
+      }
+      if (what === "replicas") {
+        const { replicas } = await request(t, "GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+        print(replicas, () => replicaTable(replicas));
+        return 0;
+      }
+      throw new UsageError(`get: expected deployments or replicas, got "${what}"`);
+    }
+    case "scale": {
+      const name = arg(0, "DEPLOYMENT");
+      const n = arg(1, "N");
+      if (!/^\d+$/.test(n)) throw new UsageError(`scale: N must be a whole number, got "${n}"`);
+      await request(t, "POST", `/v1/deployments/${encodeURIComponent(name)}/scale`, {
+        replicas: Number(n),
+      });
+      out(`deployment ${name} scaled to ${n}\n`);
+      return 0;
+    }
+    case "delete": {
+      const name = arg(0, "DEPLOYMENT");
+      await request(t, "DELETE", `/v1/deployments/${encodeURIComponent(name)}`);
+      out(`deployment ${name} deleted\n`);
+      return 0;
+    }
+    case "explain": {
+      const name = arg(0, "DEPLOYMENT");
+      const { replicas } = await request(t, "GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      const mine = replicas.filter((r) => r.deployment === name);
+      if (mine.length === 0) {
+        throw new AdminError(`deployment ${name} has no replicas (does it exist?)`);
+      }
+      print(
+        mine,
+        () =>
+          mine.map((r) =>
+            [
+              `replica ${r.id}: ${r.state}${r.profile ? ` (profile ${r.profile})` : ""}`,
+              ...(r.explanation ? explanationLines(r.explanation).map((l) => `  ${l}`) : []),
+            ]
+              .join("\n")
+          ).join("\n\n"),
+      );
+      return 0;
+    }
+    case "events": {
+      const limit = values.limit ?? "50";
+      if (!/^\d+$/.test(limit)) {
+        throw new UsageError(`events: --limit must be a whole number, got "${limit}"`);
+      }
+      const { events } = await request(t, "GET", `/v1/events?limit=${limit}`) as {
+        events: { at: number; kind: string; subject: string; message: string }[];
+      };
+      print(events, () =>
+        renderTable(
+          ["TIME", "KIND", "SUBJECT", "MESSAGE"],
+          events.map((e) => [new Date(e.at).toISOString(), e.kind, e.subject, e.message]),
+        ));
+      return 0;
+    }
+  }
+  throw new UsageError(`unknown admin command "${verb}"`);
+}
+
+interface NodeRow {
+  id: string;
+  state: string;
+  mgmt_addr: string;
+  gpus: { class: string | null; health: { problems: string[] } }[];
+  fabrics: { fabric: string }[];
+  allocations: { gpu_indices: number[] }[];
+}
+
+interface ReplicaRow {
+  id: string;
+  deployment: string;
+  state: string;
+  profile: string | null;
+  shards: {
+    rank: number;
+    node: string;
+    gpu_indices: number[];
+    state: string;
+    progress: { percent: number | null } | null;
+  }[];
+  explanation: Parameters<typeof explanationLines>[0] | null;
+}
+
+/** Replicas as a table: one line per shard. */
+export function replicaTable(replicas: readonly ReplicaRow[]): string {
+  return renderTable(
+    ["REPLICA", "STATE", "PROFILE", "RANK", "NODE", "GPUS", "SHARD", "PROGRESS"],
+    replicas.flatMap((r) =>
+      r.shards.length === 0
+        ? [[
+          r.id,
+          r.state,
+          r.profile ?? "-",
+          "-",
+          "-",
+          "-",
+          "-",
+          r.explanation?.summary.slice(0, 80) ?? "-",
+        ]]
+        : r.shards.map((s) => [
+          r.id,
+          r.state,
+          r.profile ?? "-",
+          String(s.rank),
+          s.node,
+          s.gpu_indices.join(","),
+          s.state,
+          s.progress?.percent === null || s.progress === null ? "-" : `${s.progress.percent}%`,
+        ])
+    ),
+  );
+}
