@@ -542,6 +542,7 @@ export class ControlPlane {
   }
 
   async #rebuild(r: StoredReplica, reason: string): Promise<void> {
+    for (const s of r.placement?.shards ?? []) this.#dirty.add(s.node);
     this.inventory.releaseReplica(r.id);
     r.phase = "pending";
     r.placement = null;
@@ -555,13 +556,16 @@ export class ControlPlane {
     return this.#locked(async () => {
       const now = Date.now();
       for (const t of this.inventory.refresh(now)) await this.#onTransition(t.from, t.to, t.node);
-      const nodes = new Map(this.inventory.listNodes().map((n) => [n.id, n]));
+      const dirty = this.#dirty;
+      const touch = (r: StoredReplica) => {
+        for (const s of r.placement?.shards ?? []) dirty.add(s.node);
+      };
       // Replicas that must be rebuilt whole (plan §5.4): a shard on a lost or
       // draining node, or a shard reported failed for good.
       for (const r of [...this.#replicas.values()]) {
         if (r.phase !== "placed" || r.placement === null) continue;
         for (const s of r.placement.shards) {
-          const state = nodes.get(s.node)?.state;
+          const state = this.inventory.stateOf(s.node);
           const report = this.#reports.get(s.node)?.get(s.shard_id);
           if (state === undefined || state === "lost") {
             await this.#rebuild(r, `node ${s.node} is ${state ?? "gone"}`);
@@ -584,6 +588,7 @@ export class ControlPlane {
       for (const r of [...this.#replicas.values()]) {
         const d = this.#deployments.get(r.deployment);
         if (d === undefined || r.index >= d.spec.replicas) {
+          touch(r);
           this.inventory.releaseReplica(r.id);
           this.#replicas.delete(r.id);
           await this.#store.deleteReplica(r.id);
@@ -634,6 +639,7 @@ export class ControlPlane {
             this.#attempts.set(r.id, attempt);
             r.phase = "placed";
             r.placement = result;
+            touch(r);
             r.explanation = result.explanation;
             r.updated_at = now;
             await this.#store.putReplica(r);
@@ -650,14 +656,22 @@ export class ControlPlane {
           }
         }
       }
-      for (const id of this.#nodes.keys()) this.#computeDesired(id, true);
+      // Only nodes whose shards changed get a new desired state.
+      for (const id of dirty) if (this.#nodes.has(id)) this.#computeDesired(id, true);
+      dirty.clear();
     });
   }
 
   readonly #attempts = new Map<string, number>();
+  /** Nodes whose desired state may have changed since the last pass. */
+  readonly #dirty = new Set<string>();
 
   #launchesOf(placed: Placed, d: Deployment) {
-    const byId = new Map<string, ClusterNode>(this.inventory.snapshot().map((n) => [n.id, n]));
+    const byId = new Map<string, ClusterNode>();
+    for (const s of placed.shards) {
+      const n = this.inventory.getNode(s.node);
+      if (n !== undefined) byId.set(n.id, n);
+    }
     try {
       return shardLaunches(placed, d, byId);
     } catch {
