@@ -4,6 +4,7 @@
  * @module
  */
 import { INVENTORY_USAGE, inventoryCommand } from "../agent/inventory_command.ts";
+import { agentRunCommand } from "../agent/run_command.ts";
 import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_commands.ts";
 import { devCommand } from "./dev_command.ts";
 import { CONTROL_USAGE, controlServeCommand } from "../control/serve_command.ts";
@@ -21,6 +22,7 @@ Usage: llmgw <role> <command> [options]
 
 Roles and commands:
   agent inventory   print what the scheduler would see on this node
+  agent run         run the node agent (until SIGTERM/SIGINT; engines keep running)
   plan              place a deployment's replicas on a cluster file, explained
   schema deployment print the JSON Schema of deployment files
   dev               show the simulated cluster's hardware (the all-in-one local cluster
@@ -31,7 +33,7 @@ Roles and commands:
   control serve     run the control plane (API, reconciler, store)
 ${ADMIN_USAGE}
 The gateway role has no commands in this release.
-Run 'llmgw agent inventory --help' for its options.
+Run 'llmgw agent inventory --help' or 'llmgw agent run --help' for their options.
 `;
 
 /** Output sinks, injectable for tests. */
@@ -81,11 +83,12 @@ async function dispatch(args: string[], io: Io): Promise<number> {
       return 0;
     case "agent":
       if (command === "inventory") return await inventoryCommand(rest, io.out);
+      if (command === "run") return await agentRunCommand(rest, io, VERSION);
       if (command === undefined || command === "help" || command === "--help") {
         io.out(INVENTORY_USAGE);
         return 0;
       }
-      throw new UsageError(`agent: unknown command "${command}" (known: inventory)`);
+      throw new UsageError(`agent: unknown command "${command}" (known: inventory, run)`);
     case "schema":
       if (command === "deployment" && rest.length === 0) {
         io.out(JSON.stringify(deploymentJsonSchema(), null, 2) + "\n");

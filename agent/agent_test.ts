@@ -1,0 +1,505 @@
+/**
+ * The agent against a stub control plane (plan §10) written here with Hono:
+ * the three endpoints of protocol/agent_protocol.ts, every body validated
+ * with the protocol's schemas, and a desired state the test publishes.
+ * Discovery reads the recorded L40S machine (plan §5.5); engines are the
+ * fake engine through the testing/bin shims, launched by the real vLLM
+ * plugin. Every server, agent and engine process group a test starts is
+ * stopped in a `finally`.
+ */
+import { fileURLToPath } from "node:url";
+import { Hono } from "hono";
+import { z } from "zod";
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { fixturePath } from "../tests/fixtures.ts";
+import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
+import {
+  type DesiredShardWire,
+  type DesiredState,
+  type HeartbeatRequest,
+  HeartbeatRequestSchema,
+  type RegisterRequest,
+  RegisterRequestSchema,
+  type ShardReport,
+} from "../protocol/agent_protocol.ts";
+import { groupMembers, isRunning } from "../supervisor/proc.ts";
+import { Agent, type AgentOptions } from "./agent.ts";
+import { nodeTokenPath } from "./credentials.ts";
+
+const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+const MACHINE = fixturePath("machines/l40s_pcie_vm");
+
+/** A control plane just big enough to drive an agent, with counters for the test. */
+class StubControl {
+  readonly joinToken: string;
+  readonly tokens = new Map<string, string>();
+  readonly registrations: { body: RegisterRequest; token: string }[] = [];
+  readonly heartbeats: { body: HeartbeatRequest; token: string }[] = [];
+  readonly invalid: string[] = [];
+  desiredRequests = 0;
+  refused = 0;
+  state: DesiredState = { generation: 0, shards: [] };
+  readonly #waiters = new Set<() => void>();
+  #server: Deno.HttpServer<Deno.NetAddr> | null = null;
+  #closing = false;
+  port = 0;
+
+  constructor(joinToken = `join-${crypto.randomUUID()}`) {
+    this.joinToken = joinToken;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Publishes a desired state; held long polls answer at once. */
+  publish(generation: number, shards: DesiredShardWire[]): void {
+    this.state = { generation, shards };
+    for (const w of [...this.#waiters]) w();
+  }
+
+  lastHeartbeat(): { body: HeartbeatRequest; token: string } | undefined {
+    return this.heartbeats.at(-1);
+  }
+
+  #app(): Hono {
+    const app = new Hono();
+    const bearer = (h: string | undefined) => /^Bearer (\S+)$/.exec(h ?? "")?.[1] ?? "";
+    const unauthorized = { error: { code: "unauthorized", message: "who are you?" } };
+    app.post("/v1/agent/register", async (c) => {
+      if (bearer(c.req.header("authorization")) !== this.joinToken) {
+        return c.json(unauthorized, 401);
+      }
+      const parsed = RegisterRequestSchema.safeParse(await c.req.json());
+      if (!parsed.success) {
+        this.invalid.push(`register: ${JSON.stringify(parsed.error.issues)}`);
+        return c.json({ error: { code: "bad_request", message: parsed.error.message } }, 400);
+      }
+      const token = `node-${crypto.randomUUID()}`;
+      this.tokens.set(token, parsed.data.node_id);
+      this.registrations.push({ body: parsed.data, token });
+      return c.json({
+        node_id: parsed.data.node_id,
+        node_token: token,
+        heartbeat_interval_ms: 100,
+        some_future_field: true,
+      });
+    });
+    app.post("/v1/agent/heartbeat", async (c) => {
+      const token = bearer(c.req.header("authorization"));
+      if (!this.tokens.has(token)) {
+        this.refused++;
+        return c.json(unauthorized, 401);
+      }
+      const parsed = HeartbeatRequestSchema.safeParse(await c.req.json());
+      if (!parsed.success) {
+        this.invalid.push(`heartbeat: ${JSON.stringify(parsed.error.issues)}`);
+        return c.json({ error: { code: "bad_request", message: parsed.error.message } }, 400);
+      }
+      this.heartbeats.push({ body: parsed.data, token });
+      return c.json({ generation: this.state.generation });
+    });
+    const Query = z.object({
+      generation: z.coerce.number().int().min(0),
+      wait_ms: z.coerce.number().int().min(0).max(120_000),
+    });
+    app.get("/v1/agent/desired", async (c) => {
+      const token = bearer(c.req.header("authorization"));
+      if (!this.tokens.has(token)) {
+        this.refused++;
+        return c.json(unauthorized, 401);
+      }
+      const q = Query.safeParse(c.req.query());
+      if (!q.success) {
+        this.invalid.push(`desired: ${JSON.stringify(q.error.issues)}`);
+        return c.json({ error: { code: "bad_request", message: q.error.message } }, 400);
+      }
+      this.desiredRequests++;
+      if (q.data.generation === this.state.generation && !this.#closing) {
+        await new Promise<void>((resolve) => {
+          // A poll the agent abandoned is held to its end; close() ends them all.
+          const done = () => {
+            clearTimeout(timer);
+            this.#waiters.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, q.data.wait_ms);
+          this.#waiters.add(done);
+        });
+      }
+      if (this.#closing) {
+        return c.json({ error: { code: "shutting_down", message: "bye" } }, 503);
+      }
+      return c.json(this.state);
+    });
+    return app;
+  }
+
+  start(port = 0): void {
+    this.#closing = false;
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port, onListen: () => {} },
+      this.#app().fetch,
+    );
+    this.port = this.#server.addr.port;
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    for (const w of [...this.#waiters]) w();
+    await this.#server?.shutdown();
+    this.#server = null;
+  }
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** A one-GPU vLLM shard on the recorded L40S, as placement would build it. */
+function launch(id: string, port: number): ShardLaunch {
+  return {
+    api_version: ENGINE_API_VERSION,
+    deployment: "demo",
+    replica_id: id,
+    shard_id: id,
+    model: "org/demo-model",
+    served_model_name: "demo",
+    profile: {
+      name: "p",
+      tensor_parallel: 1,
+      pipeline_parallel: 1,
+      nodes: 1,
+      gpus_per_node: 1,
+      quantization: "none",
+      engine_args: [],
+      engine_options: {},
+      env: {},
+    },
+    rank: 0,
+    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: 0, leader_http_port: port },
+    gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
+    fabric: null,
+    node: { id: "node-a", mgmt_addr: "127.0.0.1", mgmt_interface: "lo" },
+    port,
+    engine_version: null,
+  };
+}
+
+const LOCAL_TOKEN = `local-${crypto.randomUUID()}`;
+
+function agentOptions(
+  controlUrl: string,
+  joinToken: string,
+  stateDir: string,
+  logs: string[],
+): AgentOptions {
+  return {
+    controlUrl,
+    joinToken,
+    nodeId: "node-a",
+    hostname: "node-a.test",
+    stateDir,
+    discovery: {
+      nvidiaSmi: `${MACHINE}/nvidia-smi`,
+      sysfsRoot: `${MACHINE}/sysfs`,
+      fabrics: { "roce-a": ["mlx5_0"], "ib-a": ["mlx5_1"] },
+    },
+    labels: { zone: "test-1" },
+    mgmtAddr: "127.0.0.1",
+    mgmtInterface: "lo",
+    // A fixed port, as in production: the agent's URL is part of its registration.
+    listen: { hostname: "127.0.0.1", port: freePort() },
+    localToken: LOCAL_TOKEN,
+    supervisor: {
+      tickMs: 50,
+      probeTimeoutMs: 500,
+      stopGraceMs: 3_000,
+      env: {
+        PATH: `${SHIMS}:${Deno.env.get("PATH")}`,
+        FAKE_ENGINE_LOAD_SECONDS: "0.5",
+        FAKE_ENGINE_ACCESS_LOG: "0",
+      },
+    },
+    rediscoverMs: 300,
+    retry: { initialMs: 50, maxMs: 400, factor: 2 },
+    agentVersion: "0.1.0-test",
+    logSink: (line) => {
+      logs.push(line);
+      if (Deno.env.get("LLMGW_TEST_LOGS")) console.error(line);
+    },
+  };
+}
+
+async function waitFor<T>(
+  probe: () => T | undefined | null | false,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = probe();
+    if (v !== undefined && v !== null && v !== false) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The latest heartbeat's report of shard `id` when it satisfies `pred`. */
+function reported(
+  stub: StubControl,
+  id: string,
+  pred: (s: ShardReport, hb: HeartbeatRequest) => boolean,
+  since = 0,
+): ShardReport | undefined {
+  const hb = stub.heartbeats.length > since ? stub.lastHeartbeat()?.body : undefined;
+  const s = hb?.shards.find((x) => x.id === id);
+  return s !== undefined && pred(s, hb!) ? s : undefined;
+}
+
+function killGroups(groups: Set<number>): void {
+  for (const g of groups) {
+    try {
+      Deno.kill(-g, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+}
+
+async function api(addr: Deno.NetAddr, path: string, token?: string) {
+  const res = await fetch(`http://127.0.0.1:${addr.port}${path}`, {
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+Deno.test("agent: registers its hardware, runs and removes desired shards, fences older generations, serves its local API", async () => {
+  const stub = new StubControl();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_test_" });
+  const logs: string[] = [];
+  const groups = new Set<number>();
+  const port = freePort();
+  stub.start();
+  const agent = new Agent(agentOptions(stub.url, stub.joinToken, stateDir, logs));
+  try {
+    await agent.start();
+
+    // Registration carries what discovery found on the recorded L40S.
+    const reg = await waitFor(() => stub.registrations[0], "registration");
+    assertEquals(reg.body.node_id, "node-a");
+    assertEquals(reg.body.hostname, "node-a.test");
+    assertEquals(reg.body.gpus.map((g) => [g.index, g.class, g.name]), [
+      [0, "l40s-45g", "NVIDIA L40S"],
+    ]);
+    assertEquals(reg.body.fabrics.map((f) => [f.fabric, f.hcas, f.rate_gbps]), [
+      ["roce-a", ["mlx5_0"], 100],
+    ]);
+    assertEquals(reg.body.labels, { zone: "test-1" });
+    assertEquals(reg.body.mgmt_addr, "127.0.0.1");
+    assertEquals(reg.body.mgmt_interface, "lo");
+    assertEquals(reg.body.agent_url, `http://127.0.0.1:${agent.localAddr!.port}`);
+    assertEquals(reg.body.agent_version, "0.1.0-test");
+    assertEquals(reg.body.engine_versions.vllm, "0.11.1", "the fake vllm's --version");
+
+    // Heartbeats start with nothing running; rediscovery sends GPU health.
+    await waitFor(
+      () => stub.heartbeats.find((h) => h.body.generation === 0 && h.body.shards.length === 0),
+      "an empty heartbeat",
+    );
+    const withGpus = await waitFor(
+      () => stub.heartbeats.find((h) => h.body.gpus !== undefined),
+      "a heartbeat with rediscovered GPUs",
+    );
+    assertEquals(withGpus.body.gpus!.map((g) => g.class), ["l40s-45g"]);
+    assertEquals(withGpus.token, reg.token);
+
+    // A published shard arrives through the held long poll, not by polling.
+    await waitFor(() => stub.desiredRequests >= 1, "a long poll");
+    const pollsBefore = stub.desiredRequests;
+    stub.publish(1, [{ id: "s1", engine: "vllm", launch: launch("s1", port) }]);
+    const ready = await waitFor(
+      () => reported(stub, "s1", (s, hb) => s.state === "ready" && hb.generation === 1),
+      "s1 ready in a heartbeat",
+    );
+    groups.add(ready.pid!);
+    assertOk(
+      stub.desiredRequests - pollsBefore <= 3,
+      `${stub.desiredRequests - pollsBefore} polls`,
+    );
+    assertOk(ready.serves_http);
+    assertEquals(ready.port, port);
+    const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json();
+    assertEquals(models.data[0].id, "demo");
+
+    // The local API: token-protected status and logs, JSON errors.
+    const addr = agent.localAddr!;
+    assertEquals((await api(addr, "/healthz")).status, 200);
+    const noToken = await api(addr, "/v1/status");
+    assertEquals([noToken.status, noToken.body.error.code], [401, "unauthorized"]);
+    assertEquals((await api(addr, "/v1/status", "wrong-token")).status, 401);
+    assertEquals((await api(addr, "/v1/shards/s1/logs")).status, 401);
+    const status = await api(addr, "/v1/status", LOCAL_TOKEN);
+    assertEquals(status.status, 200);
+    assertEquals(status.body.node_id, "node-a");
+    assertEquals(status.body.generation, 1);
+    assertEquals(status.body.shards.map((s: { id: string; state: string }) => [s.id, s.state]), [
+      ["s1", "ready"],
+    ]);
+    const tail = await api(addr, "/v1/shards/s1/logs?lines=3", LOCAL_TOKEN);
+    assertEquals(tail.status, 200);
+    assertEquals(tail.body.id, "s1");
+    assertOk(tail.body.lines.length > 0 && tail.body.lines.length <= 3, "at most 3 lines");
+    const all = await api(addr, "/v1/shards/s1/logs", LOCAL_TOKEN);
+    assertStringIncludes(all.body.lines.join("\n"), "Loading safetensors checkpoint shards");
+    const unknown = await api(addr, "/v1/shards/nope/logs", LOCAL_TOKEN);
+    assertEquals([unknown.status, unknown.body.error.code], [404, "not_found"]);
+    const bad = await api(addr, "/v1/shards/s1/logs?lines=lots", LOCAL_TOKEN);
+    assertEquals(bad.status, 400);
+    assertStringIncludes(bad.body.error.message, "lines");
+    assertEquals((await api(addr, "/v1/shards/s1/logs?lines=0", LOCAL_TOKEN)).status, 400);
+    assertEquals((await api(addr, "/v1/nothing", LOCAL_TOKEN)).status, 404);
+
+    // An older generation (a control plane's stale state) is ignored, without
+    // spinning: the engine keeps running and the agent keeps generation 1.
+    const pollsBeforeStale = stub.desiredRequests;
+    stub.publish(0, []);
+    await waitFor(
+      () => logs.some((l) => l.includes("ignoring an older desired state")),
+      "the stale state ignored",
+    );
+    await new Promise((r) => setTimeout(r, 600));
+    assertOk(isRunning(ready.pid!), "the engine survives a stale desired state");
+    assertEquals(agent.generation, 1);
+    assertOk(
+      reported(stub, "s1", (s, hb) => s.state === "ready" && hb.generation === 1) !== undefined,
+    );
+    assertOk(stub.desiredRequests - pollsBeforeStale < 15, "no busy loop on a stale state");
+
+    // Removing the shard stops its whole process group.
+    stub.publish(2, []);
+    await waitFor(
+      () => stub.lastHeartbeat()?.body.generation === 2 && stub.lastHeartbeat()!.body.shards,
+      "generation 2 in a heartbeat",
+    );
+    await waitFor(() => stub.lastHeartbeat()!.body.shards.length === 0, "s1 gone");
+    assertEquals(groupMembers(ready.pid!), []);
+
+    assertEquals(stub.invalid, [], "every body matched the protocol");
+    assertEquals(stub.registrations.length, 1);
+    // Structured logs, and no token in them.
+    for (const line of logs) {
+      const parsed = JSON.parse(line);
+      assertOk(typeof parsed.msg === "string" && typeof parsed.level === "string");
+      for (const secret of [stub.joinToken, reg.token, LOCAL_TOKEN]) {
+        assertOk(!line.includes(secret), `a token leaked into the log: ${line}`);
+      }
+    }
+  } finally {
+    for (const s of agent.status().shards) if (s.pid !== null) groups.add(s.pid);
+    await agent.stop({ stopEngines: true }).catch(() => {});
+    await stub.close();
+    killGroups(groups);
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
+
+Deno.test("agent: engines outlive the control plane and the agent; re-registers and adopts", async () => {
+  const stub = new StubControl();
+  let stub2: StubControl | null = null;
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_test_" });
+  const logs: string[] = [];
+  const groups = new Set<number>();
+  const port = freePort();
+  stub.start();
+  const options = agentOptions(stub.url, stub.joinToken, stateDir, logs);
+  const first = new Agent(options);
+  let second: Agent | null = null;
+  let third: Agent | null = null;
+  try {
+    await first.start();
+    const shard = { id: "s1", engine: "vllm", launch: launch("s1", port) };
+    await waitFor(() => stub.registrations[0], "registration");
+    stub.publish(1, [shard]);
+    const ready = await waitFor(
+      () => reported(stub, "s1", (s) => s.state === "ready"),
+      "s1 ready",
+    );
+    const pid = ready.pid!;
+    groups.add(pid);
+
+    // The control plane goes away: the engine keeps running, the agent retries.
+    await stub.close();
+    const failuresBefore = logs.filter((l) => l.includes("heartbeat failed")).length;
+    await waitFor(
+      () => logs.filter((l) => l.includes("heartbeat failed")).length >= failuresBefore + 3,
+      "heartbeat retries",
+    );
+    assertOk(isRunning(pid), "the engine runs on without a control plane");
+    assertEquals(first.status().shards.map((s) => [s.id, s.state, s.pid]), [["s1", "ready", pid]]);
+
+    // It comes back, having forgotten this node (an in-memory store): the old
+    // token is refused, the agent registers again, the engine is untouched.
+    stub2 = new StubControl(stub.joinToken);
+    stub2.state = { generation: 1, shards: [shard] };
+    stub2.start(stub.port);
+    const reg2 = await waitFor(() => stub2!.registrations[0], "re-registration");
+    assertOk(stub2.refused >= 1, "the old token was refused first");
+    await waitFor(
+      () =>
+        stub2!.heartbeats.find((h) =>
+          h.token === reg2.token && h.body.shards.some((s) => s.pid === pid && s.state === "ready")
+        ),
+      "heartbeats with the new token and the same engine",
+    );
+    const stored = JSON.parse(await Deno.readTextFile(nodeTokenPath(stateDir)));
+    assertEquals(stored.node_token, reg2.token);
+    assertEquals((await Deno.stat(nodeTokenPath(stateDir))).mode! & 0o777, 0o600);
+
+    // The agent restarts (an upgrade): engines keep running, the new agent
+    // adopts them (same pid) and presents the stored node token.
+    await first.stop({ stopEngines: false });
+    assertOk(groupMembers(pid).length > 0, "the engine survives the agent");
+    const seen = stub2.heartbeats.length;
+    second = new Agent(options);
+    await second.start();
+    const adopted = await waitFor(
+      () => reported(stub2!, "s1", (s) => s.adopted && s.state === "ready", seen),
+      "the adopted engine in a heartbeat",
+    );
+    assertEquals(adopted.pid, pid);
+    assertEquals(stub2.lastHeartbeat()!.token, reg2.token);
+    assertEquals(stub2.registrations.length, 1, "no new registration");
+    await waitFor(() => second!.generation === 1, "generation 1 after the restart");
+    assertEquals(second.status().shards.map((s) => [s.id, s.pid, s.adopted]), [["s1", pid, true]]);
+
+    // Restarted with a new label: it registers again (what only a
+    // registration carries changed), and still adopts the same engine.
+    await second.stop({ stopEngines: false });
+    third = new Agent({ ...options, labels: { zone: "test-2" } });
+    await third.start();
+    const reg3 = await waitFor(() => stub2!.registrations[1], "a registration with the new label");
+    assertEquals(reg3.body.labels, { zone: "test-2" });
+    await waitFor(
+      () =>
+        reported(stub2!, "s1", (s) => s.pid === pid && s.state === "ready") &&
+        stub2!.lastHeartbeat()!.token === reg3.token,
+      "heartbeats with the newest token",
+    );
+    assertEquals([...stub.invalid, ...stub2.invalid], []);
+  } finally {
+    for (const a of [first, second, third]) {
+      for (const s of a?.status().shards ?? []) if (s.pid !== null) groups.add(s.pid);
+    }
+    await first.stop({ stopEngines: false }).catch(() => {});
+    await second?.stop({ stopEngines: false }).catch(() => {});
+    await third?.stop({ stopEngines: true }).catch(() => {});
+    await stub.close();
+    await stub2?.close();
+    killGroups(groups);
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});

@@ -1,0 +1,363 @@
+/**
+ * A small typed HTTP client for the control plane's agent endpoints
+ * (plan §10, protocol/agent_protocol.ts): register with the join token,
+ * then heartbeat and long-poll the desired state with the node token.
+ *
+ * Every failure is a {@link ControlError} saying what kind it was (HTTP
+ * status and the server's `{error: {code, message}}`, network, timeout,
+ * a response this agent cannot use); nothing else escapes. Responses are
+ * parsed defensively, since the control plane may be another version:
+ * unknown fields are ignored, missing optional ones get defaults, and a
+ * body that is not what the protocol says is an error, never a crash.
+ * Tokens never appear in error messages.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type {
+  DesiredShardWire,
+  DesiredState,
+  HeartbeatRequest,
+  RegisterRequest,
+  RegisterResponse,
+} from "../protocol/agent_protocol.ts";
+
+/** What went wrong with a call. */
+export type ControlErrorKind =
+  /** The control plane answered with a non-2xx status. */
+  | "http"
+  /** No answer: connection refused, reset, DNS, TLS. */
+  | "network"
+  /** No complete answer within the call's deadline. */
+  | "timeout"
+  /** The caller aborted the call (the agent is stopping, or woke the loop). */
+  | "aborted"
+  /** A 2xx answer this agent cannot use (not JSON, wrong shape, too large). */
+  | "bad_response";
+
+/** A failed control-plane call. */
+export class ControlError extends Error {
+  /** What went wrong. */
+  readonly kind: ControlErrorKind;
+  /** The HTTP status, when the control plane answered. */
+  readonly status: number | null;
+  /** The server's error code (`{error: {code}}`), when it sent one. */
+  readonly code: string | null;
+  /** The server's error message (`{error: {message}}`), when it sent one. */
+  readonly serverMessage: string | null;
+
+  /** Creates the error. */
+  constructor(
+    kind: ControlErrorKind,
+    message: string,
+    details: { status?: number; code?: string | null; serverMessage?: string | null } = {},
+  ) {
+    super(message);
+    this.name = "ControlError";
+    this.kind = kind;
+    this.status = details.status ?? null;
+    this.code = details.code ?? null;
+    this.serverMessage = details.serverMessage ?? null;
+  }
+
+  /** True when the credential was refused (401/403): the agent must register again. */
+  get unauthorized(): boolean {
+    return this.kind === "http" && (this.status === 401 || this.status === 403);
+  }
+}
+
+/** The heartbeat interval when the control plane does not say (plan §4 default). */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+
+/** Settings of a {@link ControlClient}. */
+export interface ControlClientOptions {
+  /** The control plane's base URL, e.g. `https://control.example:8443` (a path prefix is kept). */
+  url: string;
+  /** The join token, sent only to register. */
+  joinToken: string;
+  /** The node token from an earlier registration, if any. */
+  nodeToken?: string | null;
+  /** Deadline of a register or heartbeat call, and added to a long poll's wait. Default 10 s. */
+  timeoutMs?: number;
+  /** The largest response body read. Default 16 MiB. */
+  maxBodyBytes?: number;
+  /** The fetch to use (tests). Default the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** The answer to a heartbeat, parsed defensively. */
+export interface HeartbeatResult {
+  /** The node's current desired-state generation; null when the control plane did not say. */
+  generation: number | null;
+}
+
+const RegisterAnswerSchema = z.object({
+  node_id: z.string().min(1).max(128).optional(),
+  node_token: z.string().min(1).max(4096),
+  heartbeat_interval_ms: z.number().finite().positive().optional(),
+});
+
+const HeartbeatAnswerSchema = z.object({
+  generation: z.number().int().min(0).optional(),
+});
+
+/**
+ * The minimal check of a desired state (plan §10): a generation, and shards
+ * with an id, an engine name and a launch that is an object with an
+ * `api_version`. Everything else about a launch is the engine plugin's to
+ * judge, so a launch it refuses becomes a failed shard with the reason.
+ */
+const DesiredAnswerSchema = z.object({
+  generation: z.number().int().min(0),
+  shards: z.array(z.object({
+    id: z.string().min(1).max(256),
+    engine: z.string().min(1).max(64),
+    launch: z.looseObject({ api_version: z.number().int() }),
+  })).max(4096),
+});
+
+const ErrorBodySchema = z.object({
+  error: z.object({
+    code: z.string().max(128).optional(),
+    message: z.string().max(4096).optional(),
+  }),
+});
+
+/** Talks to one control plane. */
+export class ControlClient {
+  readonly #base: URL;
+  readonly #joinToken: string;
+  #nodeToken: string | null;
+  readonly #timeoutMs: number;
+  readonly #maxBody: number;
+  readonly #fetch: typeof fetch;
+
+  /**
+   * Creates a client.
+   *
+   * @throws {TypeError} When `url` is not an http(s) URL.
+   */
+  constructor(options: ControlClientOptions) {
+    const base = new URL(options.url);
+    if (base.protocol !== "http:" && base.protocol !== "https:") {
+      throw new TypeError(`control plane URL must be http or https, got ${base.protocol}`);
+    }
+    if (!base.pathname.endsWith("/")) base.pathname += "/";
+    base.search = "";
+    base.hash = "";
+    this.#base = base;
+    this.#joinToken = options.joinToken;
+    this.#nodeToken = options.nodeToken ?? null;
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#maxBody = options.maxBodyBytes ?? 16 * 1024 * 1024;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  /** The node token in use, if registered. */
+  get nodeToken(): string | null {
+    return this.#nodeToken;
+  }
+
+  /** Sets (or forgets, with null) the node token used after registration. */
+  setNodeToken(token: string | null): void {
+    this.#nodeToken = token;
+  }
+
+  /**
+   * Registers the node with the join token (`POST /v1/agent/register`) and
+   * keeps the node token it returns for later calls.
+   */
+  async register(req: RegisterRequest, signal?: AbortSignal): Promise<RegisterResponse> {
+    // A node id is bound to its credential at first registration: registering
+    // it again proves it with the node token (plan §10).
+    const body = await this.#call("POST", "v1/agent/register", this.#joinToken, req, {
+      timeoutMs: this.#timeoutMs,
+      signal,
+      extraHeaders: this.#nodeToken === null ? {} : { "x-llmgw-node-token": this.#nodeToken },
+    });
+    const parsed = RegisterAnswerSchema.safeParse(body);
+    if (!parsed.success) throw badShape("register", parsed.error);
+    const answer: RegisterResponse = {
+      node_id: parsed.data.node_id ?? req.node_id,
+      node_token: parsed.data.node_token,
+      heartbeat_interval_ms: parsed.data.heartbeat_interval_ms ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+    };
+    this.#nodeToken = answer.node_token;
+    return answer;
+  }
+
+  /** Sends a heartbeat (`POST /v1/agent/heartbeat`) with the node token. */
+  async heartbeat(req: HeartbeatRequest, signal?: AbortSignal): Promise<HeartbeatResult> {
+    const body = await this.#call("POST", "v1/agent/heartbeat", this.#requireNode(), req, {
+      timeoutMs: this.#timeoutMs,
+      signal,
+    });
+    const parsed = HeartbeatAnswerSchema.safeParse(body ?? {});
+    if (!parsed.success) throw badShape("heartbeat", parsed.error);
+    return { generation: parsed.data.generation ?? null };
+  }
+
+  /**
+   * Long-polls the desired state (`GET /v1/agent/desired?generation=N&wait_ms=M`):
+   * the control plane answers at once when its generation differs from
+   * `generation`, else holds the request up to `waitMs`. Returns null when it
+   * answered "no change" (204 or 304) instead of repeating the state.
+   */
+  async desired(
+    generation: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<DesiredState | null> {
+    const path = `v1/agent/desired?generation=${generation}&wait_ms=${Math.round(waitMs)}`;
+    const body = await this.#call("GET", path, this.#requireNode(), undefined, {
+      timeoutMs: waitMs + this.#timeoutMs,
+      signal,
+    });
+    if (body === undefined) return null;
+    const parsed = DesiredAnswerSchema.safeParse(body);
+    if (!parsed.success) throw badShape("desired", parsed.error);
+    return {
+      generation: parsed.data.generation,
+      shards: parsed.data.shards.map((s): DesiredShardWire => ({
+        id: s.id,
+        engine: s.engine,
+        launch: s.launch,
+      })),
+    };
+  }
+
+  #requireNode(): string {
+    if (this.#nodeToken === null) {
+      throw new ControlError("http", "not registered: no node token", {
+        status: 401,
+        code: "not_registered",
+      });
+    }
+    return this.#nodeToken;
+  }
+
+  /** One call; returns the parsed JSON body, or undefined for 204/304. */
+  async #call(
+    method: "GET" | "POST",
+    path: string,
+    token: string,
+    body: unknown,
+    opts: { timeoutMs: number; signal?: AbortSignal; extraHeaders?: Record<string, string> },
+  ): Promise<unknown> {
+    const what = `${method} /${path.split("?")[0]}`;
+    if (opts.signal?.aborted) throw new ControlError("aborted", `${what}: aborted`);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), opts.timeoutMs);
+    const onAbort = () => deadline.abort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const failure = (e: unknown): ControlError => {
+      if (e instanceof ControlError) return e;
+      if (opts.signal?.aborted) return new ControlError("aborted", `${what}: aborted`);
+      if (deadline.signal.aborted) {
+        return new ControlError("timeout", `${what}: no answer within ${opts.timeoutMs} ms`);
+      }
+      return new ControlError("network", `${what}: ${describeNetworkError(e)}`);
+    };
+    try {
+      let res: Response;
+      try {
+        res = await this.#fetch(new URL(path, this.#base), {
+          method,
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: "application/json",
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+            ...opts.extraHeaders,
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: deadline.signal,
+        });
+      } catch (e) {
+        throw failure(e);
+      }
+      let text: string;
+      try {
+        text = await readBounded(res, this.#maxBody, what);
+      } catch (e) {
+        throw failure(e);
+      }
+      if (res.status === 204 || res.status === 304) return undefined;
+      if (!res.ok) throw httpError(what, res.status, text);
+      if (text.trim() === "") return undefined;
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new ControlError("bad_response", `${what}: answer is not JSON`, {
+          status: res.status,
+        });
+      }
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** Reads a body, refusing one larger than `max` bytes. */
+async function readBounded(res: Response, max: number, what: string): Promise<string> {
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      throw new ControlError("bad_response", `${what}: answer larger than ${max} bytes`, {
+        status: res.status,
+      });
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** A non-2xx answer, with the server's `{error: {code, message}}` when present. */
+function httpError(what: string, status: number, text: string): ControlError {
+  let code: string | null = null;
+  let serverMessage: string | null = null;
+  try {
+    const parsed = ErrorBodySchema.safeParse(JSON.parse(text));
+    if (parsed.success) {
+      code = parsed.data.error.code ?? null;
+      serverMessage = parsed.data.error.message ?? null;
+    }
+  } catch {
+    // Not JSON: a proxy's error page, say.
+  }
+  const detail = serverMessage ?? (text.trim().slice(0, 200) || "no body");
+  return new ControlError(
+    "http",
+    `${what}: control plane answered ${status}${code === null ? "" : ` ${code}`}: ${detail}`,
+    { status, code, serverMessage },
+  );
+}
+
+function badShape(what: string, error: z.ZodError): ControlError {
+  const issue = error.issues[0];
+  const path = issue.path.length === 0 ? "(top level)" : issue.path.join(".");
+  return new ControlError(
+    "bad_response",
+    `${what}: unusable answer from the control plane: at ${path}: ${issue.message}`,
+  );
+}
+
+function describeNetworkError(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  // fetch wraps the cause ("error sending request … Connection refused").
+  const cause = e.cause instanceof Error ? `: ${e.cause.message}` : "";
+  return `${e.message}${cause}`.replace(/\s+/g, " ").slice(0, 300);
+}

@@ -1,0 +1,132 @@
+/**
+ * The agent's credentials on disk (plan §10): the node token the control
+ * plane issued, so that a restarted agent keeps its identity instead of
+ * registering again, and the local API token when the operator set none.
+ * Both files are written mode 0600, atomically (temporary file, rename).
+ *
+ * `<stateDir>/node_token` holds JSON: the token and what it belongs to
+ * (control plane URL, node id), so that an agent pointed at another control
+ * plane or given another node id does not present a stale credential.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { z } from "zod";
+
+/** A registration remembered across agent restarts. */
+export interface StoredSession {
+  /** The control plane it was issued by (its URL as configured). */
+  control_url: string;
+  /** The node id it was issued for (as configured). */
+  node_id: string;
+  /** The node id the control plane registered (normally the same). */
+  registered_id: string;
+  /** The node token. */
+  node_token: string;
+  /** The heartbeat interval the control plane asked for. */
+  heartbeat_interval_ms: number;
+  /** A digest of what was registered (reports.ts `registrationFingerprint`); empty when unknown. */
+  fingerprint: string;
+}
+
+const StoredSessionSchema = z.object({
+  version: z.literal(1),
+  control_url: z.string(),
+  node_id: z.string(),
+  registered_id: z.string().min(1),
+  node_token: z.string().min(1),
+  heartbeat_interval_ms: z.number().positive(),
+  fingerprint: z.string().default(""),
+});
+
+/** Path of the node token file. */
+export function nodeTokenPath(stateDir: string): string {
+  return join(stateDir, "node_token");
+}
+
+/** Path of the generated local API token file. */
+export function localTokenPath(stateDir: string): string {
+  return join(stateDir, "local_token");
+}
+
+/** Writes `text` to `path` with mode 0600, atomically. */
+export function writeSecretFile(path: string, text: string): void {
+  const tmp = `${path}.tmp-${crypto.randomUUID()}`;
+  try {
+    Deno.writeTextFileSync(tmp, text, { mode: 0o600 });
+    Deno.chmodSync(tmp, 0o600); // mode is masked by the umask on creation
+    Deno.renameSync(tmp, path);
+  } catch (e) {
+    try {
+      Deno.removeSync(tmp);
+    } catch {
+      // Never written.
+    }
+    throw e;
+  }
+}
+
+/**
+ * The stored session if it matches this control plane and node id; null
+ * when there is none, it is unreadable, or it belongs to another identity.
+ */
+export function readSession(
+  stateDir: string,
+  controlUrl: string,
+  nodeId: string,
+): StoredSession | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Deno.readTextFileSync(nodeTokenPath(stateDir)));
+  } catch {
+    return null;
+  }
+  const parsed = StoredSessionSchema.safeParse(raw);
+  if (!parsed.success) return null;
+  const s = parsed.data;
+  if (s.control_url !== controlUrl || s.node_id !== nodeId) return null;
+  return {
+    control_url: s.control_url,
+    node_id: s.node_id,
+    registered_id: s.registered_id,
+    node_token: s.node_token,
+    heartbeat_interval_ms: s.heartbeat_interval_ms,
+    fingerprint: s.fingerprint,
+  };
+}
+
+/** Stores the session (0600). */
+export function writeSession(stateDir: string, session: StoredSession): void {
+  writeSecretFile(
+    nodeTokenPath(stateDir),
+    JSON.stringify({ version: 1, ...session }, null, 2) + "\n",
+  );
+}
+
+/** Forgets the stored session (the control plane refused it). */
+export function removeSession(stateDir: string): void {
+  try {
+    Deno.removeSync(nodeTokenPath(stateDir));
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * The local API token stored in `<stateDir>/local_token`, created (32
+ * random bytes, base64url) on first use.
+ */
+export function loadOrCreateLocalToken(stateDir: string): string {
+  const path = localTokenPath(stateDir);
+  try {
+    const existing = Deno.readTextFileSync(path).trim();
+    if (existing.length >= 16) return existing;
+  } catch {
+    // Not created yet.
+  }
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const token = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
+    .replace(/=+$/, "");
+  writeSecretFile(path, token + "\n");
+  return token;
+}

@@ -1,0 +1,102 @@
+/**
+ * The local API as a plain Hono app (no sockets): token checks, the
+ * status and logs endpoints, and JSON errors for every malformed request.
+ */
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import type { ShardStatus } from "../supervisor/types.ts";
+import { bearerMatches, localApi, type LocalApiView } from "./local_api.ts";
+
+const TOKEN = "local-token-0123456789";
+
+const SHARD: ShardStatus = {
+  id: "r1/s0",
+  engine: "vllm",
+  state: "ready",
+  since: 1,
+  pid: 123,
+  port: 8000,
+  serves_http: true,
+  progress: null,
+  restarts: 0,
+  adopted: false,
+  last_failure: null,
+  spec_hash: "abc",
+};
+
+const VIEW: LocalApiView = {
+  status: () => ({
+    node_id: "n1",
+    generation: 4,
+    registered: true,
+    last_heartbeat_at: null,
+    control_plane_failures: 0,
+    shards: [SHARD],
+  }),
+  shard: (id) =>
+    id === SHARD.id
+      ? { status: SHARD, log_tail: Array.from({ length: 300 }, (_, i) => `line ${i}`) }
+      : null,
+};
+
+const app = localApi(VIEW, TOKEN);
+
+async function get(path: string, auth?: string) {
+  const res = await app.request(path, {
+    headers: auth === undefined ? {} : { authorization: auth },
+  });
+  return { status: res.status, body: await res.json(), res };
+}
+
+Deno.test("local API: /healthz is open, /v1 needs the bearer token", async () => {
+  assertEquals((await get("/healthz")).status, 200);
+  for (const auth of [undefined, "", "Bearer", "Bearer wrong", `Basic ${TOKEN}`, `${TOKEN}`]) {
+    const r = await get("/v1/status", auth);
+    assertEquals(r.status, 401, String(auth));
+    assertEquals(r.body.error.code, "unauthorized");
+    assertStringIncludes(r.res.headers.get("www-authenticate") ?? "", "Bearer");
+  }
+  const ok = await get("/v1/status", `Bearer ${TOKEN}`);
+  assertEquals(ok.status, 200);
+  assertEquals([ok.body.node_id, ok.body.generation, ok.body.shards[0].id], ["n1", 4, "r1/s0"]);
+  // Unknown paths need the token too before saying 404.
+  assertEquals((await get("/v1/nothing")).status, 401);
+  assertEquals((await get("/v1/nothing", `Bearer ${TOKEN}`)).status, 404);
+  assertEquals((await get("/nothing")).body.error.code, "not_found");
+});
+
+Deno.test("local API: logs, with the line count validated and unknown shards 404", async () => {
+  const auth = `Bearer ${TOKEN}`;
+  const id = encodeURIComponent("r1/s0");
+  const def = await get(`/v1/shards/${id}/logs`, auth);
+  assertEquals(def.status, 200);
+  assertEquals(def.body.lines.length, 100);
+  assertEquals(def.body.lines.at(-1), "line 299");
+  assertEquals((await get(`/v1/shards/${id}/logs?lines=2`, auth)).body.lines, [
+    "line 298",
+    "line 299",
+  ]);
+  assertEquals((await get(`/v1/shards/${id}/logs?lines=10000`, auth)).body.lines.length, 300);
+  for (const q of ["0", "-1", "1.5", "abc", "", "10001", "1e3", "99999999999999999999"]) {
+    const r = await get(`/v1/shards/${id}/logs?lines=${q}`, auth);
+    assertEquals(r.status, 400, q);
+    assertEquals(r.body.error.code, "bad_request");
+    assertStringIncludes(r.body.error.message, "lines");
+  }
+  const missing = await get("/v1/shards/nope/logs", auth);
+  assertEquals([missing.status, missing.body.error.code], [404, "not_found"]);
+  const post = await app.request("/v1/status", {
+    method: "POST",
+    headers: { authorization: auth },
+  });
+  assertOk(post.status === 404 || post.status === 405);
+  await post.body?.cancel();
+});
+
+Deno.test("bearerMatches: exact token only", () => {
+  assertOk(bearerMatches(`Bearer ${TOKEN}`, TOKEN));
+  assertOk(bearerMatches(`bearer ${TOKEN}`, TOKEN));
+  assertOk(!bearerMatches(`Bearer ${TOKEN}x`, TOKEN));
+  assertOk(!bearerMatches(`Bearer ${TOKEN.slice(1)}`, TOKEN));
+  assertOk(!bearerMatches(undefined, TOKEN));
+  assertOk(!bearerMatches("Bearer ", ""));
+});

@@ -1,0 +1,104 @@
+/**
+ * The wire reports: clipped to the protocol's bounds, so one odd value never
+ * invalidates a whole heartbeat; GPUs that stop answering are kept, marked.
+ */
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { readFixture } from "../tests/fixtures.ts";
+import {
+  GpuReportSchema,
+  RegisterRequestSchema,
+  ShardReportSchema,
+} from "../protocol/agent_protocol.ts";
+import type { Inventory } from "../discovery/types.ts";
+import type { ShardStatus } from "../supervisor/types.ts";
+import {
+  gpuReport,
+  gpusAfterRediscovery,
+  registerRequest,
+  registrationFingerprint,
+  shardReport,
+} from "./reports.ts";
+
+const INVENTORY = JSON.parse(
+  readFixture("machines/dgx_h100_8x_nics/expected_inventory.json"),
+) as Inventory;
+
+const WHO = {
+  nodeId: "n1",
+  hostname: "n1.example",
+  mgmtAddr: "10.0.0.1",
+  mgmtInterface: "eth0",
+  agentUrl: "http://10.0.0.1:9180",
+  labels: { zone: "a" },
+  agentVersion: "0.1.0",
+};
+
+Deno.test("reports: a recorded DGX registers within the protocol's schema", () => {
+  const req = registerRequest(WHO, INVENTORY, { vllm: "0.11.1" });
+  const parsed = RegisterRequestSchema.safeParse(req);
+  assertOk(parsed.success, JSON.stringify(parsed.error?.issues));
+  assertEquals(req.gpus.length, 8);
+  assertEquals(req.fabrics.map((f) => f.fabric), ["ib-compute"]);
+  for (const g of INVENTORY.gpus) assertOk(GpuReportSchema.safeParse(gpuReport(g)).success);
+});
+
+Deno.test("reports: a shard status with odd values still makes a valid report", () => {
+  const odd: ShardStatus = {
+    id: "s",
+    engine: "x",
+    state: "failed",
+    since: NaN,
+    pid: null,
+    port: undefined as unknown as number, // a launch without a port
+    serves_http: false,
+    progress: { percent: Infinity, done: 1, total: 2 },
+    restarts: 0,
+    adopted: false,
+    last_failure: {
+      at: 1,
+      reason: "r".repeat(10_000),
+      exit_code: null,
+      signal: "SIG".repeat(20),
+      log_tail: Array.from({ length: 500 }, () => "x".repeat(9_000)),
+    },
+    spec_hash: "h",
+  };
+  const r = shardReport(odd);
+  const parsed = ShardReportSchema.safeParse(r);
+  assertOk(parsed.success, JSON.stringify(parsed.error?.issues));
+  assertEquals([r.port, r.since, r.progress?.percent], [0, 0, null]);
+  assertEquals(r.last_failure?.log_tail.length, 200);
+});
+
+Deno.test("reports: GPUs that stop answering stay, marked unhealthy", () => {
+  const good = INVENTORY.gpus.slice(0, 2);
+  const failed: Inventory = {
+    ...INVENTORY,
+    gpus: [],
+    source: "nvidia-smi-failed",
+    problems: ["nvidia-smi: timed out"],
+  };
+  const kept = gpusAfterRediscovery(good, failed);
+  assertEquals(kept.map((g) => g.index), [0, 1]);
+  assertOk(kept.every((g) => g.health.problems.at(-1)!.includes("nvidia-smi: timed out")));
+  assertEquals(good[0].health.problems.length, INVENTORY.gpus[0].health.problems.length);
+  assertEquals(gpusAfterRediscovery(good, INVENTORY), INVENTORY.gpus);
+  assertEquals(gpusAfterRediscovery([], failed), []);
+});
+
+Deno.test("reports: the registration fingerprint ignores what heartbeats carry", () => {
+  const req = registerRequest(WHO, INVENTORY, {});
+  const busier = registerRequest(WHO, {
+    ...INVENTORY,
+    gpus: INVENTORY.gpus.map((g) => ({
+      ...g,
+      memory_used_mb: 1234,
+      health: { ...g.health, temperature_c: 90 },
+    })),
+  }, {});
+  assertEquals(registrationFingerprint(busier), registrationFingerprint(req));
+  const relabelled = registerRequest({ ...WHO, labels: { zone: "b" } }, INVENTORY, {});
+  assertOk(registrationFingerprint(relabelled) !== registrationFingerprint(req));
+  const upgraded = registerRequest(WHO, INVENTORY, { vllm: "0.12.0" });
+  assertOk(registrationFingerprint(upgraded) !== registrationFingerprint(req));
+});

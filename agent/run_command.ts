@@ -1,0 +1,246 @@
+/**
+ * `llmgw agent run`: the node agent (plan §3, §10). Runs until SIGTERM or
+ * SIGINT; either stops the agent and leaves the engines running, so an
+ * agent restart or upgrade never restarts a model (the next agent adopts
+ * them, plan §9.2). A second signal exits at once.
+ *
+ * @module
+ */
+import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
+import { pluginDirsFromEnv } from "../engines/registry.ts";
+import { Agent, AgentError, type AgentOptions, DEFAULT_LISTEN, nodeIdProblem } from "./agent.ts";
+import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
+import { createLogger } from "./log.ts";
+
+/** The state directory when none is given. */
+export const DEFAULT_STATE_DIR = "/var/lib/llmgw/agent";
+
+/** Usage text of the command. */
+export const RUN_USAGE = `Usage: llmgw agent run --control URL [options]
+
+Runs the node agent: discovers this node's GPUs and fabrics, registers with the
+control plane, heartbeats, and runs the engine shards the control plane asks for.
+Logs are JSON lines on stderr. SIGTERM or SIGINT stops the agent and leaves the
+engines running (the next agent adopts them); to stop a node's engines, drain it.
+
+Options:
+  --control URL          the control plane's URL (env LLMGW_CONTROL_URL)
+  --token T              join token (prefer env LLMGW_JOIN_TOKEN: flags show in ps)
+  --node-id ID           node id (default: the host name)
+  --state-dir DIR        node token, pid files, engine logs (default: ${DEFAULT_STATE_DIR})
+  --nvidia-smi PATH      nvidia-smi executable (default: nvidia-smi on PATH)
+  --sysfs-root DIR       sysfs root (default: /sys)
+  --fabric NAME=HCA,...  assign adapters to an operator-named fabric (repeatable)
+  --config FILE          agent config file (JSON: nvidia_smi, sysfs_root, fabrics)
+  --label KEY=VALUE      a node label for deployments' selectors (repeatable)
+  --mgmt-addr ADDR       management address (default: the default route's)
+  --mgmt-interface IF    management interface, NCCL's bootstrap interface
+  --listen HOST:PORT     local API address (default: ${DEFAULT_LISTEN.hostname}:${DEFAULT_LISTEN.port})
+  --local-token T        local API token (prefer env LLMGW_LOCAL_TOKEN; default:
+                         generated once into <state-dir>/local_token)
+  --engine-plugins DIR   directory of executable engine plugins (repeatable;
+                         also env LLMGW_ENGINE_PLUGINS, colon-separated)
+`;
+
+const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/;
+
+/** Parses `KEY=VALUE` labels; a key given twice is a mistake. */
+export function parseLabels(flags: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const flag of flags) {
+    const eq = flag.indexOf("=");
+    const key = eq === -1 ? flag : flag.slice(0, eq);
+    if (eq === -1 || !LABEL_KEY.test(key)) {
+      throw new UsageError(
+        `agent run: --label "${flag}": expected KEY=VALUE with a key of letters, digits, '.', '_', '/', '-'`,
+      );
+    }
+    const value = flag.slice(eq + 1);
+    if (value.length > 253) throw new UsageError(`agent run: --label ${key}: value too long`);
+    if (key in labels) throw new UsageError(`agent run: --label ${key} given twice`);
+    labels[key] = value;
+  }
+  return labels;
+}
+
+/** Parses `HOST:PORT` (`[::1]:9180` for IPv6). */
+export function parseListen(text: string): { hostname: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:\[\]]*)):(\d{1,5})$/.exec(text);
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port > 65535) {
+    throw new UsageError(`agent run: --listen "${text}": expected HOST:PORT, e.g. 0.0.0.0:9180`);
+  }
+  return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port };
+}
+
+function token(
+  name: string,
+  flag: string | undefined,
+  env: string | undefined,
+): string | undefined {
+  const t = flag ?? env;
+  if (t === undefined || t === "") return undefined;
+  if (/\s/.test(t)) throw new UsageError(`agent run: the ${name} contains whitespace`);
+  return t;
+}
+
+/**
+ * Turns the command line and environment into agent options (no side
+ * effects beyond reading `--config`).
+ *
+ * @throws {UsageError} Naming the flag that is wrong.
+ */
+export async function runOptions(
+  args: string[],
+  env: (name: string) => string | undefined,
+): Promise<AgentOptions | "help"> {
+  const { values, positionals } = parseFlags("agent run", args, {
+    control: { type: "string" },
+    token: { type: "string" },
+    "node-id": { type: "string" },
+    "state-dir": { type: "string" },
+    "nvidia-smi": { type: "string" },
+    "sysfs-root": { type: "string" },
+    fabric: { type: "string", multiple: true },
+    config: { type: "string" },
+    label: { type: "string", multiple: true },
+    "mgmt-addr": { type: "string" },
+    "mgmt-interface": { type: "string" },
+    listen: { type: "string" },
+    "local-token": { type: "string" },
+    "engine-plugins": { type: "string", multiple: true },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) return "help";
+  if (positionals.length > 0) {
+    throw new UsageError(`agent run: unexpected argument "${positionals[0]}"`);
+  }
+  const controlUrl = values.control ?? env("LLMGW_CONTROL_URL");
+  if (controlUrl === undefined || controlUrl === "") {
+    throw new UsageError("agent run: --control URL is required (or env LLMGW_CONTROL_URL)");
+  }
+  try {
+    const u = new URL(controlUrl);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
+  } catch {
+    throw new UsageError(`agent run: --control "${controlUrl}" is not an http(s) URL`);
+  }
+  const joinToken = token("join token", values.token, env("LLMGW_JOIN_TOKEN"));
+  if (joinToken === undefined) {
+    throw new UsageError("agent run: a join token is required: env LLMGW_JOIN_TOKEN or --token");
+  }
+  const localToken = token("local token", values["local-token"], env("LLMGW_LOCAL_TOKEN"));
+  if (values["node-id"] !== undefined) {
+    const problem = nodeIdProblem(values["node-id"]);
+    if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
+  }
+
+  let configFabrics: FabricConfig = {};
+  let nvidiaSmi = values["nvidia-smi"];
+  let sysfsRoot = values["sysfs-root"];
+  if (values.config !== undefined) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(values.config);
+    } catch (e) {
+      throw new UsageError(
+        `agent run: cannot read --config ${values.config}: ${
+          e instanceof Deno.errors.NotFound ? "no such file" : String(e)
+        }`,
+      );
+    }
+    try {
+      const config = resolveConfigPaths(parseAgentConfig(text, values.config), values.config);
+      configFabrics = config.fabrics ?? {};
+      nvidiaSmi ??= config.nvidia_smi;
+      sysfsRoot ??= config.sysfs_root;
+    } catch (e) {
+      if (e instanceof AgentConfigError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
+  let fabrics: FabricConfig;
+  try {
+    fabrics = mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag));
+  } catch (e) {
+    if (e instanceof FabricConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+  return {
+    controlUrl,
+    joinToken,
+    localToken,
+    nodeId: values["node-id"],
+    stateDir: values["state-dir"] ?? DEFAULT_STATE_DIR,
+    discovery: { nvidiaSmi, sysfsRoot, fabrics },
+    labels: parseLabels(values.label ?? []),
+    mgmtAddr: values["mgmt-addr"],
+    mgmtInterface: values["mgmt-interface"],
+    listen: values.listen === undefined ? DEFAULT_LISTEN : parseListen(values.listen),
+    pluginDirs: [...(values["engine-plugins"] ?? []), ...pluginDirsFromEnv()],
+  };
+}
+
+/**
+ * Runs the agent until SIGTERM or SIGINT; returns the exit code (0 after a
+ * clean stop, 1 when it could not start). Usage mistakes throw
+ * {@link UsageError} (exit code 2).
+ */
+export async function agentRunCommand(
+  args: string[],
+  io: { out: (t: string) => void; err: (t: string) => void },
+  version: string,
+): Promise<number> {
+  const options = await runOptions(args, (name) => Deno.env.get(name));
+  if (options === "help") {
+    io.out(RUN_USAGE);
+    return 0;
+  }
+  const log = createLogger(
+    "agent",
+    undefined,
+    () => [options.joinToken, options.localToken ?? ""].filter((s) => s !== ""),
+  );
+  let agent: Agent;
+  try {
+    agent = new Agent({ ...options, agentVersion: version });
+  } catch (e) {
+    if (e instanceof AgentError) throw new UsageError(`agent run: ${e.message}`);
+    throw e;
+  }
+
+  let signalled: (sig: Deno.Signal) => void = () => {};
+  const received = new Promise<Deno.Signal>((resolve) => (signalled = resolve));
+  let count = 0;
+  const handlers = (["SIGTERM", "SIGINT"] as const).map((sig) => {
+    const handler = () => {
+      count++;
+      if (count > 1) {
+        log.warn("second signal: exiting now; engines keep running", { signal: sig });
+        Deno.exit(sig === "SIGINT" ? 130 : 143);
+      }
+      signalled(sig);
+    };
+    Deno.addSignalListener(sig, handler);
+    return [sig, handler] as const;
+  });
+  try {
+    try {
+      await agent.start();
+    } catch (e) {
+      if (e instanceof AgentError) {
+        io.err(`llmgw: agent run: ${e.message}\n`);
+        return 1;
+      }
+      throw e;
+    }
+    log.info("agent running", { version, node_id: agent.nodeId, pid: Deno.pid });
+    const sig = await received;
+    log.info("stopping; engines keep running for the next agent to adopt", { signal: sig });
+    await agent.stop({ stopEngines: false });
+    return 0;
+  } finally {
+    for (const [sig, handler] of handlers) Deno.removeSignalListener(sig, handler);
+  }
+}
