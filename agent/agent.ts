@@ -96,6 +96,8 @@ export interface AgentOptions {
   mgmtAddr?: string;
   /** Management interface. Default: the one holding the management address. */
   mgmtInterface?: string;
+  /** First port of this node's engines (default 8000): set when several nodes share a host. */
+  httpPortBase?: number;
   /** Where the local API listens; null: no local API. Default 0.0.0.0:9180. */
   listen?: { hostname: string; port: number } | null;
   /** The URL the control plane reaches the local API on. Default: from `listen` and the address. */
@@ -489,7 +491,7 @@ export class Agent {
   }
 
   #registerRequest(): RegisterRequest {
-    return registerRequest(
+    const req = registerRequest(
       {
         nodeId: this.#nodeId,
         hostname: this.#hostname,
@@ -502,6 +504,9 @@ export class Agent {
       { gpus: this.#gpus, fabrics: this.#fabrics },
       this.#engineVersions,
     );
+    return this.#opts.httpPortBase === undefined
+      ? req
+      : { ...req, http_port_base: this.#opts.httpPortBase };
   }
 
   /**

@@ -66,15 +66,17 @@ async function run(nodes: number): Promise<void> {
     const cpu = cpuUsage(cpu0);
     const cpuPct = ((cpu.user + cpu.system) / 1e6 / seconds) * 100;
     console.log(
-      `| ${nodes.toLocaleString("en")} | ${(sent / seconds).toFixed(0)} | ${failed} | ${cpuPct.toFixed(0)}% | ${
-        (nodes / 5).toFixed(0)
-      } |`,
+      `| ${nodes.toLocaleString("en")} | ${(sent / seconds).toFixed(0)} | ${failed} | ${
+        cpuPct.toFixed(0)
+      }% | ${(nodes / 5).toFixed(0)} |`,
     );
   } finally {
     await control.close();
   }
 }
 
-console.log("| simulated nodes | heartbeats/s sustained | failed | CPU (control + clients, of one core) | needed at 5 s interval |");
+console.log(
+  "| simulated nodes | heartbeats/s sustained | failed | CPU (control + clients, of one core) | needed at 5 s interval |",
+);
 console.log("| --- | --- | --- | --- | --- |");
 for (const n of (Deno.args[1] ?? "1000,10000").split(",").map(Number)) await run(n);

@@ -25,8 +25,9 @@ Roles and commands:
   agent run         run the node agent (until SIGTERM/SIGINT; engines keep running)
   plan              place a deployment's replicas on a cluster file, explained
   schema deployment print the JSON Schema of deployment files
-  dev               show the simulated cluster's hardware (the all-in-one local cluster
-                    grows here: control plane and agents arrive with later releases)
+  dev [--dir DIR]   the all-in-one local cluster: control plane, agents on simulated
+                    hardware, the fake engine, sample deployments (Ctrl-C stops all)
+  dev machines      what discovery sees on the recorded and simulated machines
   version           print the version
   help              print this help
 

@@ -25,7 +25,10 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
     [["control", "fly"], 'control: unknown command "fly" (known: serve)'],
     [["nodes"], "nodes: no control plane: set LLMGW_URL or pass --url"],
     [["gateway", "serve"], "gateway: this release has no gateway commands yet"],
-    [["dev", "--node", "no_such_machine"], 'dev: no simulated machine "no_such_machine"'],
+    [
+      ["dev", "machines", "--node", "no_such_machine"],
+      'dev: no simulated machine "no_such_machine"',
+    ],
   ];
   for (const [args, message] of cases) {
     const r = await run(args);
@@ -37,10 +40,10 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
 });
 
 Deno.test("dev discovers one simulated node through the production path", async () => {
-  const r = await run(["dev", "--node", "h200_sxm_vm"]);
+  const r = await run(["dev", "machines", "--node", "h200_sxm_vm"]);
   assertEquals(r.err, "");
   assertEquals(r.code, 0);
-  assertStringIncludes(r.out, "=== node h200_sxm_vm ===");
+  assertStringIncludes(r.out, "=== h200_sxm_vm ===");
   assertStringIncludes(r.out, "h200-140g");
   assertStringIncludes(r.out, "roce-a");
 });

@@ -47,7 +47,7 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 const DesiredQuery = z.object({
-  node_id: z.string().min(1).max(128),
+  node_id: z.string().min(1).max(128).optional(),
   generation: z.coerce.number().int().min(0).default(0),
   wait_ms: z.coerce.number().int().min(0).max(60_000).default(0),
 });
@@ -126,8 +126,19 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   });
   app.get("/v1/agent/desired", async (c) => {
     const q = parse(DesiredQuery, c.req.query(), "Cannot read desired state");
-    await requireNode(c, q.node_id);
-    return c.json(await cp.desired(q.node_id, q.generation, q.wait_ms, c.req.raw.signal));
+    let nodeId = q.node_id;
+    if (nodeId === undefined) {
+      // The node credential says which node asks (protocol/agent_protocol.ts).
+      const token = bearer(c.req.header("authorization"));
+      if (token === null) throw new ApiError(401, "unauthorized", "a node credential is required");
+      const found = await cp.nodeForToken(token);
+      if (found === null) {
+        throw new ApiError(403, "forbidden", "this token is no node's credential");
+      }
+      nodeId = found;
+    }
+    await requireNode(c, nodeId);
+    return c.json(await cp.desired(nodeId, q.generation, q.wait_ms, c.req.raw.signal));
   });
 
   // Admin API (plan §11).

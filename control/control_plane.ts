@@ -203,6 +203,7 @@ export class ControlPlane {
       hostname: r.hostname,
       mgmt_addr: r.mgmt_addr,
       mgmt_interface: r.mgmt_interface,
+      ...(r.http_port_base === undefined ? {} : { http_port_base: r.http_port_base }),
       labels: { ...r.labels, ...n.label_overrides },
       gpus: r.gpus,
       fabrics: r.fabrics,
@@ -262,6 +263,16 @@ export class ControlPlane {
         heartbeat_interval_ms: this.inventory.thresholds.heartbeat_interval_ms,
       };
     });
+  }
+
+  /**
+   * The node a credential belongs to, or null. Looked up by the token's
+   * hash: the lookup learns nothing an attacker could use about the secret.
+   */
+  async nodeForToken(token: string): Promise<string | null> {
+    const hash = await hashToken(token);
+    for (const n of this.#nodes.values()) if (n.token_hash === hash) return n.id;
+    return null;
   }
 
   /** True when `token` is the node's credential. */

@@ -56,11 +56,12 @@ export function shardLaunches(
   if (leaderNode === undefined) {
     throw new RangeError(`Cannot build launches: no node ${leader.node}`);
   }
+  const httpBase = (n: ClusterNode) => n.http_port_base ?? ports.http_base;
   const world = {
     nodes: placed.shards.length,
     leader_addr: leaderNode.mgmt_addr,
     rendezvous_port: shardPort(ports.rendezvous_base, leader.gpu_indices),
-    leader_http_port: shardPort(ports.http_base, leader.gpu_indices),
+    leader_http_port: shardPort(httpBase(leaderNode), leader.gpu_indices),
   };
   return placed.shards.map((s) => {
     const node = nodes.get(s.node);
@@ -97,7 +98,7 @@ export function shardLaunches(
         ? null
         : { name: s.fabric, ports: s.hca_ports.map((p) => ({ ...p })) },
       node: { id: node.id, mgmt_addr: node.mgmt_addr, mgmt_interface: node.mgmt_interface },
-      port: shardPort(ports.http_base, s.gpu_indices),
+      port: shardPort(httpBase(node), s.gpu_indices),
       engine_version: node.engine_versions?.[placed.engine] ?? null,
     };
   });

@@ -67,6 +67,10 @@ export const RegisterRequestSchema = z.object({
   hostname: z.string().min(1).max(253),
   mgmt_addr: z.string().min(1).max(64),
   mgmt_interface: z.string().max(15).nullable(),
+  http_port_base: z.number().int().min(1024).max(64000).optional()
+    .describe(
+      "First port of this node's engines (default 8000): several nodes on one host need different ones.",
+    ),
   agent_url: z.string().url().nullable().describe("The agent's local API (logs, status)."),
   labels: z.record(z.string().max(253), z.string().max(253)),
   gpus: z.array(GpuReportSchema).max(1024),
