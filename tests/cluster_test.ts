@@ -1,0 +1,227 @@
+/**
+ * The cluster comes alive (issue #6): a control plane with its SQLite store,
+ * agents on simulated hardware running the fake engine, driven through the
+ * admin API. Real engine processes on loopback; every one is stopped by the
+ * test, by process group, even when it fails.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { Agent } from "../agent/agent.ts";
+import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
+import { SqliteStore } from "../control/sqlite_store.ts";
+import { type RunningControl, startControl } from "../control/serve_command.ts";
+import type { ReplicaView } from "../control/control_plane.ts";
+import { groupMembers } from "../supervisor/proc.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const ADMIN = "test-admin-token";
+const JOIN = "test-join-token";
+
+async function withCluster(
+  fn: (ctx: {
+    control: () => RunningControl;
+    restartControl: () => Promise<void>;
+    agents: Map<string, Agent>;
+    startAgent: (id: string, machine: string, portBase: number) => Promise<Agent>;
+    admin: (method: string, path: string, body?: unknown) => Promise<Response>;
+    pids: Set<number>;
+  }) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_cluster_test_" });
+  const pids = new Set<number>();
+  const open = () =>
+    startControl({
+      hostname: "127.0.0.1",
+      port: 0,
+      store: SqliteStore.open(join(dir, "llmgw.db")),
+      adminTokens: [ADMIN],
+      joinTokens: [JOIN],
+      thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 2_000, lost_after_ms: 4_000 },
+      reconcileMs: 200,
+    });
+  let control = await open();
+  let port = Number(new URL(control.url).port);
+  const agents = new Map<string, Agent>();
+  const startAgent = async (id: string, machine: string, portBase: number) => {
+    const configPath = join(ROOT, "tests/fixtures/sim", machine, "agent.json");
+    const config = resolveConfigPaths(
+      parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
+      configPath,
+    );
+    const agent = new Agent({
+      controlUrl: control.url,
+      joinToken: JOIN,
+      nodeId: id,
+      hostname: id,
+      stateDir: join(dir, "agents", id),
+      discovery: {
+        nvidiaSmi: config.nvidia_smi,
+        sysfsRoot: config.sysfs_root,
+        fabrics: config.fabrics,
+      },
+      mgmtAddr: "127.0.0.1",
+      mgmtInterface: "lo",
+      httpPortBase: portBase,
+      listen: null,
+      retry: { initialMs: 100, maxMs: 500, factor: 2 },
+      supervisor: {
+        tickMs: 100,
+        env: {
+          PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+          FAKE_ENGINE_LOAD_SECONDS: "0.5",
+          FAKE_ENGINE_ACCESS_LOG: "0",
+        },
+      },
+      logSink: () => {},
+    });
+    await agent.start();
+    agents.set(id, agent);
+    return agent;
+  };
+  const admin = (method: string, path: string, body?: unknown) =>
+    fetch(`${control.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  try {
+    await fn({
+      control: () => control,
+      restartControl: async () => {
+        await control.close();
+        // Same port, so agents find it again.
+        control = await startControl({
+          hostname: "127.0.0.1",
+          port,
+          store: SqliteStore.open(join(dir, "llmgw.db")),
+          adminTokens: [ADMIN],
+          joinTokens: [JOIN],
+          thresholds: {
+            heartbeat_interval_ms: 300,
+            unreachable_after_ms: 2_000,
+            lost_after_ms: 4_000,
+          },
+          reconcileMs: 200,
+        });
+        port = Number(new URL(control.url).port);
+      },
+      agents,
+      startAgent,
+      admin,
+      pids,
+    });
+  } finally {
+    for (const a of agents.values()) {
+      for (const s of a.status().shards) if (s.pid !== null) pids.add(s.pid);
+      await a.stop({ stopEngines: true }).catch(() => {});
+    }
+    await control.close().catch(() => {});
+    for (const pid of pids) {
+      try {
+        Deno.kill(-pid, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function replicas(
+  admin: (m: string, p: string) => Promise<Response>,
+): Promise<ReplicaView[]> {
+  return (await (await admin("GET", "/v1/replicas")).json()).replicas;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | null>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await probe();
+    if (v !== null) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const DEPLOYMENT = {
+  name: "demo",
+  model: "org/demo",
+  replicas: 2,
+  placement: "spread",
+  profiles: [
+    {
+      name: "h100-big",
+      engine: "vllm",
+      gpu_class: "h100-80g",
+      tensor_parallel: 16,
+      nodes: 2,
+      gpus_per_node: 8,
+    },
+    { name: "l40s-tp2", engine: "sglang", gpu_class: "l40s-45g", tensor_parallel: 2 },
+  ],
+};
+
+Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives; restart keeps engines; delete frees", async () => {
+  await withCluster(async ({ admin, startAgent, agents, pids, restartControl }) => {
+    await startAgent("h100-a", "dgx_h100_idle", 20000);
+    await startAgent("l40s-a", "l40s_4x", 21000);
+    await startAgent("a100-a", "hgx_a100_40g", 22000);
+    await until("three nodes", async () => {
+      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
+      return nodes.length === 3 ? nodes : null;
+    });
+    assertEquals((await admin("POST", "/v1/deployments", DEPLOYMENT)).status, 201);
+    const ready = await until("both replicas ready", async () => {
+      const rs = await replicas(admin);
+      return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
+    });
+    // The 2-node H100 profile cannot fit (one H100 node): both replicas fell
+    // back to the L40S node, on disjoint GPU pairs, and say why.
+    for (const r of ready) {
+      assertEquals(r.profile, "l40s-tp2");
+      assertEquals(r.shards.map((s) => s.node), ["l40s-a"]);
+      assertStringIncludes(r.explanation!.summary, 'profile "h100-big": 0/3 nodes fit');
+    }
+    assertEquals(ready.flatMap((r) => r.shards[0].gpu_indices).sort(), [0, 1, 2, 3]);
+    for (const r of ready) {
+      const models = await (await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`)).json();
+      assertEquals(models.data[0].id, "demo");
+    }
+    const before = agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort();
+    before.forEach((p) => pids.add(p));
+
+    // A cordon survives the agent re-registering and the control plane restarting.
+    assertEquals((await admin("POST", "/v1/nodes/a100-a/cordon")).status, 200);
+    await restartControl();
+    await until("nodes back", async () => {
+      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes as {
+        id: string;
+        state: string;
+      }[];
+      return nodes.length === 3 ? nodes : null;
+    });
+    const a100 = await (await admin("GET", "/v1/nodes/a100-a")).json();
+    assertEquals(a100.state, "cordoned");
+    // No engine restarted: the same processes serve after the restart.
+    await until("replicas ready again", async () => {
+      const rs = await replicas(admin);
+      return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
+    });
+    assertEquals(agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort(), before);
+
+    // Deleting the deployment stops its engines and frees their GPUs.
+    assertEquals((await admin("DELETE", "/v1/deployments/demo")).status, 200);
+    await until(
+      "engines stopped",
+      () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
+    );
+    const l40s = await (await admin("GET", "/v1/nodes/l40s-a")).json();
+    assertEquals(l40s.allocations, []);
+    const events = (await (await admin("GET", "/v1/events?limit=200")).json()).events as {
+      kind: string;
+    }[];
+    assertOk(events.some((e) => e.kind === "replica_placed"));
+    assertOk(events.some((e) => e.kind === "deployment_deleted"));
+  });
+});
