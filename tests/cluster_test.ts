@@ -225,3 +225,54 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
     assertOk(events.some((e) => e.kind === "deployment_deleted"));
   });
 });
+
+Deno.test("a node that disappears goes unreachable then lost; its replica is rebuilt elsewhere and fenced on return", async () => {
+  await withCluster(async ({ admin, startAgent, agents, pids }) => {
+    await startAgent("h100-a", "dgx_h100_idle", 23000);
+    await until(
+      "node a",
+      async () => ((await (await admin("GET", "/v1/nodes")).json()).nodes.length === 1
+        ? true
+        : null),
+    );
+    const d = {
+      name: "solo",
+      model: "org/solo",
+      replicas: 1,
+      profiles: [{ name: "h100-tp2", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 2 }],
+    };
+    assertEquals((await admin("POST", "/v1/deployments", d)).status, 201);
+    await until("ready on a", async () => {
+      const [r] = await replicas(admin);
+      return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
+    });
+    await startAgent("h100-b", "dgx_h100_idle", 24000);
+    const stale = agents.get("h100-a")!.status().shards[0].pid!;
+    pids.add(stale);
+    // The agent goes away; its engine keeps running (a partition, as the control plane sees it).
+    await agents.get("h100-a")!.stop({ stopEngines: false });
+    agents.delete("h100-a");
+    await until("node a unreachable", async () => {
+      const n = await (await admin("GET", "/v1/nodes/h100-a")).json();
+      return n.state === "unreachable" ? n : null;
+    });
+    const moved = await until("replica rebuilt on b", async () => {
+      const [r] = await replicas(admin);
+      return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
+    });
+    const lost = await (await admin("GET", "/v1/nodes/h100-a")).json();
+    assertEquals(lost.state, "lost");
+    assertEquals(moved.shards[0].node, "h100-b");
+    // The node returns: it adopts its old engine, then its new desired state
+    // (a newer generation) no longer holds that shard, so it is stopped.
+    await startAgent("h100-a", "dgx_h100_idle", 23000);
+    await until(
+      "stale shard stopped",
+      () => Promise.resolve(groupMembers(stale).length === 0 ? true : null),
+    );
+    const back = await (await admin("GET", "/v1/nodes/h100-a")).json();
+    assertEquals(back.state, "ready");
+    const [still] = await replicas(admin);
+    assertEquals([still.state, still.shards[0].node], ["ready", "h100-b"]);
+  });
+});
