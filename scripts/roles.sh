@@ -2,12 +2,13 @@
 # agent: runs nvidia-smi and engines, reads sysfs, writes pid files and logs, talks HTTP, and
 # reads /proc/<pid> to fingerprint its engines (plan §9.2), which Deno grants only with
 # --allow-all: the one role that cannot be narrowed.
-# control: serves HTTP, keeps its store on disk. gateway: serves and proxies HTTP.
+# control: serves HTTP, keeps its store on disk, runs engine plugin executables (describe).
+# gateway: serves and proxies HTTP.
 ROLES="agent control gateway"
 perms_for() {
   case "$1" in
     agent) echo "--allow-all" ;;
-    control) echo "--allow-read --allow-write --allow-net --allow-env" ;;
+    control) echo "--allow-read --allow-write --allow-net --allow-env --allow-run" ;;
     gateway) echo "--allow-read --allow-net --allow-env" ;;
   esac
 }
