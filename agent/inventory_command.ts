@@ -4,13 +4,8 @@
  * @module
  */
 import { parseFlags, UsageError } from "../cli/usage_error.ts";
-import {
-  discoverInventory,
-  type FabricConfig,
-  FabricConfigError,
-  parseFabricFlag,
-} from "../discovery/mod.ts";
-import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
+import { discoverInventory } from "../discovery/mod.ts";
+import { discoverySettings } from "./discovery_flags.ts";
 import { formatInventory } from "./inventory_table.ts";
 
 /** Usage text of the command. */
@@ -48,37 +43,7 @@ export async function inventoryCommand(
   if (positionals.length > 0) {
     throw new UsageError(`agent inventory: unexpected argument "${positionals[0]}"`);
   }
-  let configFabrics: FabricConfig = {};
-  let nvidiaSmi = values["nvidia-smi"];
-  let sysfsRoot = values["sysfs-root"];
-  if (values.config !== undefined) {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(values.config);
-    } catch (e) {
-      throw new UsageError(
-        `agent inventory: cannot read --config ${values.config}: ${
-          e instanceof Deno.errors.NotFound ? "no such file" : String(e)
-        }`,
-      );
-    }
-    try {
-      const config = resolveConfigPaths(parseAgentConfig(text, values.config), values.config);
-      configFabrics = config.fabrics ?? {};
-      nvidiaSmi ??= config.nvidia_smi;
-      sysfsRoot ??= config.sysfs_root;
-    } catch (e) {
-      if (e instanceof AgentConfigError) throw new UsageError(e.message);
-      throw e;
-    }
-  }
-  let fabrics: FabricConfig;
-  try {
-    fabrics = mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag));
-  } catch (e) {
-    if (e instanceof FabricConfigError) throw new UsageError(e.message);
-    throw e;
-  }
+  const { nvidiaSmi, sysfsRoot, fabrics } = await discoverySettings("agent inventory", values);
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {
     const s = Number(values.timeout);

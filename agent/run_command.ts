@@ -7,10 +7,9 @@
  * @module
  */
 import { parseFlags, UsageError } from "../cli/usage_error.ts";
-import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
 import { Agent, AgentError, type AgentOptions, DEFAULT_LISTEN, nodeIdProblem } from "./agent.ts";
-import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
+import { discoverySettings } from "./discovery_flags.ts";
 import { createLogger } from "./log.ts";
 
 /** The state directory when none is given. */
@@ -136,37 +135,7 @@ export async function runOptions(
     if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
   }
 
-  let configFabrics: FabricConfig = {};
-  let nvidiaSmi = values["nvidia-smi"];
-  let sysfsRoot = values["sysfs-root"];
-  if (values.config !== undefined) {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(values.config);
-    } catch (e) {
-      throw new UsageError(
-        `agent run: cannot read --config ${values.config}: ${
-          e instanceof Deno.errors.NotFound ? "no such file" : String(e)
-        }`,
-      );
-    }
-    try {
-      const config = resolveConfigPaths(parseAgentConfig(text, values.config), values.config);
-      configFabrics = config.fabrics ?? {};
-      nvidiaSmi ??= config.nvidia_smi;
-      sysfsRoot ??= config.sysfs_root;
-    } catch (e) {
-      if (e instanceof AgentConfigError) throw new UsageError(e.message);
-      throw e;
-    }
-  }
-  let fabrics: FabricConfig;
-  try {
-    fabrics = mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag));
-  } catch (e) {
-    if (e instanceof FabricConfigError) throw new UsageError(e.message);
-    throw e;
-  }
+  const { nvidiaSmi, sysfsRoot, fabrics } = await discoverySettings("agent run", values);
   return {
     controlUrl,
     joinToken,

@@ -8,9 +8,8 @@
  * @module
  */
 import { DeploymentError, parseDeploymentText } from "../deployment/load.ts";
-import type { ClassFacts } from "../deployment/validate.ts";
+import { classFacts } from "../deployment/validate.ts";
 import { ClusterFileError, parseClusterFile } from "../inventory/cluster_file.ts";
-import type { ClusterNode } from "../inventory/types.ts";
 import { applyPlacement, explanationLines, indexCluster, place } from "../placement/mod.ts";
 import { formatPath } from "../validation/issues.ts";
 import { renderTable } from "../agent/inventory_table.ts";
@@ -37,20 +36,6 @@ Options:
 Each placed shard shows the command and environment it would run with.
 Exit codes: 0 all placed, 3 some unschedulable or unable to start, 2 bad input.
 `;
-
-/** The GPU classes of a cluster and their compute capabilities, for validation. */
-export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
-  const map = new Map<string, Set<string>>();
-  for (const n of nodes) {
-    for (const g of n.gpus) {
-      if (g.class === null) continue;
-      let s = map.get(g.class);
-      if (s === undefined) map.set(g.class, s = new Set());
-      if (g.compute_capability !== null) s.add(g.compute_capability);
-    }
-  }
-  return { computeCapabilities: map };
-}
 
 /** Runs the command; returns the exit code. */
 export async function planCommand(

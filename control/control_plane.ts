@@ -11,7 +11,7 @@
  */
 import { DeploymentError, parseDeployment } from "../deployment/load.ts";
 import type { Deployment } from "../deployment/schema.ts";
-import type { DeploymentIssue } from "../deployment/validate.ts";
+import { classFacts, type DeploymentIssue } from "../deployment/validate.ts";
 import { shardLaunches } from "../engines/launch.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
@@ -378,7 +378,7 @@ export class ControlPlane {
       try {
         loaded = parseDeployment(raw, "request body", {
           knownEngines: this.#knownEngines,
-          classes: this.#classFacts(),
+          classes: classFacts(this.inventory.snapshot()),
         });
       } catch (e) {
         if (e instanceof DeploymentError) {
@@ -520,19 +520,6 @@ export class ControlPlane {
       shards,
       explanation: r.explanation,
     };
-  }
-
-  #classFacts() {
-    const map = new Map<string, Set<string>>();
-    for (const n of this.inventory.snapshot()) {
-      for (const g of n.gpus) {
-        if (g.class === null) continue;
-        let s = map.get(g.class);
-        if (s === undefined) map.set(g.class, s = new Set());
-        if (g.compute_capability !== null) s.add(g.compute_capability);
-      }
-    }
-    return { computeCapabilities: map };
   }
 
   // ---- the reconciler (plan §11) ----

@@ -13,6 +13,7 @@ export {
 export {
   BUILTIN_ENGINES,
   type ClassFacts,
+  classFacts,
   compareComputeCapability,
   type DeploymentIssue,
   FP8_MIN_COMPUTE_CAPABILITY,

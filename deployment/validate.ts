@@ -5,6 +5,7 @@
  * @module
  */
 import type { FieldPath, InputIssue } from "../validation/issues.ts";
+import type { ClusterNode } from "../inventory/types.ts";
 import type { Deployment, Profile } from "./schema.ts";
 
 /** One problem with a deployment. */
@@ -130,4 +131,18 @@ function arithmeticErrors(p: Profile): { field: string; message: string }[] {
     });
   }
   return out;
+}
+
+/** The GPU classes of a cluster and the compute capabilities seen for each, for validation. */
+export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
+  const map = new Map<string, Set<string>>();
+  for (const n of nodes) {
+    for (const g of n.gpus) {
+      if (g.class === null) continue;
+      let s = map.get(g.class);
+      if (s === undefined) map.set(g.class, s = new Set());
+      if (g.compute_capability !== null) s.add(g.compute_capability);
+    }
+  }
+  return { computeCapabilities: map };
 }

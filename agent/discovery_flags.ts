@@ -1,0 +1,78 @@
+/**
+ * The discovery flags `llmgw agent inventory` and `llmgw agent run` share:
+ * `--config FILE`, `--nvidia-smi`, `--sysfs-root` and `--fabric` (plan §5.2,
+ * §5.5). Flags win over the config file; a `--fabric` replaces the config's
+ * fabric of the same name.
+ *
+ * @module
+ */
+import { UsageError } from "../cli/usage_error.ts";
+import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
+import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
+
+/** The flag values as node:util parseArgs gives them. */
+export interface DiscoveryFlagValues {
+  /** `--config FILE`. */
+  config?: string;
+  /** `--nvidia-smi PATH`. */
+  "nvidia-smi"?: string;
+  /** `--sysfs-root DIR`. */
+  "sysfs-root"?: string;
+  /** `--fabric NAME=HCA,…`, repeatable. */
+  fabric?: string[];
+}
+
+/** Where discovery reads from and the fabric assignment, resolved. */
+export interface DiscoverySettings {
+  /** nvidia-smi executable, when set. */
+  nvidiaSmi?: string;
+  /** sysfs root, when set. */
+  sysfsRoot?: string;
+  /** Fabric name → adapters. */
+  fabrics: FabricConfig;
+}
+
+/**
+ * Reads the config file (if any) and merges the flags over it.
+ *
+ * @throws {UsageError} Naming the command, the file or flag, and what is wrong.
+ */
+export async function discoverySettings(
+  command: string,
+  values: DiscoveryFlagValues,
+): Promise<DiscoverySettings> {
+  let configFabrics: FabricConfig = {};
+  let nvidiaSmi = values["nvidia-smi"];
+  let sysfsRoot = values["sysfs-root"];
+  if (values.config !== undefined) {
+    let text: string;
+    try {
+      text = await Deno.readTextFile(values.config);
+    } catch (e) {
+      throw new UsageError(
+        `${command}: cannot read --config ${values.config}: ${
+          e instanceof Deno.errors.NotFound ? "no such file" : String(e)
+        }`,
+      );
+    }
+    try {
+      const config = resolveConfigPaths(parseAgentConfig(text, values.config), values.config);
+      configFabrics = config.fabrics ?? {};
+      nvidiaSmi ??= config.nvidia_smi;
+      sysfsRoot ??= config.sysfs_root;
+    } catch (e) {
+      if (e instanceof AgentConfigError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
+  try {
+    return {
+      nvidiaSmi,
+      sysfsRoot,
+      fabrics: mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag)),
+    };
+  } catch (e) {
+    if (e instanceof FabricConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+}

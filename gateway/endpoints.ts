@@ -1,0 +1,180 @@
+/**
+ * The gateway's table of ready endpoints (plan §12): where traffic for each
+ * served model may go, with per-endpoint outstanding-request counters and a
+ * "suspect" mark, and the least-outstanding, power-of-two-choices pick.
+ *
+ * Only endpoints the control plane reports READY enter the table (plan §1.1
+ * rule 5: traffic goes only to a replica whose weights are loaded); the table
+ * never adds an endpoint on its own.
+ *
+ * Suspect rule: the proxy marks an endpoint suspect when a connection to it
+ * fails or its response dies mid-stream. While marked, {@link EndpointTable.choose}
+ * skips it as long as the model has a non-suspect endpoint (so a model with a
+ * single endpoint keeps being served). The mark is cleared only by
+ * {@link EndpointTable.setEndpoints}: a fresh list from the control plane that
+ * still contains the endpoint at least `suspectMs` (default 10 s) after it was
+ * marked. An endpoint that leaves the list is dropped with its mark; if it
+ * comes back, it comes back clean.
+ *
+ * @module
+ */
+
+/** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
+export interface EndpointSpec {
+  /** Served model name (the `model` clients send). */
+  model: string;
+  /** Replica id. */
+  replica_id: string;
+  /** Base URL of the replica's rank-0 engine, `http://addr:port`. */
+  url: string;
+}
+
+/** An endpoint in the table, with its live counters. */
+export interface Endpoint extends EndpointSpec {
+  /** Identity across table updates: replica id and URL. */
+  readonly key: string;
+  /** Requests dispatched and not yet finished. */
+  outstanding: number;
+  /** Requests dispatched in total (for tests and metrics). */
+  dispatched: number;
+  /** When it was marked suspect (ms since epoch), or null. */
+  suspectSince: number | null;
+}
+
+/** A uniform random number in [0, 1), like `Math.random`. */
+export type RandomSource = () => number;
+
+/** Settings of {@link EndpointTable}. */
+export interface EndpointTableOptions {
+  /** Random source for the two choices (tests inject a deterministic one). */
+  random?: RandomSource;
+  /** Clock in ms (tests inject one). */
+  now?: () => number;
+  /** How long a suspect mark lasts at least, in ms (default 10 000). */
+  suspectMs?: number;
+}
+
+/** The identity of an endpoint across updates. */
+export function endpointKey(e: EndpointSpec): string {
+  return `${e.replica_id} ${e.url}`;
+}
+
+/**
+ * Least outstanding with power of two choices (plan §12), pure: draws two
+ * distinct candidates at random and returns the one with fewer outstanding
+ * requests (the first drawn on a tie). One candidate is returned as is; none
+ * gives null.
+ */
+export function pickTwoChoices<T extends { outstanding: number }>(
+  candidates: readonly T[],
+  random: RandomSource,
+): T | null {
+  const n = candidates.length;
+  if (n === 0) return null;
+  if (n === 1) return candidates[0];
+  const i = Math.min(n - 1, Math.floor(random() * n));
+  let j = Math.min(n - 2, Math.floor(random() * (n - 1)));
+  if (j >= i) j++;
+  const a = candidates[i];
+  const b = candidates[j];
+  return b.outstanding < a.outstanding ? b : a;
+}
+
+/** The in-memory endpoint table (plan §12). */
+export class EndpointTable {
+  #byModel = new Map<string, Endpoint[]>();
+  #models = new Set<string>();
+  readonly #random: RandomSource;
+  readonly #now: () => number;
+  readonly #suspectMs: number;
+
+  /** Creates an empty table. */
+  constructor(options: EndpointTableOptions = {}) {
+    this.#random = options.random ?? Math.random;
+    this.#now = options.now ?? Date.now;
+    this.#suspectMs = options.suspectMs ?? 10_000;
+  }
+
+  /**
+   * Replaces the whole set of ready endpoints at once. Endpoints already in
+   * the table (same replica id and URL) keep their counters; their suspect
+   * mark is cleared when it is older than `suspectMs`. `knownModels` are the
+   * served names of all deployments, ready or not: a known model with no
+   * ready endpoint answers 503 rather than 404. Models of `list` are always
+   * known; without `knownModels`, models known before stay known.
+   */
+  setEndpoints(list: readonly EndpointSpec[], knownModels?: Iterable<string>): void {
+    const old = new Map<string, Endpoint>();
+    for (const eps of this.#byModel.values()) for (const e of eps) old.set(e.key, e);
+    const now = this.#now();
+    const next = new Map<string, Endpoint[]>();
+    const seen = new Set<string>();
+    for (const spec of list) {
+      const key = endpointKey(spec);
+      if (seen.has(`${spec.model}\n${key}`)) continue;
+      seen.add(`${spec.model}\n${key}`);
+      let e = old.get(key);
+      if (e === undefined || e.model !== spec.model) {
+        e = { ...spec, key, outstanding: 0, dispatched: 0, suspectSince: null };
+      } else if (e.suspectSince !== null && now - e.suspectSince >= this.#suspectMs) {
+        e.suspectSince = null;
+      }
+      const eps = next.get(spec.model) ?? [];
+      eps.push(e);
+      next.set(spec.model, eps);
+    }
+    const models = knownModels === undefined ? new Set(this.#models) : new Set(knownModels);
+    for (const m of next.keys()) models.add(m);
+    this.#byModel = next;
+    this.#models = models;
+  }
+
+  /** Whether `model` is a served name the gateway knows (ready or not). */
+  isKnown(model: string): boolean {
+    return this.#models.has(model);
+  }
+
+  /** Models with at least one ready endpoint, sorted. */
+  readyModels(): string[] {
+    return [...this.#byModel.keys()].sort();
+  }
+
+  /** The endpoints of `model` (live objects; do not mutate). */
+  endpoints(model: string): readonly Endpoint[] {
+    return this.#byModel.get(model) ?? [];
+  }
+
+  /** Every endpoint in the table (live objects; do not mutate). */
+  all(): Endpoint[] {
+    return [...this.#byModel.values()].flat();
+  }
+
+  /**
+   * Picks an endpoint for `model` (plan §12): among endpoints whose key is
+   * not in `exclude`, the non-suspect ones if any, else the suspect ones;
+   * then {@link pickTwoChoices}. Does not count the request: call
+   * {@link EndpointTable.acquire} on the result.
+   */
+  choose(model: string, exclude: ReadonlySet<string> = new Set()): Endpoint | null {
+    const open = this.endpoints(model).filter((e) => !exclude.has(e.key));
+    const healthy = open.filter((e) => e.suspectSince === null);
+    return pickTwoChoices(healthy.length > 0 ? healthy : open, this.#random);
+  }
+
+  /** Counts a request dispatched to `e`; returns a release function that is safe to call twice. */
+  acquire(e: Endpoint): () => void {
+    e.outstanding++;
+    e.dispatched++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      e.outstanding--;
+    };
+  }
+
+  /** Marks `e` suspect (a failed connection or a response that died mid-stream). */
+  markSuspect(e: Endpoint): void {
+    e.suspectSince = this.#now();
+  }
+}
