@@ -13,6 +13,8 @@ import { HeartbeatRequestSchema, RegisterRequestSchema } from "../protocol/agent
 import { zodIssues } from "../validation/issues.ts";
 import { ApiError } from "./api_error.ts";
 import type { ControlPlane } from "./control_plane.ts";
+import { HttpStats, renderMetrics } from "./metrics.ts";
+import { openApiDocument } from "./openapi.ts";
 import { bearer, tokenMatches } from "./tokens.ts";
 
 /** Who may call what: tokens are given hashed. */
@@ -66,6 +68,18 @@ const NameParam = z.string().regex(
 /** Builds the control plane's Hono app. */
 export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   const app = new Hono();
+  const stats = new HttpStats();
+  app.use("*", async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    // The route pattern, not the path: ids must not multiply the series.
+    stats.record(
+      c.req.method,
+      c.req.routePath ?? "unmatched",
+      c.res.status,
+      (performance.now() - t0) / 1000,
+    );
+  });
   app.use(
     "*",
     bodyLimit({
@@ -188,6 +202,15 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
     return c.json({ events: await cp.events(q) });
   });
   admin.get("/endpoints", (c) => c.json({ endpoints: cp.readyEndpoints() }));
+  admin.post("/plan", async (c) => c.json({ replicas: cp.dryRun(await jsonBody(c)) }));
   app.route("/v1", admin);
+  app.get("/metrics", async (c) => {
+    await requireAdmin(c);
+    return c.text(renderMetrics(cp, stats), 200, { "content-type": "text/plain; version=0.0.4" });
+  });
+  app.get("/openapi.json", async (c) => {
+    await requireAdmin(c);
+    return c.json(openApiDocument());
+  });
   return app;
 }

@@ -185,3 +185,36 @@ Deno.test("healthz needs no token", async () => {
   const { call } = await setup();
   assertEquals((await call("GET", "/healthz", null)).status, 200);
 });
+
+Deno.test("metrics, the OpenAPI document and the placement dry run", async () => {
+  const { cp, call } = await setup();
+  await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT);
+  await cp.reconcile();
+  assertEquals((await call("GET", "/metrics", null)).status, 401);
+  const metrics = await (await call("GET", "/metrics", ADMIN)).text();
+  assertStringIncludes(metrics, 'llmgw_nodes{state="ready"} 1');
+  assertStringIncludes(metrics, 'llmgw_gpus{class="rtx4090-24g",status="allocated"} 4');
+  assertStringIncludes(metrics, 'llmgw_gpus{class="rtx4090-24g",status="free"} 4');
+  assertStringIncludes(metrics, "llmgw_placements_total 2");
+  assertStringIncludes(metrics, 'route="/v1/deployments"');
+  const doc = await (await call("GET", "/openapi.json", ADMIN)).json();
+  assertEquals(doc.openapi, "3.1.0");
+  assertOk(
+    doc.paths["/v1/deployments"].post.requestBody.content["application/json"].schema.properties
+      .profiles,
+  );
+  // The dry run places on what is left (4 free GPUs: two tp2 replicas) and changes nothing.
+  const dry = await (await call("POST", "/v1/plan", ADMIN, {
+    ...DEPLOYMENT,
+    name: "other",
+    served_model_name: "o",
+    replicas: 3,
+  })).json();
+  assertEquals(dry.replicas.map((r: { status: string }) => r.status), [
+    "placed",
+    "placed",
+    "unschedulable",
+  ]);
+  assertEquals(cp.replicas().length, 2);
+});

@@ -17,7 +17,7 @@ import type { ClusterNode } from "../inventory/types.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
-import type { Explanation, Placed } from "../placement/types.ts";
+import type { Explanation, Placed, PlacementResult } from "../placement/types.ts";
 import type {
   DesiredShardWire,
   DesiredState,
@@ -98,6 +98,8 @@ export interface ReadyEndpoint {
 
 /** The control plane. */
 export class ControlPlane {
+  /** Placement outcomes since start, for /metrics. */
+  readonly counters = { placements: 0, unschedulable: 0 };
   readonly inventory: InventoryStore;
   readonly #store: ControlStore;
   readonly #knownEngines: ReadonlySet<string> | undefined;
@@ -467,6 +469,34 @@ export class ControlPlane {
     return this.#store.listEvents(q);
   }
 
+  /**
+   * A placement dry run against the live inventory (plan §7): where each
+   * replica of `raw` would go now, with explanations; nothing changes.
+   */
+  dryRun(raw: unknown): PlacementResult[] {
+    let loaded;
+    try {
+      loaded = parseDeployment(raw, "request body", {
+        knownEngines: this.#knownEngines,
+        classes: classFacts(this.inventory.snapshot()),
+      });
+    } catch (e) {
+      if (e instanceof DeploymentError) {
+        throw ApiError.fromIssues("Cannot use deployment", e.issues);
+      }
+      throw e;
+    }
+    const d = loaded.deployment;
+    const index = indexCluster(this.inventory.snapshot());
+    const out: PlacementResult[] = [];
+    for (let i = 0; i < d.replicas; i++) {
+      const r = place(index, d, `${d.name}-r${i}`, { detail: true });
+      if (r.status === "placed") applyPlacement(index, d.name, r.shards);
+      out.push(r);
+    }
+    return out;
+  }
+
   /** Rank-0 endpoints of ready replicas: where the gateway may send traffic (plan §12). */
   readyEndpoints(): ReadyEndpoint[] {
     const out: ReadyEndpoint[] = [];
@@ -641,11 +671,13 @@ export class ControlPlane {
             r.explanation = result.explanation;
             r.updated_at = now;
             await this.#store.putReplica(r);
+            this.counters.placements++;
             await this.#event("replica_placed", `replica/${r.id}`, result.explanation.summary);
           } else if (r.explanation?.summary !== result.explanation.summary) {
             r.explanation = result.explanation;
             r.updated_at = now;
             await this.#store.putReplica(r);
+            this.counters.unschedulable++;
             await this.#event(
               "replica_unschedulable",
               `replica/${r.id}`,
