@@ -504,9 +504,13 @@ export class Agent {
       { gpus: this.#gpus, fabrics: this.#fabrics },
       this.#engineVersions,
     );
+    // The control plane fetches shard logs from the local API with this token (`llmgw logs`).
+    const withToken = this.#agentUrl !== null && this.#localToken !== null
+      ? { ...req, agent_token: this.#localToken }
+      : req;
     return this.#opts.httpPortBase === undefined
-      ? req
-      : { ...req, http_port_base: this.#opts.httpPortBase };
+      ? withToken
+      : { ...withToken, http_port_base: this.#opts.httpPortBase };
   }
 
   /**

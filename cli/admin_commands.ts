@@ -23,6 +23,7 @@ export const ADMIN_USAGE =
   delete DEPLOYMENT                    stop its replicas and free their GPUs
   explain DEPLOYMENT                   why its replicas are where they are, or pending
   events [--json] [--limit N]          recent events
+  logs REPLICA [--shard N] [--lines N] a shard's recent log lines, from its agent
 `;
 
 /** Raised when the control plane answers with an error; the message is its message. */
@@ -76,6 +77,8 @@ const FLAGS = {
   json: { type: "boolean" },
   file: { type: "string", short: "f" },
   limit: { type: "string" },
+  shard: { type: "string" },
+  lines: { type: "string" },
 } as const;
 
 /** The admin verbs this module handles. */
@@ -90,6 +93,7 @@ export const ADMIN_VERBS: ReadonlySet<string> = new Set([
   "delete",
   "explain",
   "events",
+  "logs",
 ]);
 
 /** Runs one admin verb; returns the exit code. */
@@ -238,6 +242,27 @@ export async function adminCommand(
               .join("\n")
           ).join("\n\n"),
       );
+      return 0;
+    }
+    case "logs": {
+      const replica = arg(0, "REPLICA");
+      const shard = values.shard ?? "0";
+      const lines = values.lines ?? "100";
+      if (!/^\d+$/.test(shard) || !/^\d+$/.test(lines)) {
+        throw new UsageError("logs: --shard and --lines must be whole numbers");
+      }
+      const r = await request(
+        t,
+        "GET",
+        `/v1/replicas/${encodeURIComponent(replica)}/logs?shard=${shard}&lines=${lines}`,
+      ) as {
+        shard_id: string;
+        node: string;
+        state: string;
+        lines: string[];
+      };
+      if (values.json) out(JSON.stringify(r, null, 2) + "\n");
+      else out(`# shard ${r.shard_id} on ${r.node} (${r.state})\n${r.lines.join("\n")}\n`);
       return 0;
     }
     case "events": {

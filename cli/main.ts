@@ -9,6 +9,7 @@ import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_comm
 import { devCommand } from "./dev_command.ts";
 import { CONTROL_USAGE, controlServeCommand } from "../control/serve_command.ts";
 import { planCommand } from "./plan_command.ts";
+import { GATEWAY_USAGE, gatewayServeCommand } from "../gateway/serve_command.ts";
 import { deploymentJsonSchema } from "../deployment/schema.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -32,8 +33,8 @@ Roles and commands:
   help              print this help
 
   control serve     run the control plane (API, reconciler, store)
+  gateway serve     run the OpenAI-compatible gateway in front of ready replicas
 ${ADMIN_USAGE}
-The gateway role has no commands in this release.
 Run 'llmgw agent inventory --help' or 'llmgw agent run --help' for their options.
 `;
 
@@ -108,7 +109,12 @@ async function dispatch(args: string[], io: Io): Promise<number> {
       }
       throw new UsageError(`control: unknown command "${command}" (known: serve)`);
     case "gateway":
-      throw new UsageError(`${role}: this release has no ${role} commands yet`);
+      if (command === "serve") return await gatewayServeCommand(rest, io.out, io.err);
+      if (command === undefined || command === "help" || command === "--help") {
+        io.out(GATEWAY_USAGE);
+        return 0;
+      }
+      throw new UsageError(`gateway: unknown command "${command}" (known: serve)`);
     default:
       if (ADMIN_VERBS.has(role)) {
         try {

@@ -24,7 +24,7 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
     [["agent", "fly"], 'agent: unknown command "fly"'],
     [["control", "fly"], 'control: unknown command "fly" (known: serve)'],
     [["nodes"], "nodes: no control plane: set LLMGW_URL or pass --url"],
-    [["gateway", "serve"], "gateway: this release has no gateway commands yet"],
+    [["gateway", "fly"], 'gateway: unknown command "fly" (known: serve)'],
     [
       ["dev", "machines", "--node", "no_such_machine"],
       'dev: no simulated machine "no_such_machine"',

@@ -58,6 +58,10 @@ const EventsQuery = z.object({
   subject: z.string().max(256).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
+const LogsQuery = z.object({
+  shard: z.coerce.number().int().min(0).max(1023).default(0),
+  lines: z.coerce.number().int().min(1).max(10_000).default(100),
+});
 const ScaleBody = z.object({ replicas: z.number().int().min(0).max(10_000) }).strict();
 const NodeIdParam = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "must be a node id");
 const NameParam = z.string().regex(
@@ -203,6 +207,11 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   });
   admin.get("/endpoints", (c) => c.json({ endpoints: cp.readyEndpoints() }));
   admin.post("/plan", async (c) => c.json({ replicas: cp.dryRun(await jsonBody(c)) }));
+  admin.get("/replicas/:id/logs", async (c) => {
+    const q = parse(LogsQuery, c.req.query(), "Cannot fetch logs");
+    const id = parse(z.string().min(1).max(256), c.req.param("id"), "Cannot fetch logs");
+    return c.json(await cp.shardLogs(id, q.shard, q.lines));
+  });
   app.route("/v1", admin);
   app.get("/metrics", async (c) => {
     await requireAdmin(c);

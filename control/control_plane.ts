@@ -497,6 +497,70 @@ export class ControlPlane {
     return out;
   }
 
+  /**
+   * A shard's recent log lines, fetched from its agent's local API (plan §9.4):
+   * what `llmgw logs REPLICA` shows.
+   */
+  async shardLogs(
+    replicaId: string,
+    rank: number,
+    lines: number,
+  ): Promise<{ shard_id: string; node: string; state: string; lines: string[] }> {
+    const r = this.#replicas.get(replicaId);
+    if (r === undefined) throw new ApiError(404, "not_found", `no replica ${replicaId}`);
+    const shard = r.placement?.shards.find((s) => s.rank === rank);
+    if (shard === undefined) {
+      throw new ApiError(
+        404,
+        "not_found",
+        `replica ${replicaId} has no shard of rank ${rank} placed`,
+      );
+    }
+    const reg = this.#nodes.get(shard.node)?.registration;
+    if (reg?.agent_url === null || reg?.agent_url === undefined || reg.agent_token === undefined) {
+      throw new ApiError(
+        502,
+        "agent_unavailable",
+        `node ${shard.node}'s agent serves no local API the control plane can use`,
+      );
+    }
+    let res: Response;
+    try {
+      const url = new URL(
+        `v1/shards/${encodeURIComponent(shard.shard_id)}/logs?lines=${lines}`,
+        reg.agent_url.replace(/\/?$/, "/"),
+      );
+      res = await fetch(url, {
+        headers: { authorization: `Bearer ${reg.agent_token}` },
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (e) {
+      throw new ApiError(
+        502,
+        "agent_unreachable",
+        `cannot reach node ${shard.node}'s agent: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    const body = await res.json().catch(() => null) as {
+      state?: string;
+      lines?: unknown[];
+      error?: { message?: string };
+    } | null;
+    if (!res.ok || body === null || !Array.isArray(body.lines)) {
+      throw new ApiError(
+        502,
+        "agent_error",
+        `node ${shard.node}'s agent answered ${res.status}: ${body?.error?.message ?? "no log"}`,
+      );
+    }
+    return {
+      shard_id: shard.shard_id,
+      node: shard.node,
+      state: body.state ?? "unknown",
+      lines: body.lines.map(String),
+    };
+  }
+
   /** Rank-0 endpoints of ready replicas: where the gateway may send traffic (plan §12). */
   readyEndpoints(): ReadyEndpoint[] {
     const out: ReadyEndpoint[] = [];

@@ -18,7 +18,10 @@ export class BodyTooLarge extends Error {
  * declared `Content-Length` above `limit` before reading, and stopping as soon
  * as more than `limit` bytes arrived otherwise.
  */
-export async function readBodyLimited(req: Request, limit: number): Promise<Uint8Array> {
+export async function readBodyLimited(
+  req: Request,
+  limit: number,
+): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge(limit);
   if (req.body === null) return new Uint8Array(0);

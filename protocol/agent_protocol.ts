@@ -72,6 +72,8 @@ export const RegisterRequestSchema = z.object({
       "First port of this node's engines (default 8000): several nodes on one host need different ones.",
     ),
   agent_url: z.string().url().nullable().describe("The agent's local API (logs, status)."),
+  agent_token: z.string().min(16).max(256).optional()
+    .describe("The token the control plane presents to the agent's local API to fetch shard logs."),
   labels: z.record(z.string().max(253), z.string().max(253)),
   gpus: z.array(GpuReportSchema).max(1024),
   fabrics: z.array(FabricReportSchema).max(64),

@@ -63,7 +63,7 @@ async function withCluster(
       mgmtAddr: "127.0.0.1",
       mgmtInterface: "lo",
       httpPortBase: portBase,
-      listen: null,
+      listen: { hostname: "127.0.0.1", port: 0 },
       retry: { initialMs: 100, maxMs: 500, factor: 2 },
       supervisor: {
         tickMs: 100,
@@ -188,6 +188,12 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
       const models = await (await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`)).json();
       assertEquals(models.data[0].id, "demo");
     }
+    // A shard's log, fetched by the control plane from its agent (`llmgw logs`).
+    const logs = await (await admin("GET", `/v1/replicas/${ready[0].id}/logs?shard=0&lines=50`))
+      .json();
+    assertEquals(logs.node, "l40s-a");
+    assertOk(logs.lines.length > 0, "log lines from the fake engine");
+    assertEquals((await admin("GET", "/v1/replicas/nope-r0/logs")).status, 404);
     const before = agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort();
     before.forEach((p) => pids.add(p));
 

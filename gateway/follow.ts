@@ -1,0 +1,152 @@
+/**
+ * Following the control plane (plan §11, §12): the gateway polls
+ * `GET {control}/v1/endpoints` (ready rank-0 endpoints) and
+ * `GET {control}/v1/deployments` (served names, so that a deployment with no
+ * ready replica answers 503 rather than 404) and replaces its table.
+ *
+ * A failed poll keeps the last known set: the control plane being
+ * unreachable must not take traffic away from replicas that still serve.
+ *
+ * @module
+ */
+import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
+
+/** What one poll of the control plane returned. */
+export interface ControlSnapshot {
+  /** Ready endpoints. */
+  endpoints: EndpointSpec[];
+  /** Served model names of all deployments. */
+  models: string[];
+}
+
+function isEndpoint(v: unknown): v is EndpointSpec {
+  const o = v as Record<string, unknown>;
+  return typeof o === "object" && o !== null && typeof o.model === "string" &&
+    typeof o.replica_id === "string" && typeof o.url === "string" &&
+    /^https?:\/\//.test(o.url);
+}
+
+/**
+ * Fetches one snapshot from the control plane at `url` with `token`; throws
+ * on any failure (network, status, shape).
+ */
+export async function fetchSnapshot(
+  url: string,
+  token: string,
+  options: { fetch?: typeof fetch; timeoutMs?: number } = {},
+): Promise<ControlSnapshot> {
+  const f = options.fetch ?? fetch;
+  const get = async (path: string): Promise<unknown> => {
+    const res = await f(`${url.replace(/\/+$/, "")}${path}`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new Error(`GET ${path}: HTTP ${res.status}`);
+    }
+    return await res.json();
+  };
+  const [e, d] = await Promise.all([get("/v1/endpoints"), get("/v1/deployments")]);
+  const endpoints = (e as { endpoints?: unknown }).endpoints;
+  const deployments = (d as { deployments?: unknown }).deployments;
+  if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) {
+    throw new Error("GET /v1/endpoints: unexpected response shape");
+  }
+  if (!Array.isArray(deployments)) throw new Error("GET /v1/deployments: unexpected shape");
+  const models = deployments
+    .map((x) => (x as { spec?: { served_model_name?: unknown } })?.spec?.served_model_name)
+    .filter((m): m is string => typeof m === "string");
+  return {
+    endpoints: endpoints.map(({ model, replica_id, url }) => ({ model, replica_id, url })),
+    models,
+  };
+}
+
+/** Settings of {@link followControlPlane}. */
+export interface FollowOptions {
+  /** Poll period in ms (default 2 000). */
+  intervalMs?: number;
+  /** Timeout of one poll in ms (default 5 000). */
+  timeoutMs?: number;
+  /** The fetch to use (tests may inject one). */
+  fetch?: typeof fetch;
+  /** Called with a one-line note when polling starts failing or recovers. */
+  log?: (line: string) => void;
+}
+
+/** A running follower. */
+export interface ControlFollower {
+  /** Resolves after the first successful poll (never rejects). */
+  readonly synced: Promise<void>;
+  /** The last poll's error, or null after a success. */
+  readonly lastError: string | null;
+  /** When the table was last updated (ms since epoch), or null. */
+  readonly lastSyncAt: number | null;
+  /** Stops polling and waits for a poll in flight to end. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Polls the control plane at `url` every `intervalMs`, replacing `table`'s
+ * endpoints on each success and keeping them on failure (plan §12).
+ */
+export function followControlPlane(
+  url: string,
+  token: string,
+  table: EndpointTable,
+  options: FollowOptions = {},
+): ControlFollower {
+  const intervalMs = options.intervalMs ?? 2_000;
+  const log = options.log ?? (() => {});
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let wake: (() => void) | undefined;
+  let lastError: string | null = null;
+  let lastSyncAt: number | null = null;
+  let resolveSynced!: () => void;
+  const synced = new Promise<void>((r) => resolveSynced = r);
+
+  const loop = async () => {
+    while (!stopped) {
+      try {
+        const snap = await fetchSnapshot(url, token, options);
+        if (stopped) break;
+        table.setEndpoints(snap.endpoints, snap.models);
+        if (lastError !== null) log(`gateway: control plane reachable again at ${url}`);
+        lastError = null;
+        lastSyncAt = Date.now();
+        resolveSynced();
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e);
+        if (lastError === null) {
+          log(
+            `gateway: cannot poll the control plane at ${url} (${message}); keeping the last known endpoints`,
+          );
+        }
+        lastError = message;
+      }
+      if (stopped) break;
+      await new Promise<void>((r) => {
+        wake = r;
+        timer = setTimeout(r, intervalMs);
+      });
+    }
+  };
+  const running = loop();
+  return {
+    synced,
+    get lastError() {
+      return lastError;
+    },
+    get lastSyncAt() {
+      return lastSyncAt;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      wake?.();
+      await running;
+    },
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * The gateway's OpenAI-compatible proxy (plan §12): `GET /v1/models` and
+ * `POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, routed by
+ * the body's `model` to a ready endpoint of that served name
+ * ({@link EndpointTable.choose}), streamed through without buffering.
+ *
+ * Rules:
+ * - malformed JSON or a missing `model` → 400; a body over the limit → 413;
+ *   an unknown model → 404 `model_not_found`; a known model with no ready
+ *   endpoint → 503 with `Retry-After` (all in OpenAI's error shape).
+ * - hop-by-hop headers and Host are not forwarded (gateway/headers.ts).
+ * - the client going away aborts the upstream request (the request's signal,
+ *   and cancelling the relayed body).
+ * - a connection failure before any response (fetch throws) marks the
+ *   endpoint suspect and retries on another one, at most `maxRetries` times;
+ *   once an upstream answered, nothing is retried.
+ * - an upstream dying mid-stream marks it suspect; an SSE client gets an
+ *   error event and a clean end (gateway/relay.ts).
+ * - outstanding requests are counted from dispatch until the response body
+ *   finishes, fails or is cancelled.
+ *
+ * @module
+ */
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { BodyTooLarge, readBodyLimited } from "./body.ts";
+import type { EndpointTable } from "./endpoints.ts";
+import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
+import { errorResponse, openAiError } from "./openai_error.ts";
+import { relayBody } from "./relay.ts";
+
+/** Default request body limit: 10 MiB. */
+export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/** The POST paths routed by `model`. */
+export const MODEL_ROUTES: readonly string[] = [
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/embeddings",
+];
+
+/** Settings of {@link createGateway}. */
+export interface GatewayOptions {
+  /** Largest request body accepted, in bytes (default 10 MiB). */
+  maxBodyBytes?: number;
+  /** Further endpoints tried after a connection failure (default 2). */
+  maxRetries?: number;
+  /** `Retry-After` seconds of a 503 for a model with no ready endpoint (default 5). */
+  retryAfterSeconds?: number;
+  /** The fetch used for upstream requests (tests may wrap it). */
+  fetch?: typeof fetch;
+  /** Where to log one-line notes (default: nowhere). */
+  log?: (line: string) => void;
+}
+
+const decoder = new TextDecoder();
+
+function invalid(message: string, param: string | null = null, code: string | null = null) {
+  return errorResponse(400, openAiError(message, "invalid_request_error", code, param));
+}
+
+/** Creates the gateway's Hono app over `table`. */
+export function createGateway(table: EndpointTable, options: GatewayOptions = {}): Hono {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxRetries = options.maxRetries ?? 2;
+  const retryAfter = String(options.retryAfterSeconds ?? 5);
+  const upstreamFetch = options.fetch ?? fetch;
+  const log = options.log ?? (() => {});
+  const app = new Hono();
+
+  app.get("/v1/models", (c) =>
+    c.json({
+      object: "list",
+      data: table.readyModels().map((id) => ({
+        id,
+        object: "model",
+        created: 0,
+        owned_by: "llmgw",
+      })),
+    }));
+
+  const proxy = async (c: Context): Promise<Response> => {
+    const req = c.req.raw;
+    let bytes: Uint8Array<ArrayBuffer>;
+    try {
+      bytes = await readBodyLimited(req, maxBody);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) {
+        return errorResponse(
+          413,
+          openAiError(e.message, "invalid_request_error", "request_too_large"),
+        );
+      }
+      return invalid("could not read the request body");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(bytes));
+    } catch {
+      return invalid("the request body is not valid JSON", null, "invalid_json");
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return invalid("the request body must be a JSON object", null, "invalid_json");
+    }
+    const model = (body as Record<string, unknown>).model;
+    if (typeof model !== "string" || model === "") {
+      return invalid("you must provide a model parameter", "model", "missing_model");
+    }
+    if (!table.isKnown(model)) {
+      return errorResponse(
+        404,
+        openAiError(
+          `The model \`${model}\` does not exist`,
+          "invalid_request_error",
+          "model_not_found",
+          "model",
+        ),
+      );
+    }
+    if (table.endpoints(model).length === 0) {
+      return errorResponse(
+        503,
+        openAiError(
+          `model \`${model}\` has no ready replica; retry later`,
+          "server_error",
+          "model_not_ready",
+        ),
+        { "retry-after": retryAfter },
+      );
+    }
+
+    const url = new URL(req.url);
+    const headers = forwardHeaders(req.headers, REQUEST_DROP);
+    const tried = new Set<string>();
+    let lastError = "";
+    // plan §12: a connection failure before any response retries on another replica.
+    for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      const e = table.choose(model, tried);
+      if (e === null) break;
+      tried.add(e.key);
+      const release = table.acquire(e);
+      let upstream: Response;
+      try {
+        upstream = await upstreamFetch(`${e.url}${url.pathname}${url.search}`, {
+          method: "POST",
+          headers,
+          body: bytes,
+          signal: req.signal,
+          redirect: "manual",
+        });
+      } catch (err) {
+        release();
+        if (req.signal.aborted) {
+          return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
+        }
+        lastError = err instanceof Error ? err.message : String(err);
+        table.markSuspect(e);
+        log(`gateway: ${model}: ${e.url} failed before answering (${lastError}); marked suspect`);
+        continue;
+      }
+      const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
+      if (upstream.body === null) {
+        release();
+        return new Response(null, { status: upstream.status, headers: outHeaders });
+      }
+      const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
+      const relayed = relayBody(upstream.body, {
+        sse,
+        clientSignal: req.signal,
+        onEnd(end, error) {
+          release();
+          if (end === "error") {
+            table.markSuspect(e);
+            log(`gateway: ${model}: ${e.url} died mid-response (${String(error)}); marked suspect`);
+          }
+        },
+      });
+      return new Response(relayed, { status: upstream.status, headers: outHeaders });
+    }
+    return errorResponse(
+      502,
+      openAiError(
+        `no replica of \`${model}\` could be reached${lastError ? `: ${lastError}` : ""}`,
+        "server_error",
+        "upstream_unreachable",
+      ),
+      { "retry-after": retryAfter },
+    );
+  };
+  for (const path of MODEL_ROUTES) app.post(path, proxy);
+
+  app.notFound(() =>
+    errorResponse(
+      404,
+      openAiError("no such route on the llmgw gateway", "invalid_request_error", "not_found"),
+    )
+  );
+  app.onError((err) => {
+    log(`gateway: internal error: ${err.message}`);
+    return errorResponse(500, openAiError("internal gateway error", "server_error"));
+  });
+  return app;
+}

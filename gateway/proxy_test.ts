@@ -1,0 +1,310 @@
+/**
+ * The gateway (plan §12) against REAL fake engines (testing/fake_engine.ts
+ * through the `testing/bin/vllm` shim): routing, streaming, balancing,
+ * retries, upstream death and client disconnects.
+ *
+ * Every engine is its own process group (`detached: true`) and is SIGKILLed
+ * by group in a `finally`.
+ */
+import { fileURLToPath } from "node:url";
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { EndpointTable, type EndpointSpec } from "./endpoints.ts";
+import { type RunningGateway, startGateway } from "./serve_command.ts";
+import type { GatewayOptions } from "./proxy.ts";
+
+const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A fake vLLM on a free loopback port. */
+class Engine {
+  readonly port = freePort();
+  readonly url = `http://127.0.0.1:${this.port}`;
+  readonly child: Deno.ChildProcess;
+  constructor(readonly model: string, env: Record<string, string>) {
+    this.child = new Deno.Command(`${SHIMS}/vllm`, {
+      args: ["serve", `org/${model}`, "--served-model-name", model, "--host", "127.0.0.1"]
+        .concat(["--port", String(this.port)]),
+      env: {
+        PATH: `${SHIMS}:${Deno.env.get("PATH")}`,
+        FAKE_ENGINE_LOAD_SECONDS: "0",
+        FAKE_ENGINE_ACCESS_LOG: "0",
+        ...env,
+      },
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+      detached: true,
+    }).spawn();
+  }
+  spec(replica_id: string): EndpointSpec {
+    return { model: this.model, replica_id, url: this.url };
+  }
+  async ready(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      try {
+        const r = await fetch(`${this.url}/health`);
+        await r.body?.cancel();
+        if (r.ok) return;
+      } catch {
+        // Not listening yet.
+      }
+      await sleep(50);
+    }
+    throw new Error(`engine on ${this.port} never became ready`);
+  }
+  async running(): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const m = /^vllm:num_requests_running\{[^}]*\} (\S+)$/m.exec(text);
+    return Number(m?.[1] ?? NaN);
+  }
+  kill(): void {
+    try {
+      Deno.kill(-this.child.pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+}
+
+/** Starts engines and a gateway over them; kills and closes everything after `fn`. */
+async function withGateway(
+  engines: { model: string; env?: Record<string, string> }[],
+  setup: (engines: Engine[], table: EndpointTable) => void,
+  options: GatewayOptions & { random?: () => number },
+  fn: (gw: RunningGateway, engines: Engine[], table: EndpointTable) => Promise<void>,
+): Promise<void> {
+  const started: Engine[] = [];
+  let gw: RunningGateway | undefined;
+  try {
+    for (const e of engines) started.push(new Engine(e.model, e.env ?? {}));
+    await Promise.all(started.map((e) => e.ready()));
+    const table = new EndpointTable({ random: options.random });
+    setup(started, table);
+    gw = startGateway(table, { hostname: "127.0.0.1", port: 0, ...options });
+    await fn(gw, started, table);
+  } finally {
+    await gw?.close();
+    for (const e of started) e.kill();
+    await Promise.all(started.map((e) => e.child.status));
+  }
+}
+
+async function until(what: string, pred: () => Promise<boolean> | boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (await pred()) return;
+    await sleep(25);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function post(gw: RunningGateway, path: string, body: unknown, init: RequestInit = {}) {
+  return fetch(`${gw.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    ...init,
+  });
+}
+
+const chat = (model: string, stream = false) => ({
+  model,
+  stream,
+  messages: [{ role: "user", content: "hello" }],
+});
+
+Deno.test("gateway: the OpenAI surface over two fake engines", async (t) => {
+  await withGateway(
+    [{ model: "demo" }, { model: "demo" }],
+    ([a, b], table) => table.setEndpoints([a.spec("r1"), b.spec("r2")], ["demo", "cold"]),
+    { maxBodyBytes: 64 * 1024 },
+    async (gw) => {
+      await t.step("GET /v1/models lists models with a ready endpoint", async () => {
+        const r = await fetch(`${gw.url}/v1/models`);
+        assertEquals(r.status, 200);
+        const body = await r.json();
+        assertEquals(body.object, "list");
+        assertEquals(body.data.map((m: { id: string }) => m.id), ["demo"]);
+      });
+      await t.step("chat completion", async () => {
+        const r = await post(gw, "/v1/chat/completions", chat("demo"));
+        assertEquals(r.status, 200);
+        const body = await r.json();
+        assertEquals(body.object, "chat.completion");
+        assertEquals(body.model, "demo");
+        assertOk(body.choices[0].message.content.length > 0);
+      });
+      await t.step("streaming chat completion arrives chunk by chunk", async () => {
+        const r = await post(gw, "/v1/chat/completions", chat("demo", true));
+        assertEquals(r.status, 200);
+        assertStringIncludes(r.headers.get("content-type") ?? "", "text/event-stream");
+        const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
+        const chunks: string[] = [];
+        while (true) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          chunks.push(value);
+        }
+        const all = chunks.join("");
+        const doneAt = chunks.findIndex((c) => c.includes("[DONE]"));
+        assertOk(doneAt > 1, `>1 chunk before [DONE], got ${chunks.length} chunks`);
+        assertOk(all.endsWith("data: [DONE]\n\n"));
+        assertOk(all.split("\n\n").filter((e) => e.startsWith("data: {")).length >= 2);
+      });
+      await t.step("text completion", async () => {
+        const r = await post(gw, "/v1/completions", { model: "demo", prompt: "hi" });
+        assertEquals(r.status, 200);
+        assertEquals((await r.json()).object, "text_completion");
+      });
+      await t.step("embeddings", async () => {
+        const r = await post(gw, "/v1/embeddings", { model: "demo", input: ["a", "b"] });
+        assertEquals(r.status, 200);
+        const body = await r.json();
+        assertEquals(body.data.length, 2);
+        assertEquals(body.data[0].embedding.length, 8);
+      });
+      await t.step("errors in OpenAI's shape", async () => {
+        const cases: [string, unknown, number, string | null][] = [
+          ["/v1/chat/completions", chat("nope"), 404, "model_not_found"],
+          ["/v1/chat/completions", "{not json", 400, "invalid_json"],
+          ["/v1/chat/completions", "[1]", 400, "invalid_json"],
+          ["/v1/completions", { prompt: "x" }, 400, "missing_model"],
+          ["/v1/embeddings", { model: "cold", input: "x" }, 503, "model_not_ready"],
+          ["/v1/embeddings", { model: "demo", input: "x".repeat(70_000) }, 413, null],
+          ["/v1/nothing", chat("demo"), 404, "not_found"],
+        ];
+        for (const [path, body, status, code] of cases) {
+          const r = await post(gw, path, body);
+          assertEquals(r.status, status, `${path} ${JSON.stringify(body).slice(0, 40)}`);
+          const e = (await r.json()).error;
+          assertEquals(Object.keys(e).sort(), ["code", "message", "param", "type"]);
+          if (code !== null) assertEquals(e.code, code);
+          if (status === 400 || status === 404) assertEquals(e.type, "invalid_request_error");
+          if (status === 503) assertEquals(r.headers.get("retry-after"), "5");
+        }
+      });
+    },
+  );
+});
+
+Deno.test("gateway: concurrent slow streams spread over both engines", async () => {
+  await withGateway(
+    [
+      { model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "150", FAKE_ENGINE_TOKENS: "10" } },
+      { model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "150", FAKE_ENGINE_TOKENS: "10" } },
+    ],
+    ([a, b], table) => table.setEndpoints([a.spec("r1"), b.spec("r2")]),
+    {},
+    async (gw, [a, b], table) => {
+      const responses = await Promise.all(
+        Array.from({ length: 4 }, () => post(gw, "/v1/chat/completions", chat("demo", true))),
+      );
+      await until("both engines running 2", async () =>
+        (await a.running()) === 2 && (await b.running()) === 2);
+      assertEquals(table.all().map((e) => [e.dispatched, e.outstanding]), [[2, 2], [2, 2]]);
+      await Promise.all(responses.map((r) => r.text()));
+      assertEquals(table.all().map((e) => e.outstanding), [0, 0]);
+    },
+  );
+});
+
+Deno.test("gateway: an endpoint refusing connections is retried on another", async () => {
+  const closed = { model: "demo", replica_id: "dead", url: `http://127.0.0.1:${freePort()}` };
+  await withGateway(
+    [{ model: "demo" }],
+    ([a], table) => table.setEndpoints([closed, a.spec("r1")]),
+    // Both endpoints are always drawn; the tie goes to the first drawn: index 0, the closed one.
+    { random: () => 0 },
+    async (gw, _engines, table) => {
+      const r = await post(gw, "/v1/chat/completions", chat("demo"));
+      assertEquals(r.status, 200);
+      await r.body?.cancel();
+      const [dead, live] = table.all();
+      assertEquals([dead.dispatched, live.dispatched], [1, 1]);
+      assertOk(dead.suspectSince !== null, "the refusing endpoint is suspect");
+      assertEquals([dead.outstanding, live.outstanding], [0, 0]);
+      // Now the suspect is skipped outright.
+      const again = await post(gw, "/v1/embeddings", { model: "demo", input: "x" });
+      assertEquals(again.status, 200);
+      await again.body?.cancel();
+      assertEquals([dead.dispatched, live.dispatched], [1, 2]);
+    },
+  );
+});
+
+Deno.test("gateway: no endpoint reachable gives 502 after bounded retries", async () => {
+  const table = new EndpointTable();
+  const dead = [1, 2, 3, 4].map((i) => ({
+    model: "demo",
+    replica_id: `d${i}`,
+    url: `http://127.0.0.1:${freePort()}`,
+  }));
+  table.setEndpoints(dead);
+  const gw = startGateway(table, { hostname: "127.0.0.1", port: 0 });
+  try {
+    const r = await post(gw, "/v1/chat/completions", chat("demo"));
+    assertEquals(r.status, 502);
+    assertEquals((await r.json()).error.code, "upstream_unreachable");
+    assertEquals(table.all().reduce((n, e) => n + e.dispatched, 0), 3, "1 try + 2 retries");
+  } finally {
+    await gw.close();
+  }
+});
+
+Deno.test("gateway: an upstream killed mid-stream ends the SSE stream with an error event", async () => {
+  await withGateway(
+    [{ model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "200", FAKE_ENGINE_TOKENS: "50" } }],
+    ([a], table) => table.setEndpoints([a.spec("r1")]),
+    {},
+    async (gw, [engine], table) => {
+      const r = await post(gw, "/v1/chat/completions", chat("demo", true));
+      assertEquals(r.status, 200);
+      const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? "";
+      engine.kill();
+      while (true) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      const events = text.split("\n\n").filter((e) => e.trim() !== "");
+      const last = events[events.length - 1];
+      assertOk(last.startsWith("data: {"), last);
+      const err = JSON.parse(last.slice("data: ".length)).error;
+      assertEquals(err.type, "server_error");
+      assertOk(!text.includes("[DONE]"));
+      const [e] = table.all();
+      assertOk(e.suspectSince !== null, "marked suspect");
+      assertEquals(e.outstanding, 0);
+    },
+  );
+});
+
+Deno.test("gateway: a client disconnect cancels the upstream request", async () => {
+  await withGateway(
+    [{ model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "200", FAKE_ENGINE_TOKENS: "50" } }],
+    ([a], table) => table.setEndpoints([a.spec("r1")]),
+    {},
+    async (gw, [engine], table) => {
+      const ac = new AbortController();
+      const r = await post(gw, "/v1/chat/completions", chat("demo", true), { signal: ac.signal });
+      const reader = r.body!.getReader();
+      await reader.read();
+      assertEquals(await engine.running(), 1);
+      ac.abort();
+      await reader.cancel().catch(() => {});
+      await until("the engine's running count back to 0", async () => (await engine.running()) === 0);
+      await until("outstanding back to 0", () => table.all()[0].outstanding === 0);
+      assertEquals(table.all()[0].suspectSince, null, "a client leaving is not the engine's fault");
+    },
+  );
+});

@@ -1,0 +1,137 @@
+/**
+ * `llmgw gateway serve` (plan §3, §12): the OpenAI-compatible gateway,
+ * following the control plane's ready endpoints.
+ *
+ * API keys (plan §12) are a later slice. Until then the gateway is open:
+ * it says so at start, and binds a non-loopback address only with
+ * `--allow-open`.
+ *
+ * @module
+ */
+import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import { parseListen } from "../control/serve_command.ts";
+import { EndpointTable } from "./endpoints.ts";
+import { followControlPlane } from "./follow.ts";
+import { createGateway, type GatewayOptions } from "./proxy.ts";
+
+/** Usage of the command. */
+export const GATEWAY_USAGE = `Usage: llmgw gateway serve --control URL [options]
+
+Runs the OpenAI-compatible gateway (/v1/models, /v1/chat/completions,
+/v1/completions, /v1/embeddings), routing by model to ready replicas.
+
+Options:
+  --control URL        the control plane's URL (or env LLMGW_URL)
+  --listen HOST:PORT   where to listen (default 127.0.0.1:8080)
+  --poll-interval S    poll the control plane every S seconds (default 2)
+  --allow-open         allow a non-loopback --listen address although the
+                       gateway has no API keys yet (anyone who can reach it
+                       can use every model)
+
+The control plane's admin token comes from env LLMGW_TOKEN (never a flag).
+`;
+
+/** A running gateway, for tests, the control plane and \`llmgw dev\`. */
+export interface RunningGateway {
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** Stops listening (in-flight responses are ended). */
+  close(): Promise<void>;
+}
+
+/** Settings of {@link startGateway}. */
+export interface StartGatewayOptions extends GatewayOptions {
+  /** Host to listen on. */
+  hostname: string;
+  /** Port (0: any free one). */
+  port: number;
+}
+
+/** Serves the gateway over `table` (which something else keeps up to date). */
+export function startGateway(table: EndpointTable, o: StartGatewayOptions): RunningGateway {
+  const app = createGateway(table, o);
+  const server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
+  const addr = server.addr as Deno.NetAddr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  return {
+    url: `http://${host}:${addr.port}`,
+    async close() {
+      await server.shutdown();
+    },
+  };
+}
+
+/** Whether `hostname` is a loopback address (or `localhost`). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** Runs `llmgw gateway serve` until SIGINT/SIGTERM. */
+export async function gatewayServeCommand(
+  args: string[],
+  out: (t: string) => void,
+  err: (t: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseFlags("gateway serve", args, {
+    control: { type: "string" },
+    listen: { type: "string" },
+    "poll-interval": { type: "string" },
+    "allow-open": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    out(GATEWAY_USAGE);
+    return 0;
+  }
+  if (positionals.length > 0) {
+    throw new UsageError(`gateway serve: unexpected argument "${positionals[0]}"`);
+  }
+  const control = values.control ?? (Deno.env.get("LLMGW_URL") || undefined);
+  if (control === undefined) {
+    throw new UsageError("gateway serve: --control URL is required (or env LLMGW_URL)");
+  }
+  if (!/^https?:\/\/[^/]+/.test(control)) {
+    throw new UsageError(`gateway serve: --control must be an http(s) URL, got "${control}"`);
+  }
+  const token = Deno.env.get("LLMGW_TOKEN") ?? "";
+  if (token === "") {
+    throw new UsageError(
+      "gateway serve: env LLMGW_TOKEN (the control plane's admin token) is required",
+    );
+  }
+  const listen = parseListen(values.listen ?? "127.0.0.1:8080");
+  if (!isLoopback(listen.hostname) && !values["allow-open"]) {
+    throw new UsageError(
+      `gateway serve: refusing to listen on ${listen.hostname}: the gateway has no API keys yet, ` +
+        "so anyone who can reach it could use every model; pass --allow-open to do it anyway",
+    );
+  }
+  let intervalMs = 2_000;
+  if (values["poll-interval"] !== undefined) {
+    const s = Number(values["poll-interval"]);
+    if (!Number.isFinite(s) || s <= 0) {
+      throw new UsageError(
+        `gateway serve: --poll-interval must be a positive number of seconds, got "${
+          values["poll-interval"]
+        }"`,
+      );
+    }
+    intervalMs = Math.round(s * 1000);
+  }
+  const log = (line: string) => err(`${line}\n`);
+  const table = new EndpointTable();
+  const follower = followControlPlane(control, token, table, { intervalMs, log });
+  const running = startGateway(table, { ...listen, log });
+  out(
+    `llmgw gateway listening on ${running.url}, following ${control}\n` +
+      `llmgw gateway: OPEN: no API keys yet; anyone who can reach ${running.url} can use every model\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    Deno.addSignalListener("SIGINT", stop);
+    Deno.addSignalListener("SIGTERM", stop);
+  });
+  await follower.stop();
+  await running.close();
+  return 0;
+}
