@@ -58,6 +58,12 @@ const EventsQuery = z.object({
   subject: z.string().max(256).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
+const LabelsBody = z.object({
+  labels: z.record(
+    z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/, "must be a label key"),
+    z.string().max(253).nullable(),
+  ),
+}).strict();
 const LogsQuery = z.object({
   shard: z.coerce.number().int().min(0).max(1023).default(0),
   lines: z.coerce.number().int().min(1).max(10_000).default(100),
@@ -184,6 +190,11 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
       return c.json(cp.inventory.getNode(id));
     });
   }
+  admin.post("/nodes/:id/labels", async (c) => {
+    const id = parse(NodeIdParam, c.req.param("id"), "Cannot set labels");
+    const body = parse(LabelsBody, await jsonBody(c), "Cannot set labels");
+    return c.json({ node: id, label_overrides: await cp.setLabels(id, body.labels) });
+  });
   admin.get("/deployments", (c) => c.json({ deployments: cp.deployments() }));
   admin.post("/deployments", async (c) => {
     const result = await cp.applyDeployment(await jsonBody(c));

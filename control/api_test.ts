@@ -218,3 +218,28 @@ Deno.test("metrics, the OpenAPI document and the placement dry run", async () =>
   ]);
   assertEquals(cp.replicas().length, 2);
 });
+
+Deno.test("operator labels apply over the agent's, survive re-registration, and steer node selectors", async () => {
+  const { cp, call } = await setup();
+  const { node_token } = await (await call("POST", "/v1/agent/register", JOIN, registration("n1")))
+    .json();
+  const set = await call("POST", "/v1/nodes/n1/labels", ADMIN, {
+    labels: { zone: "b", team: "ml" },
+  });
+  assertEquals((await set.json()).label_overrides, { zone: "b", team: "ml" });
+  await call("POST", "/v1/agent/register", JOIN, registration("n1"), {
+    "x-llmgw-node-token": node_token,
+  });
+  assertEquals(cp.inventory.getNode("n1")!.labels, { zone: "b", team: "ml" });
+  await call("POST", "/v1/nodes/n1/labels", ADMIN, { labels: { team: null } });
+  assertEquals(cp.inventory.getNode("n1")!.labels, { zone: "b" });
+  const bad = await call("POST", "/v1/nodes/n1/labels", ADMIN, { labels: { "bad key!": "x" } });
+  assertEquals(bad.status, 400);
+  const selective = {
+    ...DEPLOYMENT,
+    profiles: [{ ...DEPLOYMENT.profiles[0], node_selector: { zone: "a" } }],
+  };
+  await call("POST", "/v1/deployments", ADMIN, selective);
+  await cp.reconcile();
+  assertStringIncludes(cp.replicas()[0].explanation!.summary, "not matching the node selector");
+});

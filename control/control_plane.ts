@@ -369,6 +369,32 @@ export class ControlPlane {
   }
 
   /**
+   * Sets (string) or removes (null) operator label overrides on a node. They
+   * apply over the agent's own labels, survive re-registration and restarts,
+   * and node selectors see them at the next placement.
+   */
+  setLabels(
+    nodeId: string,
+    labels: Record<string, string | null>,
+  ): Promise<Record<string, string>> {
+    return this.#locked(async () => {
+      const node = this.#nodes.get(nodeId);
+      if (node === undefined) throw new ApiError(404, "not_found", `no node ${nodeId}`);
+      for (const [k, v] of Object.entries(labels)) {
+        if (v === null) delete node.label_overrides[k];
+        else node.label_overrides[k] = v;
+      }
+      node.updated_at = Date.now();
+      await this.#store.putNode(node);
+      const state = this.inventory.getNode(nodeId);
+      this.inventory.upsertNode(this.#registration(node), state?.last_seen_ms ?? Date.now());
+      await this.#event("node_labels", `node/${nodeId}`, `labels: ${JSON.stringify(labels)}`);
+      this.#kick();
+      return { ...node.label_overrides };
+    });
+  }
+
+  /**
    * Creates or replaces a deployment from a decoded document (plan §6),
    * validated like a file. Replicas follow on the next reconcile.
    */

@@ -138,19 +138,29 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       const e = table.choose(model, tried);
       if (e === null) break;
       tried.add(e.key);
-      const release = table.acquire(e);
+      const counted = table.acquire(e);
+      // The client going away aborts the upstream request. Our own controller,
+      // unlinked once the response ends, so that Deno's legacy abort of
+      // request.signal after a *successful* response never reaches it.
+      const upstreamAbort = new AbortController();
+      const onClientGone = () => upstreamAbort.abort(req.signal.reason);
+      req.signal.addEventListener("abort", onClientGone, { once: true });
+      const release = () => {
+        req.signal.removeEventListener("abort", onClientGone);
+        counted();
+      };
       let upstream: Response;
       try {
         upstream = await upstreamFetch(`${e.url}${url.pathname}${url.search}`, {
           method: "POST",
           headers,
           body: bytes,
-          signal: req.signal,
+          signal: upstreamAbort.signal,
           redirect: "manual",
         });
       } catch (err) {
         release();
-        if (req.signal.aborted) {
+        if (upstreamAbort.signal.aborted) {
           return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
         }
         lastError = err instanceof Error ? err.message : String(err);
@@ -166,7 +176,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
       const relayed = relayBody(upstream.body, {
         sse,
-        clientSignal: req.signal,
+        clientSignal: upstreamAbort.signal,
         onEnd(end, error) {
           release();
           if (end === "error") {
