@@ -35,6 +35,8 @@ Options:
   --label KEY=VALUE      a node label for deployments' selectors (repeatable)
   --mgmt-addr ADDR       management address (default: the default route's)
   --mgmt-interface IF    management interface, NCCL's bootstrap interface
+  --port-base N          first port of this node's engines (default 8000; set it
+                         when several agents share one host)
   --listen HOST:PORT     local API address (default: ${DEFAULT_LISTEN.hostname}:${DEFAULT_LISTEN.port})
   --local-token T        local API token (prefer env LLMGW_LOCAL_TOKEN; default:
                          generated once into <state-dir>/local_token)
@@ -107,6 +109,7 @@ export async function runOptions(
     "mgmt-addr": { type: "string" },
     "mgmt-interface": { type: "string" },
     listen: { type: "string" },
+    "port-base": { type: "string" },
     "local-token": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     help: { type: "boolean", short: "h" },
@@ -136,6 +139,10 @@ export async function runOptions(
   }
 
   const { nvidiaSmi, sysfsRoot, fabrics } = await discoverySettings("agent run", values);
+  const portBase = values["port-base"] === undefined ? undefined : Number(values["port-base"]);
+  if (portBase !== undefined && (!Number.isInteger(portBase) || portBase < 1024 || portBase > 64000)) {
+    throw new UsageError(`agent run: --port-base must be a port number 1024-64000, got "${values["port-base"]}"`);
+  }
   return {
     controlUrl,
     joinToken,
@@ -146,6 +153,7 @@ export async function runOptions(
     labels: parseLabels(values.label ?? []),
     mgmtAddr: values["mgmt-addr"],
     mgmtInterface: values["mgmt-interface"],
+    httpPortBase: portBase,
     listen: values.listen === undefined ? DEFAULT_LISTEN : parseListen(values.listen),
     pluginDirs: [...(values["engine-plugins"] ?? []), ...pluginDirsFromEnv()],
   };

@@ -294,11 +294,13 @@ export class ShardRunner {
     }
   }
 
-  /** Records the command line once the exec chain (shell, shims) has settled. */
+  /**
+   * Keeps the recorded command line current: the exec chain (shell, shims,
+   * interpreters) may settle after the engine is already loading, and a
+   * stale fingerprint would make the next agent refuse to adopt it.
+   */
   #refreshCmdline(): void {
-    if (
-      this.#state !== "starting" || this.#adopted || this.#record === null || this.#pid === null
-    ) return;
+    if (this.#adopted || this.#record === null || this.#pid === null) return;
     const fp = fingerprint(this.#pid);
     if (fp !== null && fp.cmdline.join("\0") !== this.#record.cmdline.join("\0")) {
       this.#record = { ...this.#record, cmdline: fp.cmdline };
