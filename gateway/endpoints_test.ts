@@ -72,7 +72,7 @@ Deno.test("acquire: release decrements once, even if called twice", () => {
 });
 
 Deno.test("choose: exclude and suspect endpoints are skipped while others exist", () => {
-  let now = 1_000;
+  const now = 1_000;
   const t = new EndpointTable({ random: replay(0.1, 0.1), now: () => now, suspectMs: 10_000 });
   t.setEndpoints([ep("r1"), ep("r2"), ep("r3")]);
   const [r1, r2, r3] = t.endpoints("m");

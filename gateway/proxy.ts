@@ -59,8 +59,14 @@ function invalid(message: string, param: string | null = null, code: string | nu
   return errorResponse(400, openAiError(message, "invalid_request_error", code, param));
 }
 
-/** Creates the gateway's Hono app over `table`. */
-export function createGateway(table: EndpointTable, options: GatewayOptions = {}): Hono {
+/** The gateway as a fetch handler (a Hono app underneath). */
+export interface GatewayHandler {
+  /** Answers one request. */
+  fetch(request: Request): Response | Promise<Response>;
+}
+
+/** Creates the gateway's HTTP handler over `table`. */
+export function createGateway(table: EndpointTable, options: GatewayOptions = {}): GatewayHandler {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxRetries = options.maxRetries ?? 2;
   const retryAfter = String(options.retryAfterSeconds ?? 5);
@@ -139,14 +145,18 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       if (e === null) break;
       tried.add(e.key);
       const counted = table.acquire(e);
-      // The client going away aborts the upstream request. Our own controller,
-      // unlinked once the response ends, so that Deno's legacy abort of
-      // request.signal after a *successful* response never reaches it.
+      // The client going away aborts the upstream request: while waiting for
+      // the upstream's answer through request.signal, linked to our own
+      // controller and unlinked as soon as the upstream answered (Deno's
+      // legacy abort of request.signal after a *successful* response must not
+      // reach it); after that through cancelling the relayed body, which Deno
+      // does when the client disconnects.
       const upstreamAbort = new AbortController();
-      const onClientGone = () => upstreamAbort.abort(req.signal.reason);
+      const onClientGone = () => upstreamAbort.abort(new Error("client closed request"));
       req.signal.addEventListener("abort", onClientGone, { once: true });
+      const unlink = () => req.signal.removeEventListener("abort", onClientGone);
       const release = () => {
-        req.signal.removeEventListener("abort", onClientGone);
+        unlink();
         counted();
       };
       let upstream: Response;
@@ -168,6 +178,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         log(`gateway: ${model}: ${e.url} failed before answering (${lastError}); marked suspect`);
         continue;
       }
+      unlink();
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       if (upstream.body === null) {
         release();

@@ -7,8 +7,11 @@
  * by group in a `finally`.
  */
 import { fileURLToPath } from "node:url";
+// The official client, for this test file only (not a dependency of llmgw).
+// deno-lint-ignore no-import-prefix
+import OpenAI from "npm:openai@^5";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { EndpointTable, type EndpointSpec } from "./endpoints.ts";
+import { type EndpointSpec, EndpointTable } from "./endpoints.ts";
 import { type RunningGateway, startGateway } from "./serve_command.ts";
 import type { GatewayOptions } from "./proxy.ts";
 
@@ -208,8 +211,10 @@ Deno.test("gateway: concurrent slow streams spread over both engines", async () 
       const responses = await Promise.all(
         Array.from({ length: 4 }, () => post(gw, "/v1/chat/completions", chat("demo", true))),
       );
-      await until("both engines running 2", async () =>
-        (await a.running()) === 2 && (await b.running()) === 2);
+      await until(
+        "both engines running 2",
+        async () => (await a.running()) === 2 && (await b.running()) === 2,
+      );
       assertEquals(table.all().map((e) => [e.dispatched, e.outstanding]), [[2, 2], [2, 2]]);
       await Promise.all(responses.map((r) => r.text()));
       assertEquals(table.all().map((e) => e.outstanding), [0, 0]);
@@ -302,9 +307,49 @@ Deno.test("gateway: a client disconnect cancels the upstream request", async () 
       assertEquals(await engine.running(), 1);
       ac.abort();
       await reader.cancel().catch(() => {});
-      await until("the engine's running count back to 0", async () => (await engine.running()) === 0);
+      await until(
+        "the engine's running count back to 0",
+        async () => (await engine.running()) === 0,
+      );
       await until("outstanding back to 0", () => table.all()[0].outstanding === 0);
       assertEquals(table.all()[0].suspectSince, null, "a client leaving is not the engine's fault");
+    },
+  );
+});
+
+Deno.test("gateway: the official openai client, plain and streaming", async () => {
+  await withGateway(
+    [{ model: "demo" }, { model: "demo" }],
+    ([a, b], table) => table.setEndpoints([a.spec("r1"), b.spec("r2")]),
+    {},
+    async (gw) => {
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const models = await client.models.list();
+      assertEquals(models.data.map((m) => m.id), ["demo"]);
+      const done = await client.chat.completions.create({
+        model: "demo",
+        messages: [{ role: "user", content: "hello" }],
+      });
+      assertOk((done.choices[0].message.content ?? "").length > 0);
+      const stream = await client.chat.completions.create({
+        model: "demo",
+        messages: [{ role: "user", content: "hello" }],
+        stream: true,
+      });
+      let deltas = 0;
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta?.content) deltas++;
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      assertOk(deltas > 1, `several deltas, got ${deltas}`);
+      assertEquals(finish, "stop");
+      const missing = await client.chat.completions.create({
+        model: "nope",
+        messages: [{ role: "user", content: "x" }],
+      }).then(() => null, (e) => e);
+      assertOk(missing instanceof OpenAI.NotFoundError, String(missing));
+      assertEquals(missing.code, "model_not_found");
     },
   );
 });

@@ -50,7 +50,10 @@ export interface StartGatewayOptions extends GatewayOptions {
 /** Serves the gateway over `table` (which something else keeps up to date). */
 export function startGateway(table: EndpointTable, o: StartGatewayOptions): RunningGateway {
   const app = createGateway(table, o);
-  const server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
+  const server = Deno.serve(
+    { hostname: o.hostname, port: o.port, onListen: () => {} },
+    (req) => app.fetch(req),
+  );
   const addr = server.addr as Deno.NetAddr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   return {
