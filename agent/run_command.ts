@@ -140,8 +140,12 @@ export async function runOptions(
 
   const { nvidiaSmi, sysfsRoot, fabrics } = await discoverySettings("agent run", values);
   const portBase = values["port-base"] === undefined ? undefined : Number(values["port-base"]);
-  if (portBase !== undefined && (!Number.isInteger(portBase) || portBase < 1024 || portBase > 64000)) {
-    throw new UsageError(`agent run: --port-base must be a port number 1024-64000, got "${values["port-base"]}"`);
+  if (
+    portBase !== undefined && (!Number.isInteger(portBase) || portBase < 1024 || portBase > 64000)
+  ) {
+    throw new UsageError(
+      `agent run: --port-base must be a port number 1024-64000, got "${values["port-base"]}"`,
+    );
   }
   return {
     controlUrl,

@@ -24,6 +24,9 @@ import { newToken } from "../control/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";
+import { EndpointTable } from "../gateway/endpoints.ts";
+import { followControlPlane } from "../gateway/follow.ts";
+import { startGateway } from "../gateway/serve_command.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -76,13 +79,22 @@ export async function devCommand(
     },
     reconcileMs: 500,
   });
+  // The gateway follows the control plane's ready endpoints (plan §12).
+  const table = new EndpointTable();
+  const follower = followControlPlane(control.url, adminToken, table, {
+    intervalMs: 500,
+    log: () => {},
+  });
+  const gateway = startGateway(table, { hostname: "127.0.0.1", port: port === 0 ? 0 : port + 10 });
   const agents: Agent[] = [];
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    write("\nllmgw dev: stopping agents, engines and the control plane…\n");
+    write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
+    await follower.stop();
+    await gateway.close();
     await control.close();
   };
   try {
@@ -127,20 +139,22 @@ export async function devCommand(
     while (control.cp.inventory.listNodes().length < DEV_NODES.length && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    const env = `LLMGW_URL=${control.url}\nLLMGW_TOKEN=${adminToken}\n`;
+    const env =
+      `LLMGW_URL=${control.url}\nLLMGW_TOKEN=${adminToken}\nLLMGW_GATEWAY_URL=${gateway.url}\n`;
     Deno.writeTextFileSync(join(dir, "dev.env"), env, { mode: 0o600 });
     write(
       `llmgw dev: a local cluster on simulated hardware (no GPU needed)\n` +
         `  control plane  ${control.url}   state in ${dir}\n` +
+        `  gateway        ${gateway.url}/v1 (OpenAI-compatible; open: no API keys yet)\n` +
         `  nodes          ${DEV_NODES.map(([n, m]) => `${n} (${m})`).join(", ")}\n` +
         `  engines        the fake engine (testing/) stands in for vLLM and SGLang\n` +
         `  admin token    written to ${join(dir, "dev.env")}; use it with:\n` +
         `    set -a; . ${join(dir, "dev.env")}; set +a\n` +
         `    deno task llmgw get replicas\n` +
         `    deno task llmgw explain llama-405b\n` +
-        `  The OpenAI-compatible gateway arrives with issue #7; until then each ready\n` +
-        `  replica's engine answers directly, e.g.\n` +
-        `    curl -s http://127.0.0.1:18000/v1/models\n\n`,
+        `  once a replica is ready, ask it through the gateway:\n` +
+        `    curl -s ${gateway.url}/v1/chat/completions -H 'content-type: application/json' \\\n` +
+        `      -d '{"model": "llama-8b", "messages": [{"role": "user", "content": "hi"}]}'\n\n`,
     );
     if (!values["no-samples"]) {
       for (const file of [...Deno.readDirSync(SAMPLES)].map((e) => e.name).sort()) {

@@ -12,6 +12,9 @@ import { MemoryStore } from "./memory_store.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import { type ControlStore, StoreError } from "./store.ts";
 import { hashToken, newToken } from "./tokens.ts";
+import { EndpointTable } from "../gateway/endpoints.ts";
+import { followControlPlane } from "../gateway/follow.ts";
+import { startGateway } from "../gateway/serve_command.ts";
 
 /** Usage of the command. */
 export const CONTROL_USAGE = `Usage: llmgw control serve [options]
@@ -26,6 +29,9 @@ Options:
   --unreachable-after S    a node is unreachable after S seconds of silence (default 15)
   --lost-after S           … and lost after S seconds (default 60)
   --engine-plugins DIR     engine plugin directory (repeatable; also LLMGW_ENGINE_PLUGINS)
+  --gateway-listen HOST:PORT  the embedded OpenAI-compatible gateway (default
+                           127.0.0.1:8080; "off" to run none; loopback only until
+                           API keys land)
 
 Tokens come from the environment, never from flags (flags show in ps):
   LLMGW_ADMIN_TOKEN   admin token(s), comma-separated
@@ -129,6 +135,7 @@ export async function controlServeCommand(
     "unreachable-after": { type: "string" },
     "lost-after": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
+    "gateway-listen": { type: "string" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -166,10 +173,11 @@ export async function controlServeCommand(
     ...(values["engine-plugins"] ?? []),
   ]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
+  const adminTokens = tokens("LLMGW_ADMIN_TOKEN", "llmgw_admin");
   const running = await startControl({
     ...listen,
     store,
-    adminTokens: tokens("LLMGW_ADMIN_TOKEN", "llmgw_admin"),
+    adminTokens,
     joinTokens: tokens("LLMGW_JOIN_TOKEN", "llmgw_join"),
     knownEngines: registry.names(),
     thresholds: {
@@ -179,11 +187,31 @@ export async function controlServeCommand(
     },
   });
   out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
+  // The gateway runs inside the control plane by default (plan §12), following
+  // its ready endpoints over the same API a separate gateway uses.
+  const gatewayListen = values["gateway-listen"] ?? "127.0.0.1:8080";
+  let gateway: { close(): Promise<void> } | null = null;
+  let follower: { stop(): Promise<void> } | null = null;
+  if (gatewayListen !== "off") {
+    const g = parseListen(gatewayListen, "--gateway-listen");
+    if (!/^(127\.|localhost$|::1$)/.test(g.hostname)) {
+      throw new UsageError(
+        "--gateway-listen: the gateway has no API keys yet, so it listens on loopback only",
+      );
+    }
+    const table = new EndpointTable();
+    follower = followControlPlane(running.url, adminTokens[0], table, { intervalMs: 1_000 });
+    const started = startGateway(table, g);
+    gateway = started;
+    out(`llmgw gateway (OpenAI-compatible) listening on ${started.url}/v1\n`);
+  }
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     Deno.addSignalListener("SIGINT", stop);
     Deno.addSignalListener("SIGTERM", stop);
   });
+  await follower?.stop();
+  await gateway?.close();
   await running.close();
   return 0;
 }

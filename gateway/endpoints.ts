@@ -84,6 +84,7 @@ export function pickTwoChoices<T extends { outstanding: number }>(
 export class EndpointTable {
   #byModel = new Map<string, Endpoint[]>();
   #models = new Set<string>();
+  #loaded = false;
   readonly #random: RandomSource;
   readonly #now: () => number;
   readonly #suspectMs: number;
@@ -127,6 +128,12 @@ export class EndpointTable {
     for (const m of next.keys()) models.add(m);
     this.#byModel = next;
     this.#models = models;
+    this.#loaded = true;
+  }
+
+  /** Whether {@link EndpointTable.setEndpoints} was called at least once (the first sync). */
+  get loaded(): boolean {
+    return this.#loaded;
   }
 
   /** Whether `model` is a served name the gateway knows (ready or not). */

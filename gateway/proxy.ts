@@ -7,7 +7,8 @@
  * Rules:
  * - malformed JSON or a missing `model` → 400; a body over the limit → 413;
  *   an unknown model → 404 `model_not_found`; a known model with no ready
- *   endpoint → 503 with `Retry-After` (all in OpenAI's error shape).
+ *   endpoint, or any model before the table's first sync → 503 with
+ *   `Retry-After` (all in OpenAI's error shape).
  * - hop-by-hop headers and Host are not forwarded (gateway/headers.ts).
  * - the client going away aborts the upstream request (the request's signal,
  *   and cancelling the relayed body).
@@ -111,6 +112,14 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     const model = (body as Record<string, unknown>).model;
     if (typeof model !== "string" || model === "") {
       return invalid("you must provide a model parameter", "model", "missing_model");
+    }
+    if (!table.loaded) {
+      // Before the first sync with the control plane, no model is unknown yet.
+      return errorResponse(
+        503,
+        openAiError("the gateway has not synced with the control plane yet", "server_error"),
+        { "retry-after": retryAfter },
+      );
     }
     if (!table.isKnown(model)) {
       return errorResponse(

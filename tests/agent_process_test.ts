@@ -79,7 +79,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     store: new MemoryStore(),
     adminTokens: [ADMIN],
     joinTokens: [JOIN],
-    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 1_500, lost_after_ms: 3_000 },
+    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 3_000, lost_after_ms: 6_000 },
     reconcileMs: 200,
   });
   const groups = new Set<number>();

@@ -37,7 +37,7 @@ async function withCluster(
       store: SqliteStore.open(join(dir, "llmgw.db")),
       adminTokens: [ADMIN],
       joinTokens: [JOIN],
-      thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 2_000, lost_after_ms: 4_000 },
+      thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 3_000, lost_after_ms: 6_000 },
       reconcileMs: 200,
     });
   let control = await open();
@@ -99,8 +99,8 @@ async function withCluster(
           joinTokens: [JOIN],
           thresholds: {
             heartbeat_interval_ms: 300,
-            unreachable_after_ms: 2_000,
-            lost_after_ms: 4_000,
+            unreachable_after_ms: 3_000,
+            lost_after_ms: 6_000,
           },
           reconcileMs: 200,
         });
