@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
 import { Agent, AgentError, type AgentOptions, DEFAULT_LISTEN, nodeIdProblem } from "./agent.ts";
 import { discoverySettings } from "./discovery_flags.ts";
@@ -65,15 +65,7 @@ export function parseLabels(flags: readonly string[]): Record<string, string> {
   return labels;
 }
 
-/** Parses `HOST:PORT` (`[::1]:9180` for IPv6). */
-export function parseListen(text: string): { hostname: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:\[\]]*)):(\d{1,5})$/.exec(text);
-  const port = m === null ? NaN : Number(m[3]);
-  if (m === null || port > 65535) {
-    throw new UsageError(`agent run: --listen "${text}": expected HOST:PORT, e.g. 0.0.0.0:9180`);
-  }
-  return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port };
-}
+export { parseListen };
 
 function token(
   name: string,

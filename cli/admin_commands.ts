@@ -24,6 +24,7 @@ export const ADMIN_USAGE =
   explain DEPLOYMENT                   why its replicas are where they are, or pending
   events [--json] [--limit N]          recent events
   logs REPLICA [--shard N] [--lines N] a shard's recent log lines, from its agent
+  apikeys create NAME [--models a,b]   a gateway API key (shown once); list; delete ID
 `;
 
 /** Raised when the control plane answers with an error; the message is its message. */
@@ -79,6 +80,7 @@ const FLAGS = {
   limit: { type: "string" },
   shard: { type: "string" },
   lines: { type: "string" },
+  models: { type: "string" },
 } as const;
 
 /** The admin verbs this module handles. */
@@ -94,6 +96,7 @@ export const ADMIN_VERBS: ReadonlySet<string> = new Set([
   "explain",
   "events",
   "logs",
+  "apikeys",
 ]);
 
 /** Runs one admin verb; returns the exit code. */
@@ -264,6 +267,50 @@ export async function adminCommand(
       if (values.json) out(JSON.stringify(r, null, 2) + "\n");
       else out(`# shard ${r.shard_id} on ${r.node} (${r.state})\n${r.lines.join("\n")}\n`);
       return 0;
+    }
+    case "apikeys": {
+      const sub = arg(0, "create, list or delete");
+      if (sub === "create") {
+        const name = arg(1, "NAME");
+        const models = values.models === undefined
+          ? null
+          : values.models.split(",").map((m) => m.trim()).filter((m) => m !== "");
+        const k = await request(t, "POST", "/v1/apikeys", { name, models }) as {
+          id: string;
+          key: string;
+        };
+        out(
+          values.json
+            ? JSON.stringify(k, null, 2) + "\n"
+            : `API key ${k.id} (shown once, keep it): ${k.key}\n`,
+        );
+        return 0;
+      }
+      if (sub === "list") {
+        const { api_keys } = await request(t, "GET", "/v1/apikeys") as {
+          api_keys: { id: string; name: string; models: string[] | null; created_at: number }[];
+        };
+        print(api_keys, () =>
+          renderTable(
+            ["ID", "NAME", "MODELS", "CREATED"],
+            api_keys.map((
+              k,
+            ) => [
+              k.id,
+              k.name,
+              k.models === null ? "all" : k.models.join(","),
+              new Date(k.created_at).toISOString(),
+            ]),
+          ));
+        return 0;
+      }
+      if (sub === "delete") {
+        const id = arg(1, "ID");
+        await request(t, "DELETE", `/v1/apikeys/${encodeURIComponent(id)}`);
+        out(`API key ${id} deleted\n`);
+        return 0;
+      }
+      throw new UsageError(`apikeys: expected create, list or delete, got "${sub}"`);
     }
     case "events": {
       const limit = values.limit ?? "50";

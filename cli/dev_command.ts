@@ -24,6 +24,7 @@ import { newToken } from "../control/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";
+import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/serve_command.ts";
@@ -81,11 +82,17 @@ export async function devCommand(
   });
   // The gateway follows the control plane's ready endpoints (plan §12).
   const table = new EndpointTable();
+  const keys = new ApiKeyTable();
   const follower = followControlPlane(control.url, adminToken, table, {
+    keys,
     intervalMs: 500,
     log: () => {},
   });
-  const gateway = startGateway(table, { hostname: "127.0.0.1", port: port === 0 ? 0 : port + 10 });
+  const gateway = startGateway(table, {
+    hostname: "127.0.0.1",
+    port: port === 0 ? 0 : port + 10,
+    keys,
+  });
   const agents: Agent[] = [];
   let stopping = false;
   const stop = async () => {

@@ -28,3 +28,17 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
     throw new UsageError(`${command}: ${message}`);
   }
 }
+
+/**
+ * Parses `HOST:PORT` (`[::1]:80` for IPv6, `:80` for all interfaces).
+ *
+ * @throws {UsageError} Naming the flag and the value.
+ */
+export function parseListen(value: string, flag = "--listen"): { hostname: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:\[\]]*)):(\d{1,5})$/.exec(value);
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port > 65535) {
+    throw new UsageError(`${flag} "${value}": expected HOST:PORT, e.g. 127.0.0.1:7070`);
+  }
+  return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port };
+}

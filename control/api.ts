@@ -58,6 +58,10 @@ const EventsQuery = z.object({
   subject: z.string().max(256).optional(),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });
+const ApiKeyBody = z.object({
+  name: z.string().min(1).max(128),
+  models: z.array(z.string().min(1).max(256)).max(1000).nullable().optional(),
+}).strict();
 const LabelsBody = z.object({
   labels: z.record(
     z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/, "must be a label key"),
@@ -216,7 +220,25 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
     const q = parse(EventsQuery, c.req.query(), "Cannot list events");
     return c.json({ events: await cp.events(q) });
   });
-  admin.get("/endpoints", (c) => c.json({ endpoints: cp.readyEndpoints() }));
+  // What gateways follow: ready endpoints and API key hashes (plan §12).
+  admin.get(
+    "/endpoints",
+    (c) => c.json({ endpoints: cp.readyEndpoints(), api_keys: cp.apiKeyHashes() }),
+  );
+  admin.get("/apikeys", (c) => c.json({ api_keys: cp.apiKeys() }));
+  admin.post("/apikeys", async (c) => {
+    const body = parse(ApiKeyBody, await jsonBody(c), "Cannot create API key");
+    return c.json(await cp.createApiKey(body.name, body.models ?? null), 201);
+  });
+  admin.delete("/apikeys/:id", async (c) => {
+    const id = parse(
+      z.string().regex(/^key-[a-f0-9]{8}$/, "must be an API key id"),
+      c.req.param("id"),
+      "Cannot delete API key",
+    );
+    await cp.deleteApiKey(id);
+    return c.json({ deleted: id });
+  });
   admin.post("/plan", async (c) => c.json({ replicas: cp.dryRun(await jsonBody(c)) }));
   admin.get("/replicas/:id/logs", async (c) => {
     const q = parse(LogsQuery, c.req.query(), "Cannot fetch logs");

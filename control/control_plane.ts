@@ -29,6 +29,7 @@ import type {
 } from "../protocol/agent_protocol.ts";
 import { ApiError } from "./api_error.ts";
 import type {
+  ApiKeyRecord,
   ControlStore,
   EventRecord,
   NodeIntent,
@@ -107,6 +108,7 @@ export class ControlPlane {
   #deployments = new Map<string, StoredDeployment>();
   #replicas = new Map<string, StoredReplica>();
   #nodes = new Map<string, StoredNode>();
+  readonly #apiKeys = new Map<string, ApiKeyRecord>();
   readonly #reports = new Map<string, Map<string, ShardReport>>();
   readonly #desired = new Map<string, { key: string; shards: DesiredShardWire[] }>();
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -131,6 +133,7 @@ export class ControlPlane {
     const cp = new ControlPlane(options);
     const now = Date.now();
     for (const d of await cp.#store.listDeployments()) cp.#deployments.set(d.name, d);
+    for (const k of await cp.#store.listApiKeys()) cp.#apiKeys.set(k.id, k);
     for (const n of await cp.#store.listNodes()) {
       cp.#nodes.set(n.id, n);
       // Every known node gets the full unreachable/lost window from now.
@@ -585,6 +588,58 @@ export class ControlPlane {
       state: body.state ?? "unknown",
       lines: body.lines.map(String),
     };
+  }
+
+  /**
+   * Creates a gateway API key (plan §12) with access to `models` (served
+   * names; null for all). The key is returned once; only its hash is stored.
+   */
+  createApiKey(
+    name: string,
+    models: string[] | null,
+  ): Promise<{ id: string; name: string; key: string; models: string[] | null }> {
+    return this.#locked(async () => {
+      const key = newToken("sk-llmgw");
+      const id = `key-${crypto.randomUUID().slice(0, 8)}`;
+      this.#apiKeys.set(id, {
+        id,
+        name,
+        hash: await hashToken(key),
+        models,
+        created_at: Date.now(),
+      });
+      await this.#store.putApiKey(this.#apiKeys.get(id)!);
+      await this.#event(
+        "apikey_created",
+        `apikey/${id}`,
+        `${name}: ${models === null ? "all models" : models.join(", ")}`,
+      );
+      return { id, name, key, models };
+    });
+  }
+
+  /** The API keys, without their hashes. */
+  apiKeys(): { id: string; name: string; models: string[] | null; created_at: number }[] {
+    return [...this.#apiKeys.values()].map(({ id, name, models, created_at }) => ({
+      id,
+      name,
+      models,
+      created_at,
+    }));
+  }
+
+  /** The API keys with their hashes, for gateways (admin token only). */
+  apiKeyHashes(): { id: string; hash: string; models: string[] | null }[] {
+    return [...this.#apiKeys.values()].map(({ id, hash, models }) => ({ id, hash, models }));
+  }
+
+  /** Deletes an API key. */
+  deleteApiKey(id: string): Promise<void> {
+    return this.#locked(async () => {
+      if (!this.#apiKeys.delete(id)) throw new ApiError(404, "not_found", `no API key ${id}`);
+      await this.#store.deleteApiKey(id);
+      await this.#event("apikey_deleted", `apikey/${id}`, "deleted");
+    });
   }
 
   /** Rank-0 endpoints of ready replicas: where the gateway may send traffic (plan §12). */

@@ -4,7 +4,7 @@
  * @module
  */
 import { join } from "node:path";
-import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
@@ -12,6 +12,7 @@ import { MemoryStore } from "./memory_store.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import { type ControlStore, StoreError } from "./store.ts";
 import { hashToken, newToken } from "./tokens.ts";
+import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/serve_command.ts";
@@ -104,15 +105,6 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
   };
 }
 
-/** Parses `HOST:PORT`. */
-export function parseListen(value: string, flag = "--listen"): { hostname: string; port: number } {
-  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
-  if (m === null || Number(m[2]) > 65535) {
-    throw new UsageError(`${flag} must be HOST:PORT, e.g. 127.0.0.1:7070; got "${value}"`);
-  }
-  return { hostname: m[1].replace(/^\[|\]$/g, ""), port: Number(m[2]) };
-}
-
 function seconds(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const s = Number(value);
@@ -200,8 +192,9 @@ export async function controlServeCommand(
       );
     }
     const table = new EndpointTable();
-    follower = followControlPlane(running.url, adminTokens[0], table, { intervalMs: 1_000 });
-    const started = startGateway(table, g);
+    const keys = new ApiKeyTable();
+    follower = followControlPlane(running.url, adminTokens[0], table, { intervalMs: 1_000, keys });
+    const started = startGateway(table, { ...g, keys });
     gateway = started;
     out(`llmgw gateway (OpenAI-compatible) listening on ${started.url}/v1\n`);
   }

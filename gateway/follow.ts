@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
 
 /** What one poll of the control plane returned. */
@@ -17,6 +18,8 @@ export interface ControlSnapshot {
   endpoints: EndpointSpec[];
   /** Served model names of all deployments. */
   models: string[];
+  /** API keys (hashes and allowed models). */
+  apiKeys: ApiKeySpec[];
 }
 
 function isEndpoint(v: unknown): v is EndpointSpec {
@@ -57,9 +60,17 @@ export async function fetchSnapshot(
   const models = deployments
     .map((x) => (x as { spec?: { served_model_name?: unknown } })?.spec?.served_model_name)
     .filter((m): m is string => typeof m === "string");
+  const rawKeys = (e as { api_keys?: unknown }).api_keys;
+  const apiKeys = (Array.isArray(rawKeys) ? rawKeys : []).filter((k): k is ApiKeySpec => {
+    const o = k as Record<string, unknown>;
+    return typeof o?.id === "string" && typeof o.hash === "string" &&
+      (o.models === null ||
+        (Array.isArray(o.models) && o.models.every((m) => typeof m === "string")));
+  });
   return {
     endpoints: endpoints.map(({ model, replica_id, url }) => ({ model, replica_id, url })),
     models,
+    apiKeys,
   };
 }
 
@@ -73,6 +84,8 @@ export interface FollowOptions {
   fetch?: typeof fetch;
   /** Called with a one-line note when polling starts failing or recovers. */
   log?: (line: string) => void;
+  /** Keeps this table of API keys in step with the control plane's. */
+  keys?: ApiKeyTable;
 }
 
 /** A running follower. */
@@ -113,6 +126,7 @@ export function followControlPlane(
         const snap = await fetchSnapshot(url, token, options);
         if (stopped) break;
         table.setEndpoints(snap.endpoints, snap.models);
+        options.keys?.set(snap.apiKeys);
         if (lastError !== null) log(`gateway: control plane reachable again at ${url}`);
         lastError = null;
         lastSyncAt = Date.now();

@@ -42,7 +42,13 @@ export function forwardHeaders(headers: Headers, drop: readonly string[] = []): 
  * set by fetch), `content-length` (set from the forwarded body) and
  * `accept-encoding` (fetch negotiates and decodes on its own).
  */
-export const REQUEST_DROP: readonly string[] = ["host", "content-length", "accept-encoding"];
+export const REQUEST_DROP: readonly string[] = [
+  "host",
+  "content-length",
+  "accept-encoding",
+  // The client's gateway API key is the gateway's business, not the engine's (or its logs').
+  "authorization",
+];
 
 /**
  * Response headers dropped besides hop-by-hop ones: fetch has already decoded

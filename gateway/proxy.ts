@@ -28,6 +28,7 @@ import { BodyTooLarge, readBodyLimited } from "./body.ts";
 import type { EndpointTable } from "./endpoints.ts";
 import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
+import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
 import { relayBody } from "./relay.ts";
 
 /** Default request body limit: 10 MiB. */
@@ -42,6 +43,8 @@ export const MODEL_ROUTES: readonly string[] = [
 
 /** Settings of {@link createGateway}. */
 export interface GatewayOptions {
+  /** API keys (plan §12); without any configured the gateway is open. */
+  keys?: ApiKeyTable;
   /** Largest request body accepted, in bytes (default 10 MiB). */
   maxBodyBytes?: number;
   /** Further endpoints tried after a connection failure (default 2). */
@@ -74,20 +77,35 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const upstreamFetch = options.fetch ?? fetch;
   const log = options.log ?? (() => {});
   const app = new Hono();
+  const keys = options.keys ?? new ApiKeyTable();
+  const unauthorized = () =>
+    errorResponse(
+      401,
+      openAiError(
+        "Incorrect or missing API key (Authorization: Bearer …).",
+        "invalid_request_error",
+        "invalid_api_key",
+      ),
+    );
 
-  app.get("/v1/models", (c) =>
-    c.json({
+  app.get("/v1/models", async (c) => {
+    const caller = await keys.check(c.req.header("authorization") ?? null);
+    if (caller === null) return unauthorized();
+    return c.json({
       object: "list",
-      data: table.readyModels().map((id) => ({
+      data: table.readyModels().filter((id) => mayUse(caller, id)).map((id) => ({
         id,
         object: "model",
         created: 0,
         owned_by: "llmgw",
       })),
-    }));
+    });
+  });
 
   const proxy = async (c: Context): Promise<Response> => {
     const req = c.req.raw;
+    const caller: Caller | null = await keys.check(req.headers.get("authorization"));
+    if (caller === null) return unauthorized();
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       bytes = await readBodyLimited(req, maxBody);
@@ -121,11 +139,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         { "retry-after": retryAfter },
       );
     }
-    if (!table.isKnown(model)) {
+    // A model the key may not use looks like one that does not exist.
+    if (!table.isKnown(model) || !mayUse(caller, model)) {
       return errorResponse(
         404,
         openAiError(
-          `The model \`${model}\` does not exist`,
+          `The model \`${model}\` does not exist or you do not have access to it`,
           "invalid_request_error",
           "model_not_found",
           "model",

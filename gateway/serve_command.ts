@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../cli/usage_error.ts";
-import { parseListen } from "../control/serve_command.ts";
+import { ApiKeyTable } from "./api_keys.ts";
+import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { followControlPlane } from "./follow.ts";
 import { createGateway, type GatewayOptions } from "./proxy.ts";
@@ -123,8 +123,9 @@ export async function gatewayServeCommand(
   }
   const log = (line: string) => err(`${line}\n`);
   const table = new EndpointTable();
-  const follower = followControlPlane(control, token, table, { intervalMs, log });
-  const running = startGateway(table, { ...listen, log });
+  const keys = new ApiKeyTable();
+  const follower = followControlPlane(control, token, table, { intervalMs, log, keys });
+  const running = startGateway(table, { ...listen, log, keys });
   out(
     `llmgw gateway listening on ${running.url}, following ${control}\n` +
       `llmgw gateway: OPEN: no API keys yet; anyone who can reach ${running.url} can use every model\n`,
