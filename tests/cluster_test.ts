@@ -13,6 +13,9 @@ import { SqliteStore } from "../control/sqlite_store.ts";
 import { type RunningControl, startControl } from "../control/serve_command.ts";
 import type { ReplicaView } from "../control/control_plane.ts";
 import { groupMembers } from "../supervisor/proc.ts";
+import { EndpointTable } from "../gateway/endpoints.ts";
+import { followControlPlane } from "../gateway/follow.ts";
+import { startGateway } from "../gateway/serve_command.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ADMIN = "test-admin-token";
@@ -23,7 +26,13 @@ async function withCluster(
     control: () => RunningControl;
     restartControl: () => Promise<void>;
     agents: Map<string, Agent>;
-    startAgent: (id: string, machine: string, portBase: number) => Promise<Agent>;
+    startAgent: (
+      id: string,
+      machine: string,
+      portBase: number,
+      env?: Record<string, string>,
+    ) => Promise<Agent>;
+    gateway: () => string;
     admin: (method: string, path: string, body?: unknown) => Promise<Response>;
     pids: Set<number>;
   }) => Promise<void>,
@@ -43,7 +52,12 @@ async function withCluster(
   let control = await open();
   let port = Number(new URL(control.url).port);
   const agents = new Map<string, Agent>();
-  const startAgent = async (id: string, machine: string, portBase: number) => {
+  const startAgent = async (
+    id: string,
+    machine: string,
+    portBase: number,
+    extraEnv: Record<string, string> = {},
+  ) => {
     const configPath = join(ROOT, "tests/fixtures/sim", machine, "agent.json");
     const config = resolveConfigPaths(
       parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
@@ -71,6 +85,7 @@ async function withCluster(
           PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
           FAKE_ENGINE_LOAD_SECONDS: "0.5",
           FAKE_ENGINE_ACCESS_LOG: "0",
+          ...extraEnv,
         },
       },
       logSink: () => {},
@@ -85,10 +100,15 @@ async function withCluster(
       headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+  const table = new EndpointTable();
+  let follower = followControlPlane(control.url, ADMIN, table, { intervalMs: 100 });
+  const gateway = startGateway(table, { hostname: "127.0.0.1", port: 0 });
   try {
     await fn({
+      gateway: () => gateway.url,
       control: () => control,
       restartControl: async () => {
+        await follower.stop();
         await control.close();
         // Same port, so agents find it again.
         control = await startControl({
@@ -105,6 +125,7 @@ async function withCluster(
           reconcileMs: 200,
         });
         port = Number(new URL(control.url).port);
+        follower = followControlPlane(control.url, ADMIN, table, { intervalMs: 100 });
       },
       agents,
       startAgent,
@@ -116,6 +137,8 @@ async function withCluster(
       for (const s of a.status().shards) if (s.pid !== null) pids.add(s.pid);
       await a.stop({ stopEngines: true }).catch(() => {});
     }
+    await follower.stop();
+    await gateway.close();
     await control.close().catch(() => {});
     for (const pid of pids) {
       try {
@@ -280,5 +303,74 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
     assertEquals(back.state, "ready");
     const [still] = await replicas(admin);
     assertEquals([still.state, still.shards[0].node], ["ready", "h100-b"]);
+  });
+});
+
+Deno.test("through the gateway: a loading replica gets no traffic; once ready it gets its share", async () => {
+  await withCluster(async ({ admin, startAgent, gateway }) => {
+    await startAgent("fast", "dgx_h100_idle", 27000, { FAKE_ENGINE_ACCESS_LOG: "1" });
+    await startAgent("slow", "dgx_h100_idle", 28000, {
+      FAKE_ENGINE_ACCESS_LOG: "1",
+      FAKE_ENGINE_LOAD_SECONDS: "4",
+    });
+    await until(
+      "two nodes",
+      async () => ((await (await admin("GET", "/v1/nodes")).json()).nodes.length === 2
+        ? true
+        : null),
+    );
+    const d = {
+      name: "pair",
+      model: "org/pair",
+      replicas: 2,
+      placement: "spread",
+      profiles: [{ name: "tp8", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 8 }],
+    };
+    assertEquals((await admin("POST", "/v1/deployments", d)).status, 201);
+    const onFast = await until("the fast replica ready, the slow one loading", async () => {
+      const rs = await replicas(admin);
+      const fast = rs.find((r) => r.shards[0]?.node === "fast");
+      const slow = rs.find((r) => r.shards[0]?.node === "slow");
+      return fast?.state === "ready" && slow !== undefined && slow.state !== "ready"
+        ? { fast, slow }
+        : null;
+    });
+    const ask = async () => {
+      const res = await fetch(`${gateway()}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "pair", messages: [{ role: "user", content: "hi" }] }),
+      });
+      assertEquals(res.status, 200);
+      await res.body?.cancel();
+    };
+    // Wait until the gateway has the fast replica, then send while the slow one loads.
+    await until("gateway routes", async () => {
+      const r = await fetch(`${gateway()}/v1/models`);
+      return (await r.json()).data.length === 1 ? true : null;
+    });
+    for (let i = 0; i < 8; i++) await ask();
+    const served = async (replica: string) =>
+      ((await (await admin("GET", `/v1/replicas/${replica}/logs?lines=1000`)).json())
+        .lines as string[])
+        .filter((l) => l.includes("POST /v1/chat/completions")).length;
+    // The supervisor reads engine logs on its tick: wait for all eight lines.
+    await until(
+      "eight requests in the fast replica's log",
+      async () => (await served(onFast.fast.id)) >= 8 ? true : null,
+    );
+    assertEquals(await served(onFast.fast.id), 8);
+    assertEquals(await served(onFast.slow.id), 0, "a loading replica gets no request");
+    await until("both ready", async () => {
+      const rs = await replicas(admin);
+      return rs.every((r) => r.state === "ready") ? true : null;
+    });
+    await new Promise((r) => setTimeout(r, 500)); // the gateway's next poll
+    await Promise.all(Array.from({ length: 16 }, ask));
+    await until(
+      "the once-loading replica serves",
+      async () => (await served(onFast.slow.id)) > 0 ? true : null,
+      5_000,
+    );
   });
 });
