@@ -29,6 +29,7 @@ import type { EndpointTable } from "./endpoints.ts";
 import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
+import { GatewayMetrics, type Outcome } from "./metrics.ts";
 import { relayBody } from "./relay.ts";
 
 /** Default request body limit: 10 MiB. */
@@ -43,6 +44,8 @@ export const MODEL_ROUTES: readonly string[] = [
 
 /** Settings of {@link createGateway}. */
 export interface GatewayOptions {
+  /** Where request metrics go (served at `/metrics`); a fresh set by default. */
+  metrics?: GatewayMetrics;
   /** API keys (plan §12); without any configured the gateway is open. */
   keys?: ApiKeyTable;
   /** Largest request body accepted, in bytes (default 10 MiB). */
@@ -78,6 +81,32 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const log = options.log ?? (() => {});
   const app = new Hono();
   const keys = options.keys ?? new ApiKeyTable();
+  const metrics = options.metrics ?? new GatewayMetrics();
+  // Per request: its model (once read) and whether its body is relayed (then
+  // the relay records the outcome when the body ends).
+  const modelOf = new WeakMap<Request, string>();
+  const relayed = new WeakSet<Response>();
+  const outcomeOf = (status: number): Outcome =>
+    status < 400
+      ? "ok"
+      : status === 401
+      ? "unauthorized"
+      : status === 404
+      ? "model_not_found"
+      : status === 503
+      ? "no_ready_replica"
+      : status === 502
+      ? "upstream_unreachable"
+      : status === 499
+      ? "client_closed"
+      : status < 500
+      ? "bad_request"
+      : "upstream_error";
+  app.get(
+    "/metrics",
+    () =>
+      new Response(metrics.render(), { headers: { "content-type": "text/plain; version=0.0.4" } }),
+  );
   const unauthorized = () =>
     errorResponse(
       401,
@@ -102,7 +131,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     });
   });
 
-  const proxy = async (c: Context): Promise<Response> => {
+  const proxy = async (c: Context, t0: number): Promise<Response> => {
     const req = c.req.raw;
     const caller: Caller | null = await keys.check(req.headers.get("authorization"));
     if (caller === null) return unauthorized();
@@ -131,6 +160,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     if (typeof model !== "string" || model === "") {
       return invalid("you must provide a model parameter", "model", "missing_model");
     }
+    modelOf.set(req, model);
     if (!table.loaded) {
       // Before the first sync with the control plane, no model is unknown yet.
       return errorResponse(
@@ -173,6 +203,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       if (e === null) break;
       tried.add(e.key);
       const counted = table.acquire(e);
+      metrics.inflight(model, e.replica_id, 1);
       // The client going away aborts the upstream request: while waiting for
       // the upstream's answer through request.signal, linked to our own
       // controller and unlinked as soon as the upstream answered (Deno's
@@ -186,6 +217,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       const release = () => {
         unlink();
         counted();
+        metrics.inflight(model, e.replica_id, -1);
       };
       let upstream: Response;
       try {
@@ -213,18 +245,31 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         return new Response(null, { status: upstream.status, headers: outHeaders });
       }
       const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
-      const relayed = relayBody(upstream.body, {
+      const status = upstream.status;
+      const body = relayBody(upstream.body, {
         sse,
         clientSignal: upstreamAbort.signal,
+        onFirstChunk: () => metrics.firstToken(model, (performance.now() - t0) / 1000),
         onEnd(end, error) {
           release();
+          metrics.request(
+            model,
+            end === "error"
+              ? "mid_stream_failure"
+              : end === "cancelled"
+              ? "client_closed"
+              : outcomeOf(status),
+            (performance.now() - t0) / 1000,
+          );
           if (end === "error") {
             table.markSuspect(e);
             log(`gateway: ${model}: ${e.url} died mid-response (${String(error)}); marked suspect`);
           }
         },
       });
-      return new Response(relayed, { status: upstream.status, headers: outHeaders });
+      const response = new Response(body, { status: upstream.status, headers: outHeaders });
+      relayed.add(response);
+      return response;
     }
     return errorResponse(
       502,
@@ -236,7 +281,20 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       { "retry-after": retryAfter },
     );
   };
-  for (const path of MODEL_ROUTES) app.post(path, proxy);
+  for (const path of MODEL_ROUTES) {
+    app.post(path, async (c) => {
+      const t0 = performance.now();
+      const res = await proxy(c, t0);
+      if (!relayed.has(res)) {
+        metrics.request(
+          modelOf.get(c.req.raw) ?? "",
+          outcomeOf(res.status),
+          (performance.now() - t0) / 1000,
+        );
+      }
+      return res;
+    });
+  }
 
   app.notFound(() =>
     errorResponse(

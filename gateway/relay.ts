@@ -23,6 +23,8 @@ export interface RelayOptions {
   sse: boolean;
   /** Called once, when the body ends, with how and (for "error") why. */
   onEnd(end: RelayEnd, error?: unknown): void;
+  /** Called once, with the first chunk of the body (time to first token, for metrics). */
+  onFirstChunk?: () => void;
   /**
    * The client request's signal: a read failing after it aborted is the
    * client going away ("cancelled"), not the upstream dying.
@@ -60,6 +62,7 @@ export function relayBody(
   };
   // The last two bytes sent, to know whether an SSE event is half-sent.
   let tail = "\n\n";
+  let seenFirst = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let result: ReadableStreamReadResult<Uint8Array>;
@@ -88,6 +91,10 @@ export function relayBody(
         return;
       }
       const chunk = result.value;
+      if (!seenFirst) {
+        seenFirst = true;
+        options.onFirstChunk?.();
+      }
       if (chunk.byteLength >= 2) {
         tail = String.fromCharCode(chunk[chunk.byteLength - 2], chunk[chunk.byteLength - 1]);
       } else if (chunk.byteLength === 1) tail = tail.slice(-1) + String.fromCharCode(chunk[0]);

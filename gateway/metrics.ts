@@ -1,0 +1,107 @@
+/**
+ * The gateway's Prometheus metrics (plan §12): requests and errors by kind,
+ * latency and time-to-first-token histograms per model, in-flight requests
+ * per model and replica.
+ *
+ * @module
+ */
+
+/** Latency buckets in seconds. */
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+class Histogram {
+  readonly counts = BUCKETS.map(() => 0);
+  count = 0;
+  sum = 0;
+  observe(v: number): void {
+    this.count++;
+    this.sum += v;
+    for (let i = 0; i < BUCKETS.length; i++) if (v <= BUCKETS[i]) this.counts[i]++;
+  }
+  render(name: string, labels: string): string[] {
+    const out = BUCKETS.map((b, i) => `${name}_bucket{${labels},le="${b}"} ${this.counts[i]}`);
+    out.push(
+      `${name}_bucket{${labels},le="+Inf"} ${this.count}`,
+      `${name}_sum{${labels}} ${this.sum}`,
+      `${name}_count{${labels}} ${this.count}`,
+    );
+    return out;
+  }
+}
+
+const esc = (v: string) =>
+  v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
+
+/** What a request came to: `ok`, or the kind of error. */
+export type Outcome =
+  | "ok"
+  | "bad_request"
+  | "unauthorized"
+  | "model_not_found"
+  | "no_ready_replica"
+  | "upstream_unreachable"
+  | "upstream_error"
+  | "mid_stream_failure"
+  | "client_closed";
+
+/** The gateway's counters and histograms. */
+export class GatewayMetrics {
+  readonly #requests = new Map<string, number>();
+  readonly #latency = new Map<string, Histogram>();
+  readonly #ttft = new Map<string, Histogram>();
+  readonly #inflight = new Map<string, number>();
+
+  /** Counts one finished request (`model` may be "" when the body named none). */
+  request(model: string, outcome: Outcome, seconds: number): void {
+    const key = `model="${esc(model)}",outcome="${outcome}"`;
+    this.#requests.set(key, (this.#requests.get(key) ?? 0) + 1);
+    if (model === "") return;
+    const m = `model="${esc(model)}"`;
+    let h = this.#latency.get(m);
+    if (h === undefined) this.#latency.set(m, h = new Histogram());
+    h.observe(seconds);
+  }
+
+  /** Records the time to the first byte of a response body from an engine. */
+  firstToken(model: string, seconds: number): void {
+    const m = `model="${esc(model)}"`;
+    let h = this.#ttft.get(m);
+    if (h === undefined) this.#ttft.set(m, h = new Histogram());
+    h.observe(seconds);
+  }
+
+  /** Adds `delta` to the in-flight gauge of a model's replica. */
+  inflight(model: string, replica: string, delta: number): void {
+    const key = `model="${esc(model)}",replica="${esc(replica)}"`;
+    this.#inflight.set(key, (this.#inflight.get(key) ?? 0) + delta);
+  }
+
+  /** Prometheus text format. */
+  render(): string {
+    const out = [
+      "# HELP llmgw_gateway_requests_total Requests by model and outcome.",
+      "# TYPE llmgw_gateway_requests_total counter",
+    ];
+    for (const [k, v] of this.#requests) out.push(`llmgw_gateway_requests_total{${k}} ${v}`);
+    out.push(
+      "# HELP llmgw_gateway_request_duration_seconds Time to the end of the response.",
+      "# TYPE llmgw_gateway_request_duration_seconds histogram",
+    );
+    for (const [k, h] of this.#latency) {
+      out.push(...h.render("llmgw_gateway_request_duration_seconds", k));
+    }
+    out.push(
+      "# HELP llmgw_gateway_time_to_first_token_seconds Time to the first byte of the engine's body.",
+      "# TYPE llmgw_gateway_time_to_first_token_seconds histogram",
+    );
+    for (const [k, h] of this.#ttft) {
+      out.push(...h.render("llmgw_gateway_time_to_first_token_seconds", k));
+    }
+    out.push(
+      "# HELP llmgw_gateway_inflight_requests Requests in flight per replica.",
+      "# TYPE llmgw_gateway_inflight_requests gauge",
+    );
+    for (const [k, v] of this.#inflight) out.push(`llmgw_gateway_inflight_requests{${k}} ${v}`);
+    return out.join("\n") + "\n";
+  }
+}
