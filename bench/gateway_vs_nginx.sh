@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Gateway overhead against the same upstream, in one run (plan §16): wrk drives
+# (a) the fake engine directly, (b) llmgw's gateway, (c) nginx as a plain
+# reverse proxy, with non-streaming and streaming chat completions at several
+# concurrency levels. Needs nginx and wrk (Debian: apt-get install nginx-light wrk).
+# Usage: bash bench/gateway_vs_nginx.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-5}
+command -v nginx >/dev/null && command -v wrk >/dev/null || {
+  echo "needs nginx and wrk: apt-get install nginx-light wrk" >&2; exit 2; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -- -"$p" 2>/dev/null || kill "$p" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ENGINE=19301 GATEWAY=19302 NGINX=19303
+
+# The upstream: the fake engine, fast (no load time, 1 token, no delay).
+FAKE_ENGINE_LOAD_SECONDS=0 FAKE_ENGINE_TOKENS=4 FAKE_ENGINE_TOKEN_DELAY_MS=0 FAKE_ENGINE_ACCESS_LOG=0 \
+  setsid testing/bin/vllm serve org/bench --served-model-name bench --host 127.0.0.1 --port $ENGINE \
+  --tensor-parallel-size 1 --pipeline-parallel-size 1 --max-num-seqs 100000 >"$work/engine.log" 2>&1 &
+pids+=($!)
+# The gateway, fed a fixed endpoint table (no control plane in the loop).
+setsid deno run -A bench/gateway_fixed.ts $GATEWAY "http://127.0.0.1:$ENGINE" >"$work/gateway.log" 2>&1 &
+pids+=($!)
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  upstream engine { server 127.0.0.1:$ENGINE; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGINX;
+    location / {
+      proxy_pass http://engine;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf" -p "$work"
+for port in $ENGINE $GATEWAY $NGINX; do
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 0.1; done
+done
+
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = os.getenv("BODY")
+LUA
+plain='{"model":"bench","messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
+stream='{"model":"bench","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}'
+echo "| request | concurrency | target | req/s | p50 ms | p99 ms |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for kind in plain stream; do
+  body=${!kind}
+  for c in 1 16 64; do
+    for target in engine:$ENGINE gateway:$GATEWAY nginx:$NGINX; do
+      name=${target%%:*}; port=${target##*:}
+      out=$(BODY="$body" wrk -t1 -c$c -d${SECS}s --latency -s "$work/post.lua" \
+        "http://127.0.0.1:$port/v1/chat/completions" 2>&1)
+      rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+      p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+      p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+      echo "| $kind | $c | $name | $rps | $p50 | $p99 |"
+    done
+  done
+done
