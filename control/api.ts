@@ -62,6 +62,10 @@ const ApiKeyBody = z.object({
   name: z.string().min(1).max(128),
   models: z.array(z.string().min(1).max(256)).max(1000).nullable().optional(),
 }).strict();
+const FabricName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, "must be a fabric name");
+const FabricOverridesBody = z.object({
+  fabric_overrides: z.record(FabricName, FabricName.nullable()),
+}).strict();
 const LabelsBody = z.object({
   labels: z.record(
     z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/, "must be a label key"),
@@ -198,6 +202,14 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
     const id = parse(NodeIdParam, c.req.param("id"), "Cannot set labels");
     const body = parse(LabelsBody, await jsonBody(c), "Cannot set labels");
     return c.json({ node: id, label_overrides: await cp.setLabels(id, body.labels) });
+  });
+  admin.put("/nodes/:id/fabrics", async (c) => {
+    const id = parse(NodeIdParam, c.req.param("id"), "Cannot set fabric overrides");
+    const body = parse(FabricOverridesBody, await jsonBody(c), "Cannot set fabric overrides");
+    return c.json({
+      node: id,
+      fabric_overrides: await cp.setFabricOverrides(id, body.fabric_overrides),
+    });
   });
   admin.get("/deployments", (c) => c.json({ deployments: cp.deployments() }));
   admin.post("/deployments", async (c) => {

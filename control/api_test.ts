@@ -243,3 +243,60 @@ Deno.test("operator labels apply over the agent's, survive re-registration, and 
   await cp.reconcile();
   assertStringIncludes(cp.replicas()[0].explanation!.summary, "not matching the node selector");
 });
+
+Deno.test("fabric overrides rename or exclude a node's reported fabrics, and refuse a clash", async () => {
+  const { cp, call } = await setup();
+  const reg = { ...registration("n1", "dgx_h100_8x_nics") };
+  await call("POST", "/v1/agent/register", JOIN, reg);
+  assertEquals(cp.inventory.getNode("n1")!.fabrics.map((f) => f.fabric), ["ib-compute"]);
+  const renamed = await call("PUT", "/v1/nodes/n1/fabrics", ADMIN, {
+    fabric_overrides: { "ib-compute": "ib-east" },
+  });
+  assertEquals(renamed.status, 200);
+  assertEquals(cp.inventory.getNode("n1")!.fabrics.map((f) => f.fabric), ["ib-east"]);
+  await call("PUT", "/v1/nodes/n1/fabrics", ADMIN, { fabric_overrides: { "ib-compute": null } });
+  assertEquals(cp.inventory.getNode("n1")!.fabrics, []);
+  const bad = await call("PUT", "/v1/nodes/n1/fabrics", ADMIN, {
+    fabric_overrides: { "bad name": "x" },
+  });
+  assertEquals(bad.status, 400);
+  await call("PUT", "/v1/nodes/n1/fabrics", ADMIN, { fabric_overrides: {} });
+  assertEquals(cp.inventory.getNode("n1")!.fabrics.map((f) => f.fabric), ["ib-compute"]);
+});
+
+Deno.test("scaling a deployment up and down adds and removes replicas and frees their GPUs", async () => {
+  const { cp, call } = await setup();
+  await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT);
+  await cp.reconcile();
+  assertEquals(cp.replicas().map((r) => r.id), ["qwen-r0", "qwen-r1"]);
+  assertEquals(
+    (await call("POST", "/v1/deployments/qwen/scale", ADMIN, { replicas: 4 })).status,
+    200,
+  );
+  await cp.reconcile();
+  assertEquals(cp.replicas().filter((r) => r.profile !== null).length, 4);
+  assertEquals(cp.inventory.freeGpus("n1"), []);
+  await call("POST", "/v1/deployments/qwen/scale", ADMIN, { replicas: 1 });
+  await cp.reconcile();
+  assertEquals(cp.replicas().map((r) => r.id), ["qwen-r0"]);
+  assertEquals(cp.inventory.freeGpus("n1"), [2, 3, 4, 5, 6, 7]);
+});
+
+Deno.test("draining moves replicas off and then reports the node drained", async () => {
+  const { cp, call } = await setup();
+  await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  await call("POST", "/v1/agent/register", JOIN, registration("n2"));
+  await call("POST", "/v1/deployments", ADMIN, { ...DEPLOYMENT, replicas: 1 });
+  await cp.reconcile();
+  const first = cp.replicas()[0].shards[0].node;
+  await call("POST", `/v1/nodes/${first}/drain`, ADMIN);
+  await cp.reconcile();
+  const moved = cp.replicas()[0].shards[0].node;
+  assertOk(moved !== first, "the replica moved off the draining node");
+  const events = (await (await call("GET", "/v1/events?limit=100", ADMIN)).json()).events as {
+    kind: string;
+    subject: string;
+  }[];
+  assertOk(events.some((e) => e.kind === "node_drained" && e.subject === `node/${first}`));
+});

@@ -210,8 +210,8 @@ export class ControlPlane {
       mgmt_interface: r.mgmt_interface,
       ...(r.http_port_base === undefined ? {} : { http_port_base: r.http_port_base }),
       labels: { ...r.labels, ...n.label_overrides },
+      fabrics: overrideFabrics(r.fabrics, n.fabric_overrides ?? {}),
       gpus: r.gpus,
-      fabrics: r.fabrics,
       agent_version: r.agent_version,
       engine_versions: r.engine_versions,
     };
@@ -245,6 +245,7 @@ export class ControlPlane {
         token_hash: await hashToken(token),
         intent: existing?.intent ?? "none",
         label_overrides: existing?.label_overrides ?? {},
+        fabric_overrides: existing?.fabric_overrides ?? {},
         generation: existing?.generation ?? 0,
         updated_at: Date.now(),
       };
@@ -394,6 +395,43 @@ export class ControlPlane {
       await this.#event("node_labels", `node/${nodeId}`, `labels: ${JSON.stringify(labels)}`);
       this.#kick();
       return { ...node.label_overrides };
+    });
+  }
+
+  /**
+   * Replaces a node's fabric overrides: each reported fabric renamed (string)
+   * or excluded from placement (null). Fabric names are the operator's
+   * (plan §1.3, §5.2); the agent's configuration reports, the operator decides.
+   */
+  setFabricOverrides(
+    nodeId: string,
+    overrides: Record<string, string | null>,
+  ): Promise<Record<string, string | null>> {
+    return this.#locked(async () => {
+      const node = this.#nodes.get(nodeId);
+      if (node === undefined) throw new ApiError(404, "not_found", `no node ${nodeId}`);
+      const result = overrideFabrics(node.registration.fabrics, overrides).map((f) => f.fabric);
+      const twice = result.find((f, i) => result.indexOf(f) !== i);
+      if (twice !== undefined) {
+        throw new ApiError(
+          400,
+          "invalid_request",
+          `two fabrics of node ${nodeId} would both be named ${twice}`,
+          "fabric_overrides",
+        );
+      }
+      node.fabric_overrides = { ...overrides };
+      node.updated_at = Date.now();
+      await this.#store.putNode(node);
+      const state = this.inventory.getNode(nodeId);
+      this.inventory.upsertNode(this.#registration(node), state?.last_seen_ms ?? Date.now());
+      await this.#event(
+        "node_fabrics",
+        `node/${nodeId}`,
+        `fabric overrides: ${JSON.stringify(overrides)}`,
+      );
+      this.#kick();
+      return { ...node.fabric_overrides };
     });
   }
 
@@ -831,6 +869,22 @@ export class ControlPlane {
           }
         }
       }
+      // A draining node whose replicas have all moved off is drained: say so once.
+      for (const n of this.#nodes.values()) {
+        if (n.intent !== "draining") {
+          this.#drained.delete(n.id);
+          continue;
+        }
+        const held = this.inventory.getNode(n.id)?.allocations.length ?? 0;
+        if (held === 0 && !this.#drained.has(n.id)) {
+          this.#drained.add(n.id);
+          await this.#event(
+            "node_drained",
+            `node/${n.id}`,
+            "all replicas moved off; the node can be serviced",
+          );
+        }
+      }
       // Only nodes whose shards changed get a new desired state.
       for (const id of dirty) if (this.#nodes.has(id)) this.#computeDesired(id, true);
       dirty.clear();
@@ -838,6 +892,8 @@ export class ControlPlane {
   }
 
   readonly #attempts = new Map<string, number>();
+  /** Draining nodes already announced as drained. */
+  readonly #drained = new Set<string>();
   /** Nodes whose desired state may have changed since the last pass. */
   readonly #dirty = new Set<string>();
 
@@ -885,4 +941,17 @@ export class ControlPlane {
 /** True when two versions of a deployment differ only in their replica count. */
 function sameExceptReplicas(a: Deployment, b: Deployment): boolean {
   return JSON.stringify({ ...a, replicas: 0 }) === JSON.stringify({ ...b, replicas: 0 });
+}
+
+/** A node's reported fabrics with the operator's overrides applied (renamed, or dropped for null). */
+export function overrideFabrics<F extends { fabric: string }>(
+  fabrics: readonly F[],
+  overrides: Record<string, string | null>,
+): F[] {
+  const out: F[] = [];
+  for (const f of fabrics) {
+    const o = Object.hasOwn(overrides, f.fabric) ? overrides[f.fabric] : f.fabric;
+    if (o !== null) out.push({ ...f, fabric: o });
+  }
+  return out;
 }

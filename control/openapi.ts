@@ -84,6 +84,32 @@ export function openApiDocument(): Record<string, unknown> {
       "/v1/nodes/{id}/cordon": { post: op("Cordon a node", "admin") },
       "/v1/nodes/{id}/uncordon": { post: op("Uncordon (and undrain) a node", "admin") },
       "/v1/nodes/{id}/drain": { post: op("Drain a node: its replicas move off", "admin") },
+      "/v1/nodes/{id}/labels": {
+        post: op(
+          "Set (string) or remove (null) label overrides",
+          "admin",
+          z.object({ labels: z.record(z.string(), z.string().nullable()) }),
+        ),
+      },
+      "/v1/nodes/{id}/fabrics": {
+        put: op(
+          "Replace fabric overrides: rename (string) or exclude (null)",
+          "admin",
+          z.object({ fabric_overrides: z.record(z.string(), z.string().nullable()) }),
+        ),
+      },
+      "/v1/apikeys": {
+        get: op("List gateway API keys (no secrets)", "admin"),
+        post: op(
+          "Create a gateway API key (returned once)",
+          "admin",
+          z.object({ name: z.string(), models: z.array(z.string()).nullable().optional() }),
+        ),
+      },
+      "/v1/apikeys/{id}": { delete: op("Delete a gateway API key", "admin") },
+      "/v1/replicas/{id}/logs": {
+        get: op("A shard's recent log lines, from its agent (shard, lines)", "admin"),
+      },
       "/v1/deployments": {
         get: op("List deployments", "admin"),
         post: op("Create or update a deployment (plan §6)", "admin", DeploymentSchema),

@@ -93,6 +93,8 @@ const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL
   );
   `,
+  // 2: operator fabric overrides on nodes.
+  `ALTER TABLE nodes ADD COLUMN fabric_overrides TEXT NOT NULL DEFAULT '{}';`,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */
@@ -281,6 +283,13 @@ export class SqliteStore implements ControlStore {
             "label_overrides",
             "object",
           ),
+          fabric_overrides: this.#json<Record<string, string | null>>(
+            row,
+            "nodes",
+            id,
+            "fabric_overrides",
+            "object",
+          ),
           generation: row.generation as number,
           updated_at: row.updated_at as number,
         };
@@ -291,18 +300,19 @@ export class SqliteStore implements ControlStore {
   putNode(n: StoredNode): Promise<void> {
     return this.#do("put node", () => {
       this.#stmt(
-        `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, generation,
-           updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, fabric_overrides,
+           generation, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET registration = excluded.registration,
            token_hash = excluded.token_hash, intent = excluded.intent,
-           label_overrides = excluded.label_overrides, generation = excluded.generation,
-           updated_at = excluded.updated_at`,
+           label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
+           generation = excluded.generation, updated_at = excluded.updated_at`,
       ).run(
         n.id,
         JSON.stringify(n.registration),
         n.token_hash,
         n.intent,
         JSON.stringify(n.label_overrides),
+        JSON.stringify(n.fabric_overrides ?? {}),
         n.generation,
         n.updated_at,
       );

@@ -65,6 +65,12 @@ export interface StoredNode {
   intent: NodeIntent;
   /** Operator label overrides, applied over the agent's labels. */
   label_overrides: Record<string, string>;
+  /**
+   * Operator fabric overrides over what the agent reports: a fabric renamed
+   * (string) or excluded from placement (null). Fabric names are the
+   * operator's (plan §1.3, §5.2).
+   */
+  fabric_overrides: Record<string, string | null>;
   /** Desired-state generation; only ever increases (fencing, plan §10). */
   generation: number;
   /** When it last changed. */

@@ -141,6 +141,7 @@ export function storedNode(id: string, at = 1_700_000_000_000): StoredNode {
     token_hash: "ab".repeat(32),
     intent: "none",
     label_overrides: { zone: "a" },
+    fabric_overrides: { "ib-old": "ib-a", "roce-x": null },
     generation: 3,
     updated_at: at,
   };
@@ -216,6 +217,7 @@ const KINDS: Kind<any>[] = [
       ...n,
       intent: "draining",
       label_overrides: {},
+      fabric_overrides: {},
       generation: n.generation + 1,
     }),
     mutate: (n: StoredNode) => {
