@@ -6,60 +6,17 @@
  * group, even when it fails.
  */
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { assertEquals } from "./assert.ts";
+import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { MemoryStore } from "../control/memory_store.ts";
 import { startControl } from "../control/serve_command.ts";
 import type { ReplicaView } from "../control/control_plane.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
+import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { main } from "../cli/main.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ADMIN = "process-test-admin";
 const JOIN = "process-test-join-token";
-
-function spawnAgent(
-  controlUrl: string,
-  id: string,
-  stateDir: string,
-  portBase: number,
-): Deno.ChildProcess {
-  const sim = join(ROOT, "tests/fixtures/sim/dgx_h100_idle");
-  return new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      join(ROOT, "main.ts"),
-      "agent",
-      "run",
-      "--control",
-      controlUrl,
-      "--node-id",
-      id,
-      "--state-dir",
-      stateDir,
-      "--config",
-      join(sim, "agent.json"),
-      "--mgmt-addr",
-      "127.0.0.1",
-      "--mgmt-interface",
-      "lo",
-      "--listen",
-      "127.0.0.1:0",
-      "--port-base",
-      String(portBase),
-    ],
-    env: {
-      LLMGW_JOIN_TOKEN: JOIN,
-      PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
-      FAKE_ENGINE_LOAD_SECONDS: "0.3",
-      FAKE_ENGINE_ACCESS_LOG: "0",
-    },
-    stdout: "null",
-    stderr: "null",
-    detached: true,
-  }).spawn();
-}
 
 async function until<T>(what: string, probe: () => Promise<T | null>, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -93,7 +50,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
   const replica = async (): Promise<ReplicaView | undefined> =>
     (await admin("GET", "/v1/replicas")).replicas[0];
   try {
-    const a = spawnAgent(control.url, "h100-a", join(dir, "a"), 25000);
+    const a = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", join(dir, "a"), 25000);
     procs.push(a);
     groups.add(a.pid);
     await until(
@@ -110,7 +67,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
     });
-    const b = spawnAgent(control.url, "h100-b", join(dir, "b"), 26000);
+    const b = spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", join(dir, "b"), 26000);
     procs.push(b);
     groups.add(b.pid);
     await until(
@@ -149,7 +106,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       "the old engine still runs while a is away",
     );
 
-    const again = spawnAgent(control.url, "h100-a", join(dir, "a"), 25000);
+    const again = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", join(dir, "a"), 25000);
     procs.push(again);
     groups.add(again.pid);
     await until(
@@ -189,6 +146,98 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
         Deno.kill(-g, "SIGKILL");
       } catch {
         // Gone.
+      }
+    }
+    await control.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("control plane + three agent processes: apply, ready, placement by the rules, explain", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_process_test_" });
+  const control = await startControl({
+    hostname: "127.0.0.1",
+    port: 0,
+    store: new MemoryStore(),
+    adminTokens: [ADMIN],
+    joinTokens: [JOIN],
+    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 3_000, lost_after_ms: 6_000 },
+    reconcileMs: 200,
+  });
+  const agents: [string, string, number][] = [["h100-a", "dgx_h100_idle", 29000], [
+    "a100-a",
+    "hgx_a100_40g",
+    30000,
+  ], [
+    "l40s-a",
+    "l40s_4x",
+    31000,
+  ]];
+  const procs = agents.map(([id, machine, port]) =>
+    spawnAgent(control.url, JOIN, id, machine, join(dir, id), port)
+  );
+  const admin = async (method: string, path: string, body?: unknown) =>
+    await (await fetch(`${control.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })).json();
+  try {
+    await until(
+      "three nodes",
+      async () => (await admin("GET", "/v1/nodes")).nodes.length === 3 ? true : null,
+    );
+    await admin("POST", "/v1/deployments", {
+      name: "mixed",
+      model: "org/mixed",
+      replicas: 2,
+      profiles: [
+        // Two H100 nodes on one fabric would be needed: there is one.
+        {
+          name: "h100-2x8",
+          engine: "vllm",
+          gpu_class: "h100-80g",
+          tensor_parallel: 16,
+          nodes: 2,
+          gpus_per_node: 8,
+        },
+        { name: "a100-tp4", engine: "sglang", gpu_class: "a100-40g", tensor_parallel: 4 },
+      ],
+    });
+    const ready = await until("replicas ready", async () => {
+      const rs = (await admin("GET", "/v1/replicas")).replicas as ReplicaView[];
+      return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
+    });
+    // Bin packing on the A100 node: two TP4 groups, one per NVLink-connected half.
+    assertEquals(ready.map((r) => [r.profile, r.shards[0].node, r.shards[0].gpu_indices]), [
+      ["a100-tp4", "a100-a", [0, 1, 2, 3]],
+      ["a100-tp4", "a100-a", [4, 5, 6, 7]],
+    ]);
+    // `llmgw explain` says why the preferred profile did not fit.
+    let out = "";
+    const code = await main(["explain", "mixed", "--url", control.url, "--token", ADMIN], {
+      out: (t) => out += t,
+      err: () => {},
+    });
+    assertEquals(code, 0);
+    assertStringIncludes(out, 'profile "h100-2x8": 0/3 nodes fit');
+    assertStringIncludes(out, "on fabrics with too few eligible nodes");
+  } finally {
+    for (const p of procs) {
+      try {
+        Deno.kill(p.pid, "SIGTERM");
+      } catch {
+        // Gone.
+      }
+    }
+    await Promise.all(procs.map((p) => p.status));
+    for (const [id] of agents) {
+      for (const pid of enginePids(join(dir, id))) {
+        try {
+          Deno.kill(-pid, "SIGKILL");
+        } catch {
+          // Gone.
+        }
       }
     }
     await control.close();

@@ -75,7 +75,9 @@ Deno.test("API keys: none configured → open; then every request needs a key al
       await res.body?.cancel();
     }
     const known = Date.now() + 5_000;
-    while (!table.isKnown("qwen-7b") && Date.now() < known) await new Promise((r) => setTimeout(r, 20));
+    while (!table.isKnown("qwen-7b") && Date.now() < known) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const allowed = await chat("llama-8b", created.key);
     assertEquals(allowed.status, 503);
     await allowed.body?.cancel();
