@@ -300,3 +300,67 @@ Deno.test("draining moves replicas off and then reports the node drained", async
   }[];
   assertOk(events.some((e) => e.kind === "node_drained" && e.subject === `node/${first}`));
 });
+
+Deno.test("every admin endpoint: no token 401, a join token 403, bad JSON 400; state unchanged", async () => {
+  const { cp, call } = await setup();
+  await call("POST", "/v1/agent/register", JOIN, registration("n1"));
+  await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT);
+  await cp.reconcile();
+  const before = JSON.stringify([
+    cp.deployments(),
+    cp.replicas(),
+    cp.inventory.listNodes(),
+    cp.apiKeys(),
+  ]);
+  const routes: [string, string, boolean][] = [
+    ["GET", "/v1/nodes", false],
+    ["GET", "/v1/nodes/n1", false],
+    ["POST", "/v1/nodes/n1/cordon", false],
+    ["POST", "/v1/nodes/n1/uncordon", false],
+    ["POST", "/v1/nodes/n1/drain", false],
+    ["POST", "/v1/nodes/n1/labels", true],
+    ["PUT", "/v1/nodes/n1/fabrics", true],
+    ["GET", "/v1/deployments", false],
+    ["POST", "/v1/deployments", true],
+    ["DELETE", "/v1/deployments/qwen", false],
+    ["POST", "/v1/deployments/qwen/scale", true],
+    ["GET", "/v1/replicas", false],
+    ["GET", "/v1/replicas/qwen-r0/logs", false],
+    ["POST", "/v1/plan", true],
+    ["GET", "/v1/events", false],
+    ["GET", "/v1/endpoints", false],
+    ["GET", "/v1/apikeys", false],
+    ["POST", "/v1/apikeys", true],
+    ["DELETE", "/v1/apikeys/key-00000000", false],
+    ["GET", "/metrics", false],
+    ["GET", "/openapi.json", false],
+  ];
+  for (const [method, path, hasBody] of routes) {
+    const none = await call(method, path, null, hasBody ? {} : undefined);
+    assertEquals(none.status, 401, `${method} ${path} without a token`);
+    await none.body?.cancel();
+    const join = await call(method, path, JOIN, hasBody ? {} : undefined);
+    assertEquals(join.status, 403, `${method} ${path} with a join token`);
+    await join.body?.cancel();
+    if (hasBody) {
+      const bad = await call(method, path, ADMIN, "{oops");
+      assertEquals(bad.status, 400, `${method} ${path} with malformed JSON`);
+      assertEquals((await bad.json()).error.code, "invalid_json");
+    }
+  }
+  // The agent endpoints refuse an admin token and a wrong node credential.
+  for (
+    const [method, path, body] of [
+      ["POST", "/v1/agent/heartbeat", { node_id: "n1", generation: 0, shards: [] }],
+      ["GET", "/v1/agent/desired?node_id=n1", undefined],
+    ] as const
+  ) {
+    const res = await call(method, path, ADMIN, body);
+    assertEquals(res.status, 403, `${method} ${path} with an admin token`);
+    await res.body?.cancel();
+  }
+  assertEquals(
+    JSON.stringify([cp.deployments(), cp.replicas(), cp.inventory.listNodes(), cp.apiKeys()]),
+    before,
+  );
+});
