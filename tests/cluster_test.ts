@@ -35,10 +35,13 @@ async function withCluster(
     gateway: () => string;
     admin: (method: string, path: string, body?: unknown) => Promise<Response>;
     pids: Set<number>;
+    logs: string[];
+    dir: string;
   }) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_cluster_test_" });
   const pids = new Set<number>();
+  const logs: string[] = [];
   const open = () =>
     startControl({
       hostname: "127.0.0.1",
@@ -88,7 +91,7 @@ async function withCluster(
           ...extraEnv,
         },
       },
-      logSink: () => {},
+      logSink: (line) => logs.push(line),
     });
     await agent.start();
     agents.set(id, agent);
@@ -131,6 +134,8 @@ async function withCluster(
       startAgent,
       admin,
       pids,
+      logs,
+      dir,
     });
   } finally {
     for (const a of agents.values()) {
@@ -186,73 +191,90 @@ const DEPLOYMENT = {
 };
 
 Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives; restart keeps engines; delete frees", async () => {
-  await withCluster(async ({ admin, startAgent, agents, pids, restartControl }) => {
-    await startAgent("h100-a", "dgx_h100_idle", 20000);
-    await startAgent("l40s-a", "l40s_4x", 21000);
-    await startAgent("a100-a", "hgx_a100_40g", 22000);
-    await until("three nodes", async () => {
-      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
-      return nodes.length === 3 ? nodes : null;
-    });
-    assertEquals((await admin("POST", "/v1/deployments", DEPLOYMENT)).status, 201);
-    const ready = await until("both replicas ready", async () => {
-      const rs = await replicas(admin);
-      return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-    });
-    // The 2-node H100 profile cannot fit (one H100 node): both replicas fell
-    // back to the L40S node, on disjoint GPU pairs, and say why.
-    for (const r of ready) {
-      assertEquals(r.profile, "l40s-tp2");
-      assertEquals(r.shards.map((s) => s.node), ["l40s-a"]);
-      assertStringIncludes(r.explanation!.summary, 'profile "h100-big": 0/3 nodes fit');
-    }
-    assertEquals(ready.flatMap((r) => r.shards[0].gpu_indices).sort(), [0, 1, 2, 3]);
-    for (const r of ready) {
-      const models = await (await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`)).json();
-      assertEquals(models.data[0].id, "demo");
-    }
-    // A shard's log, fetched by the control plane from its agent (`llmgw logs`).
-    const logs = await (await admin("GET", `/v1/replicas/${ready[0].id}/logs?shard=0&lines=50`))
-      .json();
-    assertEquals(logs.node, "l40s-a");
-    assertOk(logs.lines.length > 0, "log lines from the fake engine");
-    assertEquals((await admin("GET", "/v1/replicas/nope-r0/logs")).status, 404);
-    const before = agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort();
-    before.forEach((p) => pids.add(p));
+  await withCluster(
+    async ({ admin, startAgent, agents, pids, restartControl, dir, logs: agentLogs }) => {
+      await startAgent("h100-a", "dgx_h100_idle", 20000);
+      await startAgent("l40s-a", "l40s_4x", 21000);
+      await startAgent("a100-a", "hgx_a100_40g", 22000);
+      await until("three nodes", async () => {
+        const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
+        return nodes.length === 3 ? nodes : null;
+      });
+      assertEquals((await admin("POST", "/v1/deployments", DEPLOYMENT)).status, 201);
+      const ready = await until("both replicas ready", async () => {
+        const rs = await replicas(admin);
+        return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
+      });
+      // The 2-node H100 profile cannot fit (one H100 node): both replicas fell
+      // back to the L40S node, on disjoint GPU pairs, and say why.
+      for (const r of ready) {
+        assertEquals(r.profile, "l40s-tp2");
+        assertEquals(r.shards.map((s) => s.node), ["l40s-a"]);
+        assertStringIncludes(r.explanation!.summary, 'profile "h100-big": 0/3 nodes fit');
+      }
+      assertEquals(ready.flatMap((r) => r.shards[0].gpu_indices).sort(), [0, 1, 2, 3]);
+      for (const r of ready) {
+        const models = await (await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`)).json();
+        assertEquals(models.data[0].id, "demo");
+      }
+      // A shard's log, fetched by the control plane from its agent (`llmgw logs`).
+      const logs = await (await admin("GET", `/v1/replicas/${ready[0].id}/logs?shard=0&lines=50`))
+        .json();
+      assertEquals(logs.node, "l40s-a");
+      assertOk(logs.lines.length > 0, "log lines from the fake engine");
+      assertEquals((await admin("GET", "/v1/replicas/nope-r0/logs")).status, 404);
+      const before = agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort();
+      before.forEach((p) => pids.add(p));
 
-    // A cordon survives the agent re-registering and the control plane restarting.
-    assertEquals((await admin("POST", "/v1/nodes/a100-a/cordon")).status, 200);
-    await restartControl();
-    await until("nodes back", async () => {
-      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes as {
-        id: string;
-        state: string;
+      // A cordon survives the agent re-registering and the control plane restarting.
+      assertEquals((await admin("POST", "/v1/nodes/a100-a/cordon")).status, 200);
+      await restartControl();
+      await until("nodes back", async () => {
+        const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes as {
+          id: string;
+          state: string;
+        }[];
+        return nodes.length === 3 ? nodes : null;
+      });
+      const a100 = await (await admin("GET", "/v1/nodes/a100-a")).json();
+      assertEquals(a100.state, "cordoned");
+      // No engine restarted: the same processes serve after the restart.
+      await until("replicas ready again", async () => {
+        const rs = await replicas(admin);
+        return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
+      });
+      assertEquals(agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort(), before);
+
+      // Deleting the deployment stops its engines and frees their GPUs.
+      assertEquals((await admin("DELETE", "/v1/deployments/demo")).status, 200);
+      await until(
+        "engines stopped",
+        () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
+      );
+      const l40s = await (await admin("GET", "/v1/nodes/l40s-a")).json();
+      assertEquals(l40s.allocations, []);
+      const events = (await (await admin("GET", "/v1/events?limit=200")).json()).events as {
+        kind: string;
       }[];
-      return nodes.length === 3 ? nodes : null;
-    });
-    const a100 = await (await admin("GET", "/v1/nodes/a100-a")).json();
-    assertEquals(a100.state, "cordoned");
-    // No engine restarted: the same processes serve after the restart.
-    await until("replicas ready again", async () => {
-      const rs = await replicas(admin);
-      return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-    });
-    assertEquals(agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort(), before);
-
-    // Deleting the deployment stops its engines and frees their GPUs.
-    assertEquals((await admin("DELETE", "/v1/deployments/demo")).status, 200);
-    await until(
-      "engines stopped",
-      () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
-    );
-    const l40s = await (await admin("GET", "/v1/nodes/l40s-a")).json();
-    assertEquals(l40s.allocations, []);
-    const events = (await (await admin("GET", "/v1/events?limit=200")).json()).events as {
-      kind: string;
-    }[];
-    assertOk(events.some((e) => e.kind === "replica_placed"));
-    assertOk(events.some((e) => e.kind === "deployment_deleted"));
-  });
+      assertOk(events.some((e) => e.kind === "replica_placed"));
+      assertOk(events.some((e) => e.kind === "deployment_deleted"));
+      // No token ever reaches the events, the node list or the agents' logs.
+      const nodeTokens = ["h100-a", "l40s-a", "a100-a"].map((id) =>
+        (JSON.parse(Deno.readTextFileSync(join(dir, "agents", id, "node_token"))) as {
+          node_token: string;
+        })
+          .node_token
+      );
+      assertOk(nodeTokens.every((t) => t.startsWith("llmgw_node_")));
+      const seen = JSON.stringify(events) +
+        JSON.stringify(await (await admin("GET", "/v1/nodes")).json()) +
+        agentLogs.join("\n");
+      assertOk(agentLogs.length > 0, "the agents logged");
+      for (const secret of [ADMIN, JOIN, ...nodeTokens]) {
+        assertOk(!seen.includes(secret), "a token leaked");
+      }
+    },
+  );
 });
 
 Deno.test("a node that disappears goes unreachable then lost; its replica is rebuilt elsewhere and fenced on return", async () => {
