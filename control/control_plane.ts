@@ -109,6 +109,8 @@ export class ControlPlane {
   #replicas = new Map<string, StoredReplica>();
   #nodes = new Map<string, StoredNode>();
   readonly #apiKeys = new Map<string, ApiKeyRecord>();
+  /** Node credential hash → node id: agents' long polls name no node (protocol). */
+  readonly #byTokenHash = new Map<string, string>();
   readonly #reports = new Map<string, Map<string, ShardReport>>();
   readonly #desired = new Map<string, { key: string; shards: DesiredShardWire[] }>();
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -136,6 +138,7 @@ export class ControlPlane {
     for (const k of await cp.#store.listApiKeys()) cp.#apiKeys.set(k.id, k);
     for (const n of await cp.#store.listNodes()) {
       cp.#nodes.set(n.id, n);
+      cp.#byTokenHash.set(n.token_hash, n.id);
       // Every known node gets the full unreachable/lost window from now.
       cp.inventory.upsertNode(cp.#registration(n), now);
       if (n.intent === "cordoned") cp.inventory.cordon(n.id);
@@ -250,6 +253,8 @@ export class ControlPlane {
         updated_at: Date.now(),
       };
       await this.#store.putNode(node);
+      if (existing !== undefined) this.#byTokenHash.delete(existing.token_hash);
+      this.#byTokenHash.set(node.token_hash, node.id);
       this.#nodes.set(node.id, node);
       const result = this.inventory.upsertNode(this.#registration(node), Date.now());
       if (result.created) {
@@ -276,9 +281,8 @@ export class ControlPlane {
    * hash: the lookup learns nothing an attacker could use about the secret.
    */
   async nodeForToken(token: string): Promise<string | null> {
-    const hash = await hashToken(token);
-    for (const n of this.#nodes.values()) if (n.token_hash === hash) return n.id;
-    return null;
+    const id = this.#byTokenHash.get(await hashToken(token));
+    return id === undefined ? null : id;
   }
 
   /** True when `token` is the node's credential. */
@@ -443,18 +447,7 @@ export class ControlPlane {
     raw: unknown,
   ): Promise<{ deployment: Deployment; warnings: DeploymentIssue[]; created: boolean }> {
     return this.#locked(async () => {
-      let loaded;
-      try {
-        loaded = parseDeployment(raw, "request body", {
-          knownEngines: this.#knownEngines,
-          classes: classFacts(this.inventory.snapshot()),
-        });
-      } catch (e) {
-        if (e instanceof DeploymentError) {
-          throw ApiError.fromIssues("Cannot use deployment", e.issues);
-        }
-        throw e;
-      }
+      const loaded = this.#parseDeployment(raw);
       const d = loaded.deployment;
       const clash = [...this.#deployments.values()].find((x) =>
         x.name !== d.name && x.spec.served_model_name === d.served_model_name
@@ -536,14 +529,10 @@ export class ControlPlane {
     return this.#store.listEvents(q);
   }
 
-  /**
-   * A placement dry run against the live inventory (plan §7): where each
-   * replica of `raw` would go now, with explanations; nothing changes.
-   */
-  dryRun(raw: unknown): PlacementResult[] {
-    let loaded;
+  /** Validates a deployment document against the live cluster (plan §6.2); 400 with field paths. */
+  #parseDeployment(raw: unknown) {
     try {
-      loaded = parseDeployment(raw, "request body", {
+      return parseDeployment(raw, "request body", {
         knownEngines: this.#knownEngines,
         classes: classFacts(this.inventory.snapshot()),
       });
@@ -553,6 +542,14 @@ export class ControlPlane {
       }
       throw e;
     }
+  }
+
+  /**
+   * A placement dry run against the live inventory (plan §7): where each
+   * replica of `raw` would go now, with explanations; nothing changes.
+   */
+  dryRun(raw: unknown): PlacementResult[] {
+    const loaded = this.#parseDeployment(raw);
     const d = loaded.deployment;
     const index = indexCluster(this.inventory.snapshot());
     const out: PlacementResult[] = [];
