@@ -15,7 +15,7 @@ import { hashToken, newToken } from "./tokens.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { openNotice, startGateway } from "../gateway/serve_command.ts";
 
 /** Usage of the command. */
 export const CONTROL_USAGE = `Usage: llmgw control serve [options]
@@ -31,8 +31,9 @@ Options:
   --lost-after S           … and lost after S seconds (default 60)
   --engine-plugins DIR     engine plugin directory (repeatable; also LLMGW_ENGINE_PLUGINS)
   --gateway-listen HOST:PORT  the embedded OpenAI-compatible gateway (default
-                           127.0.0.1:8080; "off" to run none; loopback only until
-                           API keys land)
+                           127.0.0.1:8080; "off" to run none). While no API
+                           key exists (llmgw apikeys create) it serves
+                           loopback clients only.
 
 Tokens come from the environment, never from flags (flags show in ps):
   LLMGW_ADMIN_TOKEN   admin token(s), comma-separated
@@ -186,17 +187,12 @@ export async function controlServeCommand(
   let follower: { stop(): Promise<void> } | null = null;
   if (gatewayListen !== "off") {
     const g = parseListen(gatewayListen, "--gateway-listen");
-    if (!/^(127\.|localhost$|::1$)/.test(g.hostname)) {
-      throw new UsageError(
-        "--gateway-listen: the gateway has no API keys yet, so it listens on loopback only",
-      );
-    }
     const table = new EndpointTable();
     const keys = new ApiKeyTable();
     follower = followControlPlane(running.url, adminTokens[0], table, { intervalMs: 1_000, keys });
     const started = startGateway(table, { ...g, keys });
     gateway = started;
-    out(`llmgw gateway (OpenAI-compatible) listening on ${started.url}/v1\n`);
+    out(`llmgw gateway (OpenAI-compatible) listening on ${started.url}/v1\n${openNotice(false)}`);
   }
   await new Promise<void>((resolve) => {
     const stop = () => resolve();

@@ -1,6 +1,7 @@
 /**
  * Header filtering for the proxy (plan §12, RFC 9110 §7.6.1): hop-by-hop
- * headers and Host are not forwarded in either direction.
+ * headers and Host are not forwarded in either direction; the client's
+ * address and the original host and scheme travel as `X-Forwarded-*`.
  *
  * @module
  */
@@ -56,3 +57,28 @@ export const REQUEST_DROP: readonly string[] = [
  * longer describe it.
  */
 export const RESPONSE_DROP: readonly string[] = ["content-encoding", "content-length"];
+
+/**
+ * Adds the de facto proxy headers to `headers` (request headers bound
+ * upstream): the client's address appended to any `X-Forwarded-For` chain
+ * (as nginx's `$proxy_add_x_forwarded_for` does), and the host and scheme the
+ * client used as `X-Forwarded-Host` and `X-Forwarded-Proto` unless a proxy in
+ * front already set them. `clientAddress` is omitted when unknown (a request
+ * handed to the gateway in-process).
+ */
+export function addForwarded(
+  headers: Headers,
+  original: { clientAddress?: string; host: string | null; proto: string },
+): void {
+  if (original.clientAddress !== undefined) {
+    const prior = headers.get("x-forwarded-for");
+    headers.set(
+      "x-forwarded-for",
+      prior ? `${prior}, ${original.clientAddress}` : original.clientAddress,
+    );
+  }
+  if (original.host !== null && !headers.has("x-forwarded-host")) {
+    headers.set("x-forwarded-host", original.host);
+  }
+  if (!headers.has("x-forwarded-proto")) headers.set("x-forwarded-proto", original.proto);
+}

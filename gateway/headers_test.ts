@@ -1,7 +1,7 @@
 /** Hop-by-hop headers and Host are not forwarded (plan §12), checked through the proxy. */
 import { assertEquals } from "../tests/assert.ts";
 import { EndpointTable } from "./endpoints.ts";
-import { forwardHeaders } from "./headers.ts";
+import { addForwarded, forwardHeaders } from "./headers.ts";
 import { startGateway } from "./serve_command.ts";
 
 Deno.test("forwardHeaders drops hop-by-hop, Proxy-*, Connection-named and listed headers", () => {
@@ -22,6 +22,27 @@ Deno.test("forwardHeaders drops hop-by-hop, Proxy-*, Connection-named and listed
     [...forwardHeaders(h, ["host"]).keys()].sort(),
     ["authorization", "content-type"],
   );
+});
+
+Deno.test("addForwarded appends the client to X-Forwarded-For and keeps a front proxy's host and scheme", () => {
+  const fresh = new Headers();
+  addForwarded(fresh, { clientAddress: "10.0.0.9", host: "gw:8080", proto: "http" });
+  assertEquals(Object.fromEntries(fresh), {
+    "x-forwarded-for": "10.0.0.9",
+    "x-forwarded-host": "gw:8080",
+    "x-forwarded-proto": "http",
+  });
+  const behindLb = new Headers({
+    "x-forwarded-for": "198.51.100.1",
+    "x-forwarded-host": "api.example.com",
+    "x-forwarded-proto": "https",
+  });
+  addForwarded(behindLb, { host: "gw:8080", proto: "http" });
+  assertEquals(Object.fromEntries(behindLb), {
+    "x-forwarded-for": "198.51.100.1",
+    "x-forwarded-host": "api.example.com",
+    "x-forwarded-proto": "https",
+  });
 });
 
 Deno.test("the proxy forwards end-to-end headers only, both ways", async () => {
@@ -47,6 +68,7 @@ Deno.test("the proxy forwards end-to-end headers only, both ways", async () => {
         "x-request-id": "abc",
         "proxy-authorization": "Basic secret",
         te: "trailers",
+        "x-forwarded-for": "203.0.113.7",
       },
       body: '{"model":"m","prompt":"x"}',
     });
@@ -57,6 +79,10 @@ Deno.test("the proxy forwards end-to-end headers only, both ways", async () => {
     assertEquals(seen?.get("proxy-authorization"), null);
     assertEquals(seen?.get("te"), null);
     assertEquals(seen?.get("host"), `127.0.0.1:${upstream.addr.port}`, "the upstream's own Host");
+    // The client's address is appended to the chain; the host it asked for travels too.
+    assertEquals(seen?.get("x-forwarded-for"), "203.0.113.7, 127.0.0.1");
+    assertEquals(seen?.get("x-forwarded-host"), new URL(gw.url).host);
+    assertEquals(seen?.get("x-forwarded-proto"), "http");
   } finally {
     await gw.close();
     await upstream.shutdown();

@@ -1,7 +1,7 @@
 /**
  * The gateway's Prometheus metrics (plan §12): requests and errors by kind,
- * latency and time-to-first-token histograms per model, in-flight requests
- * per model and replica.
+ * latency and time-to-first-token histograms per model; requests by outcome,
+ * latency histograms and in-flight requests per model and replica.
  *
  * @module
  */
@@ -50,6 +50,8 @@ export class GatewayMetrics {
   readonly #latency = new Map<string, Histogram>();
   readonly #ttft = new Map<string, Histogram>();
   readonly #inflight = new Map<string, number>();
+  readonly #replicaRequests = new Map<string, number>();
+  readonly #replicaLatency = new Map<string, Histogram>();
 
   /** Counts one finished request (`model` may be "" when the body named none). */
   request(model: string, outcome: Outcome, seconds: number): void {
@@ -59,6 +61,20 @@ export class GatewayMetrics {
     const m = `model="${esc(model)}"`;
     let h = this.#latency.get(m);
     if (h === undefined) this.#latency.set(m, h = new Histogram());
+    h.observe(seconds);
+  }
+
+  /**
+   * Counts one attempt on a replica: a request it answered (whatever the
+   * outcome) or a connection to it that failed before any answer
+   * (`upstream_unreachable`, then retried elsewhere).
+   */
+  replicaRequest(model: string, replica: string, outcome: Outcome, seconds: number): void {
+    const r = `model="${esc(model)}",replica="${esc(replica)}"`;
+    const key = `${r},outcome="${outcome}"`;
+    this.#replicaRequests.set(key, (this.#replicaRequests.get(key) ?? 0) + 1);
+    let h = this.#replicaLatency.get(r);
+    if (h === undefined) this.#replicaLatency.set(r, h = new Histogram());
     h.observe(seconds);
   }
 
@@ -102,6 +118,20 @@ export class GatewayMetrics {
       "# TYPE llmgw_gateway_inflight_requests gauge",
     );
     for (const [k, v] of this.#inflight) out.push(`llmgw_gateway_inflight_requests{${k}} ${v}`);
+    out.push(
+      "# HELP llmgw_gateway_replica_requests_total Attempts per replica by outcome.",
+      "# TYPE llmgw_gateway_replica_requests_total counter",
+    );
+    for (const [k, v] of this.#replicaRequests) {
+      out.push(`llmgw_gateway_replica_requests_total{${k}} ${v}`);
+    }
+    out.push(
+      "# HELP llmgw_gateway_replica_request_duration_seconds Time per attempt on a replica.",
+      "# TYPE llmgw_gateway_replica_request_duration_seconds histogram",
+    );
+    for (const [k, h] of this.#replicaLatency) {
+      out.push(...h.render("llmgw_gateway_replica_request_duration_seconds", k));
+    }
     return out.join("\n") + "\n";
   }
 }

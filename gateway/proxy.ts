@@ -9,7 +9,8 @@
  *   an unknown model → 404 `model_not_found`; a known model with no ready
  *   endpoint, or any model before the table's first sync → 503 with
  *   `Retry-After` (all in OpenAI's error shape).
- * - hop-by-hop headers and Host are not forwarded (gateway/headers.ts).
+ * - hop-by-hop headers and Host are not forwarded; `X-Forwarded-For`,
+ *   `-Host` and `-Proto` are (gateway/headers.ts).
  * - the client going away aborts the upstream request (the request's signal,
  *   and cancelling the relayed body).
  * - a connection failure before any response (fetch throws) marks the
@@ -26,11 +27,12 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { BodyTooLarge, readBodyLimited } from "./body.ts";
 import type { EndpointTable } from "./endpoints.ts";
-import { forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
+import { addForwarded, forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
 import { GatewayMetrics, type Outcome } from "./metrics.ts";
 import { relayBody } from "./relay.ts";
+import { isLoopback } from "./loopback.ts";
 
 /** Default request body limit: 10 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -46,8 +48,13 @@ export const MODEL_ROUTES: readonly string[] = [
 export interface GatewayOptions {
   /** Where request metrics go (served at `/metrics`); a fresh set by default. */
   metrics?: GatewayMetrics;
-  /** API keys (plan §12); without any configured the gateway is open. */
+  /**
+   * API keys (plan §12). While none is configured the gateway is open, to
+   * loopback clients only unless `openToNetwork`.
+   */
   keys?: ApiKeyTable;
+  /** Serve clients from any address while no API key is configured (default false). */
+  openToNetwork?: boolean;
   /** Largest request body accepted, in bytes (default 10 MiB). */
   maxBodyBytes?: number;
   /** Further endpoints tried after a connection failure (default 2). */
@@ -68,8 +75,11 @@ function invalid(message: string, param: string | null = null, code: string | nu
 
 /** The gateway as a fetch handler (a Hono app underneath). */
 export interface GatewayHandler {
-  /** Answers one request. */
-  fetch(request: Request): Response | Promise<Response>;
+  /**
+   * Answers one request; `info` is Deno.serve's connection info, from which
+   * the client's address is forwarded upstream (`X-Forwarded-For`).
+   */
+  fetch(request: Request, info?: Deno.ServeHandlerInfo): Response | Promise<Response>;
 }
 
 /** Creates the gateway's HTTP handler over `table`. */
@@ -89,7 +99,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const outcomeOf = (status: number): Outcome =>
     status < 400
       ? "ok"
-      : status === 401
+      : status === 401 || status === 403
       ? "unauthorized"
       : status === 404
       ? "model_not_found"
@@ -117,9 +127,31 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       ),
     );
 
-  app.get("/v1/models", async (c) => {
-    const caller = await keys.check(c.req.header("authorization") ?? null);
+  // Without keys the gateway is open, but only to loopback clients unless
+  // told otherwise (plan §12); a request handed in-process has no address.
+  const loopbackOnly = () =>
+    errorResponse(
+      403,
+      openAiError(
+        "This gateway has no API keys configured, so it serves loopback clients only; " +
+          "create a key with `llmgw apikeys create`.",
+        "invalid_request_error",
+        "gateway_not_open",
+      ),
+    );
+  const authorize = async (c: Context): Promise<Caller | Response> => {
+    const caller = await keys.check(c.req.raw.headers.get("authorization"));
     if (caller === null) return unauthorized();
+    if (caller.open && !options.openToNetwork) {
+      const remote = (c.env as Partial<Deno.ServeHandlerInfo> | undefined)?.remoteAddr;
+      if (remote?.transport === "tcp" && !isLoopback(remote.hostname)) return loopbackOnly();
+    }
+    return caller;
+  };
+
+  app.get("/v1/models", async (c) => {
+    const caller = await authorize(c);
+    if (caller instanceof Response) return caller;
     return c.json({
       object: "list",
       data: table.readyModels().filter((id) => mayUse(caller, id)).map((id) => ({
@@ -133,8 +165,8 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
 
   const proxy = async (c: Context, t0: number): Promise<Response> => {
     const req = c.req.raw;
-    const caller: Caller | null = await keys.check(req.headers.get("authorization"));
-    if (caller === null) return unauthorized();
+    const caller = await authorize(c);
+    if (caller instanceof Response) return caller;
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       bytes = await readBodyLimited(req, maxBody);
@@ -195,6 +227,13 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
 
     const url = new URL(req.url);
     const headers = forwardHeaders(req.headers, REQUEST_DROP);
+    // Deno.serve's connection info arrives as Hono's env (see GatewayHandler.fetch).
+    const remote = (c.env as Partial<Deno.ServeHandlerInfo> | undefined)?.remoteAddr;
+    addForwarded(headers, {
+      clientAddress: remote?.transport === "tcp" ? remote.hostname : undefined,
+      host: req.headers.get("host"),
+      proto: url.protocol.slice(0, -1),
+    });
     const tried = new Set<string>();
     let lastError = "";
     // plan §12: a connection failure before any response retries on another replica.
@@ -219,6 +258,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         counted();
         metrics.inflight(model, e.replica_id, -1);
       };
+      const tAttempt = performance.now();
       let upstream: Response;
       try {
         upstream = await upstreamFetch(`${e.url}${url.pathname}${url.search}`, {
@@ -230,6 +270,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         });
       } catch (err) {
         release();
+        metrics.replicaRequest(
+          model,
+          e.replica_id,
+          upstreamAbort.signal.aborted ? "client_closed" : "upstream_unreachable",
+          (performance.now() - tAttempt) / 1000,
+        );
         if (upstreamAbort.signal.aborted) {
           return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
         }
@@ -242,6 +288,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       if (upstream.body === null) {
         release();
+        metrics.replicaRequest(
+          model,
+          e.replica_id,
+          outcomeOf(upstream.status),
+          (performance.now() - tAttempt) / 1000,
+        );
         return new Response(null, { status: upstream.status, headers: outHeaders });
       }
       const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
@@ -253,6 +305,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         release();
         metrics.firstToken(model, (performance.now() - t0) / 1000);
         metrics.request(model, outcomeOf(upstream.status), (performance.now() - t0) / 1000);
+        metrics.replicaRequest(
+          model,
+          e.replica_id,
+          outcomeOf(upstream.status),
+          (performance.now() - tAttempt) / 1000,
+        );
         const r = new Response(upstream.body, { status: upstream.status, headers: outHeaders });
         relayed.add(r);
         return r;
@@ -264,15 +322,14 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         onFirstChunk: () => metrics.firstToken(model, (performance.now() - t0) / 1000),
         onEnd(end, error) {
           release();
-          metrics.request(
-            model,
-            end === "error"
-              ? "mid_stream_failure"
-              : end === "cancelled"
-              ? "client_closed"
-              : outcomeOf(status),
-            (performance.now() - t0) / 1000,
-          );
+          const outcome = end === "error"
+            ? "mid_stream_failure"
+            : end === "cancelled"
+            ? "client_closed"
+            : outcomeOf(status);
+          const now = performance.now();
+          metrics.request(model, outcome, (now - t0) / 1000);
+          metrics.replicaRequest(model, e.replica_id, outcome, (now - tAttempt) / 1000);
           if (end === "error") {
             table.markSuspect(e);
             log(`gateway: ${model}: ${e.url} died mid-response (${String(error)}); marked suspect`);

@@ -242,6 +242,20 @@ Deno.test("gateway: an endpoint refusing connections is retried on another", asy
       assertEquals(again.status, 200);
       await again.body?.cancel();
       assertEquals([dead.dispatched, live.dispatched], [1, 2]);
+      // Per-replica metrics: the failed attempt and the two answered ones.
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      assertStringIncludes(
+        metrics,
+        'llmgw_gateway_replica_requests_total{model="demo",replica="dead",outcome="upstream_unreachable"} 1',
+      );
+      assertStringIncludes(
+        metrics,
+        'llmgw_gateway_replica_requests_total{model="demo",replica="r1",outcome="ok"} 2',
+      );
+      assertStringIncludes(
+        metrics,
+        'llmgw_gateway_replica_request_duration_seconds_count{model="demo",replica="r1"} 2',
+      );
     },
   );
 });

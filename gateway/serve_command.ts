@@ -2,9 +2,9 @@
  * `llmgw gateway serve` (plan §3, §12): the OpenAI-compatible gateway,
  * following the control plane's ready endpoints.
  *
- * API keys (plan §12) are a later slice. Until then the gateway is open:
- * it says so at start, and binds a non-loopback address only with
- * `--allow-open`.
+ * API keys (plan §12) come from the control plane (`llmgw apikeys`). While
+ * none is configured the gateway is open to loopback clients only, unless
+ * `--allow-open`; it says which at start.
  *
  * @module
  */
@@ -24,9 +24,9 @@ Options:
   --control URL        the control plane's URL (or env LLMGW_URL)
   --listen HOST:PORT   where to listen (default 127.0.0.1:8080)
   --poll-interval S    poll the control plane every S seconds (default 2)
-  --allow-open         allow a non-loopback --listen address although the
-                       gateway has no API keys yet (anyone who can reach it
-                       can use every model)
+  --allow-open         while no API key is configured, serve clients from
+                       any address (by default only loopback clients are
+                       served until a key exists: llmgw apikeys create)
 
 The control plane's admin token comes from env LLMGW_TOKEN (never a flag).
 `;
@@ -52,7 +52,7 @@ export function startGateway(table: EndpointTable, o: StartGatewayOptions): Runn
   const app = createGateway(table, o);
   const server = Deno.serve(
     { hostname: o.hostname, port: o.port, onListen: () => {} },
-    (req) => app.fetch(req),
+    (req, info) => app.fetch(req, info),
   );
   const addr = server.addr as Deno.NetAddr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
@@ -64,9 +64,11 @@ export function startGateway(table: EndpointTable, o: StartGatewayOptions): Runn
   };
 }
 
-/** Whether `hostname` is a loopback address (or `localhost`). */
-export function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+/** What a gateway started with `openToNetwork` does while no API key exists (said at start). */
+export function openNotice(openToNetwork: boolean): string {
+  return openToNetwork
+    ? "llmgw gateway: OPEN (--allow-open): while no API key exists, anyone who can reach it can use every model\n"
+    : "llmgw gateway: API keys come from the control plane; while none exists, only loopback clients are served\n";
 }
 
 /** Runs `llmgw gateway serve` until SIGINT/SIGTERM. */
@@ -103,12 +105,6 @@ export async function gatewayServeCommand(
     );
   }
   const listen = parseListen(values.listen ?? "127.0.0.1:8080");
-  if (!isLoopback(listen.hostname) && !values["allow-open"]) {
-    throw new UsageError(
-      `gateway serve: refusing to listen on ${listen.hostname}: the gateway has no API keys yet, ` +
-        "so anyone who can reach it could use every model; pass --allow-open to do it anyway",
-    );
-  }
   let intervalMs = 2_000;
   if (values["poll-interval"] !== undefined) {
     const s = Number(values["poll-interval"]);
@@ -125,10 +121,10 @@ export async function gatewayServeCommand(
   const table = new EndpointTable();
   const keys = new ApiKeyTable();
   const follower = followControlPlane(control, token, table, { intervalMs, log, keys });
-  const running = startGateway(table, { ...listen, log, keys });
+  const openToNetwork = values["allow-open"] === true;
+  const running = startGateway(table, { ...listen, log, keys, openToNetwork });
   out(
-    `llmgw gateway listening on ${running.url}, following ${control}\n` +
-      `llmgw gateway: OPEN: no API keys yet; anyone who can reach ${running.url} can use every model\n`,
+    `llmgw gateway listening on ${running.url}, following ${control}\n${openNotice(openToNetwork)}`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
