@@ -39,9 +39,10 @@ export function forwardHeaders(headers: Headers, drop: readonly string[] = []): 
 }
 
 /**
- * Request headers dropped besides hop-by-hop ones: `host` (the upstream's is
- * set by fetch), `content-length` (set from the forwarded body) and
- * `accept-encoding` (fetch negotiates and decodes on its own).
+ * Request headers dropped besides hop-by-hop ones: `host` and
+ * `content-length` (the upstream client sets its own) and `accept-encoding`
+ * (engines then answer uncompressed, so the gateway can end a broken SSE
+ * stream with an error event of its own).
  */
 export const REQUEST_DROP: readonly string[] = [
   "host",
@@ -52,11 +53,10 @@ export const REQUEST_DROP: readonly string[] = [
 ];
 
 /**
- * Response headers dropped besides hop-by-hop ones: fetch has already decoded
- * the body, so its upstream `content-encoding` and `content-length` no
- * longer describe it.
+ * Response headers dropped besides hop-by-hop ones: `content-length`, since
+ * the relayed body is sent with the client connection's own framing.
  */
-export const RESPONSE_DROP: readonly string[] = ["content-encoding", "content-length"];
+export const RESPONSE_DROP: readonly string[] = ["content-length"];
 
 /**
  * Adds the de facto proxy headers to `headers` (request headers bound

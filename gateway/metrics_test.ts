@@ -18,6 +18,7 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
     });
     return new Response(body, { headers: { "content-type": "text/event-stream" } });
   });
+  let gw: ReturnType<typeof createGateway> | undefined;
   try {
     const table = new EndpointTable();
     const addr = upstream.addr as Deno.NetAddr;
@@ -25,9 +26,10 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
       "m",
       "idle",
     ]);
-    const gw = createGateway(table);
+    gw = createGateway(table);
+    const handler = gw;
     const post = (model: string) =>
-      gw.fetch(
+      handler.fetch(
         new Request("http://gw/v1/chat/completions", {
           method: "POST",
           headers: { "content-type": "application/json" },
@@ -38,7 +40,7 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
     assertStringIncludes(await ok.text(), "[DONE]");
     await (await post("nope")).body?.cancel();
     await (await post("idle")).body?.cancel();
-    const text = await (await gw.fetch(new Request("http://gw/metrics"))).text();
+    const text = await (await handler.fetch(new Request("http://gw/metrics"))).text();
     assertStringIncludes(text, 'llmgw_gateway_requests_total{model="m",outcome="ok"} 1');
     assertStringIncludes(
       text,
@@ -52,6 +54,7 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
     assertStringIncludes(text, 'llmgw_gateway_inflight_requests{model="m",replica="m-r0"} 0');
     assertOk(/llmgw_gateway_request_duration_seconds_count\{model="m"\} 1/.test(text));
   } finally {
+    gw?.close();
     await upstream.shutdown();
   }
 });

@@ -32,6 +32,7 @@ import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
 import { GatewayMetrics, type Outcome } from "./metrics.ts";
 import { relayBody } from "./relay.ts";
+import { UpstreamClient, type UpstreamResponse, UpstreamUnreachable } from "./upstream_client.ts";
 import { isLoopback } from "./loopback.ts";
 
 /** Default request body limit: 10 MiB. */
@@ -61,8 +62,8 @@ export interface GatewayOptions {
   maxRetries?: number;
   /** `Retry-After` seconds of a 503 for a model with no ready endpoint (default 5). */
   retryAfterSeconds?: number;
-  /** The fetch used for upstream requests (tests may wrap it). */
-  fetch?: typeof fetch;
+  /** The client for engine requests (a fresh pool by default). */
+  client?: UpstreamClient;
   /** Where to log one-line notes (default: nowhere). */
   log?: (line: string) => void;
 }
@@ -80,6 +81,8 @@ export interface GatewayHandler {
    * the client's address is forwarded upstream (`X-Forwarded-For`).
    */
   fetch(request: Request, info?: Deno.ServeHandlerInfo): Response | Promise<Response>;
+  /** Closes the idle engine connections of its own client (not of one passed in). */
+  close(): void;
 }
 
 /** Creates the gateway's HTTP handler over `table`. */
@@ -87,7 +90,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxRetries = options.maxRetries ?? 2;
   const retryAfter = String(options.retryAfterSeconds ?? 5);
-  const upstreamFetch = options.fetch ?? fetch;
+  const client = options.client ?? new UpstreamClient();
   const log = options.log ?? (() => {});
   const app = new Hono();
   const keys = options.keys ?? new ApiKeyTable();
@@ -243,82 +246,67 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       tried.add(e.key);
       const counted = table.acquire(e);
       metrics.inflight(model, e.replica_id, 1);
-      // The client going away aborts the upstream request: while waiting for
-      // the upstream's answer through request.signal, linked to our own
-      // controller and unlinked as soon as the upstream answered (Deno's
-      // legacy abort of request.signal after a *successful* response must not
-      // reach it); after that through cancelling the relayed body, which Deno
-      // does when the client disconnects.
-      const upstreamAbort = new AbortController();
-      const onClientGone = () => upstreamAbort.abort(new Error("client closed request"));
-      req.signal.addEventListener("abort", onClientGone, { once: true });
-      const unlink = () => req.signal.removeEventListener("abort", onClientGone);
+      let released = false;
       const release = () => {
-        unlink();
+        if (released) return;
+        released = true;
         counted();
         metrics.inflight(model, e.replica_id, -1);
       };
       const tAttempt = performance.now();
-      let upstream: Response;
+      let upstream: UpstreamResponse;
       try {
-        upstream = await upstreamFetch(`${e.url}${url.pathname}${url.search}`, {
+        // The client going away aborts the request until the engine's head
+        // arrives (through req.signal); after that, Deno cancels the relayed
+        // body, which closes the engine's connection.
+        upstream = await client.request({
+          origin: e.url,
           method: "POST",
+          target: `${url.pathname}${url.search}`,
           headers,
           body: bytes,
-          signal: upstreamAbort.signal,
-          redirect: "manual",
+          signal: req.signal,
         });
       } catch (err) {
         release();
-        metrics.replicaRequest(
-          model,
-          e.replica_id,
-          upstreamAbort.signal.aborted ? "client_closed" : "upstream_unreachable",
-          (performance.now() - tAttempt) / 1000,
-        );
-        if (upstreamAbort.signal.aborted) {
+        const seconds = (performance.now() - tAttempt) / 1000;
+        if (req.signal.aborted) {
+          metrics.replicaRequest(model, e.replica_id, "client_closed", seconds);
           return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
         }
         lastError = err instanceof Error ? err.message : String(err);
         table.markSuspect(e);
-        log(`gateway: ${model}: ${e.url} failed before answering (${lastError}); marked suspect`);
-        continue;
+        if (err instanceof UpstreamUnreachable) {
+          metrics.replicaRequest(model, e.replica_id, "upstream_unreachable", seconds);
+          log(`gateway: ${model}: ${e.url} failed before answering (${lastError}); marked suspect`);
+          continue;
+        }
+        // The engine began an answer and broke it (or sent garbage): not retried.
+        metrics.replicaRequest(model, e.replica_id, "upstream_error", seconds);
+        log(`gateway: ${model}: ${e.url} sent a broken response (${lastError}); marked suspect`);
+        return errorResponse(
+          502,
+          openAiError(
+            `replica of \`${model}\` sent a broken response`,
+            "server_error",
+            "upstream_error",
+          ),
+        );
       }
-      unlink();
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
+      const status = upstream.status;
       if (upstream.body === null) {
         release();
         metrics.replicaRequest(
           model,
           e.replica_id,
-          outcomeOf(upstream.status),
+          outcomeOf(status),
           (performance.now() - tAttempt) / 1000,
         );
-        return new Response(null, { status: upstream.status, headers: outHeaders });
+        return new Response(null, { status, headers: outHeaders });
       }
-      const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
-      if (!sse) {
-        // A whole JSON answer: the engine sends its headers when the answer
-        // is ready, so the request stops counting as outstanding here, and
-        // the body is handed to Deno natively instead of through a JS relay
-        // (1.5× the throughput in bench/gateway_vs_nginx.sh).
-        release();
-        metrics.firstToken(model, (performance.now() - t0) / 1000);
-        metrics.request(model, outcomeOf(upstream.status), (performance.now() - t0) / 1000);
-        metrics.replicaRequest(
-          model,
-          e.replica_id,
-          outcomeOf(upstream.status),
-          (performance.now() - tAttempt) / 1000,
-        );
-        const r = new Response(upstream.body, { status: upstream.status, headers: outHeaders });
-        relayed.add(r);
-        return r;
-      }
-      const status = upstream.status;
       const body = relayBody(upstream.body, {
-        sse,
-        clientSignal: upstreamAbort.signal,
+        sse: (upstream.headers.get("content-type") ?? "").includes("text/event-stream"),
         onFirstChunk: () => metrics.firstToken(model, (performance.now() - t0) / 1000),
         onEnd(end, error) {
           release();
@@ -336,7 +324,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           }
         },
       });
-      const response = new Response(body, { status: upstream.status, headers: outHeaders });
+      const response = new Response(body, { status, headers: outHeaders });
       relayed.add(response);
       return response;
     }
@@ -375,5 +363,10 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     log(`gateway: internal error: ${err.message}`);
     return errorResponse(500, openAiError("internal gateway error", "server_error"));
   });
-  return app;
+  return {
+    fetch: (request, info) => app.fetch(request, info),
+    close() {
+      if (options.client === undefined) client.close();
+    },
+  };
 }

@@ -25,11 +25,6 @@ export interface RelayOptions {
   onEnd(end: RelayEnd, error?: unknown): void;
   /** Called once, with the first chunk of the body (time to first token, for metrics). */
   onFirstChunk?: () => void;
-  /**
-   * The client request's signal: a read failing after it aborted is the
-   * client going away ("cancelled"), not the upstream dying.
-   */
-  clientSignal?: AbortSignal;
 }
 
 const encoder = new TextEncoder();
@@ -42,18 +37,25 @@ export function sseErrorEvent(message: string): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify(body)}\n\n`);
 }
 
+/** Where a relayed body comes from: a stream reader, or the upstream client's body. */
+export interface ChunkSource {
+  /** The next chunk; rejects when the upstream failed. */
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** Stops reading and lets go of the upstream. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
 /**
- * Wraps `upstream` so every chunk is passed on as soon as it arrives. If the
- * upstream fails mid-stream: for SSE, the stream gets (after a blank line
+ * A stream that passes on every chunk of `reader` as soon as it arrives. If
+ * the upstream fails mid-stream: for SSE, the stream gets (after a blank line
  * that ends any half-sent event) an error event and closes normally; else it
- * errors. Cancelling the returned stream cancels the upstream (which aborts
- * the upstream request).
+ * errors. Cancelling the returned stream (the client went away) cancels
+ * `reader`.
  */
 export function relayBody(
-  upstream: ReadableStream<Uint8Array>,
+  reader: ChunkSource,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = upstream.getReader();
   let ended = false;
   const end = (how: RelayEnd, error?: unknown) => {
     if (ended) return;
@@ -69,11 +71,8 @@ export function relayBody(
       try {
         result = await reader.read();
       } catch (e) {
-        if (options.clientSignal?.aborted) {
-          end("cancelled");
-          controller.error(e);
-          return;
-        }
+        // A read failing because the client went away (cancel) ends nothing new.
+        if (ended) return;
         end("error", e);
         if (options.sse) {
           if (!tail.endsWith("\n\n")) controller.enqueue(encoder.encode("\n\n"));

@@ -60,6 +60,7 @@ export function startGateway(table: EndpointTable, o: StartGatewayOptions): Runn
     url: `http://${host}:${addr.port}`,
     async close() {
       await server.shutdown();
+      app.close();
     },
   };
 }

@@ -1,0 +1,362 @@
+/**
+ * The gateway's HTTP/1.1 client for engines (plan §12): plain TCP with a pool
+ * of keep-alive connections per engine, responses read by
+ * gateway/http1_response.ts.
+ *
+ * Why not `fetch`: relaying fetch's body through JS (which the gateway must
+ * do, to end an SSE stream with an error event when the engine dies) costs
+ * one round trip per chunk on each side. Reading the socket directly costs
+ * one per socket read, and under load a read carries several events;
+ * bench/gateway_vs_nginx.sh measured 1.7× the streamed throughput
+ * (docs/benchmarks.md). Engines speak plain HTTP/1.1 on the host network,
+ * so nothing else (TLS, HTTP/2, redirects, decoding) is needed.
+ *
+ * A failure before any response byte is {@link UpstreamUnreachable} (the
+ * gateway retries on another replica); on a reused connection it is first
+ * retried once on a fresh one, since the engine may have closed the idle
+ * connection just as it was reused (uvicorn closes idle ones after 5 s).
+ *
+ * @module
+ */
+import {
+  ChunkedDecoder,
+  Http1ParseError,
+  parseResponseHead,
+  type ResponseHead,
+} from "./http1_response.ts";
+
+/** No response byte arrived from the upstream: the request may go elsewhere. */
+export class UpstreamUnreachable extends Error {
+  /** Creates the error. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UpstreamUnreachable";
+  }
+}
+
+/** The upstream failed after its response began (mid-body). */
+export class UpstreamBodyError extends Error {
+  /** Creates the error. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UpstreamBodyError";
+  }
+}
+
+/** One request to an engine. */
+export interface UpstreamRequest {
+  /** The engine's base URL, `http://host:port`. */
+  origin: string;
+  /** Method, e.g. `POST`. */
+  method: string;
+  /** Path and query, e.g. `/v1/chat/completions`. */
+  target: string;
+  /** Header fields to send (hop-by-hop, Host and Content-Length already removed). */
+  headers: Headers;
+  /** The whole request body. */
+  body: Uint8Array;
+  /** Aborts the request until the response head arrived (the connection is closed). */
+  signal?: AbortSignal;
+}
+
+/** A response body, read chunk by chunk (the shape of a stream reader). */
+export interface BodyReader {
+  /** The next body bytes; `done` at the end. Rejects with {@link UpstreamBodyError}. */
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** Stops reading; the connection is closed. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/** An engine's response. */
+export interface UpstreamResponse {
+  /** Status code. */
+  status: number;
+  /** Header fields as the engine sent them. */
+  headers: Headers;
+  /** The body, or null when the response has none. */
+  body: BodyReader | null;
+}
+
+/** Settings of {@link UpstreamClient}. */
+export interface UpstreamClientOptions {
+  /** Idle connections kept per engine (default 256). */
+  maxIdlePerOrigin?: number;
+  /** An idle connection is closed after this long (default 4 s, under uvicorn's 5 s). */
+  idleTimeoutMs?: number;
+  /** Giving up on connecting after this long (default 5 s). */
+  connectTimeoutMs?: number;
+}
+
+/** Bytes asked for per socket read. */
+const READ_BYTES = 16 * 1024;
+
+interface Conn {
+  readonly key: string;
+  readonly tcp: Deno.TcpConn;
+  readonly buf: Uint8Array;
+  closed: boolean;
+  idleTimer?: ReturnType<typeof setTimeout>;
+}
+
+function latin1Bytes(text: string): Uint8Array {
+  const out = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i) & 0xff;
+  return out;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  // Always a fresh array: callers may hold on to either input.
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+function joined(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  return parts.reduce(concat, new Uint8Array(0));
+}
+
+const reasonOf = (e: unknown) => e instanceof Error ? e.message : String(e);
+
+/** A pooled HTTP/1.1 client for the gateway's upstream requests. */
+export class UpstreamClient {
+  readonly #idle = new Map<string, Conn[]>();
+  readonly #maxIdle: number;
+  readonly #idleTimeoutMs: number;
+  readonly #connectTimeoutMs: number;
+
+  /** Creates a client with an empty pool. */
+  constructor(options: UpstreamClientOptions = {}) {
+    this.#maxIdle = options.maxIdlePerOrigin ?? 256;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? 4_000;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+  }
+
+  /** Idle connections held now (all engines). */
+  get idleConnections(): number {
+    let n = 0;
+    for (const list of this.#idle.values()) n += list.length;
+    return n;
+  }
+
+  /**
+   * Sends `r` and resolves once the response head arrived. Rejects with
+   * {@link UpstreamUnreachable} when no response byte came, or with the
+   * signal's reason when aborted.
+   */
+  async request(r: UpstreamRequest): Promise<UpstreamResponse> {
+    const url = new URL(r.origin);
+    if (url.protocol !== "http:") {
+      throw new UpstreamUnreachable(`only http:// engines are supported, got ${r.origin}`);
+    }
+    const hostname = url.hostname.replace(/^\[|\]$/g, "");
+    const port = Number(url.port || 80);
+    const key = `${hostname}:${port}`;
+    let head = `${r.method} ${r.target} HTTP/1.1\r\nhost: ${url.host}\r\n` +
+      `content-length: ${r.body.length}\r\n`;
+    for (const [name, value] of r.headers) head += `${name}: ${value}\r\n`;
+    const bytes = concat(latin1Bytes(head + "\r\n"), r.body);
+    for (let attempt = 0;; attempt++) {
+      r.signal?.throwIfAborted();
+      const pooled = this.#takeIdle(key);
+      const conn = pooled ?? await this.#connect(key, hostname, port, r.signal);
+      try {
+        return await this.#exchange(conn, bytes, r.method, r.signal);
+      } catch (e) {
+        // A reused connection the engine had just closed: once more, fresh.
+        if (e instanceof UpstreamUnreachable && pooled !== undefined && attempt === 0) continue;
+        throw e;
+      }
+    }
+  }
+
+  /** Closes every idle connection; later requests still work. */
+  close(): void {
+    for (const list of this.#idle.values()) for (const c of list) this.#destroy(c);
+    this.#idle.clear();
+  }
+
+  async #connect(key: string, hostname: string, port: number, signal?: AbortSignal) {
+    const connecting = Deno.connect({ hostname, port });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort: (() => void) | undefined;
+    const gaveUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new UpstreamUnreachable(`connecting to ${key} timed out`)),
+        this.#connectTimeoutMs,
+      );
+      onAbort = () => reject(signal?.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      const tcp = await Promise.race([connecting, gaveUp]);
+      tcp.setNoDelay(true);
+      return { key, tcp, buf: new Uint8Array(READ_BYTES), closed: false };
+    } catch (e) {
+      connecting.then((c) => c.close(), () => {});
+      if (signal?.aborted || e instanceof UpstreamUnreachable) throw e;
+      throw new UpstreamUnreachable(`cannot connect to ${key}: ${reasonOf(e)}`, { cause: e });
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Reads once from `c`; null at end of stream. The bytes are a fresh copy. */
+  async #read(c: Conn): Promise<Uint8Array | null> {
+    const n = await c.tcp.read(c.buf);
+    return n === null ? null : c.buf.slice(0, n);
+  }
+
+  async #exchange(
+    c: Conn,
+    bytes: Uint8Array,
+    method: string,
+    signal?: AbortSignal,
+  ): Promise<UpstreamResponse> {
+    const onAbort = () => this.#destroy(c);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let received: Uint8Array = new Uint8Array(0);
+    let head: ResponseHead | null = null;
+    try {
+      for (let off = 0; off < bytes.length;) off += await c.tcp.write(bytes.subarray(off));
+      // Interim 1xx responses are skipped (RFC 9110 §15.2).
+      while (head === null || (head.status < 200 && head.status !== 101)) {
+        if (head !== null) received = received.subarray(head.headBytes);
+        head = parseResponseHead(received, method);
+        if (head !== null) continue;
+        const more = await this.#read(c);
+        if (more === null) throw new Error("the connection closed before a response");
+        received = concat(received, more);
+      }
+    } catch (e) {
+      this.#destroy(c);
+      if (signal?.aborted) throw signal.reason;
+      if (e instanceof Http1ParseError) throw e;
+      if (received.length > 0) {
+        throw new UpstreamBodyError(`response head cut short: ${reasonOf(e)}`, { cause: e });
+      }
+      throw new UpstreamUnreachable(`${c.key}: ${reasonOf(e)}`, { cause: e });
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+    const rest = received.subarray(head.headBytes);
+    return { status: head.status, headers: head.headers, body: this.#body(c, head, rest) };
+  }
+
+  #body(c: Conn, head: ResponseHead, first: Uint8Array): BodyReader | null {
+    const framing = head.framing;
+    if (framing.kind === "none") {
+      this.#finish(c, head.keepAlive && first.length === 0);
+      return null;
+    }
+    let pending: Uint8Array | null = first.length > 0 ? first : null;
+    let left = framing.kind === "length" ? framing.bytes : 0;
+    const chunked = framing.kind === "chunked" ? new ChunkedDecoder() : null;
+    let finished = false;
+    const readMore = () => this.#read(c);
+    const destroy = () => this.#destroy(c);
+    const finish = (reusable: boolean) => this.#finish(c, reusable);
+    const end = (reusable: boolean): ReadableStreamReadResult<Uint8Array> => {
+      finished = true;
+      finish(reusable);
+      return { done: true, value: undefined };
+    };
+    return {
+      async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+        while (!finished) {
+          let input = pending;
+          pending = null;
+          if (input === null) {
+            try {
+              input = await readMore();
+            } catch (e) {
+              finished = true;
+              destroy();
+              throw new UpstreamBodyError(`reading the body failed: ${reasonOf(e)}`, { cause: e });
+            }
+          }
+          if (input === null) {
+            if (framing.kind === "close") return end(false);
+            finished = true;
+            destroy();
+            throw new UpstreamBodyError("the engine closed the connection before the body ended");
+          }
+          if (chunked !== null) {
+            let out;
+            try {
+              out = chunked.push(input);
+            } catch (e) {
+              finished = true;
+              destroy();
+              throw new UpstreamBodyError(`bad chunked body: ${reasonOf(e)}`, { cause: e });
+            }
+            if (out.done) {
+              // The connection is free once the body ended; the data goes out first.
+              finished = true;
+              finish(head.keepAlive && out.rest.length === 0);
+            }
+            if (out.data.length > 0) return { done: false, value: joined(out.data) };
+            continue;
+          }
+          if (framing.kind === "length") {
+            const take = input.subarray(0, left);
+            left -= take.length;
+            if (left === 0) {
+              finished = true;
+              finish(head.keepAlive && input.length === take.length);
+            }
+            return { done: false, value: take };
+          }
+          return { done: false, value: input };
+        }
+        return { done: true, value: undefined };
+      },
+      cancel(): Promise<void> {
+        if (!finished) {
+          finished = true;
+          destroy();
+        }
+        return Promise.resolve();
+      },
+    };
+  }
+
+  /** A connection done with one exchange: back to the pool, or closed. */
+  #finish(c: Conn, reusable: boolean): void {
+    const list = this.#idle.get(c.key) ?? [];
+    if (!reusable || c.closed || list.length >= this.#maxIdle) {
+      this.#destroy(c);
+      return;
+    }
+    list.push(c);
+    this.#idle.set(c.key, list);
+    const timer = setTimeout(() => {
+      const l = this.#idle.get(c.key);
+      const i = l?.indexOf(c) ?? -1;
+      if (i >= 0) l!.splice(i, 1);
+      this.#destroy(c);
+    }, this.#idleTimeoutMs);
+    Deno.unrefTimer(timer);
+    c.idleTimer = timer;
+  }
+
+  /** The most recently used idle connection to `key`, if any. */
+  #takeIdle(key: string): Conn | undefined {
+    const c = this.#idle.get(key)?.pop();
+    if (c !== undefined) clearTimeout(c.idleTimer);
+    return c;
+  }
+
+  #destroy(c: Conn): void {
+    clearTimeout(c.idleTimer);
+    if (c.closed) return;
+    c.closed = true;
+    try {
+      c.tcp.close();
+    } catch {
+      // Already closed.
+    }
+  }
+}
