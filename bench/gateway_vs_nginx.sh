@@ -18,6 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 ENGINE=19301 GATEWAY=19302 NGINX=19303
+# A second set for added latency alone: an upstream that answers at once.
+INSTANT=19311 GATEWAY_I=19312 NGINX_I=19313
 
 # The upstream: the fake engine, fast (no load time, 1 token, no delay).
 FAKE_ENGINE_LOAD_SECONDS=0 FAKE_ENGINE_TOKENS=4 FAKE_ENGINE_TOKEN_DELAY_MS=0 FAKE_ENGINE_ACCESS_LOG=0 \
@@ -27,6 +29,10 @@ pids+=($!)
 # The gateway, fed a fixed endpoint table (no control plane in the loop).
 setsid deno run -A bench/gateway_fixed.ts $GATEWAY "http://127.0.0.1:$ENGINE" >"$work/gateway.log" 2>&1 &
 pids+=($!)
+setsid deno run -A bench/instant_upstream.ts $INSTANT >"$work/instant.log" 2>&1 &
+pids+=($!)
+setsid deno run -A bench/gateway_fixed.ts $GATEWAY_I "http://127.0.0.1:$INSTANT" >"$work/gateway_i.log" 2>&1 &
+pids+=($!)
 cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
@@ -35,6 +41,7 @@ events { worker_connections 4096; }
 http {
   access_log off;
   upstream engine { server 127.0.0.1:$ENGINE; keepalive 64; }
+  upstream instant { server 127.0.0.1:$INSTANT; keepalive 64; }
   server {
     listen 127.0.0.1:$NGINX;
     location / {
@@ -44,10 +51,19 @@ http {
       proxy_buffering off;
     }
   }
+  server {
+    listen 127.0.0.1:$NGINX_I;
+    location / {
+      proxy_pass http://instant;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
 }
 CONF
 nginx -c "$work/nginx.conf" -p "$work"
-for port in $ENGINE $GATEWAY $NGINX; do
+for port in $ENGINE $GATEWAY $NGINX $INSTANT $GATEWAY_I $NGINX_I; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 0.1; done
 done
 
@@ -58,19 +74,25 @@ wrk.body = os.getenv("BODY")
 LUA
 plain='{"model":"bench","messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
 stream='{"model":"bench","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}'
-echo "| request | concurrency | target | req/s | p50 ms | p99 ms |"
+measure() { # KIND CONCURRENCY NAME PORT
+  local out
+  out=$(BODY="${!1}" wrk -t1 -c$2 -d${SECS}s --latency -s "$work/post.lua" \
+    "http://127.0.0.1:$4/v1/chat/completions" 2>&1)
+  echo "| $1 | $2 | $3 | $(echo "$out" | awk '/Requests\/sec/ {print $2}') |" \
+    "$(echo "$out" | awk '$1=="50%" {print $2}') | $(echo "$out" | awk '$1=="99%" {print $2}') |"
+}
+echo "Fake engine (4 tokens):"
+echo "| request | concurrency | target | req/s | p50 | p99 |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for kind in plain stream; do
-  body=${!kind}
   for c in 1 16 64; do
-    for target in engine:$ENGINE gateway:$GATEWAY nginx:$NGINX; do
-      name=${target%%:*}; port=${target##*:}
-      out=$(BODY="$body" wrk -t1 -c$c -d${SECS}s --latency -s "$work/post.lua" \
-        "http://127.0.0.1:$port/v1/chat/completions" 2>&1)
-      rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
-      p50=$(echo "$out" | awk '$1=="50%" {print $2}')
-      p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-      echo "| $kind | $c | $name | $rps | $p50 | $p99 |"
-    done
+    measure $kind $c engine $ENGINE; measure $kind $c gateway $GATEWAY; measure $kind $c nginx $NGINX
   done
+done
+echo
+echo "Instant upstream (added latency alone):"
+echo "| request | concurrency | target | req/s | p50 | p99 |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for kind in plain stream; do
+  measure $kind 1 upstream $INSTANT; measure $kind 1 gateway $GATEWAY_I; measure $kind 1 nginx $NGINX_I
 done

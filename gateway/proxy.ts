@@ -32,11 +32,41 @@ import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
 import { GatewayMetrics, type Outcome } from "./metrics.ts";
 import { relayBody } from "./relay.ts";
-import { UpstreamClient, type UpstreamResponse, UpstreamUnreachable } from "./upstream_client.ts";
+import {
+  type BodyReader,
+  UpstreamClient,
+  type UpstreamResponse,
+  UpstreamUnreachable,
+} from "./upstream_client.ts";
 import { isLoopback } from "./loopback.ts";
 
 /** Default request body limit: 10 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Non-SSE answers up to this size (by their Content-Length) are read whole
+ * and sent in one piece; larger ones are relayed as they arrive.
+ */
+const WHOLE_BODY_BYTES = 4 * 1024 * 1024;
+
+/** Reads a body of `length` bytes whole; null when the upstream broke off. */
+async function readWhole(
+  body: BodyReader,
+  length: number,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  const out = new Uint8Array(length);
+  let at = 0;
+  try {
+    for (;;) {
+      const r = await body.read();
+      if (r.done) return at === length ? out : null;
+      out.set(r.value, at);
+      at += r.value.length;
+    }
+  } catch {
+    return null;
+  }
+}
 
 /** The POST paths routed by `model`. */
 export const MODEL_ROUTES: readonly string[] = [
@@ -305,8 +335,33 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         );
         return new Response(null, { status, headers: outHeaders });
       }
+      const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
+      const length = Number(upstream.headers.get("content-length") ?? NaN);
+      if (!sse && length <= WHOLE_BODY_BYTES) {
+        // A whole answer of known, modest size: read it, then send it in one
+        // piece (no stream machinery, and a broken one becomes a clean 502).
+        const whole = await readWhole(upstream.body, length);
+        const now = performance.now();
+        release();
+        metrics.firstToken(model, (now - t0) / 1000);
+        const outcome = whole === null ? "mid_stream_failure" : outcomeOf(status);
+        metrics.replicaRequest(model, e.replica_id, outcome, (now - tAttempt) / 1000);
+        if (whole === null) {
+          table.markSuspect(e);
+          log(`gateway: ${model}: ${e.url} died mid-response; marked suspect`);
+          return errorResponse(
+            502,
+            openAiError(
+              `replica of \`${model}\` broke off its answer`,
+              "server_error",
+              "upstream_error",
+            ),
+          );
+        }
+        return new Response(whole, { status, headers: outHeaders });
+      }
       const body = relayBody(upstream.body, {
-        sse: (upstream.headers.get("content-type") ?? "").includes("text/event-stream"),
+        sse,
         onFirstChunk: () => metrics.firstToken(model, (performance.now() - t0) / 1000),
         onEnd(end, error) {
           release();

@@ -367,3 +367,46 @@ Deno.test("gateway: the official openai client, plain and streaming", async () =
     },
   );
 });
+
+Deno.test("gateway: a whole answer broken off mid-body is a 502 and the replica turns suspect", async () => {
+  // A raw engine stand-in: promises 100 bytes, sends 10, hangs up.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  const serving = (async () => {
+    for await (const conn of listener) {
+      conns.push(conn);
+      await conn.read(new Uint8Array(65536));
+      await conn.write(
+        new TextEncoder().encode(
+          "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n" +
+            '{"id":"x",',
+        ),
+      );
+      conn.close();
+    }
+  })().catch(() => {});
+  const table = new EndpointTable();
+  table.setEndpoints([{
+    model: "m",
+    replica_id: "r",
+    url: `http://127.0.0.1:${listener.addr.port}`,
+  }]);
+  const gw = startGateway(table, { hostname: "127.0.0.1", port: 0 });
+  try {
+    const r = await post(gw, "/v1/chat/completions", { model: "m", messages: [] });
+    assertEquals(r.status, 502);
+    assertEquals((await r.json()).error.code, "upstream_error");
+    assertOk(table.all()[0].suspectSince !== null);
+  } finally {
+    await gw.close();
+    listener.close();
+    await serving;
+    for (const c of conns) {
+      try {
+        c.close();
+      } catch {
+        // Closed above.
+      }
+    }
+  }
+});
