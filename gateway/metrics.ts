@@ -52,13 +52,35 @@ export class GatewayMetrics {
   readonly #inflight = new Map<string, number>();
   readonly #replicaRequests = new Map<string, number>();
   readonly #replicaLatency = new Map<string, Histogram>();
+  // Escaped label sets, built once per model and replica (this is per
+  // request). Only deployed model names reach here (see proxy.ts).
+  readonly #modelLabels = new Map<string, string>();
+  readonly #replicaLabels = new Map<string, string>();
 
-  /** Counts one finished request (`model` may be "" when the body named none). */
+  #modelLabel(model: string): string {
+    let l = this.#modelLabels.get(model);
+    if (l === undefined) this.#modelLabels.set(model, l = `model="${esc(model)}"`);
+    return l;
+  }
+
+  #replicaLabel(model: string, replica: string): string {
+    const key = `${model}\u0000${replica}`;
+    let l = this.#replicaLabels.get(key);
+    if (l === undefined) {
+      this.#replicaLabels.set(key, l = `model="${esc(model)}",replica="${esc(replica)}"`);
+    }
+    return l;
+  }
+
+  /**
+   * Counts one finished request. `model` is "" unless the body named a
+   * deployed model: a client's made-up names must not grow the label set.
+   */
   request(model: string, outcome: Outcome, seconds: number): void {
-    const key = `model="${esc(model)}",outcome="${outcome}"`;
+    const m = this.#modelLabel(model);
+    const key = `${m},outcome="${outcome}"`;
     this.#requests.set(key, (this.#requests.get(key) ?? 0) + 1);
     if (model === "") return;
-    const m = `model="${esc(model)}"`;
     let h = this.#latency.get(m);
     if (h === undefined) this.#latency.set(m, h = new Histogram());
     h.observe(seconds);
@@ -70,7 +92,7 @@ export class GatewayMetrics {
    * (`upstream_unreachable`, then retried elsewhere).
    */
   replicaRequest(model: string, replica: string, outcome: Outcome, seconds: number): void {
-    const r = `model="${esc(model)}",replica="${esc(replica)}"`;
+    const r = this.#replicaLabel(model, replica);
     const key = `${r},outcome="${outcome}"`;
     this.#replicaRequests.set(key, (this.#replicaRequests.get(key) ?? 0) + 1);
     let h = this.#replicaLatency.get(r);
@@ -80,7 +102,7 @@ export class GatewayMetrics {
 
   /** Records the time to the first byte of a response body from an engine. */
   firstToken(model: string, seconds: number): void {
-    const m = `model="${esc(model)}"`;
+    const m = this.#modelLabel(model);
     let h = this.#ttft.get(m);
     if (h === undefined) this.#ttft.set(m, h = new Histogram());
     h.observe(seconds);
@@ -88,7 +110,7 @@ export class GatewayMetrics {
 
   /** Adds `delta` to the in-flight gauge of a model's replica. */
   inflight(model: string, replica: string, delta: number): void {
-    const key = `model="${esc(model)}",replica="${esc(replica)}"`;
+    const key = this.#replicaLabel(model, replica);
     this.#inflight.set(key, (this.#inflight.get(key) ?? 0) + delta);
   }
 

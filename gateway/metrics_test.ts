@@ -44,8 +44,9 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
     assertStringIncludes(text, 'llmgw_gateway_requests_total{model="m",outcome="ok"} 1');
     assertStringIncludes(
       text,
-      'llmgw_gateway_requests_total{model="nope",outcome="model_not_found"} 1',
+      'llmgw_gateway_requests_total{model="",outcome="model_not_found"} 1',
     );
+    assertOk(!text.includes("nope"), "a made-up model name never becomes a label");
     assertStringIncludes(
       text,
       'llmgw_gateway_requests_total{model="idle",outcome="no_ready_replica"} 1',

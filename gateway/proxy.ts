@@ -225,7 +225,6 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     if (typeof model !== "string" || model === "") {
       return invalid("you must provide a model parameter", "model", "missing_model");
     }
-    modelOf.set(req, model);
     if (!table.loaded) {
       // Before the first sync with the control plane, no model is unknown yet.
       return errorResponse(
@@ -246,6 +245,8 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         ),
       );
     }
+    // Metrics label by deployed names only (a client's made-up names are unbounded).
+    modelOf.set(req, model);
     if (table.endpoints(model).length === 0) {
       return errorResponse(
         503,
