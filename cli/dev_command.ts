@@ -152,7 +152,7 @@ export async function devCommand(
     write(
       `llmgw dev: a local cluster on simulated hardware (no GPU needed)\n` +
         `  control plane  ${control.url}   state in ${dir}\n` +
-        `  gateway        ${gateway.url}/v1 (OpenAI-compatible; open: no API keys yet)\n` +
+        `  gateway        ${gateway.url}/v1 (OpenAI-compatible; open to loopback until an API key exists)\n` +
         `  nodes          ${DEV_NODES.map(([n, m]) => `${n} (${m})`).join(", ")}\n` +
         `  engines        the fake engine (testing/) stands in for vLLM and SGLang\n` +
         `  admin token    written to ${join(dir, "dev.env")}; use it with:\n` +
