@@ -340,7 +340,7 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     assertEquals((await api(addr, "/healthz")).status, 200);
     const noToken = await api(addr, "/v1/status");
     assertEquals([noToken.status, noToken.body.error.code], [401, "unauthorized"]);
-    assertEquals((await api(addr, "/v1/status", "wrong-token")).status, 401);
+    assertEquals((await api(addr, "/v1/status", "wrong-token")).status, 403);
     assertEquals((await api(addr, "/v1/shards/s1/logs")).status, 401);
     const status = await api(addr, "/v1/status", LOCAL_TOKEN);
     assertEquals(status.status, 200);

@@ -9,8 +9,10 @@
  *
  * Everything under `/v1` needs `Authorization: Bearer <local token>`, compared
  * in constant time. Errors are JSON `{error: {code, message}}`: 400 for a bad
- * query (naming the parameter), 401 without the token, 404 for an unknown
- * shard or path; no input makes a handler fail (500 would mean a bug).
+ * query (naming the parameter), 401 without a bearer token, 403 with another
+ * token (an admin token or a gateway API key, say: the control plane's rule),
+ * 404 for an unknown shard or path; no input makes a handler fail (500 would
+ * mean a bug).
  *
  * @module
  */
@@ -70,7 +72,7 @@ export function bearerMatches(header: string | undefined, token: string): boolea
   return same && m !== null;
 }
 
-function fail(c: Context, status: 400 | 401 | 404, code: string, message: string) {
+function fail(c: Context, status: 400 | 401 | 403 | 404, code: string, message: string) {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="llmgw-agent"');
   return c.json({ error: { code, message } }, status);
 }
@@ -80,8 +82,12 @@ export function localApi(view: LocalApiView, token: string): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.use("/v1/*", async (c, next) => {
-    if (!bearerMatches(c.req.header("authorization"), token)) {
-      return fail(c, 401, "unauthorized", "missing or wrong bearer token");
+    const header = c.req.header("authorization");
+    if (!/^Bearer\s+\S+\s*$/i.test(header ?? "")) {
+      return fail(c, 401, "unauthorized", "a bearer token is required");
+    }
+    if (!bearerMatches(header, token)) {
+      return fail(c, 403, "forbidden", "this token is not this agent's local API token");
     }
     await next();
   });

@@ -133,6 +133,15 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
       throw new ApiError(403, "forbidden", "this token may not use the admin API");
     }
   };
+  // Checked before a body or query is read, so no token is 401 and a token
+  // that is no node's credential 403 whatever the request holds.
+  const requireSomeNode = async (c: Context): Promise<string> => {
+    const token = bearer(c.req.header("authorization"));
+    if (token === null) throw new ApiError(401, "unauthorized", "a node credential is required");
+    const found = await cp.nodeForToken(token);
+    if (found === null) throw new ApiError(403, "forbidden", "this token is no node's credential");
+    return found;
+  };
   const requireNode = async (c: Context, nodeId: string) => {
     const token = bearer(c.req.header("authorization"));
     if (token === null) throw new ApiError(401, "unauthorized", "a node credential is required");
@@ -152,23 +161,16 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
     return c.json(await cp.register(req, c.req.header("x-llmgw-node-token") ?? null));
   });
   app.post("/v1/agent/heartbeat", async (c) => {
+    await requireSomeNode(c);
     const req = parse(HeartbeatRequestSchema, await jsonBody(c), "Cannot record heartbeat");
     await requireNode(c, req.node_id);
     return c.json(await cp.heartbeat(req));
   });
   app.get("/v1/agent/desired", async (c) => {
+    // The node credential says which node asks (protocol/agent_protocol.ts).
+    const asker = await requireSomeNode(c);
     const q = parse(DesiredQuery, c.req.query(), "Cannot read desired state");
-    let nodeId = q.node_id;
-    if (nodeId === undefined) {
-      // The node credential says which node asks (protocol/agent_protocol.ts).
-      const token = bearer(c.req.header("authorization"));
-      if (token === null) throw new ApiError(401, "unauthorized", "a node credential is required");
-      const found = await cp.nodeForToken(token);
-      if (found === null) {
-        throw new ApiError(403, "forbidden", "this token is no node's credential");
-      }
-      nodeId = found;
-    }
+    const nodeId = q.node_id ?? asker;
     await requireNode(c, nodeId);
     return c.json(await cp.desired(nodeId, q.generation, q.wait_ms, c.req.raw.signal));
   });
@@ -235,7 +237,18 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   // What gateways follow: ready endpoints and API key hashes (plan §12).
   admin.get(
     "/endpoints",
-    (c) => c.json({ endpoints: cp.readyEndpoints(), api_keys: cp.apiKeyHashes() }),
+    (c) => {
+      // Gateways keep their last known set on an error (gateway/follow.ts).
+      if (!cp.endpointsSettled()) {
+        throw new ApiError(
+          503,
+          "settling",
+          "the control plane restarted and waits for the agents' first reports; " +
+            "keep the last known endpoints",
+        );
+      }
+      return c.json({ endpoints: cp.readyEndpoints(), api_keys: cp.apiKeyHashes() });
+    },
   );
   admin.get("/apikeys", (c) => c.json({ api_keys: cp.apiKeys() }));
   admin.post("/apikeys", async (c) => {

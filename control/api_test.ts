@@ -364,3 +364,110 @@ Deno.test("every admin endpoint: no token 401, a join token 403, bad JSON 400; s
     before,
   );
 });
+
+Deno.test("after a restart, /v1/endpoints is 503 settling until the nodes holding shards report", async () => {
+  const store = new MemoryStore();
+  const first = await ControlPlane.open({ store, reconcileMs: 60_000 });
+  const hashes = {
+    adminTokenHashes: [await hashToken(ADMIN)],
+    joinTokenHashes: [await hashToken(JOIN)],
+  };
+  const app1 = createControlApi(first, hashes);
+  const reg = await app1.request("/v1/agent/register", {
+    method: "POST",
+    headers: { authorization: `Bearer ${JOIN}`, "content-type": "application/json" },
+    body: JSON.stringify(registration("n1")),
+  });
+  const { node_token } = await reg.json();
+  await first.applyDeployment({ ...DEPLOYMENT, replicas: 1 } as never);
+  await first.reconcile();
+  assertOk(first.endpointsSettled(), "a first start has nothing to wait for");
+
+  // The same store, a new control plane: the placement is back, the reports are not.
+  const second = await ControlPlane.open({ store, reconcileMs: 60_000 });
+  const app2 = createControlApi(second, hashes);
+  const endpoints = () =>
+    app2.request("/v1/endpoints", { headers: { authorization: `Bearer ${ADMIN}` } });
+  const settling = await endpoints();
+  assertEquals(settling.status, 503);
+  assertEquals((await settling.json()).error.code, "settling");
+  const hb = await app2.request("/v1/agent/heartbeat", {
+    method: "POST",
+    headers: { authorization: `Bearer ${node_token}`, "content-type": "application/json" },
+    body: JSON.stringify({ node_id: "n1", generation: 0, shards: [] }),
+  });
+  assertEquals(hb.status, 200);
+  assertEquals((await endpoints()).status, 200);
+  // And without any report, the wait ends with the unreachable threshold.
+  const third = await ControlPlane.open({ store, reconcileMs: 60_000 });
+  assertOk(!third.endpointsSettled(third.startedAt + 1));
+  assertOk(
+    third.endpointsSettled(third.startedAt + third.inventory.thresholds.unreachable_after_ms),
+  );
+});
+
+Deno.test("a shard's failure becomes a shard_failed event with the end of its log, once", async () => {
+  const { cp, call } = await setup();
+  const { node_token } = await (await call("POST", "/v1/agent/register", JOIN, registration("n1")))
+    .json();
+  await call("POST", "/v1/deployments", ADMIN, { ...DEPLOYMENT, replicas: 1 });
+  await cp.reconcile();
+  const desired = await (await call("GET", "/v1/agent/desired?node_id=n1&generation=0", node_token))
+    .json();
+  const tail = Array.from({ length: 30 }, (_, i) => `log line ${i}`);
+  const failed = {
+    id: desired.shards[0].id,
+    state: "failed",
+    since: Date.now(),
+    pid: null,
+    port: desired.shards[0].launch.port,
+    serves_http: false,
+    progress: null,
+    restarts: 0,
+    adopted: false,
+    last_failure: {
+      at: Date.now(),
+      reason: "not ready within the load timeout of 600 s",
+      exit_code: null,
+      signal: null,
+      log_tail: tail,
+    },
+    spec_hash: "x",
+  };
+  for (let i = 0; i < 2; i++) {
+    const hb = await call("POST", "/v1/agent/heartbeat", node_token, {
+      node_id: "n1",
+      generation: desired.generation,
+      shards: [failed],
+    });
+    assertEquals(hb.status, 200);
+  }
+  const events = (await (await call("GET", "/v1/events?limit=100", ADMIN)).json()).events as {
+    kind: string;
+    subject: string;
+    message: string;
+  }[];
+  const failures = events.filter((e) => e.kind === "shard_failed");
+  assertEquals(failures.length, 1, "the same failure reported twice is one event");
+  assertEquals(failures[0].subject, "replica/qwen-r0");
+  assertStringIncludes(failures[0].message, "not ready within the load timeout");
+  assertStringIncludes(failures[0].message, "log line 29");
+  assertOk(!failures[0].message.includes("log line 9\n"), "only the last 20 lines");
+});
+
+Deno.test("a registration with a repeated GPU index is refused before anything is written", async () => {
+  const { cp } = await setup();
+  const reg = registration("n1");
+  const twice = { ...reg, gpus: [...reg.gpus, reg.gpus[0]] };
+  let status = 0;
+  try {
+    await cp.register(twice, null);
+  } catch (e) {
+    status = (e as { status?: number }).status ?? -1;
+  }
+  assertEquals(status, 400);
+  assertEquals(cp.inventory.listNodes().length, 0);
+  assertEquals(await cp.nodeForToken("anything"), null);
+  // The same node registers fine afterwards: nothing half-written blocks it.
+  assertOk((await cp.register(reg, null)).node_token.startsWith("llmgw_node_"));
+});

@@ -15,7 +15,12 @@ import { classFacts, type DeploymentIssue } from "../deployment/validate.ts";
 import { shardLaunches } from "../engines/launch.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
-import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
+import {
+  checkGpus,
+  InventoryStore,
+  type NodeRegistration,
+  NodeReportError,
+} from "../inventory/store.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { Explanation, Placed, PlacementResult } from "../placement/types.ts";
 import type {
@@ -97,6 +102,20 @@ export interface ReadyEndpoint {
   url: string;
 }
 
+/** Log lines of a failure kept in its event. */
+const FAILURE_TAIL_LINES = 20;
+
+/** An event's text for a shard failure: the reason, then the end of its log. */
+export function shardFailureMessage(
+  shardId: string,
+  node: string,
+  f: NonNullable<ShardReport["last_failure"]>,
+): string {
+  const tail = f.log_tail.slice(-FAILURE_TAIL_LINES).map((l) => l.slice(0, 500));
+  return `shard ${shardId} on ${node} failed: ${f.reason}` +
+    (tail.length > 0 ? `\nlast ${tail.length} log lines:\n${tail.join("\n")}` : "");
+}
+
 /** The control plane. */
 export class ControlPlane {
   /** Placement outcomes since start, for /metrics. */
@@ -118,6 +137,8 @@ export class ControlPlane {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #running = false;
   readonly startedAt = Date.now();
+  /** Nodes that held placed shards when the store was opened and have not reported since. */
+  readonly #awaitingFirstReport = new Set<string>();
 
   private constructor(options: ControlPlaneOptions) {
     this.#store = options.store;
@@ -148,6 +169,7 @@ export class ControlPlane {
       cp.#replicas.set(r.id, r);
       if (r.phase !== "placed" || r.placement === null) continue;
       cp.#attempts.set(r.id, Number(r.placement.replica_id.split(".").pop()) || 1);
+      for (const s of r.placement.shards) cp.#awaitingFirstReport.add(s.node);
       try {
         for (const s of r.placement.shards) {
           cp.inventory.allocate({
@@ -200,6 +222,14 @@ export class ControlPlane {
     return run;
   }
 
+  /** The replica a shard id belongs to, if it is placed now. */
+  #replicaOfShard(shardId: string): string | null {
+    for (const r of this.#replicas.values()) {
+      if (r.placement?.shards.some((s) => s.shard_id === shardId)) return r.id;
+    }
+    return null;
+  }
+
   async #event(kind: string, subject: string, message: string): Promise<void> {
     await this.#store.addEvent({ at: Date.now(), kind, subject, message });
   }
@@ -240,6 +270,15 @@ export class ControlPlane {
           "node_taken",
           `node ${req.node_id} is already registered; registering it again needs its node credential`,
         );
+      }
+      // Refused before anything is written: no half-registered node.
+      try {
+        checkGpus(req.node_id, req.gpus, "register");
+      } catch (e) {
+        if (e instanceof NodeReportError) {
+          throw new ApiError(400, "invalid_request", e.message, "gpus");
+        }
+        throw e;
       }
       const token = newToken("llmgw_node");
       const node: StoredNode = {
@@ -301,8 +340,22 @@ export class ControlPlane {
       if (update.transition) {
         await this.#onTransition(update.transition.from, update.transition.to, req.node_id);
       }
+      this.#awaitingFirstReport.delete(req.node_id);
       const reports = new Map(req.shards.map((s) => [s.id, s]));
       const before = this.#reports.get(req.node_id);
+      // Each new failure becomes an event with its log tail, so `llmgw events`
+      // says why an engine died or never loaded. One from before this
+      // control plane started was recorded by its predecessor.
+      for (const s of req.shards) {
+        const f = s.last_failure;
+        if (f === null || before?.get(s.id)?.last_failure?.at === f.at) continue;
+        if (before === undefined && f.at < this.startedAt) continue;
+        await this.#event(
+          "shard_failed",
+          `replica/${this.#replicaOfShard(s.id) ?? s.id}`,
+          shardFailureMessage(s.id, req.node_id, f),
+        );
+      }
       this.#reports.set(req.node_id, reports);
       // A shard that failed for good (multi-node) or reached ready: worth a pass now.
       if (
@@ -678,6 +731,18 @@ export class ControlPlane {
   }
 
   /** Rank-0 endpoints of ready replicas: where the gateway may send traffic (plan §12). */
+  /**
+   * Whether the ready set is known. After a restart, replicas' states come
+   * back only with their nodes' first heartbeats; until every node holding a
+   * placed shard has reported (or the unreachable threshold has passed), the
+   * ready set would look empty and gateways would drop all traffic to
+   * engines that never stopped serving (plan §11).
+   */
+  endpointsSettled(now = Date.now()): boolean {
+    return this.#awaitingFirstReport.size === 0 ||
+      now - this.startedAt >= this.inventory.thresholds.unreachable_after_ms;
+  }
+
   readyEndpoints(): ReadyEndpoint[] {
     const out: ReadyEndpoint[] = [];
     for (const r of this.#replicas.values()) {

@@ -308,6 +308,39 @@ Deno.test("gateway: an upstream killed mid-stream ends the SSE stream with an er
   );
 });
 
+Deno.test("gateway: after an engine dies mid-stream, nothing is retried and the next requests go to the other replica", async () => {
+  await withGateway(
+    [
+      { model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "200", FAKE_ENGINE_TOKENS: "50" } },
+      { model: "demo" },
+    ],
+    ([a, b], table) => table.setEndpoints([a.spec("dies"), b.spec("lives")]),
+    // The first draw picks the first endpoint: the stream starts on "dies".
+    { random: () => 0 },
+    async (gw, [dying], table) => {
+      const r = await post(gw, "/v1/chat/completions", chat("demo", true));
+      const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? "";
+      const [dies, lives] = table.all();
+      assertEquals([dies.dispatched, lives.dispatched], [1, 0]);
+      dying.kill();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      assertStringIncludes(text, "upstream_stream_error");
+      assertEquals(lives.dispatched, 0, "bytes were sent: the request was not retried elsewhere");
+      for (let i = 0; i < 4; i++) {
+        const next = await post(gw, "/v1/chat/completions", chat("demo"));
+        assertEquals(next.status, 200);
+        await next.body?.cancel();
+      }
+      assertEquals([dies.dispatched, lives.dispatched], [1, 4], "the suspect gets nothing");
+    },
+  );
+});
+
 Deno.test("gateway: a client disconnect cancels the upstream request", async () => {
   await withGateway(
     [{ model: "demo", env: { FAKE_ENGINE_TOKEN_DELAY_MS: "200", FAKE_ENGINE_TOKENS: "50" } }],

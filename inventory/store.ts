@@ -240,7 +240,12 @@ function checkTime(nowMs: number, action: string): void {
   }
 }
 
-function checkGpus(nodeId: string, gpus: readonly Gpu[], action: string): void {
+/**
+ * Checks a node's GPU report as registration and heartbeats do (indices
+ * whole, non-negative and unique), so callers can refuse one before
+ * changing anything. Throws {@link NodeReportError}.
+ */
+export function checkGpus(nodeId: string, gpus: readonly Gpu[], action: string): void {
   const seen = new Set<number>();
   for (const g of gpus) {
     if (!Number.isSafeInteger(g.index) || g.index < 0) {

@@ -52,6 +52,21 @@ export const GpuReportSchema = z.object({
   }),
 });
 
+/** A node's GPUs: each index at most once (the inventory refuses a repeated one). */
+const GpuReportsSchema = z.array(GpuReportSchema).max(1024).superRefine((gpus, ctx) => {
+  const seen = new Set<number>();
+  gpus.forEach((g, i) => {
+    if (seen.has(g.index)) {
+      ctx.addIssue({
+        code: "custom",
+        path: [i, "index"],
+        message: `GPU index ${g.index} appears twice`,
+      });
+    }
+    seen.add(g.index);
+  });
+});
+
 /** A fabric attachment (discovery/types.ts `FabricAttachment`). */
 export const FabricReportSchema = z.object({
   fabric: z.string().min(1).max(64),
@@ -75,7 +90,7 @@ export const RegisterRequestSchema = z.object({
   agent_token: z.string().min(16).max(256).optional()
     .describe("The token the control plane presents to the agent's local API to fetch shard logs."),
   labels: z.record(z.string().max(253), z.string().max(253)),
-  gpus: z.array(GpuReportSchema).max(1024),
+  gpus: GpuReportsSchema,
   fabrics: z.array(FabricReportSchema).max(64),
   agent_version: z.string().max(64),
   engine_versions: z.record(z.string().max(64), z.string().max(64)),
@@ -132,7 +147,7 @@ export const HeartbeatRequestSchema = z.object({
   generation: z.number().int().min(0),
   shards: z.array(ShardReportSchema).max(1024),
   /** Fresh GPU health, when rediscovered. */
-  gpus: z.array(GpuReportSchema).max(1024).optional(),
+  gpus: GpuReportsSchema.optional(),
 });
 
 /** The answer to a heartbeat. */

@@ -31,6 +31,7 @@ async function withCluster(
       machine: string,
       portBase: number,
       env?: Record<string, string>,
+      loadTimeoutMs?: number,
     ) => Promise<Agent>;
     gateway: () => string;
     admin: (method: string, path: string, body?: unknown) => Promise<Response>;
@@ -60,6 +61,7 @@ async function withCluster(
     machine: string,
     portBase: number,
     extraEnv: Record<string, string> = {},
+    loadTimeoutMs?: number,
   ) => {
     const configPath = join(ROOT, "tests/fixtures/sim", machine, "agent.json");
     const config = resolveConfigPaths(
@@ -84,6 +86,7 @@ async function withCluster(
       retry: { initialMs: 100, maxMs: 500, factor: 2 },
       supervisor: {
         tickMs: 100,
+        loadTimeoutMs,
         env: {
           PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
           FAKE_ENGINE_LOAD_SECONDS: "0.5",
@@ -394,5 +397,99 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
       async () => (await served(onFast.slow.id)) > 0 ? true : null,
       5_000,
     );
+  });
+});
+
+Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt, both shards replaced", async () => {
+  await withCluster(async ({ admin, startAgent, agents, pids, control }) => {
+    await startAgent("h100-a", "dgx_h100_idle", 20000);
+    await startAgent("h100-b", "dgx_h100_idle", 21000);
+    await until("two nodes", async () => {
+      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
+      return nodes.length === 2 ? nodes : null;
+    });
+    const twoNode = {
+      name: "big",
+      model: "org/big",
+      replicas: 1,
+      profiles: [{
+        name: "h100-2x8",
+        engine: "vllm",
+        gpu_class: "h100-80g",
+        tensor_parallel: 16,
+        nodes: 2,
+        gpus_per_node: 8,
+      }],
+    };
+    assertEquals((await admin("POST", "/v1/deployments", twoNode)).status, 201);
+    const first = await until("the two-node replica ready", async () => {
+      const [r] = await replicas(admin);
+      return r?.state === "ready" ? r : null;
+    });
+    assertEquals(first.shards.map((s) => s.node).sort(), ["h100-a", "h100-b"]);
+    const enginesOf = () =>
+      [...agents.values()].flatMap((a) => a.status().shards.map((s) => s.pid!)).filter((p) => p);
+    const before = enginesOf();
+    assertEquals(before.length, 2);
+    before.forEach((p) => pids.add(p));
+    // Rank 1's engine dies (plan §5.4: a shard of a multi-node replica is never restarted alone).
+    const rank1 = first.shards.find((s) => s.rank === 1)!;
+    const victim = agents.get(rank1.node)!.status().shards.find((s) => s.id === rank1.shard_id)!
+      .pid!;
+    Deno.kill(-victim, "SIGKILL");
+    const rebuilt = await until("rebuilt and ready", async () => {
+      const [r] = await replicas(admin);
+      return r?.state === "ready" &&
+          r.shards.every((s) => !first.shards.some((f) => f.shard_id === s.shard_id))
+        ? r
+        : null;
+    }, 40_000);
+    assertEquals(rebuilt.id, first.id, "the same replica, a new attempt");
+    assertEquals(rebuilt.shards.length, 2);
+    // The survivor of the old attempt (rank 0) was stopped too: no two copies.
+    await until(
+      "old engines gone",
+      () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
+    );
+    enginesOf().forEach((p) => pids.add(p));
+    assertEquals(enginesOf().length, 2, "exactly the new attempt's two engines run");
+    const events = (await (await fetch(`${control().url}/v1/events?limit=200`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    })).json()).events as { kind: string; subject: string; message: string }[];
+    assertOk(
+      events.some((e) =>
+        e.subject === `replica/${first.id}` && /fail|rebuil/i.test(e.kind + e.message)
+      ),
+      "an event says why the replica was rebuilt",
+    );
+  });
+});
+
+Deno.test("an engine that never becomes ready fails, and the events carry its log tail", async () => {
+  await withCluster(async ({ admin, startAgent, agents, pids }) => {
+    await startAgent("l40s-a", "l40s_4x", 21000, { FAKE_ENGINE_NEVER_READY: "1" }, 1_500);
+    await until("node", async () => {
+      const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
+      return nodes.length === 1 ? nodes : null;
+    });
+    const stuck = {
+      name: "stuck",
+      model: "org/stuck",
+      replicas: 1,
+      profiles: [{ name: "l40s", engine: "vllm", gpu_class: "l40s-45g", tensor_parallel: 1 }],
+    };
+    assertEquals((await admin("POST", "/v1/deployments", stuck)).status, 201);
+    const event = await until("a shard_failed event", async () => {
+      for (const s of agents.get("l40s-a")!.status().shards) if (s.pid) pids.add(s.pid);
+      const events = (await (await admin("GET", "/v1/events?limit=200")).json()).events as {
+        kind: string;
+        subject: string;
+        message: string;
+      }[];
+      return events.find((e) => e.kind === "shard_failed") ?? null;
+    });
+    assertEquals(event.subject, "replica/stuck-r0");
+    assertStringIncludes(event.message, "did not become ready within 1500 ms");
+    assertStringIncludes(event.message, "Loading safetensors checkpoint shards");
   });
 });

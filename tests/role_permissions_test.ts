@@ -1,0 +1,141 @@
+/**
+ * The control and gateway roles run, and do their job, under exactly the
+ * permissions their binaries are compiled with (scripts/roles.sh, the one
+ * source for `deno task compile` and `deno task bundle`), with prompts off:
+ * a permission they lack would fail a request or the start. The agent's
+ * `--allow-all` is explained in scripts/roles.sh and docs/supervisor.md.
+ *
+ * Both processes are killed by pid in a `finally`.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { assertEquals, assertOk } from "./assert.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+/** The `--allow-*` flags of a role, read from scripts/roles.sh. */
+function permsFor(role: string): string[] {
+  const text = Deno.readTextFileSync(join(ROOT, "scripts/roles.sh"));
+  const m = new RegExp(`^\\s*${role}\\) echo "([^"]*)" ;;`, "m").exec(text);
+  if (m === null) throw new Error(`scripts/roles.sh has no permissions for ${role}`);
+  return m[1].split(/\s+/);
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = l.addr.port;
+  l.close();
+  return port;
+}
+
+async function until(what: string, probe: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    try {
+      if (await probe()) return;
+    } catch {
+      // Not up yet.
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+Deno.test("role permissions: scripts/roles.sh grants the agent all, control and gateway only what they list", () => {
+  assertEquals(permsFor("agent"), ["--allow-all"]);
+  for (const role of ["control", "gateway"]) {
+    const perms = permsFor(role);
+    assertOk(!perms.includes("--allow-all"), `${role} is narrowed`);
+    assertOk(perms.every((p) => p.startsWith("--allow-")), perms.join(" "));
+  }
+  assertOk(!permsFor("gateway").includes("--allow-run"), "the gateway runs no programs");
+  assertOk(!permsFor("gateway").includes("--allow-write"), "the gateway writes no files");
+});
+
+Deno.test("role permissions: control and gateway serve under their compiled permissions", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_role_perms_" });
+  const controlPort = freePort();
+  const gatewayPort = freePort();
+  const embeddedPort = freePort();
+  const control = `http://127.0.0.1:${controlPort}`;
+  const spawn = (role: string, args: string[], env: Record<string, string>) =>
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-prompt",
+        "--unstable-no-legacy-abort",
+        ...permsFor(role),
+        join(ROOT, `roles/${role}.ts`),
+        ...args,
+      ],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+  const procs: Deno.ChildProcess[] = [];
+  try {
+    procs.push(spawn("control", [
+      "serve",
+      "--listen",
+      `127.0.0.1:${controlPort}`,
+      "--store",
+      join(dir, "store"),
+      "--gateway-listen",
+      `127.0.0.1:${embeddedPort}`,
+    ], { LLMGW_ADMIN_TOKEN: "perm-admin", LLMGW_JOIN_TOKEN: "perm-join" }));
+    await until("control plane", async () => (await fetch(`${control}/healthz`)).ok);
+    const applied = await fetch(`${control}/v1/deployments`, {
+      method: "POST",
+      headers: { authorization: "Bearer perm-admin", "content-type": "application/json" },
+      body: JSON.stringify({
+        name: "demo",
+        model: "org/demo",
+        replicas: 1,
+        profiles: [{ name: "p", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 1 }],
+      }),
+    });
+    assertEquals(applied.status, 201, "the store is written");
+    await applied.body?.cancel();
+    assertOk(Deno.statSync(join(dir, "store", "llmgw.db")).isFile);
+
+    procs.push(spawn("gateway", [
+      "serve",
+      "--control",
+      control,
+      "--listen",
+      `127.0.0.1:${gatewayPort}`,
+      "--poll-interval",
+      "0.2",
+    ], { LLMGW_TOKEN: "perm-admin" }));
+    for (const port of [gatewayPort, embeddedPort]) {
+      const gw = `http://127.0.0.1:${port}`;
+      // Synced: the deployed model is known (no ready replica: 503, not 404).
+      await until(`gateway ${port} synced`, async () => {
+        const r = await fetch(`${gw}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"model":"demo","messages":[]}',
+        });
+        const body = await r.json();
+        return r.status === 503 && body.error.code === "model_not_ready";
+      });
+      const models = await fetch(`${gw}/v1/models`);
+      assertEquals(models.status, 200);
+      assertEquals((await models.json()).data, []);
+    }
+  } finally {
+    for (const p of procs) {
+      try {
+        p.kill("SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    for (const p of procs) {
+      const out = await p.output();
+      const text = new TextDecoder().decode(out.stderr);
+      assertOk(!text.includes("PermissionDenied") && !text.includes("NotCapable"), text);
+    }
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
