@@ -1,7 +1,5 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { readFixture } from "../tests/fixtures.ts";
-import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
-import type { Inventory } from "../discovery/types.ts";
+import { registration } from "../tests/registration.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { MemoryStore } from "./memory_store.ts";
@@ -34,23 +32,6 @@ async function setup() {
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     });
   return { cp, call };
-}
-
-function registration(nodeId: string, machine = "rtx4090_8x_server"): RegisterRequest {
-  const inv = JSON.parse(readFixture(`machines/${machine}/expected_inventory.json`)) as Inventory;
-  return {
-    protocol: AGENT_PROTOCOL_VERSION,
-    node_id: nodeId,
-    hostname: nodeId,
-    mgmt_addr: "127.0.0.1",
-    mgmt_interface: "lo",
-    agent_url: null,
-    labels: {},
-    gpus: inv.gpus,
-    fabrics: inv.fabrics,
-    agent_version: "0.1.0",
-    engine_versions: {},
-  };
 }
 
 const DEPLOYMENT = {

@@ -68,6 +68,11 @@ async function readWhole(
   }
 }
 
+/** A 502 for an engine that answered wrongly or broke off (never retried: it may have acted). */
+function brokenUpstream(message: string): Response {
+  return errorResponse(502, openAiError(message, "server_error", "upstream_error"));
+}
+
 /** The POST paths routed by `model`. */
 export const MODEL_ROUTES: readonly string[] = [
   "/v1/chat/completions",
@@ -315,14 +320,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         // The engine began an answer and broke it (or sent garbage): not retried.
         metrics.replicaRequest(model, e.replica_id, "upstream_error", seconds);
         log(`gateway: ${model}: ${e.url} sent a broken response (${lastError}); marked suspect`);
-        return errorResponse(
-          502,
-          openAiError(
-            `replica of \`${model}\` sent a broken response`,
-            "server_error",
-            "upstream_error",
-          ),
-        );
+        return brokenUpstream(`replica of \`${model}\` sent a broken response`);
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       const status = upstream.status;
@@ -350,14 +348,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         if (whole === null) {
           table.markSuspect(e);
           log(`gateway: ${model}: ${e.url} died mid-response; marked suspect`);
-          return errorResponse(
-            502,
-            openAiError(
-              `replica of \`${model}\` broke off its answer`,
-              "server_error",
-              "upstream_error",
-            ),
-          );
+          return brokenUpstream(`replica of \`${model}\` broke off its answer`);
         }
         return new Response(whole, { status, headers: outHeaders });
       }

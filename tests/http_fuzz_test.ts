@@ -22,9 +22,7 @@
  */
 import fc from "fast-check";
 import { assertEquals, assertOk } from "./assert.ts";
-import { readFixture } from "./fixtures.ts";
-import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
-import type { Inventory } from "../discovery/types.ts";
+import { registration } from "./registration.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { MemoryStore } from "../control/memory_store.ts";
@@ -545,24 +543,9 @@ function assertUnpolluted(): void {
 const ADMIN = "fuzz-admin-token";
 const JOIN = "fuzz-join-token";
 
-function registration(nodeId: string): RegisterRequest {
-  const inv = JSON.parse(
-    readFixture("machines/rtx4090_8x_server/expected_inventory.json"),
-  ) as Inventory;
-  return {
-    protocol: AGENT_PROTOCOL_VERSION,
-    node_id: nodeId,
-    hostname: nodeId,
-    mgmt_addr: "127.0.0.1",
-    mgmt_interface: "lo",
-    agent_url: null,
-    labels: { zone: "a" },
-    gpus: inv.gpus,
-    fabrics: inv.fabrics,
-    agent_version: "0.1.0",
-    engine_versions: { vllm: "0.8.0" },
-  };
-}
+/** A registration with a label and an engine version, for selectors and plugins to see. */
+const fuzzRegistration = (nodeId: string) =>
+  registration(nodeId, undefined, { labels: { zone: "a" }, engine_versions: { vllm: "0.8.0" } });
 
 const DEPLOYMENT = {
   name: "qwen",
@@ -625,7 +608,7 @@ async function controlWorld() {
     "POST",
     "/v1/agent/register",
     JOIN,
-    registration("n1"),
+    fuzzRegistration("n1"),
   );
   await call("POST", "/v1/deployments", ADMIN, DEPLOYMENT);
   await cp.reconcile();
@@ -681,7 +664,7 @@ function controlRoutes(nodeToken: string, heartbeat: unknown): Route[] {
       method: "POST",
       path: "/v1/agent/register",
       auth: `Bearer ${JOIN}`,
-      body: registration("n2"),
+      body: fuzzRegistration("n2"),
     },
     { method: "POST", path: "/v1/agent/heartbeat", auth: node, body: heartbeat },
     { method: "GET", path: "/v1/agent/desired", auth: node },
@@ -1083,7 +1066,7 @@ Deno.test("control plane: a repeated GPU index is a 400 naming it, not a 500 aft
   try {
     const before = await controlSnapshot(w);
     // Found by the fuzzer: the inventory refused the GPUs (500) after the node was stored.
-    const reg = registration("n2");
+    const reg = fuzzRegistration("n2");
     reg.gpus = [...reg.gpus, reg.gpus[5]];
     const r = await controlCall(w, "POST", "/v1/agent/register", JOIN, reg);
     assertEquals([r.status, r.json.error.code, r.json.error.path], [

@@ -12,7 +12,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
-import { readFixture } from "./fixtures.ts";
+import { registration } from "./registration.ts";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { localTokenPath, readSession } from "../agent/credentials.ts";
@@ -24,41 +24,16 @@ import { startControl } from "../control/serve_command.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import type { ControlStore } from "../control/store.ts";
 import { hashToken, newToken, tokenMatches } from "../control/tokens.ts";
-import type { Inventory } from "../discovery/types.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/serve_command.ts";
-import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function registration(
-  nodeId: string,
-  extra: Partial<RegisterRequest> = {},
-): RegisterRequest {
-  const inv = JSON.parse(
-    readFixture("machines/rtx4090_8x_server/expected_inventory.json"),
-  ) as Inventory;
-  return {
-    protocol: AGENT_PROTOCOL_VERSION,
-    node_id: nodeId,
-    hostname: nodeId,
-    mgmt_addr: "127.0.0.1",
-    mgmt_interface: "lo",
-    agent_url: null,
-    labels: {},
-    gpus: inv.gpus,
-    fabrics: inv.fabrics,
-    agent_version: "0.1.0",
-    engine_versions: {},
-    ...extra,
-  };
-}
 
 /** A control plane API on a store, with two join tokens and one admin token. */
 async function controlApp(store: ControlStore = new MemoryStore()) {
@@ -146,7 +121,7 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
     "POST",
     "/v1/agent/register",
     bearer(join),
-    registration("n1", { agent_url: "http://127.0.0.1:9", agent_token: local }),
+    registration("n1", undefined, { agent_url: "http://127.0.0.1:9", agent_token: local }),
   )).json.node_token as string;
   const n2 = (await call("POST", "/v1/agent/register", bearer(join), registration("n2")))
     .json.node_token as string;
@@ -360,7 +335,7 @@ Deno.test("node credentials and API keys are stored hashed (memory and SQLite); 
         "POST",
         "/v1/agent/register",
         bearer(joinToken),
-        registration("n1", { agent_url: "http://127.0.0.1:9", agent_token: local }),
+        registration("n1", undefined, { agent_url: "http://127.0.0.1:9", agent_token: local }),
       );
       const nodeToken = reg.json.node_token as string;
       const key = (await call("POST", "/v1/apikeys", bearer(admin), { name: "k" })).json
@@ -766,7 +741,7 @@ Deno.test("a node's identity cannot be taken over: heartbeat, desired state and 
         "POST",
         "/v1/agent/register",
         bearer(jt),
-        registration("n1", { hostname: "evil", mgmt_addr: "203.0.113.9" }),
+        registration("n1", undefined, { hostname: "evil", mgmt_addr: "203.0.113.9" }),
         nodeHeader === null ? {} : { "x-llmgw-node-token": nodeHeader },
       );
       assertEquals([r.status, r.json.error?.code], [403, "node_taken"], why);
