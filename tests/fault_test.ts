@@ -4,7 +4,8 @@
  * - the control plane killed with SIGKILL and restarted on the same store,
  *   while agents, engines and a separate gateway keep running;
  * - an agent killed with SIGKILL while three shards run, restarted before
- *   its node is lost.
+ *   its node is lost;
+ * - an agent frozen with SIGSTOP (alive, silent: a partition), then thawed.
  *
  * Every process (control plane, agents, gateway, engines) is started in its
  * own process group and killed by group in a `finally`, also when the test
@@ -287,6 +288,84 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
     assertEquals(new Set(gpus).size, gpus.length, "no GPU given twice");
   } finally {
     await killAll(procs, [stateDir]);
+    await control.close();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsewhere; thawed, its stale engine is stopped", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
+  const control = await startControl({
+    hostname: "127.0.0.1",
+    port: 0,
+    store: new MemoryStore(),
+    adminTokens: [ADMIN],
+    joinTokens: [JOIN],
+    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 2_000, lost_after_ms: 4_000 },
+    reconcileMs: 200,
+  });
+  const procs: Deno.ChildProcess[] = [];
+  const stateDirs = [join(dir, "a"), join(dir, "b")];
+  let frozen: Deno.ChildProcess | null = null;
+  const admin = async (method: string, path: string, body?: unknown) =>
+    await (await fetch(`${control.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })).json();
+  const replica = async (): Promise<ReplicaView | undefined> =>
+    (await admin("GET", "/v1/replicas")).replicas[0];
+  try {
+    const a = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDirs[0], 25000);
+    procs.push(a);
+    await until("node a", async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 || null);
+    await admin("POST", "/v1/deployments", {
+      name: "solo",
+      model: "org/solo",
+      replicas: 1,
+      profiles: [{ name: "h100-tp2", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 2 }],
+    });
+    await until("ready on a", async () => {
+      const r = await replica();
+      return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
+    });
+    procs.push(spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", stateDirs[1], 26000));
+    await until("node b", async () => (await admin("GET", "/v1/nodes")).nodes.length === 2 || null);
+    const [stale] = enginePids(stateDirs[0]);
+
+    // The agent stops answering without dying: a partition, as its control plane sees it.
+    Deno.kill(a.pid, "SIGSTOP");
+    frozen = a;
+    const moved = await until("rebuilt on b", async () => {
+      const r = await replica();
+      return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
+    });
+    assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "lost");
+    const endpoints = (await admin("GET", "/v1/endpoints")).endpoints as { url: string }[];
+    assertEquals(endpoints.length, 1, "only the new copy is published");
+    assertEquals(endpoints[0].url, `http://127.0.0.1:${moved.shards[0].port}`);
+
+    Deno.kill(a.pid, "SIGCONT");
+    frozen = null;
+    await until(
+      "the stale engine stopped (fenced by generation)",
+      () => Promise.resolve(groupMembers(stale).length === 0 || null),
+    );
+    await until(
+      "a ready again",
+      async () => (await admin("GET", "/v1/nodes/h100-a")).state === "ready" || null,
+    );
+    const still = await replica();
+    assertEquals([still?.state, still?.shards[0].node], ["ready", "h100-b"]);
+  } finally {
+    if (frozen !== null) {
+      try {
+        Deno.kill(frozen.pid, "SIGCONT");
+      } catch {
+        // Gone.
+      }
+    }
+    await killAll(procs, stateDirs);
     await control.close();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
