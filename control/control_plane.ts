@@ -962,7 +962,7 @@ export class ControlPlane {
   #launchesOf(placed: Placed, d: Deployment) {
     const byId = new Map<string, ClusterNode>();
     for (const s of placed.shards) {
-      const n = this.inventory.getNode(s.node);
+      const n = this.inventory.peekNode(s.node);
       if (n !== undefined) byId.set(n.id, n);
     }
     try {

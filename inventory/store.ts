@@ -541,6 +541,30 @@ export class InventoryStore {
   }
 
   /**
+   * A node as placement and launch building see it, without the deep copy
+   * of {@link getNode} (the control plane builds launches for every replica
+   * on each gateway poll). The result shares the store's data: read it, never
+   * change it.
+   */
+  peekNode(id: string): Readonly<ClusterNode> | undefined {
+    const record = this.#nodes.get(id);
+    if (record === undefined) return undefined;
+    const { reg } = record;
+    return {
+      id: reg.id,
+      hostname: reg.hostname,
+      mgmt_addr: reg.mgmt_addr,
+      mgmt_interface: reg.mgmt_interface ?? null,
+      ...(reg.http_port_base === undefined ? {} : { http_port_base: reg.http_port_base }),
+      state: this.#state(record),
+      labels: reg.labels,
+      gpus: reg.gpus,
+      fabrics: reg.fabrics,
+      allocations: this.#allocations(record),
+    };
+  }
+
+  /**
    * A node's state without copying anything (the reconciler's hot path on
    * 10,000 nodes); `undefined` when it is not registered.
    */

@@ -470,3 +470,20 @@ Deno.test("nothing handed in or out shares objects with the store", () => {
   released[0].gpu_indices.push(9);
   assertEquals(store.freeGpus("n1"), [0, 1, 2, 3]);
 });
+
+Deno.test("peekNode shows what getNode shows placement, without liveness, and unknown ids as undefined", () => {
+  const store = storeWith("n1");
+  store.allocate(request());
+  const copy = store.getNode("n1")!;
+  const peek = store.peekNode("n1")!;
+  const {
+    liveness: _l,
+    intent: _i,
+    last_seen_ms: _s,
+    agent_version: _a,
+    engine_versions: _e,
+    ...placementView
+  } = copy;
+  assertEquals({ ...peek }, placementView);
+  assertEquals(store.peekNode("nope"), undefined);
+});
