@@ -1,7 +1,7 @@
 /**
  * The gateway's Prometheus metrics (plan §12): requests and errors by kind,
- * latency and time-to-first-token histograms per model; requests by outcome,
- * latency histograms and in-flight requests per model and replica.
+ * latency and time-to-first-token histograms per model; the same per model and
+ * replica, with in-flight requests.
  *
  * @module
  */
@@ -52,6 +52,7 @@ export class GatewayMetrics {
   readonly #inflight = new Map<string, number>();
   readonly #replicaRequests = new Map<string, number>();
   readonly #replicaLatency = new Map<string, Histogram>();
+  readonly #replicaTtft = new Map<string, Histogram>();
   // Escaped label sets, built once per model and replica (this is per
   // request). Only deployed model names reach here (see proxy.ts).
   readonly #modelLabels = new Map<string, string>();
@@ -100,12 +101,16 @@ export class GatewayMetrics {
     h.observe(seconds);
   }
 
-  /** Records the time to the first byte of a response body from an engine. */
-  firstToken(model: string, seconds: number): void {
+  /** Records the time to the first byte of a response body from a model's replica. */
+  firstToken(model: string, replica: string, seconds: number): void {
     const m = this.#modelLabel(model);
     let h = this.#ttft.get(m);
     if (h === undefined) this.#ttft.set(m, h = new Histogram());
     h.observe(seconds);
+    const r = this.#replicaLabel(model, replica);
+    let hr = this.#replicaTtft.get(r);
+    if (hr === undefined) this.#replicaTtft.set(r, hr = new Histogram());
+    hr.observe(seconds);
   }
 
   /** Adds `delta` to the in-flight gauge of a model's replica. */
@@ -153,6 +158,13 @@ export class GatewayMetrics {
     );
     for (const [k, h] of this.#replicaLatency) {
       out.push(...h.render("llmgw_gateway_replica_request_duration_seconds", k));
+    }
+    out.push(
+      "# HELP llmgw_gateway_replica_time_to_first_token_seconds Time to the first byte, per replica.",
+      "# TYPE llmgw_gateway_replica_time_to_first_token_seconds histogram",
+    );
+    for (const [k, h] of this.#replicaTtft) {
+      out.push(...h.render("llmgw_gateway_replica_time_to_first_token_seconds", k));
     }
     return out.join("\n") + "\n";
   }

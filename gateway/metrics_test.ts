@@ -52,6 +52,10 @@ Deno.test("the gateway counts requests by outcome, times first tokens and tracks
       'llmgw_gateway_requests_total{model="idle",outcome="no_ready_replica"} 1',
     );
     assertStringIncludes(text, 'llmgw_gateway_time_to_first_token_seconds_count{model="m"} 1');
+    assertStringIncludes(
+      text,
+      'llmgw_gateway_replica_time_to_first_token_seconds_count{model="m",replica="m-r0"} 1',
+    );
     assertStringIncludes(text, 'llmgw_gateway_inflight_requests{model="m",replica="m-r0"} 0');
     assertOk(/llmgw_gateway_request_duration_seconds_count\{model="m"\} 1/.test(text));
   } finally {

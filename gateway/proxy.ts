@@ -342,7 +342,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         const whole = await readWhole(upstream.body, length);
         const now = performance.now();
         release();
-        metrics.firstToken(model, (now - t0) / 1000);
+        metrics.firstToken(model, e.replica_id, (now - t0) / 1000);
         const outcome = whole === null ? "mid_stream_failure" : outcomeOf(status);
         metrics.replicaRequest(model, e.replica_id, outcome, (now - tAttempt) / 1000);
         if (whole === null) {
@@ -354,7 +354,8 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       }
       const body = relayBody(upstream.body, {
         sse,
-        onFirstChunk: () => metrics.firstToken(model, (performance.now() - t0) / 1000),
+        onFirstChunk: () =>
+          metrics.firstToken(model, e.replica_id, (performance.now() - t0) / 1000),
         onEnd(end, error) {
           release();
           const outcome = end === "error"
