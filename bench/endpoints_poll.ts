@@ -7,28 +7,15 @@
  *
  * Run: `deno run -A bench/endpoints_poll.ts [NODES...]` (default 1000 10000).
  */
-import { AGENT_PROTOCOL_VERSION } from "../protocol/agent_protocol.ts";
 import { MemoryStore } from "../control/memory_store.ts";
 import { ControlPlane } from "../control/control_plane.ts";
-import { syntheticCluster } from "./synthetic_cluster.ts";
+import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 
 async function run(count: number): Promise<void> {
   const cp = await ControlPlane.open({ store: new MemoryStore(), reconcileMs: 3_600_000 });
   const nodes = syntheticCluster(count);
   for (const n of nodes) {
-    await cp.register({
-      protocol: AGENT_PROTOCOL_VERSION,
-      node_id: n.id,
-      hostname: n.hostname,
-      mgmt_addr: n.mgmt_addr,
-      mgmt_interface: "eth0",
-      agent_url: null,
-      labels: n.labels,
-      gpus: n.gpus,
-      fabrics: n.fabrics,
-      agent_version: "0.1.0",
-      engine_versions: {},
-    }, null);
+    await cp.register(registrationOf(n), null);
   }
   const classes = new Map<string, number>();
   for (const n of nodes) {

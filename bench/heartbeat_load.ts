@@ -9,10 +9,9 @@
  * Run: `deno run -A bench/heartbeat_load.ts [SECONDS]`.
  */
 import { cpuUsage } from "node:process";
-import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
 import { MemoryStore } from "../control/memory_store.ts";
 import { startControl } from "../control/serve_command.ts";
-import { syntheticCluster } from "./synthetic_cluster.ts";
+import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 
 const SECONDS = Number(Deno.args[0] ?? 5);
 const CONCURRENCY = 64;
@@ -29,20 +28,7 @@ async function run(nodes: number): Promise<void> {
   try {
     const tokens: string[] = [];
     for (const n of syntheticCluster(nodes)) {
-      const req: RegisterRequest = {
-        protocol: AGENT_PROTOCOL_VERSION,
-        node_id: n.id,
-        hostname: n.hostname,
-        mgmt_addr: n.mgmt_addr,
-        mgmt_interface: "eth0",
-        agent_url: null,
-        labels: n.labels,
-        gpus: n.gpus,
-        fabrics: n.fabrics,
-        agent_version: "0.1.0",
-        engine_versions: {},
-      };
-      tokens.push((await control.cp.register(req, null)).node_token);
+      tokens.push((await control.cp.register(registrationOf(n), null)).node_token);
     }
     let sent = 0;
     let failed = 0;

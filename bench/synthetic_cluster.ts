@@ -8,6 +8,7 @@
 import type { Gpu } from "../discovery/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Deployment } from "../deployment/schema.ts";
+import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
 
 /** A small, seedable PRNG (mulberry32), so every run measures the same cluster. */
 export function rng(seed: number): () => number {
@@ -133,5 +134,22 @@ function profile(
     engine_options: {},
     env: {},
     node_selector: {},
+  };
+}
+
+/** The registration an agent on synthetic node `n` would send. */
+export function registrationOf(n: ClusterNode): RegisterRequest {
+  return {
+    protocol: AGENT_PROTOCOL_VERSION,
+    node_id: n.id,
+    hostname: n.hostname,
+    mgmt_addr: n.mgmt_addr,
+    mgmt_interface: "eth0",
+    agent_url: null,
+    labels: n.labels,
+    gpus: n.gpus,
+    fabrics: n.fabrics,
+    agent_version: "0.1.0",
+    engine_versions: {},
   };
 }

@@ -548,20 +548,7 @@ export class InventoryStore {
    */
   peekNode(id: string): Readonly<ClusterNode> | undefined {
     const record = this.#nodes.get(id);
-    if (record === undefined) return undefined;
-    const { reg } = record;
-    return {
-      id: reg.id,
-      hostname: reg.hostname,
-      mgmt_addr: reg.mgmt_addr,
-      mgmt_interface: reg.mgmt_interface ?? null,
-      ...(reg.http_port_base === undefined ? {} : { http_port_base: reg.http_port_base }),
-      state: this.#state(record),
-      labels: reg.labels,
-      gpus: reg.gpus,
-      fabrics: reg.fabrics,
-      allocations: this.#allocations(record),
-    };
+    return record === undefined ? undefined : this.#clusterNode(record);
   }
 
   /**
@@ -597,18 +584,7 @@ export class InventoryStore {
   snapshot(): ClusterNode[] {
     return this.#sorted().map((record) =>
       structuredClone({
-        id: record.reg.id,
-        hostname: record.reg.hostname,
-        mgmt_addr: record.reg.mgmt_addr,
-        mgmt_interface: record.reg.mgmt_interface ?? null,
-        ...(record.reg.http_port_base === undefined
-          ? {}
-          : { http_port_base: record.reg.http_port_base }),
-        state: this.#state(record),
-        labels: record.reg.labels,
-        gpus: record.reg.gpus,
-        fabrics: record.reg.fabrics,
-        allocations: this.#allocations(record),
+        ...this.#clusterNode(record),
         engine_versions: record.reg.engine_versions,
       })
     );
@@ -691,9 +667,10 @@ export class InventoryStore {
     return { node, ...allocation };
   }
 
-  #view(record: NodeRecord): InventoryNode {
+  /** What placement sees of a node; shares the record's data. */
+  #clusterNode(record: NodeRecord): ClusterNode {
     const { reg } = record;
-    return structuredClone({
+    return {
       id: reg.id,
       hostname: reg.hostname,
       mgmt_addr: reg.mgmt_addr,
@@ -704,6 +681,13 @@ export class InventoryStore {
       gpus: reg.gpus,
       fabrics: reg.fabrics,
       allocations: this.#allocations(record),
+    };
+  }
+
+  #view(record: NodeRecord): InventoryNode {
+    const { reg } = record;
+    return structuredClone({
+      ...this.#clusterNode(record),
       liveness: record.liveness,
       intent: record.intent,
       last_seen_ms: record.lastSeenMs,
