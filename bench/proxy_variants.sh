@@ -41,7 +41,7 @@ wrk.body = '{"model":"bench","messages":[{"role":"user","content":"hi"}],"max_to
 LUA
 echo "| round | target | req/s | p50 |"
 echo "| --- | --- | --- | --- |"
-for round in 1 2; do
+for round in $(seq ${ROUNDS:-2}); do
   for t in "${targets[@]}"; do
     out=$(wrk -t1 -c64 -d${SECS}s --latency -s "$work/post.lua" \
       "http://127.0.0.1:${t##*:}/v1/chat/completions" 2>&1)

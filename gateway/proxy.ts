@@ -13,9 +13,10 @@
  *   `-Host` and `-Proto` are (gateway/headers.ts).
  * - the client going away aborts the upstream request (the request's signal,
  *   and cancelling the relayed body).
- * - a connection failure before any response (fetch throws) marks the
- *   endpoint suspect and retries on another one, at most `maxRetries` times;
- *   once an upstream answered, nothing is retried.
+ * - a connection failure before any response byte (UpstreamUnreachable)
+ *   marks the endpoint suspect and retries on another one, at most
+ *   `maxRetries` times; once an upstream answered, nothing is retried: a
+ *   broken head, or a whole answer broken off, is a 502 `upstream_error`.
  * - an upstream dying mid-stream marks it suspect; an SSE client gets an
  *   error event and a clean end (gateway/relay.ts).
  * - outstanding requests are counted from dispatch until the response body
@@ -134,6 +135,14 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   // the relay records the outcome when the body ends).
   const modelOf = new WeakMap<Request, string>();
   const relayed = new WeakSet<Response>();
+  // Outcomes a status cannot tell apart (a 502 from a broken answer is not
+  // an unreachable replica).
+  const outcomeOverride = new WeakMap<Response, Outcome>();
+  const broken = (message: string, outcome: Outcome): Response => {
+    const r = brokenUpstream(message);
+    outcomeOverride.set(r, outcome);
+    return r;
+  };
   const outcomeOf = (status: number): Outcome =>
     status < 400
       ? "ok"
@@ -320,7 +329,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         // The engine began an answer and broke it (or sent garbage): not retried.
         metrics.replicaRequest(model, e.replica_id, "upstream_error", seconds);
         log(`gateway: ${model}: ${e.url} sent a broken response (${lastError}); marked suspect`);
-        return brokenUpstream(`replica of \`${model}\` sent a broken response`);
+        return broken(`replica of \`${model}\` sent a broken response`, "upstream_error");
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       const status = upstream.status;
@@ -348,7 +357,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         if (whole === null) {
           table.markSuspect(e);
           log(`gateway: ${model}: ${e.url} died mid-response; marked suspect`);
-          return brokenUpstream(`replica of \`${model}\` broke off its answer`);
+          return broken(`replica of \`${model}\` broke off its answer`, "mid_stream_failure");
         }
         return new Response(whole, { status, headers: outHeaders });
       }
@@ -393,7 +402,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       if (!relayed.has(res)) {
         metrics.request(
           modelOf.get(c.req.raw) ?? "",
-          outcomeOf(res.status),
+          outcomeOverride.get(res) ?? outcomeOf(res.status),
           (performance.now() - t0) / 1000,
         );
       }

@@ -430,6 +430,13 @@ Deno.test("gateway: a whole answer broken off mid-body is a 502 and the replica 
     assertEquals(r.status, 502);
     assertEquals((await r.json()).error.code, "upstream_error");
     assertOk(table.all()[0].suspectSince !== null);
+    // Counted as a broken answer, not as an unreachable replica.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assertStringIncludes(
+      metrics,
+      'llmgw_gateway_requests_total{model="m",outcome="mid_stream_failure"} 1',
+    );
+    assertOk(!metrics.includes('outcome="upstream_unreachable"'));
   } finally {
     await gw.close();
     listener.close();
