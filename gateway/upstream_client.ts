@@ -159,7 +159,8 @@ export class UpstreamClient {
     const bytes = concat(latin1Bytes(head + "\r\n"), r.body);
     for (let attempt = 0;; attempt++) {
       r.signal?.throwIfAborted();
-      const pooled = this.#takeIdle(key);
+      // The retry after a stale pooled connection always dials afresh.
+      const pooled = attempt === 0 ? this.#takeIdle(key) : undefined;
       const conn = pooled ?? await this.#connect(key, hostname, port, r.signal);
       try {
         return await this.#exchange(conn, bytes, r.method, r.signal);

@@ -157,6 +157,30 @@ Deno.test("upstream client: a streamed body arrives chunk by chunk, before it en
   }
 });
 
+Deno.test("upstream client: after a stale pooled connection it dials afresh, not another stale one", async () => {
+  const server = rawServer(async (conn) => {
+    await readRequest(conn);
+    await write(conn, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    conn.close(); // every connection is good for one answer only
+  });
+  const client = new UpstreamClient();
+  try {
+    // Two pooled connections, both closed by the engine after their answer.
+    const [a, b] = await Promise.all([
+      client.request(post(server.origin)),
+      client.request(post(server.origin)),
+    ]);
+    assertEquals([await readAll(a.body), await readAll(b.body)], ["ok", "ok"]);
+    assertEquals(client.idleConnections, 2);
+    await sleep(20);
+    assertEquals(await readAll((await client.request(post(server.origin))).body), "ok");
+    assertEquals(server.accepted(), 3, "one stale try, then a fresh connection");
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
+
 Deno.test("upstream client: an idle connection the engine closed is replaced, not an error", async () => {
   const server = rawServer(async (conn) => {
     await readRequest(conn);
