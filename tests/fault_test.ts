@@ -110,6 +110,33 @@ async function killAll(procs: Deno.ChildProcess[], stateDirs: string[]): Promise
   await Promise.all(procs.map((p) => p.status));
 }
 
+/** An in-process control plane with a memory store and fast liveness thresholds. */
+function startFastControl(unreachableMs: number, lostMs: number) {
+  return startControl({
+    hostname: "127.0.0.1",
+    port: 0,
+    store: new MemoryStore(),
+    adminTokens: [ADMIN],
+    joinTokens: [JOIN],
+    thresholds: {
+      heartbeat_interval_ms: 300,
+      unreachable_after_ms: unreachableMs,
+      lost_after_ms: lostMs,
+    },
+    reconcileMs: 200,
+  });
+}
+
+/** Calls the admin API of the control plane at `url`; the JSON answer. */
+function adminOf(url: () => string) {
+  return async (method: string, path: string, body?: unknown) =>
+    await (await fetch(`${url()}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })).json();
+}
+
 const chat = (gatewayUrl: string, model: string) =>
   fetch(`${gatewayUrl}/v1/chat/completions`, {
     method: "POST",
@@ -232,23 +259,10 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
 
 Deno.test("an agent killed with SIGKILL while three shards run is restarted: all three adopted, same pids and GPUs", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
-  const control = await startControl({
-    hostname: "127.0.0.1",
-    port: 0,
-    store: new MemoryStore(),
-    adminTokens: [ADMIN],
-    joinTokens: [JOIN],
-    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 5_000, lost_after_ms: 30_000 },
-    reconcileMs: 200,
-  });
+  const control = await startFastControl(5_000, 30_000);
   const procs: Deno.ChildProcess[] = [];
   const stateDir = join(dir, "a");
-  const admin = async (method: string, path: string, body?: unknown) =>
-    await (await fetch(`${control.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })).json();
+  const admin = adminOf(() => control.url);
   const ready = async (): Promise<ReplicaView[] | null> => {
     const rs: ReplicaView[] = (await admin("GET", "/v1/replicas")).replicas;
     return rs.length === 3 && rs.every((r) => r.state === "ready") ? rs : null;
@@ -295,24 +309,11 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
 
 Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsewhere; thawed, its stale engine is stopped", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
-  const control = await startControl({
-    hostname: "127.0.0.1",
-    port: 0,
-    store: new MemoryStore(),
-    adminTokens: [ADMIN],
-    joinTokens: [JOIN],
-    thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 2_000, lost_after_ms: 4_000 },
-    reconcileMs: 200,
-  });
+  const control = await startFastControl(2_000, 4_000);
   const procs: Deno.ChildProcess[] = [];
   const stateDirs = [join(dir, "a"), join(dir, "b")];
   let frozen: Deno.ChildProcess | null = null;
-  const admin = async (method: string, path: string, body?: unknown) =>
-    await (await fetch(`${control.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })).json();
+  const admin = adminOf(() => control.url);
   const replica = async (): Promise<ReplicaView | undefined> =>
     (await admin("GET", "/v1/replicas")).replicas[0];
   try {
