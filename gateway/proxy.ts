@@ -131,18 +131,6 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const app = new Hono();
   const keys = options.keys ?? new ApiKeyTable();
   const metrics = options.metrics ?? new GatewayMetrics();
-  // Per request: its model (once read) and whether its body is relayed (then
-  // the relay records the outcome when the body ends).
-  const modelOf = new WeakMap<Request, string>();
-  const relayed = new WeakSet<Response>();
-  // Outcomes a status cannot tell apart (a 502 from a broken answer is not
-  // an unreachable replica).
-  const outcomeOverride = new WeakMap<Response, Outcome>();
-  const broken = (message: string, outcome: Outcome): Response => {
-    const r = brokenUpstream(message);
-    outcomeOverride.set(r, outcome);
-    return r;
-  };
   const outcomeOf = (status: number): Outcome =>
     status < 400
       ? "ok"
@@ -210,46 +198,55 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     });
   });
 
-  const proxy = async (c: Context, t0: number): Promise<Response> => {
+  const proxy = async (c: Context): Promise<Response> => {
+    const t0 = performance.now();
     const req = c.req.raw;
+    // Every answer but a relayed body (whose relay counts it when it ends) is
+    // counted here, labelled by deployed model names only: a client's
+    // made-up names are unbounded.
+    let label = "";
+    const done = (res: Response, outcome: Outcome = outcomeOf(res.status)) => {
+      metrics.request(label, outcome, (performance.now() - t0) / 1000);
+      return res;
+    };
     const caller = await authorize(c);
-    if (caller instanceof Response) return caller;
+    if (caller instanceof Response) return done(caller);
     let bytes: Uint8Array<ArrayBuffer>;
     try {
       bytes = await readBodyLimited(req, maxBody);
     } catch (e) {
       if (e instanceof BodyTooLarge) {
-        return errorResponse(
+        return done(errorResponse(
           413,
           openAiError(e.message, "invalid_request_error", "request_too_large"),
-        );
+        ));
       }
-      return invalid("could not read the request body");
+      return done(invalid("could not read the request body"));
     }
     let body: unknown;
     try {
       body = JSON.parse(decoder.decode(bytes));
     } catch {
-      return invalid("the request body is not valid JSON", null, "invalid_json");
+      return done(invalid("the request body is not valid JSON", null, "invalid_json"));
     }
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      return invalid("the request body must be a JSON object", null, "invalid_json");
+      return done(invalid("the request body must be a JSON object", null, "invalid_json"));
     }
     const model = (body as Record<string, unknown>).model;
     if (typeof model !== "string" || model === "") {
-      return invalid("you must provide a model parameter", "model", "missing_model");
+      return done(invalid("you must provide a model parameter", "model", "missing_model"));
     }
     if (!table.loaded) {
       // Before the first sync with the control plane, no model is unknown yet.
-      return errorResponse(
+      return done(errorResponse(
         503,
         openAiError("the gateway has not synced with the control plane yet", "server_error"),
         { "retry-after": retryAfter },
-      );
+      ));
     }
     // A model the key may not use looks like one that does not exist.
     if (!table.isKnown(model) || !mayUse(caller, model)) {
-      return errorResponse(
+      return done(errorResponse(
         404,
         openAiError(
           `The model \`${model}\` does not exist or you do not have access to it`,
@@ -257,12 +254,11 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           "model_not_found",
           "model",
         ),
-      );
+      ));
     }
-    // Metrics label by deployed names only (a client's made-up names are unbounded).
-    modelOf.set(req, model);
+    label = model;
     if (table.endpoints(model).length === 0) {
-      return errorResponse(
+      return done(errorResponse(
         503,
         openAiError(
           `model \`${model}\` has no ready replica; retry later`,
@@ -270,7 +266,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           "model_not_ready",
         ),
         { "retry-after": retryAfter },
-      );
+      ));
     }
 
     const url = new URL(req.url);
@@ -317,7 +313,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         const seconds = (performance.now() - tAttempt) / 1000;
         if (req.signal.aborted) {
           metrics.replicaRequest(model, e.replica_id, "client_closed", seconds);
-          return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
+          return done(
+            errorResponse(499, openAiError("client closed request", "invalid_request_error")),
+          );
         }
         lastError = err instanceof Error ? err.message : String(err);
         table.markSuspect(e);
@@ -329,7 +327,10 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         // The engine began an answer and broke it (or sent garbage): not retried.
         metrics.replicaRequest(model, e.replica_id, "upstream_error", seconds);
         log(`gateway: ${model}: ${e.url} sent a broken response (${lastError}); marked suspect`);
-        return broken(`replica of \`${model}\` sent a broken response`, "upstream_error");
+        return done(
+          brokenUpstream(`replica of \`${model}\` sent a broken response`),
+          "upstream_error",
+        );
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       const status = upstream.status;
@@ -341,7 +342,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           outcomeOf(status),
           (performance.now() - tAttempt) / 1000,
         );
-        return new Response(null, { status, headers: outHeaders });
+        return done(new Response(null, { status, headers: outHeaders }));
       }
       const sse = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
       const length = Number(upstream.headers.get("content-length") ?? NaN);
@@ -357,9 +358,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         if (whole === null) {
           table.markSuspect(e);
           log(`gateway: ${model}: ${e.url} died mid-response; marked suspect`);
-          return broken(`replica of \`${model}\` broke off its answer`, "mid_stream_failure");
+          return done(
+            brokenUpstream(`replica of \`${model}\` broke off its answer`),
+            "mid_stream_failure",
+          );
         }
-        return new Response(whole, { status, headers: outHeaders });
+        return done(new Response(whole, { status, headers: outHeaders }));
       }
       const body = relayBody(upstream.body, {
         sse,
@@ -381,11 +385,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           }
         },
       });
-      const response = new Response(body, { status, headers: outHeaders });
-      relayed.add(response);
-      return response;
+      return new Response(body, { status, headers: outHeaders });
     }
-    return errorResponse(
+    return done(errorResponse(
       502,
       openAiError(
         `no replica of \`${model}\` could be reached${lastError ? `: ${lastError}` : ""}`,
@@ -393,22 +395,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
         "upstream_unreachable",
       ),
       { "retry-after": retryAfter },
-    );
+    ));
   };
-  for (const path of MODEL_ROUTES) {
-    app.post(path, async (c) => {
-      const t0 = performance.now();
-      const res = await proxy(c, t0);
-      if (!relayed.has(res)) {
-        metrics.request(
-          modelOf.get(c.req.raw) ?? "",
-          outcomeOverride.get(res) ?? outcomeOf(res.status),
-          (performance.now() - t0) / 1000,
-        );
-      }
-      return res;
-    });
-  }
+  for (const path of MODEL_ROUTES) app.post(path, proxy);
 
   app.notFound(() =>
     errorResponse(
