@@ -90,6 +90,15 @@ export interface UpstreamClientOptions {
 /** Bytes asked for per socket read. */
 const READ_BYTES = 16 * 1024;
 
+interface Origin {
+  hostname: string;
+  port: number;
+  /** `hostname:port`, the pool's key. */
+  key: string;
+  /** The Host header's value. */
+  host: string;
+}
+
 interface Conn {
   readonly key: string;
   readonly tcp: Deno.TcpConn;
@@ -114,7 +123,13 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 
 function joined(parts: Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0];
-  return parts.reduce(concat, new Uint8Array(0));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 const reasonOf = (e: unknown) => e instanceof Error ? e.message : String(e);
@@ -122,6 +137,7 @@ const reasonOf = (e: unknown) => e instanceof Error ? e.message : String(e);
 /** A pooled HTTP/1.1 client for the gateway's upstream requests. */
 export class UpstreamClient {
   readonly #idle = new Map<string, Conn[]>();
+  readonly #origins = new Map<string, Origin>();
   readonly #maxIdle: number;
   readonly #idleTimeoutMs: number;
   readonly #connectTimeoutMs: number;
@@ -146,14 +162,8 @@ export class UpstreamClient {
    * signal's reason when aborted.
    */
   async request(r: UpstreamRequest): Promise<UpstreamResponse> {
-    const url = new URL(r.origin);
-    if (url.protocol !== "http:") {
-      throw new UpstreamUnreachable(`only http:// engines are supported, got ${r.origin}`);
-    }
-    const hostname = url.hostname.replace(/^\[|\]$/g, "");
-    const port = Number(url.port || 80);
-    const key = `${hostname}:${port}`;
-    let head = `${r.method} ${r.target} HTTP/1.1\r\nhost: ${url.host}\r\n` +
+    const { hostname, port, key, host } = this.#originOf(r.origin);
+    let head = `${r.method} ${r.target} HTTP/1.1\r\nhost: ${host}\r\n` +
       `content-length: ${r.body.length}\r\n`;
     for (const [name, value] of r.headers) head += `${name}: ${value}\r\n`;
     const bytes = concat(latin1Bytes(head + "\r\n"), r.body);
@@ -170,6 +180,23 @@ export class UpstreamClient {
         throw e;
       }
     }
+  }
+
+  /** An engine's address, parsed once per engine rather than per request. */
+  #originOf(origin: string): Origin {
+    let o = this.#origins.get(origin);
+    if (o !== undefined) return o;
+    const url = new URL(origin);
+    if (url.protocol !== "http:") {
+      throw new UpstreamUnreachable(`only http:// engines are supported, got ${origin}`);
+    }
+    const hostname = url.hostname.replace(/^\[|\]$/g, "");
+    const port = Number(url.port || 80);
+    o = { hostname, port, key: `${hostname}:${port}`, host: url.host };
+    // Engines come and go with replicas: a bounded memo, not a growing one.
+    if (this.#origins.size >= 4096) this.#origins.clear();
+    this.#origins.set(origin, o);
+    return o;
   }
 
   /** Closes every idle connection; later requests still work. */
