@@ -14,6 +14,7 @@
  * @module
  */
 import { z } from "zod";
+import { readLimited } from "../http/read_limited.ts";
 import type {
   DesiredShardWire,
   DesiredState,
@@ -301,28 +302,13 @@ export class ControlClient {
 /** Reads a body, refusing one larger than `max` bytes. */
 async function readBounded(res: Response, max: number, what: string): Promise<string> {
   if (res.body === null) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      throw new ControlError("bad_response", `${what}: answer larger than ${max} bytes`, {
-        status: res.status,
-      });
-    }
-    chunks.push(value);
+  const bytes = await readLimited(res.body, max);
+  if (bytes === null) {
+    throw new ControlError("bad_response", `${what}: answer larger than ${max} bytes`, {
+      status: res.status,
+    });
   }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  return new TextDecoder().decode(bytes);
 }
 
 /** A non-2xx answer, with the server's `{error: {code, message}}` when present. */

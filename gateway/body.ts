@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { readLimited } from "../http/read_limited.ts";
 
 /** The body was larger than the limit. */
 export class BodyTooLarge extends Error {
@@ -27,24 +28,7 @@ export async function readBodyLimited(
   if (req.body === null) return new Uint8Array(0);
   // A declared length within the limit: one native read (the hot path).
   if (Number.isFinite(declared)) return new Uint8Array(await req.arrayBuffer());
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = req.body.getReader();
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new BodyTooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  const bytes = await readLimited(req.body, limit);
+  if (bytes === null) throw new BodyTooLarge(limit);
+  return bytes;
 }
