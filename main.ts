@@ -1,5 +1,5 @@
 /**
- * The llmgw binary's entry point (plan §3): `deno run main.ts <role> …`, or a
+ * The llmgw binary's entry point (design §3): `deno run main.ts <role> …`, or a
  * compiled per-role binary whose role is embedded as the first argument.
  *
  * @module

@@ -1,8 +1,8 @@
 /**
  * llmgw's public API for engine-plugin authors and tools.
  *
- * This release exports hardware discovery (plan §5): the nvidia-smi and
- * sysfs parsers, the GPU class derivation of plan §2, fabric attachment, and
+ * This release exports hardware discovery (design §5): the nvidia-smi and
+ * sysfs parsers, the GPU class derivation of design §2, fabric attachment, and
  * the inventory types that the scheduler consumes.
  *
  * @example Derive a GPU class

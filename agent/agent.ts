@@ -1,5 +1,5 @@
 /**
- * The agent (plan §3, §10): the thin shell around discovery, the
+ * The agent (design §3, §10): the thin shell around discovery, the
  * supervisor and the control-plane client. It adopts the engines a previous
  * agent left running, registers (retrying forever), heartbeats its shard
  * states and GPU health, long-polls the desired state and reconciles the
@@ -17,13 +17,16 @@
  *   only when the control plane refuses it (401/403) or when what only a
  *   registration carries changed (labels, addresses, fabrics, GPU models,
  *   agent or engine versions), heartbeating with the old token meanwhile.
- * - Fencing (plan §10): a desired state older than the generation running
+ * - Fencing (design §10): a desired state older than the generation running
  *   is ignored (logged once, polled again with backoff). After a
  *   registration the control plane's generation is taken whatever it is:
  *   a control plane that forgot the node decides afresh.
  * - Level-triggered: every desired-state answer is reconciled, also one of
  *   the same generation (a no-op when nothing differs). A shard whose launch
  *   the engine plugin refuses becomes a `failed` shard carrying the reason.
+ *   A desired state with a launch that does not match the protocol's schema
+ *   (protocol/shard_launch.ts) is refused whole, logged with the shard and
+ *   the field, and polled again with backoff; what runs keeps running.
  * - Heartbeats report the generation whose reconcile finished; GPUs go out
  *   with the first heartbeat after each discovery (`rediscoverMs`).
  *
@@ -31,7 +34,6 @@
  */
 import { EngineRegistry } from "../engines/registry.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
-import type { ShardLaunch } from "../engines/types.ts";
 import { discoverInventory } from "../discovery/discover.ts";
 import type { FabricConfig } from "../discovery/fabrics.ts";
 import type { FabricAttachment, Gpu } from "../discovery/types.ts";
@@ -79,7 +81,7 @@ export interface AgentOptions {
   hostname?: string;
   /** Where the node token, the local token and the supervisor's pid files and logs live. */
   stateDir: string;
-  /** Discovery's seams (plan §5.5) and the operator's fabrics (plan §5.2). */
+  /** Discovery's seams (design §5.5) and the operator's fabrics (design §5.2). */
   discovery?: {
     /** nvidia-smi executable. */
     nvidiaSmi?: string;
@@ -104,7 +106,7 @@ export interface AgentOptions {
   agentUrl?: string;
   /** The local API token. Default: generated once into `<stateDir>/local_token`. */
   localToken?: string;
-  /** Directories with executable engine plugins (plan §8). */
+  /** Directories with executable engine plugins (design §8). */
   pluginDirs?: string[];
   /** Supervisor settings (tick, timeouts, engine environment, …). */
   supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent">;
@@ -264,7 +266,7 @@ export class Agent {
 
   /**
    * Starts the agent: the local API, then the supervisor (adopting the
-   * engines a previous agent left, plan §9.2) before anything talks to the
+   * engines a previous agent left, design §9.2) before anything talks to the
    * control plane, so engines keep running while it is unreachable; then
    * discovery. Returns once those are up; registration, heartbeats and the
    * desired-state loop run in the background until {@link stop}.
@@ -319,7 +321,7 @@ export class Agent {
     }
 
     // Discovery after adoption: our engines' GPU memory is then known to be
-    // ours, not another process's (plan §5.1).
+    // ours, not another process's (design §5.1).
     await this.#discover(true);
     this.#state = "running";
     this.#tasks = [this.#main()];
@@ -408,7 +410,7 @@ export class Agent {
       `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
   }
 
-  /** Pids of our engines and their workers: their GPU memory is ours (plan §5.1). */
+  /** Pids of our engines and their workers: their GPU memory is ours (design §5.1). */
   #ownPids(): Set<number> {
     const pids = new Set<number>();
     for (const s of this.#supervisor?.status() ?? []) {
@@ -423,7 +425,7 @@ export class Agent {
     return pids;
   }
 
-  /** Discovers the hardware; GPU health goes out with the next heartbeat (plan §5.1). */
+  /** Discovers the hardware; GPU health goes out with the next heartbeat (design §5.1). */
   async #discover(first: boolean): Promise<void> {
     const d = this.#opts.discovery ?? {};
     try {
@@ -579,7 +581,7 @@ export class Agent {
         }
         this.#useSession(session, "registered");
         // The registration carried the GPUs; a new identity's generation is
-        // taken as it is (plan §10: the control plane that forgot us decides).
+        // taken as it is (design §10: the control plane that forgot us decides).
         this.#pendingGpus = null;
         this.#fenceReset = true;
         this.#ignoredGeneration = null;
@@ -682,7 +684,7 @@ export class Agent {
         const state = await this.#client.desired(this.#generation, longPollMs, signal);
         failures = 0;
         if (state !== null && state.generation < this.#generation && !this.#fenceReset) {
-          // Fencing (plan §10): an older desired state never resurrects shards.
+          // Fencing (design §10): an older desired state never resurrects shards.
           if (this.#ignoredGeneration !== state.generation) {
             this.#log.warn("ignoring an older desired state", {
               generation: state.generation,
@@ -728,9 +730,9 @@ export class Agent {
         continue;
       }
       seen.add(s.id);
-      // The client checked the launch minimally (an object with api_version);
-      // the engine plugin judges the rest and a refusal is a failed shard.
-      shards.push({ id: s.id, engine: s.engine, launch: s.launch as ShardLaunch });
+      // The client checked the launch's shape and bounds; whether it makes
+      // sense is the engine plugin's to judge, and a refusal is a failed shard.
+      shards.push({ id: s.id, engine: s.engine, launch: s.launch });
     }
     try {
       await this.#supervisor!.reconcile(shards);

@@ -1,8 +1,8 @@
 /**
- * The agent against a stub control plane (plan §10) written here with Hono:
+ * The agent against a stub control plane (design §10) written here with Hono:
  * the three endpoints of protocol/agent_protocol.ts, every body validated
  * with the protocol's schemas, and a desired state the test publishes.
- * Discovery reads the recorded L40S machine (plan §5.5); engines are the
+ * Discovery reads the recorded L40S machine (design §5.5); engines are the
  * fake engine through the testing/bin shims, launched by the real vLLM
  * plugin. Every server, agent and engine process group a test starts is
  * stopped in a `finally`.
@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { fixturePath } from "../tests/fixtures.ts";
+import { until } from "../tests/until.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import {
   type DesiredShardWire,
@@ -180,7 +181,7 @@ function launch(id: string, port: number): ShardLaunch {
       env: {},
     },
     rank: 0,
-    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: 0, leader_http_port: port },
+    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: 29500, leader_http_port: port },
     gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
     fabric: null,
     node: { id: "node-a", mgmt_addr: "127.0.0.1", mgmt_interface: "lo" },
@@ -234,20 +235,6 @@ function agentOptions(
   };
 }
 
-async function waitFor<T>(
-  probe: () => T | undefined | null | false,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = probe();
-    if (v !== undefined && v !== null && v !== false) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** The latest heartbeat's report of shard `id` when it satisfies `pred`. */
 function reported(
   stub: StubControl,
@@ -289,7 +276,10 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     await agent.start();
 
     // Registration carries what discovery found on the recorded L40S.
-    const reg = await waitFor(() => stub.registrations[0], "registration");
+    const reg = await until("registration", () => stub.registrations[0], {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     assertEquals(reg.body.node_id, "node-a");
     assertEquals(reg.body.hostname, "node-a.test");
     assertEquals(reg.body.gpus.map((g) => [g.index, g.class, g.name]), [
@@ -306,24 +296,30 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     assertEquals(reg.body.engine_versions.vllm, "0.11.1", "the fake vllm's --version");
 
     // Heartbeats start with nothing running; rediscovery sends GPU health.
-    await waitFor(
-      () => stub.heartbeats.find((h) => h.body.generation === 0 && h.body.shards.length === 0),
+    await until(
       "an empty heartbeat",
+      () => stub.heartbeats.find((h) => h.body.generation === 0 && h.body.shards.length === 0),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
-    const withGpus = await waitFor(
-      () => stub.heartbeats.find((h) => h.body.gpus !== undefined),
+    const withGpus = await until(
       "a heartbeat with rediscovered GPUs",
+      () => stub.heartbeats.find((h) => h.body.gpus !== undefined),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     assertEquals(withGpus.body.gpus!.map((g) => g.class), ["l40s-45g"]);
     assertEquals(withGpus.token, reg.token);
 
     // A published shard arrives through the held long poll, not by polling.
-    await waitFor(() => stub.desiredRequests >= 1, "a long poll");
+    await until("a long poll", () => stub.desiredRequests >= 1, {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     const pollsBefore = stub.desiredRequests;
     stub.publish(1, [{ id: "s1", engine: "vllm", launch: launch("s1", port) }]);
-    const ready = await waitFor(
-      () => reported(stub, "s1", (s, hb) => s.state === "ready" && hb.generation === 1),
+    const ready = await until(
       "s1 ready in a heartbeat",
+      () => reported(stub, "s1", (s, hb) => s.state === "ready" && hb.generation === 1),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     groups.add(ready.pid!);
     assertOk(
@@ -367,10 +363,12 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     // spinning: the engine keeps running and the agent keeps generation 1.
     const pollsBeforeStale = stub.desiredRequests;
     stub.publish(0, []);
-    await waitFor(
-      () => logs.some((l) => l.includes("ignoring an older desired state")),
+    await until(
       "the stale state ignored",
+      () => logs.some((l) => l.includes("ignoring an older desired state")),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
+    // Not a condition wait: a stale state must cause no busy loop over a stretch of time.
     await new Promise((r) => setTimeout(r, 600));
     assertOk(isRunning(ready.pid!), "the engine survives a stale desired state");
     assertEquals(agent.generation, 1);
@@ -379,13 +377,32 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     );
     assertOk(stub.desiredRequests - pollsBeforeStale < 15, "no busy loop on a stale state");
 
-    // Removing the shard stops its whole process group.
-    stub.publish(2, []);
-    await waitFor(
-      () => stub.lastHeartbeat()?.body.generation === 2 && stub.lastHeartbeat()!.body.shards,
-      "generation 2 in a heartbeat",
+    // A desired state with a launch the protocol refuses is refused whole,
+    // naming the shard and the field; the engine keeps running.
+    stub.publish(2, [{ id: "s1", engine: "vllm", launch: { ...launch("s1", port), port: 0 } }]);
+    const refusal = await until(
+      "the bad desired state refused",
+      () =>
+        logs.map((l) => JSON.parse(l)).find((l) =>
+          l.msg === "desired state poll failed" && l.kind === "bad_response"
+        ),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
-    await waitFor(() => stub.lastHeartbeat()!.body.shards.length === 0, "s1 gone");
+    assertStringIncludes(refusal.error, 'shards[0].launch.port (shard "s1"): Too small');
+    assertOk(isRunning(ready.pid!), "the engine survives a refused desired state");
+    assertEquals(agent.generation, 1);
+
+    // Removing the shard stops its whole process group.
+    stub.publish(3, []);
+    await until(
+      "generation 3 in a heartbeat",
+      () => stub.lastHeartbeat()?.body.generation === 3 && stub.lastHeartbeat()!.body.shards,
+      { timeoutMs: 30_000, intervalMs: 20 },
+    );
+    await until("s1 gone", () => stub.lastHeartbeat()!.body.shards.length === 0, {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     assertEquals(groupMembers(ready.pid!), []);
 
     assertEquals(stub.invalid, [], "every body matched the protocol");
@@ -422,21 +439,22 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
   try {
     await first.start();
     const shard = { id: "s1", engine: "vllm", launch: launch("s1", port) };
-    await waitFor(() => stub.registrations[0], "registration");
+    await until("registration", () => stub.registrations[0], { timeoutMs: 30_000, intervalMs: 20 });
     stub.publish(1, [shard]);
-    const ready = await waitFor(
-      () => reported(stub, "s1", (s) => s.state === "ready"),
-      "s1 ready",
-    );
+    const ready = await until("s1 ready", () => reported(stub, "s1", (s) => s.state === "ready"), {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     const pid = ready.pid!;
     groups.add(pid);
 
     // The control plane goes away: the engine keeps running, the agent retries.
     await stub.close();
     const failuresBefore = logs.filter((l) => l.includes("heartbeat failed")).length;
-    await waitFor(
-      () => logs.filter((l) => l.includes("heartbeat failed")).length >= failuresBefore + 3,
+    await until(
       "heartbeat retries",
+      () => logs.filter((l) => l.includes("heartbeat failed")).length >= failuresBefore + 3,
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     assertOk(isRunning(pid), "the engine runs on without a control plane");
     assertEquals(first.status().shards.map((s) => [s.id, s.state, s.pid]), [["s1", "ready", pid]]);
@@ -446,14 +464,18 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
     stub2 = new StubControl(stub.joinToken);
     stub2.state = { generation: 1, shards: [shard] };
     stub2.start(stub.port);
-    const reg2 = await waitFor(() => stub2!.registrations[0], "re-registration");
+    const reg2 = await until("re-registration", () => stub2!.registrations[0], {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     assertOk(stub2.refused >= 1, "the old token was refused first");
-    await waitFor(
+    await until(
+      "heartbeats with the new token and the same engine",
       () =>
         stub2!.heartbeats.find((h) =>
           h.token === reg2.token && h.body.shards.some((s) => s.pid === pid && s.state === "ready")
         ),
-      "heartbeats with the new token and the same engine",
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     const stored = JSON.parse(await Deno.readTextFile(nodeTokenPath(stateDir)));
     assertEquals(stored.node_token, reg2.token);
@@ -466,14 +488,18 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
     const seen = stub2.heartbeats.length;
     second = new Agent(options);
     await second.start();
-    const adopted = await waitFor(
-      () => reported(stub2!, "s1", (s) => s.adopted && s.state === "ready", seen),
+    const adopted = await until(
       "the adopted engine in a heartbeat",
+      () => reported(stub2!, "s1", (s) => s.adopted && s.state === "ready", seen),
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     assertEquals(adopted.pid, pid);
     assertEquals(stub2.lastHeartbeat()!.token, reg2.token);
     assertEquals(stub2.registrations.length, 1, "no new registration");
-    await waitFor(() => second!.generation === 1, "generation 1 after the restart");
+    await until("generation 1 after the restart", () => second!.generation === 1, {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     assertEquals(second.status().shards.map((s) => [s.id, s.pid, s.adopted]), [["s1", pid, true]]);
 
     // Restarted with a new label: it registers again (what only a
@@ -481,13 +507,17 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
     await second.stop({ stopEngines: false });
     third = new Agent({ ...options, labels: { zone: "test-2" } });
     await third.start();
-    const reg3 = await waitFor(() => stub2!.registrations[1], "a registration with the new label");
+    const reg3 = await until("a registration with the new label", () => stub2!.registrations[1], {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     assertEquals(reg3.body.labels, { zone: "test-2" });
-    await waitFor(
+    await until(
+      "heartbeats with the newest token",
       () =>
         reported(stub2!, "s1", (s) => s.pid === pid && s.state === "ready") &&
         stub2!.lastHeartbeat()!.token === reg3.token,
-      "heartbeats with the newest token",
+      { timeoutMs: 30_000, intervalMs: 20 },
     );
     assertEquals([...stub.invalid, ...stub2.invalid], []);
   } finally {

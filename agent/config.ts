@@ -1,6 +1,6 @@
 /**
  * The agent's configuration file (JSON): where discovery reads from and which
- * adapters belong to which fabric (plan §5.2, §5.5).
+ * adapters belong to which fabric (design §5.2, §5.5).
  *
  * @module
  */
@@ -10,11 +10,11 @@ import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
 
 /** The schema of the agent config file; field names are snake_case. */
 export const AgentConfigSchema = z.object({
-  /** nvidia-smi executable (plan §5.5). */
+  /** nvidia-smi executable (design §5.5). */
   nvidia_smi: z.string().min(1).optional(),
-  /** sysfs root (plan §5.5). */
+  /** sysfs root (design §5.5). */
   sysfs_root: z.string().min(1).optional(),
-  /** Fabric name → adapters, e.g. `{"ib-a": ["mlx5_0", "mlx5_1:1"]}` (plan §5.2). */
+  /** Fabric name → adapters, e.g. `{"ib-a": ["mlx5_0", "mlx5_1:1"]}` (design §5.2). */
   fabrics: z.record(z.string(), z.array(z.string())).optional(),
 }).strict();
 

@@ -1,6 +1,6 @@
 /**
  * A small typed HTTP client for the control plane's agent endpoints
- * (plan §10, protocol/agent_protocol.ts): register with the join token,
+ * (design §10, protocol/agent_protocol.ts): register with the join token,
  * then heartbeat and long-poll the desired state with the node token.
  *
  * Every failure is a {@link ControlError} saying what kind it was (HTTP
@@ -8,20 +8,24 @@
  * a response this agent cannot use); nothing else escapes. Responses are
  * parsed defensively, since the control plane may be another version:
  * unknown fields are ignored, missing optional ones get defaults, and a
- * body that is not what the protocol says is an error, never a crash.
+ * body that is not what the protocol says is an error, never a crash. A
+ * desired state is checked whole, every shard's launch with the protocol's
+ * schema (protocol/shard_launch.ts); the error names the shard and the field.
  * Tokens never appear in error messages.
  *
  * @module
  */
 import { z } from "zod";
 import { readLimited } from "../http/read_limited.ts";
-import type {
-  DesiredShardWire,
-  DesiredState,
-  HeartbeatRequest,
-  RegisterRequest,
-  RegisterResponse,
+import {
+  type DesiredState,
+  type HeartbeatRequest,
+  parseDesiredState,
+  type RegisterRequest,
+  type RegisterResponse,
 } from "../protocol/agent_protocol.ts";
+import { describeIssues, WireFormatError } from "../protocol/wire_error.ts";
+import { zodIssues } from "../validation/issues.ts";
 
 /** What went wrong with a call. */
 export type ControlErrorKind =
@@ -67,7 +71,7 @@ export class ControlError extends Error {
   }
 }
 
-/** The heartbeat interval when the control plane does not say (plan §4 default). */
+/** The heartbeat interval when the control plane does not say (design §4 default). */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 
 /** Settings of a {@link ControlClient}. */
@@ -100,21 +104,6 @@ const RegisterAnswerSchema = z.object({
 
 const HeartbeatAnswerSchema = z.object({
   generation: z.number().int().min(0).optional(),
-});
-
-/**
- * The minimal check of a desired state (plan §10): a generation, and shards
- * with an id, an engine name and a launch that is an object with an
- * `api_version`. Everything else about a launch is the engine plugin's to
- * judge, so a launch it refuses becomes a failed shard with the reason.
- */
-const DesiredAnswerSchema = z.object({
-  generation: z.number().int().min(0),
-  shards: z.array(z.object({
-    id: z.string().min(1).max(256),
-    engine: z.string().min(1).max(64),
-    launch: z.looseObject({ api_version: z.number().int() }),
-  })).max(4096),
 });
 
 const ErrorBodySchema = z.object({
@@ -170,7 +159,7 @@ export class ControlClient {
    */
   async register(req: RegisterRequest, signal?: AbortSignal): Promise<RegisterResponse> {
     // A node id is bound to its credential at first registration: registering
-    // it again proves it with the node token (plan §10).
+    // it again proves it with the node token (design §10).
     const body = await this.#call("POST", "v1/agent/register", this.#joinToken, req, {
       timeoutMs: this.#timeoutMs,
       signal,
@@ -215,16 +204,14 @@ export class ControlClient {
       signal,
     });
     if (body === undefined) return null;
-    const parsed = DesiredAnswerSchema.safeParse(body);
-    if (!parsed.success) throw badShape("desired", parsed.error);
-    return {
-      generation: parsed.data.generation,
-      shards: parsed.data.shards.map((s): DesiredShardWire => ({
-        id: s.id,
-        engine: s.engine,
-        launch: s.launch,
-      })),
-    };
+    // Checked whole, launches included (protocol/shard_launch.ts): the
+    // supervisor must never act on a state it only half understands.
+    try {
+      return parseDesiredState(body);
+    } catch (e) {
+      if (!(e instanceof WireFormatError)) throw e;
+      throw unusable("desired", e.detail);
+    }
   }
 
   #requireNode(): string {
@@ -333,11 +320,13 @@ function httpError(what: string, status: number, text: string): ControlError {
 }
 
 function badShape(what: string, error: z.ZodError): ControlError {
-  const issue = error.issues[0];
-  const path = issue.path.length === 0 ? "(top level)" : issue.path.join(".");
+  return unusable(what, describeIssues(zodIssues(error)));
+}
+
+function unusable(what: string, detail: string): ControlError {
   return new ControlError(
     "bad_response",
-    `${what}: unusable answer from the control plane: at ${path}: ${issue.message}`,
+    `${what}: unusable answer from the control plane: ${detail}`,
   );
 }
 

@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
 import { ControlClient, ControlError, DEFAULT_HEARTBEAT_INTERVAL_MS } from "./control_client.ts";
 
@@ -25,6 +26,36 @@ const REQ: RegisterRequest = {
   agent_version: "test",
   engine_versions: {},
 };
+
+/** A one-GPU shard's launch, as the control plane builds it. */
+function launch(id: string): ShardLaunch {
+  return {
+    api_version: ENGINE_API_VERSION,
+    deployment: "demo",
+    replica_id: "demo-r0",
+    shard_id: id,
+    model: "org/demo-model",
+    served_model_name: "demo",
+    profile: {
+      name: "p",
+      tensor_parallel: 1,
+      pipeline_parallel: 1,
+      nodes: 1,
+      gpus_per_node: 1,
+      quantization: "none",
+      engine_args: [],
+      engine_options: {},
+      env: {},
+    },
+    rank: 0,
+    world: { nodes: 1, leader_addr: "10.0.0.1", rendezvous_port: 29500, leader_http_port: 8000 },
+    gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
+    fabric: null,
+    node: { id: "n1", mgmt_addr: "10.0.0.1", mgmt_interface: "eth0" },
+    port: 8000,
+    engine_version: null,
+  };
+}
 
 async function withServer(
   app: Hono,
@@ -56,7 +87,7 @@ Deno.test("client: sends the right token to each endpoint and tolerates extra or
     if (c.req.query("generation") === "7") return c.body(null, 204);
     return c.json({
       generation: 8,
-      shards: [{ id: "s", engine: "vllm", launch: { api_version: 1, anything: true } }],
+      shards: [{ id: "s", engine: "vllm", launch: { ...launch("s"), anything: true } }],
       note: "ignored",
     });
   });
@@ -76,7 +107,7 @@ Deno.test("client: sends the right token to each endpoint and tolerates extra or
     assertEquals(await client.desired(7, 1000), null);
     const state = await client.desired(0, 1000);
     assertEquals(state?.generation, 8);
-    assertEquals(state?.shards[0].launch, { api_version: 1, anything: true });
+    assertEquals(state?.shards[0].launch, launch("s"), "fields it does not know are dropped");
   });
   assertEquals(seen, [
     `register Bearer ${JOIN}`,
@@ -136,7 +167,11 @@ Deno.test("client: answers it cannot use are bad_response errors naming the fiel
       ControlError,
       "not JSON",
     );
-    await assertRejects(() => client.desired(0, 10), ControlError, "shards.0.launch");
+    await assertRejects(
+      () => client.desired(0, 10),
+      ControlError,
+      'desired: unusable answer from the control plane: shards[0].launch (shard "s"): ',
+    );
   });
   // Too large.
   const big = new Hono();
@@ -186,4 +221,24 @@ Deno.test("client: timeouts, aborts, refused connections and a missing node toke
   assertEquals((n as ControlError).kind, "network");
   const u = await assertRejects(() => down.desired(0, 10), ControlError, "not registered");
   assertOk((u as ControlError).unauthorized, "no node token: register first");
+});
+
+Deno.test("client: a desired state with a bad launch is refused whole, naming the shard and field", async () => {
+  const bad = { ...launch("s2"), port: 0, gpus: [] };
+  const app = new Hono();
+  app.get("/prefix/v1/agent/desired", (c) =>
+    c.json({
+      generation: 5,
+      shards: [
+        { id: "s1", engine: "vllm", launch: launch("s1") },
+        { id: "s2", engine: "vllm", launch: bad },
+      ],
+    }));
+  await withServer(app, async (url) => {
+    const client = new ControlClient({ url, joinToken: JOIN, nodeToken: NODE });
+    const e = await assertRejects(() => client.desired(0, 10), ControlError) as ControlError;
+    assertEquals(e.kind, "bad_response");
+    assertStringIncludes(e.message, 'shards[1].launch.gpus (shard "s2"): Too small');
+    assertStringIncludes(e.message, 'shards[1].launch.port (shard "s2"): Too small');
+  });
 });

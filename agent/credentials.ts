@@ -1,5 +1,5 @@
 /**
- * The agent's credentials on disk (plan §10): the node token the control
+ * The agent's credentials on disk (design §10): the node token the control
  * plane issued, so that a restarted agent keeps its identity instead of
  * registering again, and the local API token when the operator set none.
  * Both files are written mode 0600, atomically (temporary file, rename).

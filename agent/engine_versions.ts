@@ -1,5 +1,5 @@
 /**
- * The engine versions installed on this host (plan §14), reported when the
+ * The engine versions installed on this host (design §14), reported when the
  * agent registers: each engine's `version_command` is run with the
  * environment engines get (so an operator's PATH for a virtualenv counts),
  * and its output parsed by the engine's plugin. An engine that is not

@@ -1,5 +1,5 @@
 /**
- * The readable form of `llmgw agent inventory` (plan §13).
+ * The readable form of `llmgw agent inventory` (design §13).
  *
  * @module
  */

@@ -1,6 +1,7 @@
 /**
- * The agent's small local API (plan §3, §9.4): status and the in-memory log
- * tail of each shard, for `llmgw logs` and for an operator on the host.
+ * The agent's small local API (design §3, §9.4): status and the in-memory log
+ * tail of each shard, for `llmgw logs` and for an operator on the host. Its
+ * answers are the contract in protocol/local_api_protocol.ts.
  *
  * - `GET /healthz`: no token; 200 while the agent runs.
  * - `GET /v1/status`: node id, the generation it runs, registration, shards.
@@ -20,7 +21,15 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
+import {
+  type AgentStatusAnswer,
+  type LocalApiErrorAnswer,
+  MAX_LOG_LINE_CHARS,
+  MAX_LOG_LINES,
+  type ShardLogsAnswer,
+} from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
+import { shardReport } from "./reports.ts";
 
 /** What the agent reports about itself on `/v1/status`. */
 export interface AgentStatus {
@@ -45,9 +54,6 @@ export interface LocalApiView {
   /** One shard's status and in-memory log tail, or null when unknown. */
   shard(id: string): { status: ShardStatus; log_tail: string[] } | null;
 }
-
-/** The most lines one logs request returns. */
-export const MAX_LOG_LINES = 10_000;
 
 const LogsQuerySchema = z.object({
   lines: z.string().regex(/^\d+$/, "must be a whole number")
@@ -74,7 +80,36 @@ export function bearerMatches(header: string | undefined, token: string): boolea
 
 function fail(c: Context, status: 400 | 401 | 403 | 404, code: string, message: string) {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="llmgw-agent"');
-  return c.json({ error: { code, message } }, status);
+  const answer: LocalApiErrorAnswer = { error: { code, message: message.slice(0, 4096) } };
+  return c.json(answer, status);
+}
+
+/**
+ * The status answer (protocol/local_api_protocol.ts): each shard as its
+ * heartbeat report, clipped to the protocol's bounds, with its engine.
+ */
+export function statusAnswer(status: AgentStatus): AgentStatusAnswer {
+  return {
+    node_id: status.node_id,
+    generation: status.generation,
+    registered: status.registered,
+    last_heartbeat_at: status.last_heartbeat_at,
+    control_plane_failures: status.control_plane_failures,
+    shards: status.shards.map((s) => ({ ...shardReport(s), engine: s.engine.slice(0, 64) })),
+  };
+}
+
+/** The logs answer: the last `lines` lines of the tail, each clipped to the protocol's bound. */
+export function shardLogsAnswer(
+  id: string,
+  shard: { status: ShardStatus; log_tail: readonly string[] },
+  lines: number,
+): ShardLogsAnswer {
+  return {
+    id,
+    state: shard.status.state,
+    lines: shard.log_tail.slice(-lines).map((l) => l.slice(0, MAX_LOG_LINE_CHARS)),
+  };
 }
 
 /** The local API as a Hono app (served by the agent with `Deno.serve`). */
@@ -91,7 +126,7 @@ export function localApi(view: LocalApiView, token: string): Hono {
     }
     await next();
   });
-  app.get("/v1/status", (c) => c.json(view.status()));
+  app.get("/v1/status", (c) => c.json(statusAnswer(view.status())));
   app.get("/v1/shards/:id/logs", (c) => {
     const parsed = LogsQuerySchema.safeParse({ lines: c.req.query("lines") });
     if (!parsed.success) {
@@ -101,16 +136,14 @@ export function localApi(view: LocalApiView, token: string): Hono {
     const id = c.req.param("id");
     const shard = view.shard(id);
     if (shard === null) return fail(c, 404, "not_found", `no shard ${JSON.stringify(id)}`);
-    const n = parsed.data.lines ?? 100;
-    return c.json({ id, state: shard.status.state, lines: shard.log_tail.slice(-n) });
+    return c.json(shardLogsAnswer(id, shard, parsed.data.lines ?? 100));
   });
   app.notFound((c) => fail(c, 404, "not_found", `no route ${c.req.method} ${c.req.path}`));
   // Only a bug reaches this: no input makes a handler throw.
-  app.onError((e, c) =>
-    c.json(
-      { error: { code: "internal", message: e instanceof Error ? e.message : String(e) } },
-      500,
-    )
-  );
+  app.onError((e, c) => {
+    const message = (e instanceof Error ? e.message : String(e)).slice(0, 4096);
+    const answer: LocalApiErrorAnswer = { error: { code: "internal", message } };
+    return c.json(answer, 500);
+  });
   return app;
 }

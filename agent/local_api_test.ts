@@ -3,8 +3,20 @@
  * status and logs endpoints, and JSON errors for every malformed request.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import {
+  localApiErrorMessage,
+  MAX_LOG_LINE_CHARS,
+  parseAgentStatusAnswer,
+  parseShardLogsAnswer,
+} from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
-import { bearerMatches, localApi, type LocalApiView } from "./local_api.ts";
+import {
+  bearerMatches,
+  localApi,
+  type LocalApiView,
+  shardLogsAnswer,
+  statusAnswer,
+} from "./local_api.ts";
 
 const TOKEN = "local-token-0123456789";
 
@@ -93,6 +105,45 @@ Deno.test("local API: logs, with the line count validated and unknown shards 404
   });
   assertOk(post.status === 404 || post.status === 405);
   await post.body?.cancel();
+});
+
+Deno.test("local API: every answer is what protocol/local_api_protocol.ts says", async () => {
+  const auth = `Bearer ${TOKEN}`;
+  const status = await get("/v1/status", auth);
+  assertEquals(parseAgentStatusAnswer(status.body), status.body);
+  assertEquals(status.body.shards[0].engine, "vllm");
+  const logs = await get(`/v1/shards/${encodeURIComponent(SHARD.id)}/logs?lines=3`, auth);
+  assertEquals(parseShardLogsAnswer(logs.body), {
+    id: SHARD.id,
+    state: "ready",
+    lines: ["line 297", "line 298", "line 299"],
+  });
+  for (const [path, header] of [["/v1/status", undefined], ["/v1/shards/nope/logs", auth]]) {
+    const e = await get(path!, header);
+    assertOk(localApiErrorMessage(e.body) !== null, `${path}: ${JSON.stringify(e.body)}`);
+  }
+});
+
+Deno.test("local API answers: fields beyond the protocol's bounds are clipped, not sent", () => {
+  const long = "x".repeat(MAX_LOG_LINE_CHARS + 10);
+  const logs = shardLogsAnswer("s", { status: SHARD, log_tail: ["a", long] }, 5);
+  assertEquals(logs.lines.map((l) => l.length), [1, MAX_LOG_LINE_CHARS]);
+  assertEquals(parseShardLogsAnswer(logs), logs);
+  const failed: ShardStatus = {
+    ...SHARD,
+    state: "failed",
+    last_failure: {
+      at: 3,
+      reason: "r".repeat(5000),
+      exit_code: 1,
+      signal: null,
+      log_tail: [long],
+      permanent: false,
+    },
+  };
+  const answer = statusAnswer({ ...VIEW.status(), shards: [failed] });
+  assertEquals(parseAgentStatusAnswer(answer), answer);
+  assertEquals(answer.shards[0].last_failure?.reason.length, 4096);
 });
 
 Deno.test("bearerMatches: exact token only", () => {

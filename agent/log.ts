@@ -1,5 +1,5 @@
 /**
- * The agent's structured log (plan §13): one JSON object per line on
+ * The agent's structured log (design §13): one JSON object per line on
  * stderr. Secrets (join, node and local tokens) are never passed to the
  * log; as a second line of defence every known secret that still shows up
  * in a line is replaced by `[redacted]` before it is written.

@@ -1,5 +1,5 @@
 /**
- * The node's management address and interface (plan §4, §5.3): the address
+ * The node's management address and interface (design §4, §5.3): the address
  * the control plane and the other nodes of a replica reach it on, and the
  * interface NCCL and Gloo bootstrap over (`NCCL_SOCKET_IFNAME`). The
  * operator's choice wins; otherwise the interface of the default route,

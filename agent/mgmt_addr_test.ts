@@ -1,4 +1,4 @@
-/** Choosing the management address and interface (plan §5.3). */
+/** Choosing the management address and interface (design §5.3). */
 import { assertEquals } from "../tests/assert.ts";
 import { chooseMgmt, defaultRouteInterface, type InterfaceAddress } from "./mgmt_addr.ts";
 

@@ -1,6 +1,6 @@
 /**
  * What the agent tells the control plane, built from what discovery and the
- * supervisor know (plan §4, §10). Pure: the mapping from internal types to
+ * supervisor know (design §4, §10). Pure: the mapping from internal types to
  * the protocol's wire shapes, clipped to the protocol's bounds so that one
  * odd value (a huge log line, a port that is not a number) can never make
  * a whole heartbeat invalid.
@@ -59,6 +59,7 @@ export function shardReport(s: ShardStatus): ShardReport {
       exit_code: intOrNull(failure.exit_code),
       signal: clipOrNull(failure.signal, 32),
       log_tail: failure.log_tail.slice(-200).map((l) => clip(l, 8192)),
+      permanent: failure.permanent === true,
     },
     spec_hash: clip(s.spec_hash, 128),
   };
@@ -114,17 +115,17 @@ export interface NodeIdentity {
   hostname: string;
   /** The management address other nodes and the control plane reach it on. */
   mgmtAddr: string;
-  /** The management interface (NCCL's bootstrap interface, plan §5.3). */
+  /** The management interface (NCCL's bootstrap interface, design §5.3). */
   mgmtInterface: string | null;
   /** The local API's URL, when it listens. */
   agentUrl: string | null;
-  /** Operator labels (node selectors, plan §6.1). */
+  /** Operator labels (node selectors, design §6.1). */
   labels: Record<string, string>;
   /** This agent's version. */
   agentVersion: string;
 }
 
-/** The registration request for a node with this inventory (plan §4, §10). */
+/** The registration request for a node with this inventory (design §4, §10). */
 export function registerRequest(
   who: NodeIdentity,
   inventory: Pick<Inventory, "gpus" | "fabrics">,
@@ -148,7 +149,7 @@ export function registerRequest(
 }
 
 /**
- * The GPUs to report after a rediscovery (plan §5.1). When nvidia-smi
+ * The GPUs to report after a rediscovery (design §5.1). When nvidia-smi
  * worked, its fresh list. When it stopped working on a node where it worked
  * before, the GPUs do not vanish: they are the last good list, each marked
  * with a problem, so none is placed on a node whose driver is not answering.

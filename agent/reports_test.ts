@@ -60,6 +60,7 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
       exit_code: null,
       signal: "SIG".repeat(20),
       log_tail: Array.from({ length: 500 }, () => "x".repeat(9_000)),
+      permanent: false,
     },
     spec_hash: "h",
   };

@@ -1,5 +1,5 @@
 /**
- * Retry timing for control-plane calls (plan §10): exponential backoff,
+ * Retry timing for control-plane calls (design §10): exponential backoff,
  * capped, with jitter so that thousands of agents that lost the control
  * plane at the same moment do not come back in lockstep.
  *

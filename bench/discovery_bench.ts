@@ -1,5 +1,5 @@
 /**
- * Discovery parsing cost (plan §16: "discovery well under a second beyond
+ * Discovery parsing cost (design §16: "discovery well under a second beyond
  * nvidia-smi's own time"). Run: `deno task bench`. Figures: docs/benchmarks.md.
  */
 import { parseGpuQuery, parseTopoMatrix, readInfinibandAdapters } from "../discovery/mod.ts";

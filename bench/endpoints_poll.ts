@@ -1,5 +1,5 @@
 /**
- * What one gateway poll costs the control plane (plan §12, §16): the ready
+ * What one gateway poll costs the control plane (design §12, §16): the ready
  * endpoints of a cluster of N synthetic 8-GPU nodes holding as many
  * two-GPU replicas of one deployment as its largest GPU class allows. Every
  * gateway asks for this list every second or two, so it must stay cheap as
@@ -15,7 +15,7 @@ async function run(count: number): Promise<void> {
   const cp = await ControlPlane.open({ store: new MemoryStore(), reconcileMs: 3_600_000 });
   const nodes = syntheticCluster(count);
   for (const n of nodes) {
-    await cp.register(registrationOf(n), null);
+    await cp.nodes.register(registrationOf(n), null);
   }
   const classes = new Map<string, number>();
   for (const n of nodes) {
@@ -24,7 +24,7 @@ async function run(count: number): Promise<void> {
     }
   }
   const [cls, gpus] = [...classes].sort((a, b) => b[1] - a[1])[0];
-  await cp.applyDeployment({
+  await cp.deployments.apply({
     name: "d",
     model: "org/d",
     replicas: Math.min(10_000, Math.floor(gpus / 2)), // the schema allows 10,000 at most

@@ -3,7 +3,7 @@
  * `deno run -A bench/gateway_fixed.ts PORT UPSTREAM_URL` (model "bench").
  */
 import { EndpointTable } from "../gateway/endpoints.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { startGateway } from "../gateway/server.ts";
 
 const [port, upstream] = Deno.args;
 const table = new EndpointTable();

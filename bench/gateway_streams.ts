@@ -1,5 +1,5 @@
 /**
- * Gateway memory with many concurrent open streams (plan §16: thousands of
+ * Gateway memory with many concurrent open streams (design §16: thousands of
  * concurrent streams). Starts the fake engine (long, slow streams) and the
  * gateway as processes, opens N streaming chat completions through the
  * gateway, waits until each has delivered its first chunk, and reads the

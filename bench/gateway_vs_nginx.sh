@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Gateway overhead against the same upstream, in one run (plan §16): wrk drives
+# Gateway overhead against the same upstream, in one run (design §16): wrk drives
 # (a) the fake engine directly, (b) llmgw's gateway, (c) nginx as a plain
 # reverse proxy, with non-streaming and streaming chat completions at several
 # concurrency levels. Needs nginx and wrk (Debian: apt-get install nginx-light wrk).

@@ -1,5 +1,5 @@
 /**
- * Heartbeat load on one control plane (plan §16: 10,000 agents heartbeating
+ * Heartbeat load on one control plane (design §16: 10,000 agents heartbeating
  * every 5 s on one 2-core machine, i.e. 2,000 heartbeats/s). Registers N
  * simulated 8-GPU nodes, then sends heartbeats as fast as a bounded number
  * of concurrent clients can, for a fixed time, over real HTTP on loopback.
@@ -10,7 +10,7 @@
  */
 import { cpuUsage } from "node:process";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/serve_command.ts";
+import { startControl } from "../control/server.ts";
 import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 
 const SECONDS = Number(Deno.args[0] ?? 5);
@@ -28,7 +28,7 @@ async function run(nodes: number): Promise<void> {
   try {
     const tokens: string[] = [];
     for (const n of syntheticCluster(nodes)) {
-      tokens.push((await control.cp.register(registrationOf(n), null)).node_token);
+      tokens.push((await control.cp.nodes.register(registrationOf(n), null)).node_token);
     }
     let sent = 0;
     let failed = 0;

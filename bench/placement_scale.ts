@@ -1,5 +1,5 @@
 /**
- * Placement cost against cluster size (plan §16: milliseconds, not seconds,
+ * Placement cost against cluster size (design §16: milliseconds, not seconds,
  * at 10,000 nodes; linear or better). Places one replica, with the full
  * summary explanation, repeatedly on clusters of 100, 1,000 and 10,000 nodes
  * × 8 GPUs, interleaving sizes so machine noise hits all of them alike, and
@@ -17,9 +17,9 @@ const PER_ROUND = 20;
 
 const indexes = new Map(SIZES.map((n) => [n, indexCluster(syntheticCluster(n))]));
 const cases = [
-  { name: "single-node, 2 profiles, fp8", deployment: singleNode, detail: false },
-  { name: "multi-node 2x8 on one fabric", deployment: multiNode, detail: false },
-  { name: "single-node, with per-node detail", deployment: singleNode, detail: true },
+  { name: "single-node, 2 profiles, fp8", deployment: singleNode, detail: false as const },
+  { name: "multi-node 2x8 on one fabric", deployment: multiNode, detail: false as const },
+  { name: "single-node, with per-node detail", deployment: singleNode, detail: "full" as const },
 ];
 const samples = new Map<string, number[]>();
 for (let round = 0; round < ROUNDS; round++) {

@@ -1,5 +1,5 @@
 /**
- * The admin CLI (plan §3, §13): `llmgw nodes`, `cordon|uncordon|drain`,
+ * The admin CLI (design §3, §13): `llmgw nodes`, `cordon|uncordon|drain`,
  * `apply -f`, `get deployments|replicas`, `scale`, `delete`, `explain`,
  * `events`. It talks to the control plane's admin API; the URL and token come
  * from `--url`/`--token` or `LLMGW_URL`/`LLMGW_TOKEN` (prefer the
@@ -240,6 +240,7 @@ export async function adminCommand(
           mine.map((r) =>
             [
               `replica ${r.id}: ${r.state}${r.profile ? ` (profile ${r.profile})` : ""}`,
+              ...failureLines(r),
               ...(r.explanation ? explanationLines(r.explanation).map((l) => `  ${l}`) : []),
             ]
               .join("\n")
@@ -351,8 +352,46 @@ interface ReplicaRow {
     gpu_indices: number[];
     state: string;
     progress: { percent: number | null } | null;
+    last_failure?: { reason: string; log_tail: string[] } | null;
   }[];
   explanation: Parameters<typeof explanationLines>[0] | null;
+  failure?: { reason: string; log_tail: string[]; attempts: number } | null;
+}
+
+/** Cuts text to at most `max` characters at a word boundary, marking the cut. */
+export function cutAtWord(text: string, max: number): string {
+  const line = text.split("\n")[0];
+  if (line.length <= max && line === text) return text;
+  if (line.length <= max) return `${line} …`;
+  const cut = line.slice(0, max - 1);
+  const space = cut.lastIndexOf(" ");
+  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
+}
+
+/** What explain says of a replica's failures: the given-up reason or each shard's last one. */
+export function failureLines(
+  r: ReplicaRow & {
+    shards: { rank: number; last_failure?: { reason: string; log_tail: string[] } | null }[];
+  },
+): string[] {
+  const out: string[] = [];
+  const tail = (lines: readonly string[]) =>
+    lines.length === 0 ? [] : ["    log tail:", ...lines.slice(-20).map((l) => `      ${l}`)];
+  if (r.failure) {
+    out.push(
+      `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`,
+      `    ${r.failure.reason}`,
+      ...tail(r.failure.log_tail),
+    );
+  }
+  for (const s of r.shards) {
+    if (!s.last_failure) continue;
+    out.push(
+      `  rank ${s.rank} last failure: ${s.last_failure.reason}`,
+      ...tail(s.last_failure.log_tail),
+    );
+  }
+  return out;
 }
 
 /** Replicas as a table: one line per shard. */
@@ -369,7 +408,7 @@ export function replicaTable(replicas: readonly ReplicaRow[]): string {
           "-",
           "-",
           "-",
-          r.explanation?.summary.slice(0, 80) ?? "-",
+          cutAtWord(r.failure?.reason ?? r.explanation?.summary ?? "-", 80),
         ]]
         : r.shards.map((s) => [
           r.id,

@@ -1,5 +1,5 @@
 /**
- * `llmgw dev`: the all-in-one local cluster (plan §3), the first-run
+ * `llmgw dev`: the all-in-one local cluster (design §3), the first-run
  * experience. On one machine with no GPU it starts a control plane with an
  * embedded store, agents on simulated hardware (tests/fixtures/sim: idle
  * machines derived from recorded nvidia-smi outputs and sysfs trees), the
@@ -19,15 +19,12 @@ import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { formatInventory } from "../agent/inventory_table.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
-import { startControl } from "../control/serve_command.ts";
+import { startControl } from "../control/server.ts";
 import { newToken } from "../control/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";
-import { ApiKeyTable } from "../gateway/api_keys.ts";
-import { EndpointTable } from "../gateway/endpoints.ts";
-import { followControlPlane } from "../gateway/follow.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { startFollowingGateway } from "../gateway/server.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -80,18 +77,13 @@ export async function devCommand(
     },
     reconcileMs: 500,
   });
-  // The gateway follows the control plane's ready endpoints (plan §12).
-  const table = new EndpointTable();
-  const keys = new ApiKeyTable();
-  const follower = followControlPlane(control.url, adminToken, table, {
-    keys,
-    intervalMs: 500,
-    log: () => {},
-  });
-  const gateway = startGateway(table, {
+  // The gateway follows the control plane's ready endpoints (design §12).
+  const gateway = startFollowingGateway({
     hostname: "127.0.0.1",
     port: port === 0 ? 0 : port + 10,
-    keys,
+    controlUrl: control.url,
+    token: adminToken,
+    intervalMs: 500,
   });
   const agents: Agent[] = [];
   let stopping = false;
@@ -100,7 +92,6 @@ export async function devCommand(
     stopping = true;
     write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
-    await follower.stop();
     await gateway.close();
     await control.close();
   };
@@ -167,7 +158,7 @@ export async function devCommand(
       for (const file of [...Deno.readDirSync(SAMPLES)].map((e) => e.name).sort()) {
         const path = join(SAMPLES, file);
         const { deployment } = parseDeploymentText(Deno.readTextFileSync(path), path);
-        await control.cp.applyDeployment(deployment);
+        await control.cp.deployments.apply(deployment);
         write(`applied ${file}: ${deployment.name} (${deployment.replicas} replicas)\n`);
       }
     }

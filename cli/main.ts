@@ -1,16 +1,16 @@
 /**
- * The llmgw command line: dispatches on role (plan §3).
+ * The llmgw command line: dispatches on role (design §3).
  *
  * @module
  */
-import { INVENTORY_USAGE, inventoryCommand } from "../agent/inventory_command.ts";
-import { agentRunCommand } from "../agent/run_command.ts";
-import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_commands.ts";
-import { devCommand } from "./dev_command.ts";
-import { CONTROL_USAGE, controlServeCommand } from "../control/serve_command.ts";
-import { planCommand } from "./plan_command.ts";
-import { GATEWAY_USAGE, gatewayServeCommand } from "../gateway/serve_command.ts";
 import { deploymentJsonSchema } from "../deployment/schema.ts";
+import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_commands.ts";
+import { INVENTORY_USAGE, inventoryCommand } from "./agent_inventory.ts";
+import { agentRunCommand } from "./agent_run.ts";
+import { CONTROL_USAGE, controlServeCommand } from "./control_serve.ts";
+import { devCommand } from "./dev_command.ts";
+import { GATEWAY_USAGE, gatewayServeCommand } from "./gateway_serve.ts";
+import { planCommand } from "./plan_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** The version printed by `llmgw version`. */

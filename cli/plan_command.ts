@@ -1,5 +1,5 @@
 /**
- * `llmgw plan`: offline placement for operators and tools (plan §7). Places a
+ * `llmgw plan`: offline placement for operators and tools (design §7). Places a
  * deployment's replicas one after another on a cluster file and prints each
  * placement or its explanation.
  *
@@ -15,16 +15,20 @@ import { formatPath } from "../validation/issues.ts";
 import { renderTable } from "../agent/inventory_table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
+import { checkEngines } from "../engines/check_deployment.ts";
 import { shardLaunches } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
-import type { Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
+import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 
 /** Usage of the command. */
 export const PLAN_USAGE =
   `Usage: llmgw plan --cluster CLUSTER.json --deployment DEPLOY.yaml [options]
 
 Places the deployment's replicas one after another on the cluster file and
-prints each placement, or why it is unschedulable.
+prints each placement, or why it is unschedulable: per profile tried, the
+rejected nodes grouped by reason with counts ("8,213 nodes: insufficient_gpus
+— needs 8 free h100-80g GPUs, has 0–4 free (e.g. …)"), and for a multi-node
+replica each fabric passed over and why.
 
 Options:
   --cluster FILE      nodes with inventory, state, labels, allocations (JSON)
@@ -32,7 +36,10 @@ Options:
   --replicas N        how many replicas to place (default: the deployment's)
   --engine-plugins DIR  directory of llmgw-engine-* plugins (repeatable; also
                       LLMGW_ENGINE_PLUGINS, colon-separated)
-  --json              print one JSON object
+  --detail            every rejected node on its own line instead of the groups,
+                      for placed replicas too, and every fabric considered
+  --json              print one JSON object; the same rules: groups for
+                      unschedulable replicas only, per-node lists with --detail
 Each placed shard shows the command and environment it would run with.
 Exit codes: 0 all placed, 3 some unschedulable or unable to start, 2 bad input.
 `;
@@ -49,6 +56,7 @@ export async function planCommand(
     replicas: { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     json: { type: "boolean" },
+    detail: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -81,6 +89,13 @@ export async function planCommand(
         knownEngines: registry.names(),
       }),
   );
+  // The same engine checks `apply` runs before anything is stored.
+  try {
+    await checkEngines(deployment, values.deployment, registry, classFacts(nodes));
+  } catch (e) {
+    if (e instanceof DeploymentError) throw new UsageError(e.message);
+    throw e;
+  }
   for (const w of warnings) {
     err(`llmgw: warning: ${values.deployment}: ${formatPath(w.path)}: ${w.message}\n`);
   }
@@ -88,8 +103,10 @@ export async function planCommand(
   const index = indexCluster(nodes);
   const results: PlannedReplica[] = [];
   let allRunnable = true;
+  const detail = values.detail === true;
   for (let r = 0; r < (replicas ?? deployment.replicas); r++) {
-    const result = place(index, deployment, `${deployment.name}-r${r}`, { detail: true });
+    const id = `${deployment.name}-r${r}`;
+    const result = place(index, deployment, id, { detail: detail ? "full" : "grouped" });
     if (result.status !== "placed") {
       allRunnable = false;
       results.push(result);
@@ -101,10 +118,15 @@ export async function planCommand(
       shardLaunches(result, deployment, byId).map((launch) => driver.prepare(launch)),
     );
     if (specs.some((s) => s.problems.length > 0)) allRunnable = false;
-    results.push({ ...result, shards: result.shards.map((s, i) => withCommand(s, specs[i])) });
+    results.push({
+      ...result,
+      shards: result.shards.map((s, i) => withCommand(s, specs[i])),
+      // Per-node detail for placed replicas only when asked for.
+      explanation: detail ? result.explanation : withoutGroups(result.explanation),
+    });
   }
   if (values.json) out(JSON.stringify({ replicas: results }, null, 2) + "\n");
-  else out(formatResults(results));
+  else out(formatResults(results, { detail }));
   return allRunnable ? 0 : 3;
 }
 
@@ -122,6 +144,10 @@ export interface PlannedShard extends ShardPlacement {
 export type PlannedReplica =
   | Unschedulable
   | (Placed & { shards: PlannedShard[] });
+
+function withoutGroups(explanation: Explanation): Explanation {
+  return { ...explanation, profiles: explanation.profiles.map(({ groups: _, ...a }) => a) };
+}
 
 function withCommand(shard: ShardPlacement, spec: ShardSpec): PlannedShard {
   const planned: PlannedShard = {
@@ -154,8 +180,14 @@ async function readInput<T>(path: string, parse: (text: string) => T): Promise<T
   }
 }
 
-/** Formats results for people: one block per replica. */
-export function formatResults(results: readonly PlannedReplica[]): string {
+/**
+ * Formats results for people: one block per replica. The explanations'
+ * rejections are grouped by reason unless `detail` asks for every node.
+ */
+export function formatResults(
+  results: readonly PlannedReplica[],
+  options: { detail?: boolean } = {},
+): string {
   const out: string[] = [];
   for (const r of results) {
     out.push(`replica ${r.replica_id}: ${r.status}`);
@@ -182,7 +214,7 @@ export function formatResults(results: readonly PlannedReplica[]): string {
         out.push(`  rank ${s.rank} on ${s.node}: ${env} ${s.argv.map(shellQuote).join(" ")}`);
       }
     }
-    out.push(...explanationLines(r.explanation).map((l) => `  ${l}`), "");
+    out.push(...explanationLines(r.explanation, options).map((l) => `  ${l}`), "");
   }
   return out.join("\n");
 }

@@ -1,5 +1,5 @@
 /**
- * MemoryStore against the store contract (plan §11, §15).
+ * MemoryStore against the store contract (design §11, §15).
  *
  * @module
  */

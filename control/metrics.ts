@@ -1,5 +1,5 @@
 /**
- * `/metrics` in Prometheus text format (plan §11, §13): nodes by state, GPUs
+ * `/metrics` in Prometheus text format (design §11, §13): nodes by state, GPUs
  * by class and status, replicas by state, placement outcomes, and request
  * latencies of the API.
  *
@@ -61,7 +61,7 @@ const esc = (v: string) =>
 export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
   const out: string[] = [];
   const nodes = cp.inventory.listNodes();
-  out.push("# HELP llmgw_nodes Nodes by state (plan §4).", "# TYPE llmgw_nodes gauge");
+  out.push("# HELP llmgw_nodes Nodes by liveness and operator state.", "# TYPE llmgw_nodes gauge");
   for (const state of NODE_STATES) {
     out.push(`llmgw_nodes{state="${state}"} ${nodes.filter((n) => n.state === state).length}`);
   }

@@ -1,59 +1,113 @@
 /**
- * The control plane's OpenAPI document (plan §11), with request bodies
- * generated from the same zod schemas the API validates with.
+ * The control plane's OpenAPI 3.1 document, generated from the route
+ * declarations (api/route.ts): the same zod schemas the API validates
+ * parameters, queries and bodies with describe them here.
  *
  * @module
  */
 import { z } from "zod";
-import { DeploymentSchema } from "../deployment/schema.ts";
-import { HeartbeatRequestSchema, RegisterRequestSchema } from "../protocol/agent_protocol.ts";
+import type { RouteSpec } from "./api/route.ts";
+import { ErrorBodySchema } from "./api/schemas.ts";
 
-const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: "input", unrepresentable: "any" });
+const toSchema = (s: z.ZodType, io: "input" | "output") =>
+  z.toJSONSchema(s, { io, unrepresentable: "any", target: "draft-2020-12" });
 
-const ERROR = {
+/** A JSON Schema without its `$schema` key (OpenAPI embeds it). */
+function jsonSchema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = toSchema(s, io) as Record<string, unknown>;
+  return rest;
+}
+
+const ERROR_RESPONSE = {
   description: "An error: `{error: {code, message, path}}`",
-  content: {
-    "application/json": {
-      schema: {
-        type: "object",
-        properties: {
-          error: {
-            type: "object",
-            properties: {
-              code: { type: "string" },
-              message: { type: "string" },
-              path: { type: ["string", "null"] },
-            },
-          },
-        },
-      },
-    },
-  },
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
 };
 
-function op(summary: string, auth: "admin" | "join" | "node" | null, body?: z.ZodType) {
+/** The error answers a route can give, by its token kind and inputs. */
+function errorResponses(spec: RouteSpec): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const takesInput = spec.params !== undefined || spec.query !== undefined ||
+    spec.body !== undefined;
+  if (takesInput) out["400"] = ERROR_RESPONSE;
+  if (spec.auth !== "open") {
+    out["401"] = ERROR_RESPONSE;
+    out["403"] = ERROR_RESPONSE;
+  }
+  if (spec.params !== undefined) out["404"] = ERROR_RESPONSE;
+  if (spec.body !== undefined) out["413"] = ERROR_RESPONSE;
+  return out;
+}
+
+/** Path and query parameters from their object schemas. */
+function parameters(spec: RouteSpec): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const [where, schema] of [["path", spec.params], ["query", spec.query]] as const) {
+    if (schema === undefined) continue;
+    const js = jsonSchema(schema, "input") as {
+      properties?: Record<string, Record<string, unknown>>;
+      required?: string[];
+    };
+    for (const [name, prop] of Object.entries(js.properties ?? {})) {
+      const { description, ...rest } = prop;
+      out.push({
+        name,
+        in: where,
+        required: where === "path" || (js.required ?? []).includes(name),
+        ...(description === undefined ? {} : { description }),
+        schema: rest,
+      });
+    }
+  }
+  return out;
+}
+
+/** One operation. */
+function operation(spec: RouteSpec): Record<string, unknown> {
+  const ok = spec.contentType === "text/plain"
+    ? { "text/plain": { schema: { type: "string" } } }
+    : { "application/json": { schema: jsonSchema(spec.response, "output") } };
+  const params = parameters(spec);
   return {
-    summary,
-    ...(auth === null ? { security: [] } : { security: [{ [auth]: [] }] }),
-    ...(body === undefined ? {} : {
-      requestBody: { required: true, content: { "application/json": { schema: schema(body) } } },
+    operationId: spec.operationId,
+    summary: spec.summary,
+    tags: [spec.tag],
+    security: spec.auth === "open" ? [] : [{ [spec.auth]: [] }],
+    ...(params.length === 0 ? {} : { parameters: params }),
+    ...(spec.body === undefined ? {} : {
+      requestBody: {
+        required: true,
+        content: { "application/json": { schema: jsonSchema(spec.body.schema, "input") } },
+      },
     }),
     responses: {
-      "200": { description: "OK" },
-      "400": ERROR,
-      "401": ERROR,
-      "403": ERROR,
-      "404": ERROR,
+      [String(spec.status ?? 200)]: { description: "OK", content: ok },
+      ...errorResponses(spec),
     },
   };
 }
 
-/** The OpenAPI 3.1 document. */
-export function openApiDocument(): Record<string, unknown> {
+/** The document for a set of routes. */
+export function openApiDocument(specs: readonly RouteSpec[]): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const spec of specs) {
+    const path = spec.path.replace(/:(\w+)/g, "{$1}");
+    (paths[path] ??= {})[spec.method] = operation(spec);
+  }
+  const tags = [...new Set(specs.map((s) => s.tag))].map((name) => ({
+    name,
+    description: `The ${name} routes`,
+  }));
   return {
     openapi: "3.1.0",
-    info: { title: "llmgw control plane", version: "0.1.0" },
+    info: {
+      title: "llmgw control plane",
+      version: "0.1.0",
+      description: "The admin, agent and gateway API of the llmgw control plane.",
+    },
+    servers: [{ url: "http://127.0.0.1:7070", description: "A local control plane" }],
+    tags,
     components: {
+      schemas: { Error: jsonSchema(ErrorBodySchema, "output") },
       securitySchemes: {
         admin: {
           type: "http",
@@ -68,68 +122,6 @@ export function openApiDocument(): Record<string, unknown> {
         },
       },
     },
-    paths: {
-      "/healthz": { get: op("Liveness of the control plane", null) },
-      "/v1/agent/register": {
-        post: op("Register a node (plan §10)", "join", RegisterRequestSchema),
-      },
-      "/v1/agent/heartbeat": {
-        post: op("Heartbeat with shard states and GPU health", "node", HeartbeatRequestSchema),
-      },
-      "/v1/agent/desired": {
-        get: op("The node's desired shards; long poll with generation and wait_ms", "node"),
-      },
-      "/v1/nodes": { get: op("List nodes", "admin") },
-      "/v1/nodes/{id}": { get: op("Show a node", "admin") },
-      "/v1/nodes/{id}/cordon": { post: op("Cordon a node", "admin") },
-      "/v1/nodes/{id}/uncordon": { post: op("Uncordon (and undrain) a node", "admin") },
-      "/v1/nodes/{id}/drain": { post: op("Drain a node: its replicas move off", "admin") },
-      "/v1/nodes/{id}/labels": {
-        post: op(
-          "Set (string) or remove (null) label overrides",
-          "admin",
-          z.object({ labels: z.record(z.string(), z.string().nullable()) }),
-        ),
-      },
-      "/v1/nodes/{id}/fabrics": {
-        put: op(
-          "Replace fabric overrides: rename (string) or exclude (null)",
-          "admin",
-          z.object({ fabric_overrides: z.record(z.string(), z.string().nullable()) }),
-        ),
-      },
-      "/v1/apikeys": {
-        get: op("List gateway API keys (no secrets)", "admin"),
-        post: op(
-          "Create a gateway API key (returned once)",
-          "admin",
-          z.object({ name: z.string(), models: z.array(z.string()).nullable().optional() }),
-        ),
-      },
-      "/v1/apikeys/{id}": { delete: op("Delete a gateway API key", "admin") },
-      "/v1/replicas/{id}/logs": {
-        get: op("A shard's recent log lines, from its agent (shard, lines)", "admin"),
-      },
-      "/v1/deployments": {
-        get: op("List deployments", "admin"),
-        post: op("Create or update a deployment (plan §6)", "admin", DeploymentSchema),
-      },
-      "/v1/deployments/{name}": { delete: op("Delete a deployment", "admin") },
-      "/v1/deployments/{name}/scale": {
-        post: op(
-          "Change the replica count",
-          "admin",
-          z.object({ replicas: z.number().int().min(0) }),
-        ),
-      },
-      "/v1/plan": {
-        post: op("Placement dry run against the live inventory", "admin", DeploymentSchema),
-      },
-      "/v1/replicas": { get: op("Replicas with state, placement and explanation", "admin") },
-      "/v1/events": { get: op("Events (after, subject, limit)", "admin") },
-      "/v1/endpoints": { get: op("Ready endpoints for gateways", "admin") },
-      "/metrics": { get: op("Prometheus metrics", "admin") },
-      "/openapi.json": { get: op("This document", "admin") },
-    },
+    paths,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The embedded SQLite {@link ControlStore} (plan §11): the control plane's
+ * The embedded SQLite {@link ControlStore} (design §11): the control plane's
  * default store, nothing to install. It uses Deno's built-in `node:sqlite`
  * (no native add-on, no FFI), so `deno compile` keeps shipping one binary.
  *
@@ -13,7 +13,7 @@
  * `user_version`. A file from a newer llmgw, or a damaged one, is refused
  * with a {@link StoreError} before anything is written to it: a control
  * plane that ran on partial or misread state could stop engines that should
- * run (plan §11: a restarted control plane resumes without restarting any
+ * run (design §11: a restarted control plane resumes without restarting any
  * engine).
  *
  * Structured parts of a record (a deployment's spec, a placement, a node's
@@ -31,14 +31,16 @@ import {
   type EventQuery,
   type EventRecord,
   type NodeIntent,
+  type ReplicaFailure,
   type ReplicaPhase,
   type StoredDeployment,
   type StoredNode,
+  type StoredPlacement,
   type StoredReplica,
   StoreError,
 } from "./store.ts";
 import type { Deployment } from "../deployment/schema.ts";
-import type { Explanation, Placed } from "../placement/types.ts";
+import type { Explanation } from "../placement/types.ts";
 import type { RegisterRequest } from "../protocol/agent_protocol.ts";
 
 /**
@@ -95,6 +97,8 @@ const MIGRATIONS: readonly string[] = [
   `,
   // 2: operator fabric overrides on nodes.
   `ALTER TABLE nodes ADD COLUMN fabric_overrides TEXT NOT NULL DEFAULT '{}';`,
+  // 3: a replica's last failure that retrying cannot change (ReplicaFailure, JSON).
+  `ALTER TABLE replicas ADD COLUMN failure TEXT;`,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */
@@ -222,12 +226,27 @@ export class SqliteStore implements ControlStore {
             deployment: row.deployment as string,
             index: row.replica_index as number,
             phase: row.phase as ReplicaPhase,
-            placement: this.#json<Placed | null>(row, "replicas", id, "placement", "object", true),
+            placement: this.#json<StoredPlacement | null>(
+              row,
+              "replicas",
+              id,
+              "placement",
+              "object",
+              true,
+            ),
             explanation: this.#json<Explanation | null>(
               row,
               "replicas",
               id,
               "explanation",
+              "object",
+              true,
+            ),
+            failure: this.#json<ReplicaFailure | null>(
+              row,
+              "replicas",
+              id,
+              "failure",
               "object",
               true,
             ),
@@ -243,11 +262,11 @@ export class SqliteStore implements ControlStore {
     return this.#do("put replica", () => {
       this.#stmt(
         `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation,
-           created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           failure, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
            replica_index = excluded.replica_index, phase = excluded.phase,
            placement = excluded.placement, explanation = excluded.explanation,
-           created_at = excluded.created_at, updated_at = excluded.updated_at`,
+           failure = excluded.failure, created_at = excluded.created_at, updated_at = excluded.updated_at`,
       ).run(
         r.id,
         r.deployment,
@@ -255,6 +274,7 @@ export class SqliteStore implements ControlStore {
         r.phase,
         nullableJson(r.placement),
         nullableJson(r.explanation),
+        nullableJson(r.failure ?? null),
         r.created_at,
         r.updated_at,
       );

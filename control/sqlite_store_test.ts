@@ -1,7 +1,7 @@
 /**
  * SqliteStore against the store contract, plus what only a file has:
  * surviving a restart, WAL, schema versions and refusing damaged files
- * (plan §11, §15).
+ * (design §11, §15).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The control plane's store (plan §11): one interface, so the embedded
+ * The control plane's store (design §11): one interface, so the embedded
  * SQLite store (the default) and a PostgreSQL store for a highly available
  * control plane are interchangeable. It holds what must survive a restart:
  * deployments, replicas and their placements, operator node state and node
@@ -12,6 +12,7 @@
  * @module
  */
 import type { Deployment } from "../deployment/schema.ts";
+import type { PlacementPorts } from "../engines/launch.ts";
 import type { Explanation, Placed } from "../placement/types.ts";
 import type { RegisterRequest } from "../protocol/agent_protocol.ts";
 
@@ -38,19 +39,47 @@ export interface StoredReplica {
   deployment: string;
   /** Its ordinal within the deployment. */
   index: number;
-  /** pending: waiting for a placement; placed: shards assigned; failed: being rebuilt. */
+  /**
+   * pending: waiting for a placement; placed: shards assigned; failed: its
+   * shards failed for a reason retrying cannot change, and it is no longer
+   * rebuilt (until its deployment changes).
+   */
   phase: ReplicaPhase;
-  /** The placement, when placed. */
-  placement: Placed | null;
-  /** The last placement attempt's explanation (plan §1.2). */
+  /** The placement and its ports, when placed. */
+  placement: StoredPlacement | null;
+  /** The last placement attempt's explanation (design §1.2). */
   explanation: Explanation | null;
+  /** The last failure that retrying cannot change; null when there was none. */
+  failure?: ReplicaFailure | null;
   /** When it was created. */
   created_at: number;
   /** When it last changed. */
   updated_at: number;
 }
 
-/** Operator intent on a node (plan §1.3): survives re-registration and restarts. */
+/** A placement as stored: where each shard runs, and the ports decided for it then. */
+export interface StoredPlacement extends Placed {
+  /** The ports, decided once at placement. */
+  ports: PlacementPorts;
+}
+
+/** A shard failure that retrying cannot change (the engine refused its arguments). */
+export interface ReplicaFailure {
+  /** The reason the agent reported. */
+  reason: string;
+  /** The shard that failed. */
+  shard_id: string;
+  /** Its node. */
+  node: string;
+  /** The end of the shard's log. */
+  log_tail: string[];
+  /** When it failed. */
+  at: number;
+  /** Placements in a row that failed this way. */
+  attempts: number;
+}
+
+/** Operator intent on a node (design §1.3): survives re-registration and restarts. */
 export type NodeIntent = "none" | "cordoned" | "draining";
 
 /** A node as stored. */
@@ -68,16 +97,16 @@ export interface StoredNode {
   /**
    * Operator fabric overrides over what the agent reports: a fabric renamed
    * (string) or excluded from placement (null). Fabric names are the
-   * operator's (plan §1.3, §5.2).
+   * operator's (design §1.3, §5.2).
    */
   fabric_overrides: Record<string, string | null>;
-  /** Desired-state generation; only ever increases (fencing, plan §10). */
+  /** Desired-state generation; only ever increases (fencing, design §10). */
   generation: number;
   /** When it last changed. */
   updated_at: number;
 }
 
-/** Something that happened, for the events list (plan §11, §13). */
+/** Something that happened, for the events list (design §11, §13). */
 export interface EventRecord {
   /** Increasing id. */
   id: number;
@@ -91,7 +120,7 @@ export interface EventRecord {
   message: string;
 }
 
-/** An API key for the gateway (plan §12), stored hashed. */
+/** An API key for the gateway (design §12), stored hashed. */
 export interface ApiKeyRecord {
   /** Key id (the key). */
   id: string;

@@ -1,5 +1,5 @@
 /**
- * The {@link ControlStore} contract as tests (plan §11, §15): every store
+ * The {@link ControlStore} contract as tests (design §11, §15): every store
  * (MemoryStore, SqliteStore, a later PostgreSQL store) runs the same suite,
  * so code tested against the in-memory store behaves the same on disk.
  *
@@ -17,10 +17,11 @@ import type {
   EventRecord,
   StoredDeployment,
   StoredNode,
+  StoredPlacement,
   StoredReplica,
 } from "./store.ts";
 import type { Deployment } from "../deployment/schema.ts";
-import type { Explanation, Placed } from "../placement/types.ts";
+import type { Explanation } from "../placement/types.ts";
 import type { RegisterRequest } from "../protocol/agent_protocol.ts";
 
 /** A store under test and how to dispose of it (close it, remove its files). */
@@ -76,8 +77,13 @@ export function explanation(): Explanation {
 }
 
 /** A single-node placement of `replicaId` on `node`. */
-export function placed(replicaId: string, deployment: string, node = "node-1"): Placed {
+export function placed(
+  replicaId: string,
+  deployment: string,
+  node = "node-1",
+): StoredPlacement {
   return {
+    ports: { http: { [`${replicaId}/0`]: 8000 }, rendezvous: 29500 },
     status: "placed",
     replica_id: replicaId,
     deployment,
@@ -111,6 +117,7 @@ export function storedReplica(
     phase: isPlaced ? "placed" : "pending",
     placement: isPlaced ? placed(id, deployment) : null,
     explanation: isPlaced ? explanation() : null,
+    failure: null,
     created_at: at,
     updated_at: at,
   };
@@ -199,6 +206,14 @@ const KINDS: Kind<any>[] = [
       phase: "failed",
       placement: null,
       explanation: { summary: "node lost", profiles: [] },
+      failure: {
+        reason: "unrecognized arguments: --max-model-lenn",
+        shard_id: `${r.id}/0`,
+        node: "node-1",
+        log_tail: ["usage: vllm serve", "error: unrecognized arguments: --max-model-lenn"],
+        at: r.updated_at + 1,
+        attempts: 3,
+      },
       updated_at: r.updated_at + 1,
     }),
     mutate: (r: StoredReplica) => {

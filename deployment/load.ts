@@ -1,6 +1,6 @@
 /**
- * Reading deployment files (plan §6.1): YAML or JSON, through the one zod
- * schema, then plan §6.2's validation. Every error names the field path.
+ * Reading deployment files (design §6.1): YAML or JSON, through the one zod
+ * schema, then design §6.2's validation. Every error names the field path.
  *
  * @module
  */

@@ -144,6 +144,58 @@ Deno.test("validation against the cluster: absent classes warn, fp8 below 8.9 is
   );
 });
 
+/** Compute capabilities seen per class: an A100-only class and an H100 one. */
+const AMPERE_AND_HOPPER = {
+  computeCapabilities: new Map([
+    ["a100-80g", new Set(["8.0"])],
+    ["h100-80g", new Set(["9.0"])],
+  ]),
+};
+
+/** A one-profile deployment on `cls` with `quantization`. */
+function quantized(engine: string, quantization: string, cls: string): string {
+  return `name: m\nmodel: org/m\nprofiles:\n  - {name: p, engine: ${engine}, gpu_class: ${cls}, ` +
+    `tensor_parallel: 2, quantization: ${quantization}}\n`;
+}
+
+// fp8 under other names, as the engines list them (deployment/quantization.ts).
+for (
+  const [engine, q, what] of [
+    ["vllm", "modelopt", "modelopt (an fp8 format)"],
+    ["sglang", "w8a8_fp8", "w8a8_fp8"],
+    ["sglang", "modelopt_fp8", "modelopt_fp8"],
+  ]
+) {
+  Deno.test(`${engine} ${q} is refused on an A100-only class and accepted on H100`, () => {
+    const e = assertThrows(
+      () =>
+        parseDeploymentText(quantized(engine, q, "a100-80g"), "d.yaml", {
+          classes: AMPERE_AND_HOPPER,
+        }),
+      DeploymentError,
+    ) as DeploymentError;
+    assertEquals(e.issues.map((i) => i.path), [["profiles", 0, "quantization"]]);
+    assertStringIncludes(
+      e.issues[0].message,
+      `profile "p": ${what} needs compute capability ≥ 8.9, but a100-80g GPUs have 8.0`,
+    );
+    const ok = parseDeploymentText(quantized(engine, q, "h100-80g"), "d.yaml", {
+      classes: AMPERE_AND_HOPPER,
+    });
+    assertEquals(ok.warnings, []);
+    assertEquals(ok.deployment.profiles[0].quantization, q);
+  });
+}
+
+Deno.test("a non-fp8 quantization is not refused on A100", () => {
+  for (const q of ["awq", "gptq_marlin", "modelopt_fp4", "compressed-tensors"]) {
+    const { warnings } = parseDeploymentText(quantized("vllm", q, "a100-80g"), "d.yaml", {
+      classes: AMPERE_AND_HOPPER,
+    });
+    assertEquals(warnings, [], q);
+  }
+});
+
 Deno.test("third-party engines are accepted when known", () => {
   const raw = {
     name: "m",

@@ -1,5 +1,5 @@
 /**
- * Deployments and profiles (plan §6): schema, loading and validation.
+ * Deployments and profiles (design §6): schema, loading and validation.
  *
  * @module
  */
@@ -14,11 +14,17 @@ export {
   BUILTIN_ENGINES,
   type ClassFacts,
   classFacts,
-  compareComputeCapability,
   type DeploymentIssue,
-  FP8_MIN_COMPUTE_CAPABILITY,
   resolveGpusPerNode,
   validateDeployment,
   type ValidateOptions,
   type ValidationResult,
 } from "./validate.ts";
+export {
+  compareComputeCapability,
+  FP8_MIN_COMPUTE_CAPABILITY,
+  fp8Capable,
+  fp8Requirement,
+  needsFp8Hardware,
+} from "./quantization.ts";
+export { type ParallelismProblem, parallelismProblems, type ParallelShape } from "./parallelism.ts";

@@ -1,11 +1,12 @@
 /**
- * Deployments and profiles (plan §6.1): one zod schema for YAML files, JSON
+ * Deployments and profiles (design §6.1): one zod schema for YAML files, JSON
  * files and the API, published as JSON Schema for editors. Field names are
  * snake_case on the wire.
  *
  * @module
  */
 import { z } from "zod";
+import { MAX_ENGINE_OPTIONS, MAX_ENV_VALUE_CHARS, MAX_ENV_VARS } from "../protocol/shard_launch.ts";
 
 /** A DNS-label-like name: lower-case letters, digits and '-', 1-63 characters. */
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -13,14 +14,14 @@ const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Label keys and values as operators write them (Kubernetes-style). */
 const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/;
 
-/** One way to run the model: engine, GPUs, parallelism (plan §6.1). */
+/** One way to run the model: engine, GPUs, parallelism (design §6.1). */
 export const ProfileSchema = z.object({
   name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
     .describe("Profile name, unique within the deployment."),
   engine: z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/, "must be an engine name such as vllm")
     .describe("Engine plugin: vllm, sglang, or a third-party plugin's name."),
   gpu_class: z.string().regex(/^[a-z0-9]+-\d+g$/, "must be a GPU class such as h100-80g")
-    .describe("GPU class (plan §2), e.g. h100-80g. Every GPU of a replica is of this class."),
+    .describe("GPU class, e.g. h100-80g. Every GPU of a replica is of this class."),
   tensor_parallel: z.number().int().min(1).max(1024)
     .describe("Tensor-parallel size (GPUs per pipeline stage)."),
   pipeline_parallel: z.number().int().min(1).max(256).default(1)
@@ -34,20 +35,25 @@ export const ProfileSchema = z.object({
     .describe("Extra engine arguments, appended to the command line."),
   env: z.record(
     z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
-    z.string(),
+    z.string().max(MAX_ENV_VALUE_CHARS),
   )
+    .refine((env) => Object.keys(env).length <= MAX_ENV_VARS, {
+      message: `must set at most ${MAX_ENV_VARS} variables`,
+    })
     .default({}).describe("Extra environment variables for the engine."),
   engine_options: z.record(
     z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, "must be an option name such as multi_node_backend"),
-    z.union([z.string(), z.number(), z.boolean()]),
-  ).default({}).describe(
+    z.union([z.string().max(4096), z.number(), z.boolean()]),
+  ).refine((o) => Object.keys(o).length <= MAX_ENGINE_OPTIONS, {
+    message: `must set at most ${MAX_ENGINE_OPTIONS} options`,
+  }).default({}).describe(
     "Engine-specific options the plugin understands, e.g. {multi_node_backend: ray} for vllm.",
   ),
   node_selector: z.record(z.string().regex(LABEL_KEY, "must be a label key"), z.string().max(253))
     .default({}).describe("Node labels that must all match."),
 }).strict();
 
-/** A deployment: a model, how many replicas, and profiles in priority order (plan §6.1). */
+/** A deployment: a model, how many replicas, and profiles in priority order (design §6.1). */
 export const DeploymentSchema = z.object({
   name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
     .describe("Deployment name."),
@@ -63,13 +69,13 @@ export const DeploymentSchema = z.object({
     .describe("Profiles in priority order: the first that fits is used."),
 }).strict();
 
-/** A profile with defaults applied and `gpus_per_node` resolved (plan §6.1). */
+/** A profile with defaults applied and `gpus_per_node` resolved (design §6.1). */
 export interface Profile {
   /** Profile name, unique within the deployment. */
   name: string;
-  /** Engine plugin name: vllm, sglang, or a plugin's (plan §8). */
+  /** Engine plugin name: vllm, sglang, or a plugin's (design §8). */
   engine: string;
-  /** GPU class (plan §2); every GPU of a replica is of this class. */
+  /** GPU class (design §2); every GPU of a replica is of this class. */
   gpu_class: string;
   /** Tensor-parallel size. */
   tensor_parallel: number;
@@ -91,7 +97,7 @@ export interface Profile {
   node_selector: Record<string, string>;
 }
 
-/** A deployment with defaults applied (plan §6.1). */
+/** A deployment with defaults applied (design §6.1). */
 export interface Deployment {
   /** Deployment name. */
   name: string;

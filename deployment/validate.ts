@@ -1,11 +1,13 @@
 /**
- * Validation before launch (plan §6.2): refuse, with a message naming the
+ * Validation before launch (design §6.2): refuse, with a message naming the
  * profile and the field, what cannot work, before anything runs.
  *
  * @module
  */
 import type { FieldPath, InputIssue } from "../validation/issues.ts";
 import type { ClusterNode } from "../inventory/types.ts";
+import { parallelismProblems } from "./parallelism.ts";
+import { fp8Capable, fp8Requirement, needsFp8Hardware } from "./quantization.ts";
 import type { Deployment, Profile } from "./schema.ts";
 
 /** One problem with a deployment. */
@@ -33,18 +35,8 @@ export interface ValidateOptions {
   classes?: ClassFacts;
 }
 
-/** The built-in engine names (plan §8). */
+/** The built-in engine names (design §8). */
 export const BUILTIN_ENGINES: ReadonlySet<string> = new Set(["vllm", "sglang"]);
-
-/** Minimum compute capability for fp8 (plan §6.2: refused below, not silently slower). */
-export const FP8_MIN_COMPUTE_CAPABILITY = "8.9";
-
-/** Compares compute capabilities such as "8.9" and "10.0" numerically. */
-export function compareComputeCapability(a: string, b: string): number {
-  const [am, an] = a.split(".").map(Number);
-  const [bm, bn] = b.split(".").map(Number);
-  return am !== bm ? am - bm : (an ?? 0) - (bn ?? 0);
-}
 
 /** Applies the one derived default: `gpus_per_node` = TP × PP / nodes when not given. */
 export function resolveGpusPerNode(
@@ -55,7 +47,7 @@ export function resolveGpusPerNode(
   return total % profile.nodes === 0 ? total / profile.nodes : null;
 }
 
-/** Checks plan §6.2's rules on a parsed deployment. */
+/** Checks design §6.2's rules on a parsed deployment. */
 export function validateDeployment(
   deployment: Deployment,
   options: ValidateOptions = {},
@@ -81,7 +73,7 @@ export function validateDeployment(
         message: `${name}: unknown engine "${p.engine}" (known: ${[...engines].sort().join(", ")})`,
       });
     }
-    for (const e of arithmeticErrors(p)) {
+    for (const e of parallelismProblems(p)) {
       errors.push({ path: at(e.field), message: `${name}: ${e.message}` });
     }
     const ccs = options.classes?.computeCapabilities.get(p.gpu_class);
@@ -91,46 +83,21 @@ export function validateDeployment(
         message: `${name}: no node in the cluster has ${p.gpu_class} GPUs`,
       });
     }
-    if (p.quantization === "fp8" && ccs !== undefined && ccs.size > 0) {
-      const low = [...ccs].filter((cc) =>
-        compareComputeCapability(cc, FP8_MIN_COMPUTE_CAPABILITY) < 0
-      );
+    if (needsFp8Hardware(p.quantization) && ccs !== undefined && ccs.size > 0) {
+      // Refused only when no GPU of the class could run it; placement then
+      // keeps the replica off the nodes whose GPUs cannot (design §6.2).
+      const low = [...ccs].filter((cc) => !fp8Capable(cc));
       if (low.length === ccs.size) {
         errors.push({
           path: at("quantization"),
-          message:
-            `${name}: fp8 needs compute capability ≥ ${FP8_MIN_COMPUTE_CAPABILITY}, but ${p.gpu_class} GPUs have ${
-              low.sort().join(", ")
-            } (engines would fall back to a slower weight-only path; choose another quantization or class)`,
+          message: `${name}: ${fp8Requirement(p.quantization)}, but ${p.gpu_class} GPUs have ${
+            low.sort().join(", ")
+          } (engines would fall back to a slower weight-only path; choose another quantization or class)`,
         });
       }
     }
   });
   return { errors, warnings };
-}
-
-/** The node × GPU × TP × PP arithmetic of plan §6.2. */
-function arithmeticErrors(p: Profile): { field: string; message: string }[] {
-  const out: { field: string; message: string }[] = [];
-  const gpus = p.nodes * p.gpus_per_node;
-  const needed = p.tensor_parallel * p.pipeline_parallel;
-  if (gpus !== needed) {
-    out.push({
-      field: "gpus_per_node",
-      message:
-        `nodes × gpus_per_node (${p.nodes} × ${p.gpus_per_node} = ${gpus}) must equal tensor_parallel × pipeline_parallel (${p.tensor_parallel} × ${p.pipeline_parallel} = ${needed})`,
-    });
-  }
-  const tp = p.tensor_parallel;
-  const g = p.gpus_per_node;
-  if (g % tp !== 0 && tp % g !== 0) {
-    out.push({
-      field: "tensor_parallel",
-      message:
-        `tensor_parallel ${tp} must divide the GPUs of a node (${g}) or span whole nodes (a multiple of ${g})`,
-    });
-  }
-  return out;
 }
 
 /** The GPU classes of a cluster and the compute capabilities seen for each, for validation. */

@@ -1,6 +1,6 @@
 /**
  * `nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv`:
- * who holds memory on which GPU (plan §5.1).
+ * who holds memory on which GPU (design §5.1).
  *
  * @module
  */
@@ -88,7 +88,7 @@ export interface OwnershipOptions {
 
 /**
  * Adds health problems for memory held by processes that are not llmgw's
- * (plan §5.1): a card someone else is using is not free in any useful sense.
+ * (design §5.1): a card someone else is using is not free in any useful sense.
  * Returns node-level problems (apps on GPUs that nvidia-smi did not list).
  */
 export function applyComputeApps(

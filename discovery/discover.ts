@@ -1,6 +1,6 @@
 /**
  * Discovery's shell: runs nvidia-smi and reads sysfs through the seams of
- * plan §5.5, then hands the text to the pure parsers. Never throws for bad
+ * design §5.5, then hands the text to the pure parsers. Never throws for bad
  * hardware or bad output: every failure is a problem in the inventory.
  *
  * @module
@@ -22,11 +22,11 @@ import type { Gpu, GpuSource, Inventory } from "./types.ts";
 
 /** Where discovery reads from, and what it counts as ours. */
 export interface DiscoveryOptions {
-  /** The nvidia-smi executable (plan §5.5 seam). Default `nvidia-smi` on PATH. */
+  /** The nvidia-smi executable (design §5.5 seam). Default `nvidia-smi` on PATH. */
   nvidiaSmi?: string;
-  /** The sysfs root (plan §5.5 seam). Default `/sys`. */
+  /** The sysfs root (design §5.5 seam). Default `/sys`. */
   sysfsRoot?: string;
-  /** The operator's fabric assignment (plan §5.2). */
+  /** The operator's fabric assignment (design §5.2). */
   fabrics?: FabricConfig;
   /** Pids of llmgw's own engine processes, whose GPU memory is expected. */
   ownPids?: ReadonlySet<number>;

@@ -1,5 +1,5 @@
 /**
- * Operator-named fabrics (plan §5.2): which HCAs of this node belong to which
+ * Operator-named fabrics (design §5.2): which HCAs of this node belong to which
  * fabric is configuration, never derived (equal GID prefixes prove nothing:
  * OpenSM's default subnet prefix is fe80:: everywhere).
  *

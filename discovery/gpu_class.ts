@@ -1,5 +1,5 @@
 /**
- * GPU classes (plan §2): two GPUs are interchangeable only if they are the
+ * GPU classes (design §2): two GPUs are interchangeable only if they are the
  * same product with the same memory. The class is `<model>-<GiB>g`.
  *
  * @module
@@ -52,7 +52,7 @@ const MEMORY_TOKEN = /^\d+(gb|g|gib)$/;
 
 /**
  * Derives the GPU class used for placement from the product name nvidia-smi
- * prints and the driver's total memory in MiB (plan §2).
+ * prints and the driver's total memory in MiB (design §2).
  *
  * - The model token is the first word of the lower-cased name, after dropping
  *   vendor words (nvidia, tesla, geforce, quadro), that contains a digit and
@@ -65,7 +65,7 @@ const MEMORY_TOKEN = /^\d+(gb|g|gib)$/;
  *   `h100-80g`, "NVIDIA RTX 6000 Ada Generation" is `rtx6000ada-48g` while
  *   "Quadro RTX 6000" is `rtx6000-24g`.
  * - The size is the driver's MiB / 1024, rounded: an L40S reports 46068 MiB,
- *   so it is `l40s-45g` whatever the box says (plan §2: consistency matters
+ *   so it is `l40s-45g` whatever the box says (design §2: consistency matters
  *   more than the marketing number, because the number decides what fits).
  *
  * @param name The product name as nvidia-smi prints it, e.g. "NVIDIA L40S".

@@ -31,7 +31,7 @@ const cases: [name: string, mib: number, expected: string][] = [
   ["Graphics Device", 81559, "graphicsdevice-80g"],
 ];
 
-Deno.test("gpuClass derives plan §2 classes from real product names", () => {
+Deno.test("gpuClass derives design §2 classes from real product names", () => {
   for (const [name, mib, expected] of cases) {
     assertEquals(gpuClass(name, mib), expected, `${name} (${mib} MiB)`);
   }

@@ -1,5 +1,5 @@
 /**
- * `nvidia-smi --query-gpu=… --format=csv` rows to GPUs (plan §5.1).
+ * `nvidia-smi --query-gpu=… --format=csv` rows to GPUs (design §5.1).
  *
  * @module
  */

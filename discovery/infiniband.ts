@@ -1,5 +1,5 @@
 /**
- * InfiniBand and RoCE adapters from `<sysfs>/class/infiniband` (plan §5.2).
+ * InfiniBand and RoCE adapters from `<sysfs>/class/infiniband` (design §5.2).
  *
  * @module
  */
@@ -59,7 +59,7 @@ const MAX_GIDS = 256;
 
 /**
  * Reads every adapter under `<root>/class/infiniband`. A missing directory is
- * a node without RDMA (a single-node island, plan §5.2), not an error.
+ * a node without RDMA (a single-node island, design §5.2), not an error.
  * Missing or malformed attribute files become problems on that adapter.
  */
 export async function readInfinibandAdapters(

@@ -1,5 +1,5 @@
 /**
- * Hardware discovery (plan §5): GPUs through nvidia-smi, InfiniBand and RoCE
+ * Hardware discovery (design §5): GPUs through nvidia-smi, InfiniBand and RoCE
  * adapters through sysfs, fabric attachments from the operator's assignment.
  *
  * @module

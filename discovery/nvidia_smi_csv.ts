@@ -1,6 +1,6 @@
 /**
  * nvidia-smi's `--format=csv` output, read by its header row so that any
- * field order and subset works (plan §5.1).
+ * field order and subset works (design §5.1).
  *
  * @module
  */
@@ -53,7 +53,7 @@ const HEADER_COLUMN = /^([A-Za-z][A-Za-z0-9_.]*)(?:\s*\[([^\]]+)\])?$/;
 
 /**
  * Values that mean "the driver does not know or will not say". They become
- * `null`, never zero (plan §5.1).
+ * `null`, never zero (design §5.1).
  */
 const UNKNOWN_VALUES = new Set([
   "[n/a]",
@@ -65,7 +65,7 @@ const UNKNOWN_VALUES = new Set([
   "",
 ]);
 
-/** Values that mean the GPU itself is in trouble: a health problem (plan §5.1). */
+/** Values that mean the GPU itself is in trouble: a health problem (design §5.1). */
 const ERROR_VALUES = new Set([
   "[unknown error]",
   "unknown error",

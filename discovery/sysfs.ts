@@ -1,5 +1,5 @@
 /**
- * Small, bounded reads of sysfs attribute files (plan §5.5: the root is a
+ * Small, bounded reads of sysfs attribute files (design §5.5: the root is a
  * seam, so tests and the demo read fixture trees on the production path).
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * `nvidia-smi topo -m`: NVLink peers and NUMA affinity per GPU (plan §5.1).
+ * `nvidia-smi topo -m`: NVLink peers and NUMA affinity per GPU (design §5.1).
  *
  * @module
  */

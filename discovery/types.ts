@@ -1,13 +1,13 @@
 /**
- * The node inventory as the scheduler sees it (plan §4, §5). These are wire
+ * The node inventory as the scheduler sees it (design §4, §5). These are wire
  * types: the JSON `llmgw agent inventory --json` prints and the agent sends
  * when it registers, so their field names are snake_case. Unknown values are
- * `null`, never a silent zero (plan §5.1).
+ * `null`, never a silent zero (design §5.1).
  *
  * @module
  */
 
-/** Conditions that keep a GPU out of placement (plan §5.1). */
+/** Conditions that keep a GPU out of placement (design §5.1). */
 export interface GpuHealth {
   /** Uncorrected volatile ECC errors; `null` when the driver does not report them. */
   ecc_errors: number | null;
@@ -17,7 +17,7 @@ export interface GpuHealth {
   problems: string[];
 }
 
-/** One GPU on a node (plan §5.1). */
+/** One GPU on a node (design §5.1). */
 export interface Gpu {
   /** nvidia-smi's index, the number `CUDA_VISIBLE_DEVICES` uses. */
   index: number;
@@ -25,13 +25,13 @@ export interface Gpu {
   uuid: string | null;
   /** The name, as printed by its source. */
   name: string | null;
-  /** The placement class (plan §2), e.g. `h100-80g`; `null` when name or memory is unknown. */
+  /** The placement class (design §2), e.g. `h100-80g`; `null` when name or memory is unknown. */
   class: string | null;
   /** Total memory in MiB as the driver reports it. */
   memory_total_mb: number | null;
   /** Memory in use in MiB. */
   memory_used_mb: number | null;
-  /** e.g. "9.0"; gates fp8 (plan §6.2). */
+  /** e.g. "9.0"; gates fp8 (design §6.2). */
   compute_capability: string | null;
   /** NUMA node; `null` when unknown or the machine has none. */
   numa_node: number | null;
@@ -43,14 +43,14 @@ export interface Gpu {
   cuda_version: string | null;
   /** Indices of GPUs reachable over NVLink (`NV#` in `nvidia-smi topo -m`), sorted. */
   nvlink_peers: number[];
-  /** Health conditions (plan §5.1). */
+  /** Health conditions (design §5.1). */
   health: GpuHealth;
 }
 
 /** The link layer of an RDMA port: native InfiniBand, or RoCE over Ethernet. */
 export type LinkLayer = "infiniband" | "roce";
 
-/** One port of an InfiniBand/RoCE adapter (plan §5.2). */
+/** One port of an InfiniBand/RoCE adapter (design §5.2). */
 export interface HcaPort {
   /** The port number (1-based, as in sysfs). */
   port: number;
@@ -96,7 +96,7 @@ export interface FabricPort {
   roce_v2_gid_index: number | null;
 }
 
-/** A node's attachment to an operator-named fabric (plan §5.2). */
+/** A node's attachment to an operator-named fabric (design §5.2). */
 export interface FabricAttachment {
   /** The operator's fabric name. */
   fabric: string;

@@ -1,6 +1,6 @@
 /**
  * Helpers for engine command lines: refusing extra arguments that set a flag
- * llmgw owns, instead of producing a conflicting command line (plan §8).
+ * llmgw owns, instead of producing a conflicting command line (design §8).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Third-party engines as executables (plan §8, docs/plugins.md). A compiled
+ * Third-party engines as executables (design §8, docs/plugins.md). A compiled
  * llmgw binary cannot import a module it was not built with, but it can run
  * a program: an executable named `llmgw-engine-<name>` in a plugin directory
  * speaks the JSON protocol of engines/plugin_sdk.ts. Any language works.
@@ -28,7 +28,7 @@ export interface EngineDriver {
   source: string;
   /** Quantizations it accepts. */
   quantizations: readonly string[];
-  /** How to ask a host for the installed version (plan §14). */
+  /** How to ask a host for the installed version (design §14). */
   version_command: readonly string[];
   /** Checks one shard and builds its command, environment and probes. */
   prepare(launch: ShardLaunch): Promise<ShardSpec>;
@@ -157,7 +157,7 @@ export async function loadExecPlugin(
           metrics: null,
         };
       }
-      // The same shared checks and NCCL environment as built-in engines (plan §5.3).
+      // The same shared checks and NCCL environment as built-in engines (design §5.3).
       return finishShard(d.name, launch, d.quantizations, answer);
     },
   };

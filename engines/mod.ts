@@ -1,6 +1,6 @@
 /**
- * Engine plugins (plan §8): the interface, the shared GPU/NCCL environment
- * (plan §5.3), the built-in vLLM and SGLang plugins, executable plugins and
+ * Engine plugins (design §8): the interface, the shared GPU/NCCL environment
+ * (design §5.3), the built-in vLLM and SGLang plugins, executable plugins and
  * the SDK for writing one (docs/plugins.md).
  *
  * @module
@@ -16,7 +16,23 @@ export {
 export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
 export { commonProblems, finishShard, prepareShard, type ShardSpec } from "./prepare.ts";
 export { compareVersions, ownedFlagProblems } from "./args.ts";
-export { DEFAULT_PORTS, PORT_STRIDE, type PortPlan, shardLaunches, shardPort } from "./launch.ts";
+export {
+  DEFAULT_PORTS,
+  derivePorts,
+  type PlacementPorts,
+  PORT_STRIDE,
+  type PortPlan,
+  shardLaunches,
+  shardPort,
+} from "./launch.ts";
+export {
+  checkEngines,
+  engineIssues,
+  type EngineLookup,
+  problemField,
+  representativeLaunch,
+} from "./check_deployment.ts";
+export { parseShardLaunch } from "../protocol/shard_launch.ts";
 export {
   type EngineDriver,
   EnginePluginError,

@@ -47,7 +47,7 @@ export interface PluginDescription {
   name: string;
   /** Quantizations it accepts. */
   quantizations: string[];
-  /** How to ask a host for the installed version (plan §14). */
+  /** How to ask a host for the installed version (design §14). */
   version_command: string[];
 }
 
@@ -90,6 +90,9 @@ export async function serveEnginePlugin(plugin: EnginePlugin, io?: PluginIo): Pr
         return 0;
       }
       case "shard": {
+        // The agent validated the launch against its schema before sending it
+        // (protocol/shard_launch.ts); the SDK takes no dependencies, so plugins
+        // run with `--no-config`, and checks only the format version here.
         const launch = JSON.parse(await readInput()) as ShardLaunch;
         if (launch?.api_version !== ENGINE_API_VERSION) {
           error(

@@ -1,11 +1,12 @@
 /**
  * Turning a plugin's answer into what runs: the checks every engine shares
- * (plan §6.2), then the environment merge in which llmgw's GPU and NCCL
- * variables (plan §5.3) always win.
+ * (design §6.2), then the environment merge in which llmgw's GPU and NCCL
+ * variables (design §5.3) always win.
  *
  * @module
  */
-import { compareComputeCapability, FP8_MIN_COMPUTE_CAPABILITY } from "../deployment/validate.ts";
+import { parallelismProblems } from "../deployment/parallelism.ts";
+import { fp8Capable, fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import { askPlugin, type PluginAnswer } from "./plugin_sdk.ts";
 import { shardEnv, shardEnvProblems } from "./shard_env.ts";
 import {
@@ -27,13 +28,13 @@ export interface ShardSpec {
   problems: string[];
   /** argv and the full environment llmgw adds (profile, engine, then llmgw's own). */
   command: EngineCommand | null;
-  /** Liveness and readiness (plan §9.3). */
+  /** Liveness and readiness (design §9.3). */
   probes: EngineProbes | null;
   /** Metric names for the gateway's load signals. */
   metrics: MetricNames | null;
 }
 
-/** The checks every engine shares (plan §6.2), given the engine's quantizations. */
+/** The checks every engine shares (design §6.2), given the engine's quantizations. */
 export function commonProblems(launch: ShardLaunch, quantizations: readonly string[]): string[] {
   const p = launch.profile;
   const name = `profile "${p.name}"`;
@@ -41,10 +42,10 @@ export function commonProblems(launch: ShardLaunch, quantizations: readonly stri
   if (launch.api_version !== ENGINE_API_VERSION) {
     problems.push(`launch format ${launch.api_version} is not ${ENGINE_API_VERSION}`);
   }
-  if (p.nodes * p.gpus_per_node !== p.tensor_parallel * p.pipeline_parallel) {
-    problems.push(
-      `${name}: nodes × gpus_per_node (${p.nodes} × ${p.gpus_per_node}) must equal tensor_parallel × pipeline_parallel (${p.tensor_parallel} × ${p.pipeline_parallel})`,
-    );
+  // The deployment rule again (design §6.2): a launch built from a profile
+  // that skipped validation must not start a mis-sized engine.
+  for (const e of parallelismProblems(p)) {
+    problems.push(`${name}: cannot launch: ${e.message}`);
   }
   if (launch.gpus.length !== p.gpus_per_node) {
     problems.push(
@@ -59,21 +60,16 @@ export function commonProblems(launch: ShardLaunch, quantizations: readonly stri
   const classes = [...new Set(launch.gpus.map((g) => g.class))];
   if (classes.length > 1) {
     problems.push(
-      `${name}: a tensor-parallel group mixes GPU classes ${classes.join(", ")} (plan §1.1)`,
+      `${name}: a tensor-parallel group mixes GPU classes ${classes.join(", ")} (design §1.1)`,
     );
   }
-  if (/fp8/.test(p.quantization)) {
-    const low = launch.gpus.filter((g) =>
-      g.compute_capability === null ||
-      compareComputeCapability(g.compute_capability, FP8_MIN_COMPUTE_CAPABILITY) < 0
-    );
-    if (low.length > 0) {
+  if (needsFp8Hardware(p.quantization)) {
+    const low = launch.gpus.find((g) => !fp8Capable(g.compute_capability));
+    if (low !== undefined) {
       problems.push(
-        `${name}: ${p.quantization} needs compute capability ≥ ${FP8_MIN_COMPUTE_CAPABILITY}; GPU ${
-          low[0].index
-        } reports ${
-          low[0].compute_capability ?? "unknown"
-        } (refused rather than silently slower, plan §6.2)`,
+        `${name}: ${fp8Requirement(p.quantization)}; GPU ${low.index} reports ${
+          low.compute_capability ?? "unknown"
+        } (refused rather than silently slower, design §6.2)`,
       );
     }
   }

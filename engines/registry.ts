@@ -1,6 +1,6 @@
 /**
  * The engines llmgw knows: vLLM and SGLang built in, plus executable
- * plugins (plan §8). The placement result names the engine; the supervisor
+ * plugins (design §8). The placement result names the engine; the supervisor
  * and `llmgw plan` look its driver up here.
  *
  * @module
@@ -46,6 +46,11 @@ export class EngineRegistry {
     }
   }
 
+  /** The built-in engines only. */
+  static builtin(): EngineRegistry {
+    return new EngineRegistry(BUILTIN_PLUGINS.map((p) => inProcessDriver(p)));
+  }
+
   /** The built-in engines plus the executable plugins found in `pluginDirs`. */
   static async load(pluginDirs: readonly string[] = []): Promise<EngineRegistry> {
     const { drivers, problems } = await loadExecPlugins(pluginDirs);
@@ -60,7 +65,7 @@ export class EngineRegistry {
     return this.#drivers.get(name);
   }
 
-  /** Every engine name (for deployment validation, plan §6.2). */
+  /** Every engine name (for deployment validation, design §6.2). */
   names(): Set<string> {
     return new Set(this.#drivers.keys());
   }

@@ -1,14 +1,14 @@
 /**
- * The built-in SGLang engine plugin (plan §8): one `python3 -m
+ * The built-in SGLang engine plugin (design §8): one `python3 -m
  * sglang.launch_server` per shard, following SGLang's own multi-node recipe
- * (the same command on every node, only `--node-rank` differs; ENGINES.md
+ * (the same command on every node, only `--node-rank` differs; engine reference
  * §2.2). Pure: it builds argv and probes, it never runs anything.
  *
  * Flags were checked against SGLang's argument declarations
  * (`python/sglang/srt/arg_groups/fields/{model,parallel,serving,
  * observability,device}.py`, `arg_groups/choices.py`) and the multi-node
  * deployment docs (docs.sglang.io). The GPU and NCCL environment is not built
- * here: prepare.ts merges the shared one (plan §5.3) over whatever a plugin
+ * here: prepare.ts merges the shared one (design §5.3) over whatever a plugin
  * returns.
  *
  * @example Build a single-node shard's command
@@ -41,9 +41,9 @@ import type {
  * experimental ones (`unquant`, `humming`, `nvfp4_online`, `modelopt_mixed`,
  * `auto-round*`, `mxfp8`).
  *
- * The fp8 family (`fp8`, `w8a8_fp8`, `modelopt_fp8`, `w4afp8`) is refused
- * below compute capability 8.9 by the shared checks (plan §6.2, prepare.ts),
- * not here.
+ * The fp8 ones (`fp8`, `w8a8_fp8`, `w4afp8`, `modelopt_fp8`, and `modelopt`,
+ * which defaults to FP8) are refused below compute capability 8.9 by the
+ * shared checks (design §6.2, deployment/quantization.ts), not here.
  */
 export const SGLANG_QUANTIZATIONS: readonly string[] = [
   "none",
@@ -66,7 +66,7 @@ export const SGLANG_QUANTIZATIONS: readonly string[] = [
 ];
 
 /**
- * Flags llmgw sets from the profile and placement (plan §8), with SGLang's
+ * Flags llmgw sets from the profile and placement (design §8), with SGLang's
  * aliases (`--model`, `--tensor-parallel-size`, `--nccl-init-addr`, …). An
  * engine_args entry naming one, or an argparse abbreviation of one (`--tp`
  * is how SGLang's own docs write `--tp-size`), is refused rather than left
@@ -107,8 +107,8 @@ const INCOMPATIBLE_FLAGS: ReadonlyMap<string, string> = new Map([
   ],
   [
     // SGLang's key middleware exempts /health and /metrics but not
-    // /v1/models, so readiness (plan §9.3) would never pass, and the
-    // gateway, which authenticates clients itself (plan §12), holds no key.
+    // /v1/models, so readiness (design §9.3) would never pass, and the
+    // gateway, which authenticates clients itself (design §12), holds no key.
     "--api-key",
     "an engine API key makes /v1/models answer 401, so readiness never passes and the gateway cannot route; the gateway authenticates clients",
   ],
@@ -151,7 +151,7 @@ function loadingProgress(): ProgressPattern[] {
   return LOADING_PROGRESS.map((p) => ({ ...p }));
 }
 
-/** Metric names; stable across SGLang versions that have `--enable-metrics` (ENGINES.md §2.4). */
+/** Metric names; stable across SGLang versions that have `--enable-metrics` (engine reference §2.4). */
 const METRICS: MetricNames = {
   running: ["sglang:num_running_reqs"],
   waiting: ["sglang:num_queue_reqs"],
@@ -183,8 +183,8 @@ function validate(launch: ShardLaunch): string[] {
     );
   }
   // fp8 below compute capability 8.9 is refused by the shared checks
-  // (prepare.ts, plan §6.2). Left alone, SGLang would run it weight-only
-  // through Marlin on SM 8.0-8.8 (PR #8990; ENGINES.md §3): a silent slow path.
+  // (prepare.ts, design §6.2). Left alone, SGLang would run it weight-only
+  // through Marlin on SM 8.0-8.8 (PR #8990; engine reference §3): a silent slow path.
   return problems;
 }
 
@@ -199,7 +199,7 @@ function command(launch: ShardLaunch): EngineCommand {
     "--served-model-name",
     launch.served_model_name,
     // SGLang binds 127.0.0.1 by default; the gateway routes from elsewhere
-    // (plan §8). Ranks ≥ 1 bind the same --host/--port for their dummy
+    // (design §8). Ranks ≥ 1 bind the same --host/--port for their dummy
     // health server only (engine.py `launch_dummy_health_check_server`), so
     // 0.0.0.0 is right there too and keeps the command the same on every node.
     "--host",
@@ -208,18 +208,18 @@ function command(launch: ShardLaunch): EngineCommand {
     // it on its own node, where the leader's port may belong to another shard.
     "--port",
     String(launch.port),
-    // The total across nodes (ENGINES.md §2.2). The full name: `--tp` only
+    // The total across nodes (engine reference §2.2). The full name: `--tp` only
     // works through argparse abbreviation.
     "--tp-size",
     String(p.tensor_parallel),
   ];
   if (p.pipeline_parallel > 1) argv.push("--pp-size", String(p.pipeline_parallel));
   if (p.quantization !== "none") argv.push("--quantization", p.quantization);
-  // Off by default; the gateway's load signals read /metrics (ENGINES.md §2.4).
+  // Off by default; the gateway's load signals read /metrics (engine reference §2.4).
   argv.push("--enable-metrics");
   if (launch.world.nodes > 1) {
     // SGLang's recipe: the same launch on every node, only --node-rank
-    // differs; --dist-init-addr is rank 0's rendezvous address (plan §8).
+    // differs; --dist-init-addr is rank 0's rendezvous address (design §8).
     argv.push(
       "--nnodes",
       String(launch.world.nodes),
@@ -230,15 +230,15 @@ function command(launch: ShardLaunch): EngineCommand {
     );
   }
   argv.push(...p.engine_args);
-  // The GPU and NCCL environment is the shared one (plan §5.3), merged by prepare.ts.
+  // The GPU and NCCL environment is the shared one (design §5.3), merged by prepare.ts.
   return { argv, env: {} };
 }
 
 function probes(launch: ShardLaunch): EngineProbes {
   if (launch.rank > 0) {
     // Ranks ≥ 1 serve no API. Once their schedulers are up they do start a
-    // dummy server whose /health is an unconditional 200 (ENGINES.md §2.2),
-    // but that says nothing about the replica (plan §9.3), its existence and
+    // dummy server whose /health is an unconditional 200 (engine reference §2.2),
+    // but that says nothing about the replica (design §9.3), its existence and
     // reachability vary by version (sglang PR #12297 fixed it being
     // unreachable), and the replica's readiness already waits for every rank:
     // rank 0's /health runs a generation through all of them. So, as for any
@@ -248,10 +248,10 @@ function probes(launch: ShardLaunch): EngineProbes {
   return {
     serves_http: true,
     // Process alive only. /health answers 503 during warm-up and when its
-    // 1-token generation times out under load (ENGINES.md §2.3), so a
+    // 1-token generation times out under load (engine reference §2.3), so a
     // /health liveness check would kill warming or busy engines.
     liveness: [],
-    // Plan §9.3: /health 200 (warm-up done; 503 before) and /v1/models listing
+    // Design §9.3: /health 200 (warm-up done; 503 before) and /v1/models listing
     // the served name (it answers 200 as soon as the port opens, so alone it
     // proves nothing; together they also catch a wrong --served-model-name).
     readiness: [
@@ -280,12 +280,12 @@ export function parseSglangVersion(output: string): string | null {
   return null;
 }
 
-/** The SGLang engine plugin (plan §8). */
+/** The SGLang engine plugin (design §8). */
 export const sglangPlugin: EnginePlugin = {
   name: "sglang",
   quantizations: SGLANG_QUANTIZATIONS,
   // Package metadata, not `import sglang`: no torch/CUDA initialisation and no
-  // import-time warnings, and it never starts a server (plan §14).
+  // import-time warnings, and it never starts a server (design §14).
   version_command: [
     "python3",
     "-c",

@@ -1,12 +1,13 @@
 /**
- * Table tests of the SGLang plugin (plan §8, §9.3, §15): exact command lines
+ * Table tests of the SGLang plugin (design §8, §9.3, §15): exact command lines
  * and environments for single- and multi-node shards, run both directly and
- * through prepareShard (the shared checks and the plan §5.3 environment),
+ * through prepareShard (the shared checks and the design §5.3 environment),
  * refusals, probes, loading-progress patterns on real SGLang log lines,
  * metric names and version parsing.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import type { FabricPort } from "../discovery/types.ts";
+import { needsFp8Hardware } from "../deployment/quantization.ts";
 import { prepareShard } from "./prepare.ts";
 import { parseSglangVersion, SGLANG_QUANTIZATIONS, sglangPlugin } from "./sglang.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
@@ -140,7 +141,7 @@ Deno.test("sglang: single-node shards, exact argv and environment", async (t) =>
       assertEquals(sglangPlugin.command(launch), { argv: c.argv, env: {} });
       const spec = prepareShard(sglangPlugin, launch);
       assertEquals(spec.problems, []);
-      // A single-node shard gets the GPU variables and nothing for NCCL (plan §5.3).
+      // A single-node shard gets the GPU variables and nothing for NCCL (design §5.3).
       assertEquals(spec.command, {
         argv: c.argv,
         env: { CUDA_DEVICE_ORDER: "PCI_BUS_ID", CUDA_VISIBLE_DEVICES: c.visible },
@@ -168,7 +169,7 @@ Deno.test("sglang: multi-node shards, exact argv per rank", async (t) => {
       ],
     },
     {
-      // The same command; only --node-rank differs (ENGINES.md §2.2).
+      // The same command; only --node-rank differs (engine reference §2.2).
       name: "2×8 TP16, rank 1",
       launch: shard({ nodes: 2, rank: 1, gpus: EIGHT }),
       argv: [
@@ -231,7 +232,7 @@ Deno.test("sglang: multi-node shards, exact argv per rank", async (t) => {
   }
 });
 
-Deno.test("sglang: the fabric decides the NCCL environment (plan §5.3)", async (t) => {
+Deno.test("sglang: the fabric decides the NCCL environment (design §5.3)", async (t) => {
   const cases: { name: string; fabric: "ib" | "roce"; env: Record<string, string> }[] = [
     { name: "InfiniBand: no GID index", fabric: "ib", env: IB_ENV },
     {
@@ -272,6 +273,20 @@ Deno.test("sglang: quantization", async (t) => {
       assertEquals(i === -1 ? null : argv[i + 1], q === "none" ? null : q, q);
     }
   });
+  await t.step("the fp8 ones the plugin offers are the ones the shared rule refuses", () => {
+    // From SGLang's sources (deployment/quantization.ts): these compute in fp8.
+    assertEquals(SGLANG_QUANTIZATIONS.filter(needsFp8Hardware), [
+      "fp8",
+      "w8a8_fp8",
+      "w4afp8",
+      "modelopt",
+      "modelopt_fp8",
+    ]);
+    for (const q of SGLANG_QUANTIZATIONS.filter(needsFp8Hardware)) {
+      const spec = prepareShard(sglangPlugin, shard({ quantization: q, cc: "8.0" }));
+      assertStringIncludes(spec.problems.join("\n"), "needs compute capability ≥ 8.9", q);
+    }
+  });
   await t.step("fp8 on compute capability 9.0 is allowed", () => {
     const spec = prepareShard(sglangPlugin, shard({ gpus: [0, 1], quantization: "fp8" }));
     assertEquals(spec.problems, []);
@@ -290,6 +305,16 @@ Deno.test("sglang: quantization", async (t) => {
       name: "w8a8_fp8 on compute capability 8.6 is refused too",
       launch: shard({ quantization: "w8a8_fp8", cc: "8.6" }),
       includes: "w8a8_fp8 needs compute capability ≥ 8.9",
+    },
+    {
+      name: "modelopt (FP8 by default) on compute capability 8.0 is refused too",
+      launch: shard({ quantization: "modelopt", cc: "8.0" }),
+      includes: "modelopt (an fp8 format) needs compute capability ≥ 8.9; GPU 0 reports 8.0",
+    },
+    {
+      name: "w4afp8 on an unknown compute capability is refused",
+      launch: shard({ quantization: "w4afp8", cc: null }),
+      includes: "w4afp8 needs compute capability ≥ 8.9; GPU 0 reports unknown",
     },
     {
       name: "an unsupported quantization is refused",
@@ -332,6 +357,28 @@ Deno.test("sglang: extra engine args are appended after llmgw's", () => {
     ...["--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.0.0.1:29500"],
     ...["--dist-timeout", "1800"],
   ]);
+});
+
+Deno.test("sglang: a profile whose parallelism does not add up is refused at launch", () => {
+  // The deployment rule (deployment/parallelism.ts), checked again before anything starts.
+  const cases: { launch: ShardLaunch; problem: string }[] = [
+    {
+      launch: shard({ gpus: [0, 1], tp: 4 }),
+      problem:
+        'profile "p": cannot launch: nodes × gpus_per_node (1 × 2 = 2) must equal tensor_parallel × pipeline_parallel (4 × 1 = 4)',
+    },
+    {
+      // 3 nodes × 4 GPUs = TP 6 × PP 2, but a TP group of 6 would straddle nodes of 4.
+      launch: shard({ gpus: [0, 1, 2, 3], nodes: 3, tp: 6, pp: 2 }),
+      problem:
+        'profile "p": cannot launch: tensor_parallel 6 must divide the GPUs of a node (4) or span whole nodes (a multiple of 4)',
+    },
+  ];
+  for (const c of cases) {
+    const spec = prepareShard(sglangPlugin, c.launch);
+    assertEquals(spec.command, null);
+    assertOk(spec.problems.includes(c.problem), spec.problems.join("\n"));
+  }
 });
 
 Deno.test("sglang: engine args that conflict with llmgw are refused", async (t) => {
@@ -408,7 +455,7 @@ Deno.test("sglang: probes", async (t) => {
     for (const launch of [shard(), shard({ nodes: 2, rank: 0, gpus: EIGHT })]) {
       const p = sglangPlugin.probes(launch);
       assertEquals(p.serves_http, true);
-      // /health is 503 during warm-up: never a liveness check (ENGINES.md §2.3).
+      // /health is 503 during warm-up: never a liveness check (engine reference §2.3).
       assertEquals(p.liveness, []);
       assertEquals(p.readiness, [
         { path: "/health", expect_status: 200 },

@@ -1,5 +1,5 @@
 /**
- * The one place that builds a shard's GPU and NCCL environment (plan §5.3),
+ * The one place that builds a shard's GPU and NCCL environment (design §5.3),
  * shared by every engine plugin, built-in or not. Its variables override
  * anything a plugin or profile sets, and a profile may not set them at all.
  *
@@ -64,7 +64,7 @@ export function shardEnvProblems(launch: ShardLaunch): string[] {
   for (const key of Object.keys(launch.profile.env)) {
     if (OWNED_ENV.has(key)) {
       problems.push(
-        `profile "${launch.profile.name}": env ${key} is set by llmgw (plan §5.3); remove it from the profile`,
+        `profile "${launch.profile.name}": env ${key} is set by llmgw (design §5.3); remove it from the profile`,
       );
     }
   }
@@ -72,7 +72,7 @@ export function shardEnvProblems(launch: ShardLaunch): string[] {
   const at = `shard ${launch.shard_id} on node ${launch.node.id}`;
   if (launch.fabric === null || launch.fabric.ports.length === 0) {
     problems.push(
-      `${at}: a multi-node replica needs the fabric's adapters on every node (plan §5.3)`,
+      `${at}: a multi-node replica needs the fabric's adapters on every node (design §5.3)`,
     );
     return problems;
   }

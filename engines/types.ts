@@ -1,8 +1,8 @@
 /**
- * The engine plugin interface (plan §8). A plugin turns one shard's launch
+ * The engine plugin interface (design §8). A plugin turns one shard's launch
  * description into a command line, an environment and readiness probes. It
  * is pure: it never starts or watches a process (the supervisor does,
- * plan §9). The same interface serves built-in plugins (vLLM, SGLang) and
+ * design §9). The same interface serves built-in plugins (vLLM, SGLang) and
  * third-party ones, in process or as an executable speaking JSON
  * (docs/plugins.md).
  *
@@ -16,7 +16,7 @@ import type { FabricPort } from "../discovery/types.ts";
 /** The version of the launch/response format; bumped on incompatible changes. */
 export const ENGINE_API_VERSION = 1;
 
-/** The profile fields a plugin needs (plan §6.1). */
+/** The profile fields a plugin needs (design §6.1). */
 export interface LaunchProfile {
   /** Profile name. */
   name: string;
@@ -42,7 +42,7 @@ export interface LaunchProfile {
 export interface LaunchGpu {
   /** nvidia-smi index (what CUDA_VISIBLE_DEVICES lists, with CUDA_DEVICE_ORDER=PCI_BUS_ID). */
   index: number;
-  /** GPU class (plan §2). */
+  /** GPU class (design §2). */
   class: string;
   /** Compute capability, e.g. "9.0"; null when unknown. */
   compute_capability: string | null;
@@ -60,7 +60,29 @@ export interface LaunchWorld {
   leader_http_port: number;
 }
 
-/** Everything a plugin receives to build one shard. */
+/** The replica's fabric and this node's active ports on it. */
+export interface LaunchFabric {
+  /** The operator's fabric name. */
+  name: string;
+  /** The active ports on this node, in HCA then port order. */
+  ports: FabricPort[];
+}
+
+/** The node a shard runs on. */
+export interface LaunchNode {
+  /** Node id. */
+  id: string;
+  /** The management address other shards reach this node on. */
+  mgmt_addr: string;
+  /** The management interface (for NCCL/Gloo socket interface variables); null when unknown. */
+  mgmt_interface: string | null;
+}
+
+/**
+ * Everything a plugin receives to build one shard. In the desired state the
+ * agent checks it with `ShardLaunchSchema` (protocol/shard_launch.ts), which
+ * a compile-time check keeps identical to this interface.
+ */
 export interface ShardLaunch {
   /** Format version: {@link ENGINE_API_VERSION}. */
   api_version: number;
@@ -83,12 +105,12 @@ export interface ShardLaunch {
   /** This shard's GPUs. */
   gpus: LaunchGpu[];
   /** The replica's fabric and its active ports on this node; null for single-node replicas. */
-  fabric: { name: string; ports: FabricPort[] } | null;
+  fabric: LaunchFabric | null;
   /** This node. */
-  node: { id: string; mgmt_addr: string; mgmt_interface: string | null };
+  node: LaunchNode;
   /** The port this shard serves HTTP on (when it serves HTTP). */
   port: number;
-  /** The engine version installed on this node (plan §14); null when unknown. */
+  /** The engine version installed on this node (design §14); null when unknown. */
   engine_version: string | null;
 }
 
@@ -111,7 +133,7 @@ export interface HttpCheck {
 }
 
 /**
- * A log line pattern that shows loading progress (plan §9.3). A JavaScript
+ * A log line pattern that shows loading progress (design §9.3). A JavaScript
  * regular expression with named groups `percent`, or `done` and `total`.
  */
 export interface ProgressPattern {
@@ -119,7 +141,7 @@ export interface ProgressPattern {
   regex: string;
 }
 
-/** How the supervisor tells "up" and "weights loaded" for this shard (plan §9.3). */
+/** How the supervisor tells "up" and "weights loaded" for this shard (design §9.3). */
 export interface EngineProbes {
   /** Whether this shard serves the OpenAI API (only rank 0 of a multi-node replica does). */
   serves_http: boolean;
@@ -141,17 +163,17 @@ export interface MetricNames {
   kv_cache_usage: string[];
 }
 
-/** An engine plugin (plan §8). All methods are pure. */
+/** An engine plugin (design §8). All methods are pure. */
 export interface EnginePlugin {
   /** The engine name profiles use, e.g. `vllm`. */
   name: string;
   /** Quantizations this engine accepts (`none` included when it runs unquantized models). */
   quantizations: readonly string[];
-  /** How to ask a host for the installed version (plan §14), e.g. `["vllm", "--version"]`. */
+  /** How to ask a host for the installed version (design §14), e.g. `["vllm", "--version"]`. */
   version_command: readonly string[];
   /** Reads the version from that command's output; null when it cannot. */
   parseVersion(output: string): string | null;
-  /** Engine-specific problems with this launch (plan §6.2); empty when it can run. */
+  /** Engine-specific problems with this launch (design §6.2); empty when it can run. */
   validate(launch: ShardLaunch): string[];
   /** The shard's command line and engine-specific environment. */
   command(launch: ShardLaunch): EngineCommand;

@@ -1,7 +1,7 @@
 /**
- * The built-in vLLM engine plugin (plan §8): `vllm serve` command lines for
- * single- and multi-node replicas, readiness probes (plan §9.3) and metric
- * names per version (plan §14).
+ * The built-in vLLM engine plugin (design §8): `vllm serve` command lines for
+ * single- and multi-node replicas, readiness probes (design §9.3) and metric
+ * names per version (design §14).
  *
  * Multi-node replicas have two launch modes, chosen per profile with
  * `engine_options: {multi_node_backend: mp | ray}`:
@@ -12,7 +12,7 @@
  *   picks its multiprocessing executor by itself when `--nnodes` > 1 on CUDA
  *   (vllm/config/parallel.py), so no `--distributed-executor-backend` is
  *   passed. It is the default because each shard is then one process tree
- *   that the supervisor starts and stops as a group (plan §9.1): there is no
+ *   that the supervisor starts and stops as a group (design §9.1): there is no
  *   separate Ray cluster whose lifecycle must be managed, and no Ray daemon
  *   or Ray port that can outlive a stop and break the next start.
  * - `ray`: the Ray recipe of vLLM's parallelism_scaling docs. Rank 0 runs a
@@ -27,14 +27,13 @@
  * shard of a multi-node replica: vLLM advertises that address to its peers
  * and otherwise guesses one from the default route (vllm `get_ip()`), which
  * need not be the management interface NCCL and Gloo were told to use
- * (plan §5.3).
+ * (design §5.3).
  *
  * Flags were checked against vLLM's `arg_utils.py`, `config/parallel.py`,
- * `docs/serving/parallelism_scaling.md` and ENGINES.md §1.
+ * `docs/serving/parallelism_scaling.md` and engine reference §1.
  *
  * @module
  */
-import { compareComputeCapability, FP8_MIN_COMPUTE_CAPABILITY } from "../deployment/validate.ts";
 import { compareVersions, ownedFlagProblems } from "./args.ts";
 import type {
   EngineCommand,
@@ -51,7 +50,10 @@ import type {
  * `vllm/model_executor/layers/quantization/__init__.py`. Methods vLLM marks
  * deprecated (`DEPRECATED_QUANTIZATION_METHODS`: ptpc_fp8, fbgemm_fp8,
  * bitblas, gptq_marlin_24, …) and non-NVIDIA ones (ipex, cpu_awq, quark,
- * inc) are left out: they are not real choices for a CUDA fleet.
+ * inc) are left out: they are not real choices for a CUDA fleet. The fp8
+ * ones (`fp8`, and `modelopt`, which is ModelOpt's FP8 format) are refused
+ * below compute capability 8.9 by the shared checks (design §6.2,
+ * deployment/quantization.ts).
  */
 export const VLLM_QUANTIZATIONS: readonly string[] = [
   "none",
@@ -70,14 +72,6 @@ export const VLLM_QUANTIZATIONS: readonly string[] = [
 ];
 
 /**
- * Quantizations that are FP8 under another name: vLLM's `modelopt` is
- * ModelOpt's FP8 format (`ModelOptFp8Config`). The shared check (plan §6.2)
- * only recognizes names containing "fp8", so this plugin applies the same
- * compute-capability rule to these.
- */
-const FP8_ALIASES: ReadonlySet<string> = new Set(["modelopt"]);
-
-/**
  * The first vLLM release whose `vllm serve` accepts `--nnodes`/`--node-rank`
  * for a multi-node replica without data parallelism (vllm PR #23691, "Support
  * MP Executor for multi node distributed inference"). 0.11.1 is the gate verl
@@ -87,7 +81,7 @@ const FP8_ALIASES: ReadonlySet<string> = new Set(["modelopt"]);
  */
 export const NATIVE_MULTI_NODE_MIN_VERSION = "0.11.1";
 
-/** The version that first emits `vllm:kv_cache_usage_perc` (next to the old name; ENGINES.md §1.5). */
+/** The version that first emits `vllm:kv_cache_usage_perc` (next to the old name; engine reference §1.5). */
 const KV_RENAME_VERSION = "0.10.0";
 /** The version from which the old `vllm:gpu_cache_usage_perc` is no longer emitted by default. */
 const KV_OLD_GONE_VERSION = "0.11.0";
@@ -95,7 +89,7 @@ const KV_NEW = "vllm:kv_cache_usage_perc";
 const KV_OLD = "vllm:gpu_cache_usage_perc";
 
 /**
- * Flags llmgw sets from the profile and placement (plan §8), including every
+ * Flags llmgw sets from the profile and placement (design §8), including every
  * flag that would change how many GPUs vLLM uses (data and prefill-context
  * parallelism) or where it listens. Short forms from vLLM's `arg_utils.py`.
  */
@@ -193,7 +187,7 @@ function parseVersion(output: string): string | null {
   return null;
 }
 
-/** Engine-specific problems (plan §6.2); the shared checks live in prepare.ts. */
+/** Engine-specific problems (design §6.2); the shared checks live in prepare.ts. */
 function validate(launch: ShardLaunch): string[] {
   const p = launch.profile;
   const name = `profile "${p.name}"`;
@@ -224,21 +218,6 @@ function validate(launch: ShardLaunch): string[] {
         m.replace(`"${norm}"`, `"${arg}"`)
       ),
     );
-  }
-
-  if (FP8_ALIASES.has(p.quantization)) {
-    // The same rule as fp8 (plan §6.2): refused rather than silently slower.
-    const low = launch.gpus.find((g) =>
-      g.compute_capability === null ||
-      compareComputeCapability(g.compute_capability, FP8_MIN_COMPUTE_CAPABILITY) < 0
-    );
-    if (low !== undefined) {
-      problems.push(
-        `${name}: ${p.quantization} is FP8 and needs compute capability ≥ ${FP8_MIN_COMPUTE_CAPABILITY}; GPU ${low.index} reports ${
-          low.compute_capability ?? "unknown"
-        } (refused rather than silently slower, plan §6.2)`,
-      );
-    }
   }
 
   if (launch.world.nodes > 1) {
@@ -292,7 +271,7 @@ function serveArgv(launch: ShardLaunch): string[] {
   ];
 }
 
-/** The shard's command line and engine environment (plan §8); see the module doc. */
+/** The shard's command line and engine environment (design §8); see the module doc. */
 function command(launch: ShardLaunch): EngineCommand {
   const extra = launch.profile.engine_args;
   if (launch.world.nodes === 1) {
@@ -336,7 +315,7 @@ function command(launch: ShardLaunch): EngineCommand {
 
 /**
  * Rank 0 in Ray mode: the Ray head in the background (same process group, so
- * a group stop ends it too, plan §9.1), a wait until it answers, then vLLM in
+ * a group stop ends it too, design §9.1), a wait until it answers, then vLLM in
  * the shell's place. Workers that join later are waited for by vLLM itself,
  * which warns and waits for its placement group rather than failing.
  */
@@ -362,7 +341,7 @@ function rayLeaderScript(launch: ShardLaunch): string {
 }
 
 /**
- * Probes (plan §9.3, ENGINES.md §1.4): vLLM opens its port only once weights,
+ * Probes (design §9.3, engine reference §1.4): vLLM opens its port only once weights,
  * KV cache and CUDA graphs are ready, so loading shows only in the log, and
  * `/v1/models` listing the served name means it is listening. Only rank 0
  * serves HTTP; headless and Ray worker ranks have nothing to probe but the
@@ -385,7 +364,7 @@ function probes(launch: ShardLaunch): EngineProbes {
 }
 
 /**
- * Metric names (ENGINES.md §1.5): `gpu_cache_usage_perc` was renamed
+ * Metric names (engine reference §1.5): `gpu_cache_usage_perc` was renamed
  * `kv_cache_usage_perc` (vllm#18354); 0.10.x emits both, and from about 0.11
  * only the new name is emitted by default. An unknown version gets both, new
  * first.
@@ -403,7 +382,7 @@ function metrics(version: string | null): MetricNames {
   };
 }
 
-/** The vLLM engine plugin (plan §8). */
+/** The vLLM engine plugin (design §8). */
 export const vllmPlugin: EnginePlugin = {
   name: "vllm",
   quantizations: VLLM_QUANTIZATIONS,

@@ -1,18 +1,19 @@
 /**
- * Table tests for the vLLM plugin (plan §8): exact command lines for single-
+ * Table tests for the vLLM plugin (design §8): exact command lines for single-
  * and multi-node replicas in both launch modes, the NCCL environment they
- * end up with after prepare.ts (plan §5.3), refusals (plan §6.2), probes
- * (plan §9.3) and metric names per version (plan §14).
+ * end up with after prepare.ts (design §5.3), refusals (design §6.2), probes
+ * (design §9.3) and metric names per version (design §14).
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { deployment, fabric, node, profile } from "../tests/cluster_builders.ts";
 import type { FabricPort } from "../discovery/types.ts";
+import { needsFp8Hardware } from "../deployment/quantization.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
 import { shardLaunches } from "./launch.ts";
 import { prepareShard, type ShardSpec } from "./prepare.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
-import { shellQuote, VLLM_LOADING_PROGRESS, vllmPlugin } from "./vllm.ts";
+import { shellQuote, VLLM_LOADING_PROGRESS, VLLM_QUANTIZATIONS, vllmPlugin } from "./vllm.ts";
 
 // ---------------------------------------------------------------------------
 // Builders
@@ -227,7 +228,7 @@ for (const c of MULTI_NODE) {
   });
 }
 
-Deno.test("native multi-node: the full environment of rank 1 (plan §5.3)", () => {
+Deno.test("native multi-node: the full environment of rank 1 (design §5.3)", () => {
   assertEquals(ready(launch({ tp: 8, pp: 2, nodes: 2, rank: 1 })).command.env, {
     VLLM_HOST_IP: "10.0.0.2",
     CUDA_DEVICE_ORDER: "PCI_BUS_ID",
@@ -401,7 +402,7 @@ Deno.test("shellQuote: plain words stay, everything else is single-quoted", () =
 });
 
 // ---------------------------------------------------------------------------
-// Fabrics (plan §5.3)
+// Fabrics (design §5.3)
 
 Deno.test("IB fabric: exact HCA list, no GID index, management interface for bootstrap", () => {
   const env = ready(launch({ tp: 16, nodes: 2, rank: 1, fabric: "ib" })).command.env;
@@ -474,7 +475,7 @@ Deno.test("a node on two fabrics: the shard only gets the chosen fabric's HCAs",
 });
 
 // ---------------------------------------------------------------------------
-// Refusals (plan §6.2)
+// Refusals (design §6.2)
 
 Deno.test("fp8 runs on compute capability 9.0", () => {
   assertEquals(ready(launch({ tp: 8, quantization: "fp8", cc: "9.0" })).command.argv.slice(-2), [
@@ -497,6 +498,26 @@ for (const c of FP8_REFUSED) {
     assertStringIncludes(problems, c.shows);
   });
 }
+
+Deno.test("the fp8 quantizations the plugin offers are the ones the shared rule refuses", () => {
+  // From vLLM's sources (deployment/quantization.ts): fp8, and modelopt = ModelOptFp8Config.
+  assertEquals(VLLM_QUANTIZATIONS.filter(needsFp8Hardware), ["fp8", "modelopt"]);
+  for (const q of VLLM_QUANTIZATIONS) {
+    const spec = prepareShard(vllmPlugin, launch({ tp: 2, quantization: q, cc: "8.0" }));
+    assertEquals(
+      spec.problems.some((m) => m.includes("needs compute capability ≥ 8.9")),
+      needsFp8Hardware(q),
+      q,
+    );
+  }
+});
+
+Deno.test("modelopt is refused once, saying it is fp8", () => {
+  const problems = refused(launch({ tp: 2, quantization: "modelopt", cc: "8.6" })).split("\n");
+  assertEquals(problems.filter((m) => m.includes("8.9")), [
+    'profile "p": modelopt (an fp8 format) needs compute capability ≥ 8.9; GPU 0 reports 8.6 (refused rather than silently slower, design §6.2)',
+  ]);
+});
 
 Deno.test("modelopt runs on compute capability 9.0", () => {
   assertEquals(ready(launch({ tp: 2, quantization: "modelopt" })).command.argv.slice(-1), [
@@ -615,7 +636,7 @@ Deno.test("native multi-node runs on 0.11.1, later and unknown versions; Ray on 
 });
 
 // ---------------------------------------------------------------------------
-// Probes (plan §9.3)
+// Probes (design §9.3)
 
 Deno.test("probes: rank 0 serves HTTP, ready when /v1/models lists the served name", () => {
   for (const l of [launch({ tp: 8 }), launch({ tp: 16, nodes: 2, rank: 0 })]) {
@@ -717,7 +738,7 @@ Deno.test("loading progress: the pattern reads real vLLM log lines", () => {
 });
 
 // ---------------------------------------------------------------------------
-// Metrics and versions (plan §14)
+// Metrics and versions (design §14)
 
 const KV_NEW = "vllm:kv_cache_usage_perc";
 const KV_OLD = "vllm:gpu_cache_usage_perc";

@@ -1,5 +1,5 @@
 /**
- * Gateway API keys (plan §12): stored hashed by the control plane, followed
+ * Gateway API keys (design §12): stored hashed by the control plane, followed
  * by gateways, each with the served models it may use. With no key
  * configured the gateway is open (and loopback-only, see docs/gateway.md).
  *

@@ -1,4 +1,4 @@
-/** The gateway's key check and its loopback-only rule while no key exists (plan §12). */
+/** The gateway's key check and its loopback-only rule while no key exists (design §12). */
 import { assertEquals } from "../tests/assert.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";

@@ -1,5 +1,5 @@
 /**
- * Reading a request body with a size limit (plan §12: 413 beyond it).
+ * Reading a request body with a size limit (design §12: 413 beyond it).
  *
  * @module
  */

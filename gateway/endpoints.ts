@@ -1,9 +1,9 @@
 /**
- * The gateway's table of ready endpoints (plan §12): where traffic for each
+ * The gateway's table of ready endpoints (design §12): where traffic for each
  * served model may go, with per-endpoint outstanding-request counters and a
  * "suspect" mark, and the least-outstanding, power-of-two-choices pick.
  *
- * Only endpoints the control plane reports READY enter the table (plan §1.1
+ * Only endpoints the control plane reports READY enter the table (design §1.1
  * rule 5: traffic goes only to a replica whose weights are loaded); the table
  * never adds an endpoint on its own.
  *
@@ -60,7 +60,7 @@ export function endpointKey(e: EndpointSpec): string {
 }
 
 /**
- * Least outstanding with power of two choices (plan §12), pure: draws two
+ * Least outstanding with power of two choices (design §12), pure: draws two
  * distinct candidates at random and returns the one with fewer outstanding
  * requests (the first drawn on a tie). One candidate is returned as is; none
  * gives null.
@@ -80,7 +80,7 @@ export function pickTwoChoices<T extends { outstanding: number }>(
   return b.outstanding < a.outstanding ? b : a;
 }
 
-/** The in-memory endpoint table (plan §12). */
+/** The in-memory endpoint table (design §12). */
 export class EndpointTable {
   #byModel = new Map<string, Endpoint[]>();
   #models = new Set<string>();
@@ -157,7 +157,7 @@ export class EndpointTable {
   }
 
   /**
-   * Picks an endpoint for `model` (plan §12): among endpoints whose key is
+   * Picks an endpoint for `model` (design §12): among endpoints whose key is
    * not in `exclude`, the non-suspect ones if any, else the suspect ones;
    * then {@link pickTwoChoices}. Does not count the request: call
    * {@link EndpointTable.acquire} on the result.

@@ -1,4 +1,4 @@
-/** The endpoint table and the power-of-two-choices pick (plan §12). */
+/** The endpoint table and the power-of-two-choices pick (design §12). */
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { EndpointTable, pickTwoChoices } from "./endpoints.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Following the control plane (plan §11, §12): the gateway polls
+ * Following the control plane (design §11, §12): the gateway polls
  * `GET {control}/v1/endpoints` (ready rank-0 endpoints) and
  * `GET {control}/v1/deployments` (served names, so that a deployment with no
  * ready replica answers 503 rather than 404) and replaces its table.
@@ -9,6 +9,8 @@
  *
  * @module
  */
+import { parseDeploymentNames, parseEndpointListAnswer } from "../protocol/gateway_protocol.ts";
+import { WireFormatError } from "../protocol/wire_error.ts";
 import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
 
@@ -22,16 +24,10 @@ export interface ControlSnapshot {
   apiKeys: ApiKeySpec[];
 }
 
-function isEndpoint(v: unknown): v is EndpointSpec {
-  const o = v as Record<string, unknown>;
-  return typeof o === "object" && o !== null && typeof o.model === "string" &&
-    typeof o.replica_id === "string" && typeof o.url === "string" &&
-    /^https?:\/\//.test(o.url);
-}
-
 /**
  * Fetches one snapshot from the control plane at `url` with `token`; throws
- * on any failure (network, status, shape).
+ * on any failure (network, status, an answer that is not JSON or does not
+ * match protocol/gateway_protocol.ts, with the field path).
  */
 export async function fetchSnapshot(
   url: string,
@@ -39,7 +35,7 @@ export async function fetchSnapshot(
   options: { fetch?: typeof fetch; timeoutMs?: number } = {},
 ): Promise<ControlSnapshot> {
   const f = options.fetch ?? fetch;
-  const get = async (path: string): Promise<unknown> => {
+  const get = async <T>(path: string, parse: (body: unknown) => T): Promise<T> => {
     const res = await f(`${url.replace(/\/+$/, "")}${path}`, {
       headers: { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
@@ -48,30 +44,26 @@ export async function fetchSnapshot(
       await res.body?.cancel();
       throw new Error(`GET ${path}: HTTP ${res.status}`);
     }
-    return await res.json();
+    let body: unknown;
+    try {
+      body = await res.json();
+    } catch (e) {
+      // A timeout while reading the body is a timeout, not bad JSON.
+      if (e instanceof SyntaxError) throw new Error(`GET ${path}: the answer is not JSON`);
+      throw e;
+    }
+    try {
+      return parse(body);
+    } catch (e) {
+      if (e instanceof WireFormatError) throw new Error(`GET ${path}: ${e.message}`);
+      throw e;
+    }
   };
-  const [e, d] = await Promise.all([get("/v1/endpoints"), get("/v1/deployments")]);
-  const endpoints = (e as { endpoints?: unknown }).endpoints;
-  const deployments = (d as { deployments?: unknown }).deployments;
-  if (!Array.isArray(endpoints) || !endpoints.every(isEndpoint)) {
-    throw new Error("GET /v1/endpoints: unexpected response shape");
-  }
-  if (!Array.isArray(deployments)) throw new Error("GET /v1/deployments: unexpected shape");
-  const models = deployments
-    .map((x) => (x as { spec?: { served_model_name?: unknown } })?.spec?.served_model_name)
-    .filter((m): m is string => typeof m === "string");
-  const rawKeys = (e as { api_keys?: unknown }).api_keys;
-  const apiKeys = (Array.isArray(rawKeys) ? rawKeys : []).filter((k): k is ApiKeySpec => {
-    const o = k as Record<string, unknown>;
-    return typeof o?.id === "string" && typeof o.hash === "string" &&
-      (o.models === null ||
-        (Array.isArray(o.models) && o.models.every((m) => typeof m === "string")));
-  });
-  return {
-    endpoints: endpoints.map(({ model, replica_id, url }) => ({ model, replica_id, url })),
-    models,
-    apiKeys,
-  };
+  const [list, models] = await Promise.all([
+    get("/v1/endpoints", parseEndpointListAnswer),
+    get("/v1/deployments", parseDeploymentNames),
+  ]);
+  return { endpoints: list.endpoints, models, apiKeys: list.api_keys };
 }
 
 /** Settings of {@link followControlPlane}. */
@@ -102,7 +94,7 @@ export interface ControlFollower {
 
 /**
  * Polls the control plane at `url` every `intervalMs`, replacing `table`'s
- * endpoints on each success and keeping them on failure (plan §12).
+ * endpoints on each success and keeping them on failure (design §12).
  */
 export function followControlPlane(
   url: string,

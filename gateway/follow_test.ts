@@ -1,7 +1,29 @@
-/** Following the control plane (plan §12): updates, auth, and keeping the last set on failure. */
-import { assertEquals, assertOk } from "../tests/assert.ts";
+/**
+ * Following the control plane (design §12): updates, auth, answers checked
+ * against protocol/gateway_protocol.ts, and keeping the last set on any
+ * failure.
+ */
+import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import { until } from "../tests/until.ts";
+import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
-import { followControlPlane } from "./follow.ts";
+import { fetchSnapshot, followControlPlane } from "./follow.ts";
+
+const HASH = "a".repeat(64);
+
+const DEPLOYMENTS = {
+  deployments: [{ spec: { served_model_name: "a" } }, { spec: { served_model_name: "b" } }],
+};
+
+/** A fetch answering each path with the body `answers` holds for it now. */
+function answering(answers: Record<string, unknown>): typeof fetch {
+  return (input) => {
+    const path = new URL(String(input)).pathname;
+    return Promise.resolve(
+      path in answers ? Response.json(answers[path]) : new Response("no", { status: 404 }),
+    );
+  };
+}
 
 Deno.test("followControlPlane: polls with the token, updates, and keeps the last set when down", async () => {
   let up = true;
@@ -11,12 +33,8 @@ Deno.test("followControlPlane: polls with the token, updates, and keeps the last
     auth.push(req.headers.get("authorization"));
     if (!up) return new Response("down", { status: 503 });
     const path = new URL(req.url).pathname;
-    if (path === "/v1/endpoints") return Response.json({ endpoints });
-    if (path === "/v1/deployments") {
-      return Response.json({
-        deployments: [{ spec: { served_model_name: "a" } }, { spec: { served_model_name: "b" } }],
-      });
-    }
+    if (path === "/v1/endpoints") return Response.json({ endpoints, api_keys: [] });
+    if (path === "/v1/deployments") return Response.json(DEPLOYMENTS);
     return new Response("no", { status: 404 });
   });
   const table = new EndpointTable();
@@ -28,24 +46,19 @@ Deno.test("followControlPlane: polls with the token, updates, and keeps the last
     { intervalMs: 20, log: (l) => logs.push(l) },
   );
   try {
-    await follower.synced;
+    await until("the first sync", () => follower.lastSyncAt !== null);
     assertEquals(table.readyModels(), ["a"]);
     assertOk(table.isKnown("b"), "served names of all deployments are known");
     assertEquals(new Set(auth), new Set(["Bearer tok"]));
     endpoints = [...endpoints, { model: "b", replica_id: "r2", url: "http://127.0.0.1:10" }];
-    const until = async (pred: () => boolean) => {
-      const deadline = Date.now() + 5_000;
-      while (!pred() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-      assertOk(pred());
-    };
-    await until(() => table.readyModels().length === 2);
+    await until("the second endpoint", () => table.readyModels().length === 2);
     up = false;
-    await until(() => follower.lastError !== null);
-    await new Promise((r) => setTimeout(r, 60));
+    const downAt = auth.length;
+    await until("polls while down", () => follower.lastError !== null && auth.length >= downAt + 6);
     assertEquals(table.readyModels(), ["a", "b"], "an unreachable control plane empties nothing");
     assertEquals(logs.length, 1, "one note when polling starts failing");
     up = true;
-    await until(() => follower.lastError === null);
+    await until("recovery", () => follower.lastError === null);
   } finally {
     await follower.stop();
     await server.shutdown();
@@ -59,9 +72,104 @@ Deno.test("followControlPlane: a refused connection keeps the table and stop() e
   const table = new EndpointTable();
   table.setEndpoints([{ model: "a", replica_id: "r", url: "http://x:1" }]);
   const f = followControlPlane(`http://127.0.0.1:${port}`, "t", table, { intervalMs: 10 });
-  await new Promise((r) => setTimeout(r, 50));
+  await until("a failed poll", () => f.lastError !== null);
   await f.stop();
-  assertOk(f.lastError !== null);
   assertEquals(f.lastSyncAt, null);
   assertEquals(table.readyModels(), ["a"]);
+});
+
+Deno.test("fetchSnapshot: endpoints, served names and API keys from valid answers", async () => {
+  const snap = await fetchSnapshot("http://control:1/", "t", {
+    fetch: answering({
+      "/v1/endpoints": {
+        endpoints: [{ model: "a", replica_id: "r1", url: "http://10.0.0.1:8000", extra: 1 }],
+        api_keys: [{ id: "key-1", hash: HASH, models: ["a"] }, {
+          id: "key-2",
+          hash: HASH.replace("a", "b"),
+          models: null,
+        }],
+        from_the_future: true,
+      },
+      "/v1/deployments": DEPLOYMENTS,
+    }),
+  });
+  assertEquals(snap, {
+    endpoints: [{ model: "a", replica_id: "r1", url: "http://10.0.0.1:8000" }],
+    models: ["a", "b"],
+    apiKeys: [
+      { id: "key-1", hash: HASH, models: ["a"] },
+      { id: "key-2", hash: HASH.replace("a", "b"), models: null },
+    ],
+  });
+});
+
+Deno.test("fetchSnapshot: a bad answer is refused whole, naming the path and the field", async () => {
+  const endpoint = { model: "a", replica_id: "r1", url: "http://10.0.0.1:8000" };
+  const cases: [string, Record<string, unknown>, string][] = [
+    ["bad url", {
+      "/v1/endpoints": { endpoints: [endpoint, { ...endpoint, url: "ftp://x" }], api_keys: [] },
+      "/v1/deployments": DEPLOYMENTS,
+    }, "GET /v1/endpoints: Cannot use the endpoint list: endpoints[1].url: must be an engine's"],
+    ["bad key hash", {
+      "/v1/endpoints": { endpoints: [], api_keys: [{ id: "k", hash: "xyz", models: null }] },
+      "/v1/deployments": DEPLOYMENTS,
+    }, "api_keys[0].hash: must be a SHA-256 digest"],
+    // A gateway with no key is open: a missing key list must not read as "no keys".
+    ["missing keys", {
+      "/v1/endpoints": { endpoints: [] },
+      "/v1/deployments": DEPLOYMENTS,
+    }, "api_keys: "],
+    [
+      "served name missing",
+      {
+        "/v1/endpoints": { endpoints: [], api_keys: [] },
+        "/v1/deployments": { deployments: [{ spec: {} }] },
+      },
+      "GET /v1/deployments: Cannot use the deployment list: deployments[0].spec.served_model_name",
+    ],
+  ];
+  for (const [name, answers, message] of cases) {
+    const e = await assertRejects(
+      () => fetchSnapshot("http://control:1", "t", { fetch: answering(answers) }),
+      Error,
+    );
+    assertStringIncludes(e.message, message, name);
+  }
+  const notJson: typeof fetch = () => Promise.resolve(new Response("<html>"));
+  await assertRejects(
+    () => fetchSnapshot("http://control:1", "t", { fetch: notJson }),
+    Error,
+    "the answer is not JSON",
+  );
+});
+
+Deno.test("followControlPlane: a bad answer keeps the last endpoints and keys", async () => {
+  const answers: Record<string, unknown> = {
+    "/v1/endpoints": {
+      endpoints: [{ model: "a", replica_id: "r1", url: "http://127.0.0.1:9" }],
+      api_keys: [{ id: "key-1", hash: HASH, models: null }],
+    },
+    "/v1/deployments": DEPLOYMENTS,
+  };
+  const table = new EndpointTable();
+  const keys = new ApiKeyTable();
+  const logs: string[] = [];
+  const f = followControlPlane("http://control:1", "t", table, {
+    intervalMs: 10,
+    fetch: answering(answers),
+    keys,
+    log: (l) => logs.push(l),
+  });
+  try {
+    await until("the first sync", () => f.lastSyncAt !== null);
+    assertOk(keys.enabled);
+    answers["/v1/endpoints"] = { endpoints: [], api_keys: [{ id: "key-1", hash: "oops" }] };
+    const error = await until("the refused answer", () => f.lastError);
+    assertStringIncludes(error, "api_keys[0].hash");
+    assertEquals(table.readyModels(), ["a"]);
+    assertOk(keys.enabled, "the keys stay: an empty key table would open the gateway");
+    assertStringIncludes(logs[0], "keeping the last known endpoints");
+  } finally {
+    await f.stop();
+  }
 });

@@ -1,5 +1,5 @@
 /**
- * Header filtering for the proxy (plan §12, RFC 9110 §7.6.1): hop-by-hop
+ * Header filtering for the proxy (design §12, RFC 9110 §7.6.1): hop-by-hop
  * headers and Host are not forwarded in either direction; the client's
  * address and the original host and scheme travel as `X-Forwarded-*`.
  *

@@ -1,8 +1,8 @@
-/** Hop-by-hop headers and Host are not forwarded (plan §12), checked through the proxy. */
+/** Hop-by-hop headers and Host are not forwarded (design §12), checked through the proxy. */
 import { assertEquals } from "../tests/assert.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { addForwarded, forwardHeaders } from "./headers.ts";
-import { startGateway } from "./serve_command.ts";
+import { startGateway } from "./server.ts";
 
 Deno.test("forwardHeaders drops hop-by-hop, Proxy-*, Connection-named and listed headers", () => {
   const h = new Headers({

@@ -1,6 +1,6 @@
 /**
  * Loopback addresses: where an open gateway (no API keys) may be used from
- * (plan §12).
+ * (design §12).
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The gateway's Prometheus metrics (plan §12): requests and errors by kind,
+ * The gateway's Prometheus metrics (design §12): requests and errors by kind,
  * latency and time-to-first-token histograms per model; the same per model and
  * replica, with in-flight requests.
  *

@@ -1,5 +1,5 @@
 /**
- * OpenAI-style error responses of the gateway (plan §12):
+ * OpenAI-style error responses of the gateway (design §12):
  * `{"error": {"message", "type", "param", "code"}}`, as the engines and the
  * official clients use them.
  *

@@ -1,5 +1,5 @@
 /**
- * The gateway's OpenAI-compatible proxy (plan §12): `GET /v1/models` and
+ * The gateway's OpenAI-compatible proxy (design §12): `GET /v1/models` and
  * `POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, routed by
  * the body's `model` to a ready endpoint of that served name
  * ({@link EndpointTable.choose}), streamed through without buffering.
@@ -86,7 +86,7 @@ export interface GatewayOptions {
   /** Where request metrics go (served at `/metrics`); a fresh set by default. */
   metrics?: GatewayMetrics;
   /**
-   * API keys (plan §12). While none is configured the gateway is open, to
+   * API keys (design §12). While none is configured the gateway is open, to
    * loopback clients only unless `openToNetwork`.
    */
   keys?: ApiKeyTable;
@@ -163,7 +163,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     );
 
   // Without keys the gateway is open, but only to loopback clients unless
-  // told otherwise (plan §12); a request handed in-process has no address.
+  // told otherwise (design §12); a request handed in-process has no address.
   const loopbackOnly = () =>
     errorResponse(
       403,
@@ -280,7 +280,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     });
     const tried = new Set<string>();
     let lastError = "";
-    // plan §12: a connection failure before any response retries on another replica.
+    // design §12: a connection failure before any response retries on another replica.
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
       const e = table.choose(model, tried);
       if (e === null) break;

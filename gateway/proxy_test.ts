@@ -1,5 +1,5 @@
 /**
- * The gateway (plan §12) against REAL fake engines (testing/fake_engine.ts
+ * The gateway (design §12) against REAL fake engines (testing/fake_engine.ts
  * through the `testing/bin/vllm` shim): routing, streaming, balancing,
  * retries, upstream death and client disconnects.
  *
@@ -11,8 +11,9 @@ import { fileURLToPath } from "node:url";
 // deno-lint-ignore no-import-prefix
 import OpenAI from "npm:openai@^5";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { until } from "../tests/until.ts";
 import { type EndpointSpec, EndpointTable } from "./endpoints.ts";
-import { type RunningGateway, startGateway } from "./serve_command.ts";
+import { type RunningGateway, startGateway } from "./server.ts";
 import type { GatewayOptions } from "./proxy.ts";
 
 const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
@@ -23,8 +24,6 @@ function freePort(): number {
   l.close();
   return port;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A fake vLLM on a free loopback port. */
 class Engine {
@@ -51,18 +50,12 @@ class Engine {
     return { model: this.model, replica_id, url: this.url };
   }
   async ready(): Promise<void> {
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      try {
-        const r = await fetch(`${this.url}/health`);
-        await r.body?.cancel();
-        if (r.ok) return;
-      } catch {
-        // Not listening yet.
-      }
-      await sleep(50);
-    }
-    throw new Error(`engine on ${this.port} never became ready`);
+    // A refused connection is "not listening yet": until retries it.
+    await until(`the engine on ${this.port} to answer /health`, async () => {
+      const r = await fetch(`${this.url}/health`);
+      await r.body?.cancel();
+      return r.ok;
+    }, { timeoutMs: 20_000 });
   }
   async running(): Promise<number> {
     const text = await (await fetch(`${this.url}/metrics`)).text();
@@ -99,15 +92,6 @@ async function withGateway(
     for (const e of started) e.kill();
     await Promise.all(started.map((e) => e.child.status));
   }
-}
-
-async function until(what: string, pred: () => Promise<boolean> | boolean): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    if (await pred()) return;
-    await sleep(25);
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 function post(gw: RunningGateway, path: string, body: unknown, init: RequestInit = {}) {

@@ -1,6 +1,6 @@
 /**
  * Relaying an upstream response body to the client chunk by chunk, never
- * buffered (plan §12: SSE streams pass through), and noticing how it ended.
+ * buffered (design §12: SSE streams pass through), and noticing how it ended.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The gateway's HTTP/1.1 client for engines (plan §12): plain TCP with a pool
+ * The gateway's HTTP/1.1 client for engines (design §12): plain TCP with a pool
  * of keep-alive connections per engine, responses read by
  * gateway/http1_response.ts.
  *

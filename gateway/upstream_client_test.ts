@@ -4,6 +4,7 @@
  * bytes a test needs for the broken ones.
  */
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
+import { until } from "../tests/until.ts";
 import { Http1ParseError } from "./http1_response.ts";
 import {
   type BodyReader,
@@ -37,21 +38,27 @@ const post = (origin: string, body = "{}", signal?: AbortSignal): UpstreamReques
 
 /**
  * A raw TCP server: `script` gets each accepted connection (and its index).
- * Every connection is closed by `close()`.
+ * `ended(i)` resolves once the script of connection `i` has returned, so a
+ * test can wait for a script's own `conn.close()` to land. Every connection
+ * is closed by `close()`.
  */
 function rawServer(script: (conn: Deno.TcpConn, index: number) => Promise<void>) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const conns: Deno.TcpConn[] = [];
   const tasks: Promise<void>[] = [];
+  // Made on first use, by a test or by the script's end, whichever comes first.
+  const ends: PromiseWithResolvers<void>[] = [];
+  const end = (i: number) => ends[i] ??= Promise.withResolvers<void>();
   const accepting = (async () => {
     for await (const conn of listener) {
-      conns.push(conn);
-      tasks.push(script(conn, conns.length - 1).catch(() => {}));
+      const i = conns.push(conn) - 1;
+      tasks.push(script(conn, i).catch(() => {}).finally(() => end(i).resolve()));
     }
   })().catch(() => {});
   return {
     origin: `http://127.0.0.1:${listener.addr.port}`,
     accepted: () => conns.length,
+    ended: (i: number) => end(i).promise,
     async close() {
       listener.close();
       await accepting;
@@ -172,7 +179,7 @@ Deno.test("upstream client: after a stale pooled connection it dials afresh, not
     ]);
     assertEquals([await readAll(a.body), await readAll(b.body)], ["ok", "ok"]);
     assertEquals(client.idleConnections, 2);
-    await sleep(20);
+    await Promise.all([server.ended(0), server.ended(1)]);
     assertEquals(await readAll((await client.request(post(server.origin))).body), "ok");
     assertEquals(server.accepted(), 3, "one stale try, then a fresh connection");
   } finally {
@@ -190,7 +197,7 @@ Deno.test("upstream client: an idle connection the engine closed is replaced, no
   const client = new UpstreamClient();
   try {
     assertEquals(await readAll((await client.request(post(server.origin))).body), "ok");
-    await sleep(20);
+    await server.ended(0);
     assertEquals(await readAll((await client.request(post(server.origin))).body), "ok");
     assertEquals(server.accepted(), 2);
   } finally {
@@ -264,6 +271,7 @@ Deno.test("upstream client: 100 Continue is skipped; a close-delimited body read
   const server = rawServer(async (conn) => {
     await readRequest(conn);
     await write(conn, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 200 OK\r\n\r\npart one, ");
+    // Not a condition wait: the engine's pause between two writes is what is tested.
     await sleep(10);
     await write(conn, "part two");
     conn.close();
@@ -282,8 +290,10 @@ Deno.test("upstream client: 100 Continue is skipped; a close-delimited body read
 
 Deno.test("upstream client: abort before the answer, and cancel during the body, close the connection", async () => {
   const closedSeen: number[] = [];
+  let requestsIn = 0;
   const server = rawServer(async (conn, i) => {
     await readRequest(conn);
+    requestsIn++;
     if (i === 1) {
       await write(conn, "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n");
     }
@@ -295,14 +305,19 @@ Deno.test("upstream client: abort before the answer, and cancel during the body,
   try {
     const abort = new AbortController();
     const pending = client.request(post(server.origin, "{}", abort.signal));
-    await sleep(30);
+    await until("the first request at the engine", () => requestsIn >= 1, {
+      timeoutMs: 2_000,
+      intervalMs: 5,
+    });
     abort.abort(new Error("client closed request"));
     await assertRejects(() => pending, Error, "client closed request");
     const r = await client.request(post(server.origin));
     assertEquals(dec.decode((await r.body!.read()).value), "a");
     await r.body!.cancel();
-    const deadline = Date.now() + 2_000;
-    while (closedSeen.length < 2 && Date.now() < deadline) await sleep(10);
+    await until("both connections seen closed", () => closedSeen.length >= 2, {
+      timeoutMs: 2_000,
+      intervalMs: 5,
+    });
     assertEquals(closedSeen.sort(), [0, 1]);
     assertOk(client.idleConnections === 0);
   } finally {

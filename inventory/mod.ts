@@ -1,5 +1,5 @@
 /**
- * The control plane's inventory (plan §4): node types, the node lifecycle,
+ * The control plane's inventory (design §4): node types, the node lifecycle,
  * the in-memory store, and the cluster file of `llmgw plan`.
  *
  * @module

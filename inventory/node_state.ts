@@ -1,11 +1,11 @@
 /**
- * The node lifecycle of plan §4, pure: no clocks, no timers. A node's state
+ * The node lifecycle of design §4, pure: no clocks, no timers. A node's state
  * has two independent parts:
  *
  * - **liveness**, which the agent's heartbeats decide: `ready`, then
  *   `unreachable` after a while without a heartbeat, then `lost`;
  * - **operator intent**, which only the operator decides: `none`, `cordoned`
- *   or `draining`. Nothing the agent sends clears it (plan §1.3).
+ *   or `draining`. Nothing the agent sends clears it (design §1.3).
  *
  * The reported {@link NodeState} combines them, the most severe first:
  * `lost` > `unreachable` > `draining` > `cordoned` > `ready`. Keeping the two
@@ -24,14 +24,14 @@
  */
 import type { NodeState } from "./types.ts";
 
-/** What heartbeats say about a node (plan §4). */
+/** What heartbeats say about a node (design §4). */
 export type Liveness = "ready" | "unreachable" | "lost";
 
 /** All liveness values, least severe first. */
 export const LIVENESS_VALUES: readonly Liveness[] = ["ready", "unreachable", "lost"];
 
 /**
- * What the operator wants of a node (plan §4, §1.3). `draining` implies
+ * What the operator wants of a node (design §4, §1.3). `draining` implies
  * `cordoned`: a draining node takes no new placements either.
  */
 export type OperatorIntent = "none" | "cordoned" | "draining";
@@ -40,7 +40,7 @@ export type OperatorIntent = "none" | "cordoned" | "draining";
 export const OPERATOR_INTENTS: readonly OperatorIntent[] = ["none", "cordoned", "draining"];
 
 /**
- * Heartbeat timing (plan §4). Config values, so snake_case like the rest of
+ * Heartbeat timing (design §4). Config values, so snake_case like the rest of
  * the configuration files.
  */
 export interface LivenessThresholds {
@@ -52,7 +52,7 @@ export interface LivenessThresholds {
   lost_after_ms: number;
 }
 
-/** Plan §4's defaults: heartbeat every 5 s, unreachable after 15 s, lost after 60 s. */
+/** Design §4's defaults: heartbeat every 5 s, unreachable after 15 s, lost after 60 s. */
 export const DEFAULT_LIVENESS_THRESHOLDS: Readonly<LivenessThresholds> = Object.freeze({
   heartbeat_interval_ms: 5_000,
   unreachable_after_ms: 15_000,
@@ -103,7 +103,7 @@ export function livenessThresholds(
 }
 
 /**
- * A node's liveness at `nowMs`, given when it was last heard from (plan §4).
+ * A node's liveness at `nowMs`, given when it was last heard from (design §4).
  * A node is `unreachable` once `unreachable_after_ms` have passed without a
  * heartbeat (the boundary included), and `lost` once `lost_after_ms` have. A
  * `lastSeenMs` in the future (a clock step back) counts as just seen.
@@ -125,7 +125,7 @@ export function worseLiveness(a: Liveness, b: Liveness): Liveness {
 }
 
 /**
- * The state reported for a node (plan §4): liveness problems first, then the
+ * The state reported for a node (design §4): liveness problems first, then the
  * operator's intent: `lost` > `unreachable` > `draining` > `cordoned` >
  * `ready`. Only `ready` accepts new placements.
  */

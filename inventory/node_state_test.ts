@@ -13,7 +13,7 @@ import {
 } from "./node_state.ts";
 import type { NodeState } from "./types.ts";
 
-Deno.test("plan §4 defaults: heartbeat 5 s, unreachable after 15 s, lost after 60 s", () => {
+Deno.test("design §4 defaults: heartbeat 5 s, unreachable after 15 s, lost after 60 s", () => {
   assertEquals({ ...DEFAULT_LIVENESS_THRESHOLDS }, {
     heartbeat_interval_ms: 5_000,
     unreachable_after_ms: 15_000,

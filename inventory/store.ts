@@ -1,15 +1,15 @@
 /**
- * The control plane's inventory (plan §4): registered nodes, their liveness
+ * The control plane's inventory (design §4): registered nodes, their liveness
  * and the operator's intent (inventory/node_state.ts), and the allocations
  * that hold their GPUs. In memory; persistence is the control plane's store
- * (plan §11), which records operator intent and allocations.
+ * (design §11), which records operator intent and allocations.
  *
- * Concurrency (plan §4, "safe for concurrent use"): every method is
+ * Concurrency (design §4, "safe for concurrent use"): every method is
  * synchronous and contains no `await`, so each call runs to completion before
  * any other code on the event loop; a call is atomic. Keep it so: a mutation
  * that awaited halfway would let another caller see half of it.
  *
- * Copies (plan §4): every value handed out is a deep copy, and every value
+ * Copies (design §4): every value handed out is a deep copy, and every value
  * taken in is copied before it is kept, so nothing a caller does to an object
  * afterwards affects the store.
  *
@@ -42,13 +42,13 @@ import {
 } from "./node_state.ts";
 import type { Allocation, ClusterNode, NodeState } from "./types.ts";
 
-/** What an agent sends when it registers (plan §4, §10). */
+/** What an agent sends when it registers (design §4, §10). */
 export interface NodeRegistration {
   /** Stable node id. */
   id: string;
   /** Host name, for people. */
   hostname: string;
-  /** Management address: the bootstrap interface's address (plan §5.3). */
+  /** Management address: the bootstrap interface's address (design §5.3). */
   mgmt_addr: string;
   /** The interface holding it (NCCL_SOCKET_IFNAME); omitted or null when unknown. */
   mgmt_interface?: string | null;
@@ -59,31 +59,31 @@ export interface NodeRegistration {
    * re-registration replaces them.
    */
   labels: Record<string, string>;
-  /** GPUs as discovery reports them (plan §5.1). */
+  /** GPUs as discovery reports them (design §5.1). */
   gpus: Gpu[];
-  /** Fabric attachments (plan §5.2). */
+  /** Fabric attachments (design §5.2). */
   fabrics: FabricAttachment[];
   /** The agent's version. */
   agent_version: string;
-  /** Engine name → installed version (plan §14). */
+  /** Engine name → installed version (design §14). */
   engine_versions: Record<string, string>;
 }
 
 /** A node as the inventory holds it: what placement sees plus liveness, intent and versions. */
 export interface InventoryNode extends ClusterNode {
-  /** What heartbeats say (plan §4). */
+  /** What heartbeats say (design §4). */
   liveness: Liveness;
-  /** What the operator wants; survives every re-registration (plan §1.3). */
+  /** What the operator wants; survives every re-registration (design §1.3). */
   intent: OperatorIntent;
   /** When the node was last heard from (registration or heartbeat), ms since the epoch. */
   last_seen_ms: number;
   /** The agent's version. */
   agent_version: string;
-  /** Engine name → installed version (plan §14). */
+  /** Engine name → installed version (design §14). */
   engine_versions: Record<string, string>;
 }
 
-/** A request to record GPUs of one node as held by one shard (plan §4). */
+/** A request to record GPUs of one node as held by one shard (design §4). */
 export interface AllocationRequest {
   /** The node id. */
   node: string;
@@ -103,7 +103,7 @@ export interface NodeAllocation extends Allocation {
   node: string;
 }
 
-/** A node's reported state changing (plan §4). */
+/** A node's reported state changing (design §4). */
 export interface StateTransition {
   /** The node id. */
   node: string;
@@ -116,7 +116,7 @@ export interface StateTransition {
 /**
  * An allocated GPU that its node no longer reports, or reports unhealthy.
  * The allocation is kept: rebuilding the replica is the control plane's job
- * (plan §5.4).
+ * (design §5.4).
  */
 export interface AllocatedGpuProblem {
   /** The node id. */
@@ -154,7 +154,7 @@ export interface RegistrationResult extends NodeUpdate {
 
 /** Options of {@link InventoryStore}. */
 export interface InventoryStoreOptions {
-  /** Heartbeat thresholds; missing values take plan §4's defaults. */
+  /** Heartbeat thresholds; missing values take design §4's defaults. */
   thresholds?: Partial<LivenessThresholds>;
 }
 
@@ -189,7 +189,7 @@ export type AllocationRefusal =
   | "unhealthy-gpu"
   | "gpu-allocated";
 
-/** Raised when an allocation is refused (plan §1.1 #4); nothing is recorded. */
+/** Raised when an allocation is refused (design §1.1 #4); nothing is recorded. */
 export class AllocationError extends Error {
   /** The reason, as a stable code. */
   readonly reason: AllocationRefusal;
@@ -263,7 +263,7 @@ export function checkGpus(nodeId: string, gpus: readonly Gpu[], action: string):
 }
 
 /**
- * The control plane's inventory (plan §4). See the module documentation for
+ * The control plane's inventory (design §4). See the module documentation for
  * its concurrency and copy guarantees.
  */
 export class InventoryStore {
@@ -293,7 +293,7 @@ export class InventoryStore {
    * no operator intent. A known node gets the reported hardware, address,
    * labels and versions, is heard from (so `unreachable` or `lost` become
    * `ready` liveness), and keeps its operator intent and its allocations: a
-   * re-registering agent never clears a cordon or a drain (plan §1.3).
+   * re-registering agent never clears a cordon or a drain (design §1.3).
    * Allocated GPUs now missing or unhealthy are reported, their allocations
    * kept.
    *
@@ -332,8 +332,8 @@ export class InventoryStore {
   /**
    * Records a heartbeat at `nowMs`, with the node's current GPUs when sent.
    * Brings `unreachable` and `lost` liveness back to `ready`; a cordon or
-   * drain stays (plan §4). A node back from `lost` shows as a transition from
-   * `lost`, so the caller can fence its old shards (plan §10).
+   * drain stays (design §4). A node back from `lost` shows as a transition from
+   * `lost`, so the caller can fence its old shards (design §10).
    *
    * @throws {UnknownNodeError} For a node that never registered.
    * @throws {NodeReportError} For GPU indices that are not unique non-negative integers.
@@ -349,7 +349,7 @@ export class InventoryStore {
   }
 
   /**
-   * Cordons a node: no new placements; what runs keeps running (plan §4). On
+   * Cordons a node: no new placements; what runs keeps running (design §4). On
    * a draining node this changes nothing (a drain already excludes it).
    *
    * @throws {UnknownNodeError} For an unknown node.
@@ -362,7 +362,7 @@ export class InventoryStore {
 
   /**
    * Starts draining a node: no new placements, and the control plane moves
-   * its replicas off (plan §4, §11). Supersedes a cordon.
+   * its replicas off (design §4, §11). Supersedes a cordon.
    *
    * @throws {UnknownNodeError} For an unknown node.
    */
@@ -386,11 +386,11 @@ export class InventoryStore {
   }
 
   /**
-   * Applies the liveness timers at `nowMs` (plan §4) and returns the state
+   * Applies the liveness timers at `nowMs` (design §4) and returns the state
    * changes, by node id. Time only makes liveness worse: only a heartbeat or
    * registration brings a node back, so a clock stepping back revives
    * nothing. Allocations are not touched: releasing the replicas of a `lost`
-   * node is the control plane's decision (plan §5.4, §11).
+   * node is the control plane's decision (design §5.4, §11).
    */
   refresh(nowMs: number): StateTransition[] {
     checkTime(nowMs, "refresh the inventory");
@@ -409,11 +409,11 @@ export class InventoryStore {
   }
 
   /**
-   * Records GPUs of a node as held by one shard (plan §4). Refused, changing
+   * Records GPUs of a node as held by one shard (design §4). Refused, changing
    * nothing, when: an id is empty; the node is unknown; no GPU is listed; the
    * (replica, shard) pair already holds GPUs anywhere; a GPU is unknown on
-   * the node, listed twice, unhealthy, or already allocated (plan §1.1 #4).
-   * The node's state is placement's concern (plan §7), not checked here.
+   * the node, listed twice, unhealthy, or already allocated (design §1.1 #4).
+   * The node's state is placement's concern (design §7), not checked here.
    *
    * @throws {UnknownNodeError} For an unknown node.
    * @throws {AllocationError} For every other refusal, with its reason code.
@@ -496,7 +496,7 @@ export class InventoryStore {
 
   /**
    * Frees the GPUs one shard holds. Prefer {@link releaseReplica}: replicas
-   * fail, and are released, whole (plan §5.4).
+   * fail, and are released, whole (design §5.4).
    *
    * @returns The released allocation, or `undefined` when the shard held nothing.
    */
@@ -509,7 +509,7 @@ export class InventoryStore {
 
   /**
    * Frees every shard of a replica, on every node: replicas fail whole, so
-   * they are released whole (plan §5.4).
+   * they are released whole (design §5.4).
    *
    * @returns The released allocations by node, replica and shard; empty when the replica held nothing.
    */
@@ -522,7 +522,7 @@ export class InventoryStore {
 
   /**
    * Forgets a node and its allocations. Other shards of the replicas that
-   * had GPUs here are kept; the caller rebuilds those replicas (plan §5.4).
+   * had GPUs here are kept; the caller rebuilds those replicas (design §5.4).
    *
    * @returns The node's allocations, which no longer exist.
    * @throws {UnknownNodeError} For an unknown node.
@@ -567,7 +567,7 @@ export class InventoryStore {
 
   /**
    * The indices of a node's free GPUs, ascending: healthy and not allocated
-   * (plan §4, §5.1).
+   * (design §4, §5.1).
    *
    * @throws {UnknownNodeError} For an unknown node.
    */
@@ -580,7 +580,7 @@ export class InventoryStore {
       .sort((a, b) => a - b);
   }
 
-  /** The cluster as placement reads it (plan §7): copies, in natural id order. */
+  /** The cluster as placement reads it (design §7): copies, in natural id order. */
   snapshot(): ClusterNode[] {
     return this.#sorted().map((record) =>
       structuredClone({

@@ -1,5 +1,5 @@
 /**
- * The control plane's view of nodes (plan §4): what placement reads. Wire
+ * The control plane's view of nodes (design §4): what placement reads. Wire
  * types, snake_case, shared by the cluster file of `llmgw plan`, the store and
  * the API.
  *
@@ -7,10 +7,10 @@
  */
 import type { FabricAttachment, Gpu } from "../discovery/types.ts";
 
-/** Node states of plan §4. Only `ready` nodes accept new placements. */
+/** Node states of design §4. Only `ready` nodes accept new placements. */
 export type NodeState = "ready" | "cordoned" | "draining" | "unreachable" | "lost";
 
-/** All node states, in the order of plan §4. */
+/** All node states, in the order of design §4. */
 export const NODE_STATES: readonly NodeState[] = [
   "ready",
   "cordoned",
@@ -19,9 +19,9 @@ export const NODE_STATES: readonly NodeState[] = [
   "lost",
 ];
 
-/** GPUs of one node held by one shard of one replica (plan §4). */
+/** GPUs of one node held by one shard of one replica (design §4). */
 export interface Allocation {
-  /** The replica the shard belongs to; replicas are released whole (plan §5.4). */
+  /** The replica the shard belongs to; replicas are released whole (design §5.4). */
   replica_id: string;
   /** The shard, unique within the replica. */
   shard_id: string;
@@ -37,22 +37,22 @@ export interface ClusterNode {
   id: string;
   /** Host name, for people. */
   hostname: string;
-  /** Management address: the bootstrap interface's address (plan §5.3). */
+  /** Management address: the bootstrap interface's address (design §5.3). */
   mgmt_addr: string;
-  /** The interface holding `mgmt_addr` (NCCL_SOCKET_IFNAME, plan §5.3); null when unknown. */
+  /** The interface holding `mgmt_addr` (NCCL_SOCKET_IFNAME, design §5.3); null when unknown. */
   mgmt_interface: string | null;
   /** First port of this node's engines; default 8000 (engines/launch.ts). */
   http_port_base?: number;
-  /** Current state (plan §4). */
+  /** Current state (design §4). */
   state: NodeState;
   /** Operator labels, matched by profiles' node selectors. */
   labels: Record<string, string>;
-  /** GPUs as discovery reports them (plan §5.1). */
+  /** GPUs as discovery reports them (design §5.1). */
   gpus: Gpu[];
-  /** Fabric attachments (plan §5.2). */
+  /** Fabric attachments (design §5.2). */
   fabrics: FabricAttachment[];
   /** What runs here already. */
   allocations: Allocation[];
-  /** Installed engine versions, by engine name (plan §14); absent when not reported. */
+  /** Installed engine versions, by engine name (design §14); absent when not reported. */
   engine_versions?: Record<string, string>;
 }

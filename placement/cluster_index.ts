@@ -1,11 +1,12 @@
 /**
  * A placement index over a cluster snapshot: per node and GPU class, the free
  * healthy GPUs, so that placing one replica on 10,000 nodes touches only the
- * nodes that have the class (plan §16). It is a derived cache: `place()`
+ * nodes that have the class (design §16). It is a derived cache: `place()`
  * only reads it; {@link applyPlacement} updates it after a placement.
  *
  * @module
  */
+import { fp8Capable } from "../deployment/quantization.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { Allocation, ClusterNode } from "../inventory/types.ts";
 
@@ -19,10 +20,12 @@ export interface ClassSlot {
   allocated: number;
   /** How many are unhealthy (and not allocated). */
   unhealthy: number;
-  /** True when every GPU of the class reports compute capability ≥ 8.9 (fp8, plan §6.2). */
+  /** True when every GPU of the class reports compute capability ≥ 8.9 (fp8, design §6.2). */
   fp8Capable: boolean;
   /** The compute capabilities reported, for messages ("8.0", "unknown"). */
   computeCapabilities: string[];
+  /** This node's position in its class's list (`ClusterIndex.byClass`, `freeByClass`). */
+  pos: number;
 }
 
 /** A node with its per-class slots. */
@@ -53,14 +56,12 @@ export interface ClusterIndex {
   byId: Map<string, IndexedNode>;
   /** GPU class → nodes having at least one GPU of it, with their slot, sorted by id. */
   byClass: Map<string, ClassMember[]>;
-}
-
-const FP8_MIN: [number, number] = [8, 9];
-
-function fp8Capable(cc: string | null): boolean {
-  if (cc === null) return false;
-  const [major, minor] = cc.split(".").map(Number);
-  return major > FP8_MIN[0] || (major === FP8_MIN[0] && minor >= FP8_MIN[1]);
+  /**
+   * GPU class → each member's number of free GPUs, by position in `byClass`:
+   * `slot.free.length`, kept in one compact array so that the placement loop
+   * reads neighbouring numbers instead of chasing a pointer per node.
+   */
+  freeByClass: Map<string, Int32Array>;
 }
 
 /** Builds the index of a snapshot. Nodes are not copied; do not change them afterwards. */
@@ -76,10 +77,15 @@ export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
     for (const [cls, slot] of n.classes) {
       let list = byClass.get(cls);
       if (list === undefined) byClass.set(cls, list = []);
+      slot.pos = list.length;
       list.push({ n, slot });
     }
   }
-  return { nodes: indexed, byId, byClass };
+  const freeByClass = new Map<string, Int32Array>();
+  for (const [cls, list] of byClass) {
+    freeByClass.set(cls, Int32Array.from(list, (m) => m.slot.free.length));
+  }
+  return { nodes: indexed, byId, byClass, freeByClass };
 }
 
 function indexNode(node: ClusterNode): IndexedNode {
@@ -102,6 +108,7 @@ function indexNode(node: ClusterNode): IndexedNode {
         unhealthy: 0,
         fp8Capable: true,
         computeCapabilities: [],
+        pos: -1, // set by indexCluster
       };
       classes.set(gpu.class, slot);
     }
@@ -160,6 +167,7 @@ export function applyPlacement(
         throw new RangeError(`Cannot apply placement: GPU ${i} of ${s.node} is not free`);
       }
       slot.free.splice(at, 1);
+      index.freeByClass.get(s.gpu_class)![slot.pos] = slot.free.length;
       slot.allocated++;
       n.allocatedIndices.add(i);
     }
@@ -168,7 +176,7 @@ export function applyPlacement(
   for (const n of touched) n.deployments.set(deployment, (n.deployments.get(deployment) ?? 0) + 1);
 }
 
-/** Orders ids so that `node-2` sorts before `node-10` (ties break on node id, plan §7). */
+/** Orders ids so that `node-2` sorts before `node-10` (ties break on node id, design §7). */
 export function compareIds(a: string, b: string): number {
   const c = collator.compare(a, b);
   return c !== 0 ? c : a < b ? -1 : a > b ? 1 : 0;

@@ -1,11 +1,12 @@
 /**
- * Node filters (plan §7), in the style of Kubernetes' scheduler framework:
+ * Node filters (design §7), in the style of Kubernetes' scheduler framework:
  * each is a small named step that passes a node or rejects it with a reason
  * code. `check` is the hot path (no strings built); `describe` explains a
- * rejection in words, on demand (plan §1.2).
+ * rejection in words, on demand (design §1.2).
  *
  * @module
  */
+import { fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import type { Profile } from "../deployment/schema.ts";
 import type { ClassSlot, IndexedNode } from "./cluster_index.ts";
 import type { ReasonCode } from "./reasons.ts";
@@ -24,7 +25,7 @@ export interface ProfileContext {
 export function profileContext(profile: Profile): ProfileContext {
   return {
     profile,
-    needsFp8: /fp8/.test(profile.quantization),
+    needsFp8: needsFp8Hardware(profile.quantization),
     selector: Object.entries(profile.node_selector),
   };
 }
@@ -46,7 +47,7 @@ const STATE_REASONS: Record<string, ReasonCode> = {
   lost: "node_lost",
 };
 
-/** Only ready nodes take new replicas (plan §4). */
+/** Only ready nodes take new replicas (design §4). */
 export const nodeStateFilter: NodeFilter = {
   name: "node_state",
   check: (n) => n.node.state === "ready" ? null : STATE_REASONS[n.node.state],
@@ -71,12 +72,12 @@ export const nodeSelectorFilter: NodeFilter = {
   },
 };
 
-/** fp8 only on compute capability ≥ 8.9: refused, not silently slower (plan §6.2). */
+/** fp8 only on compute capability ≥ 8.9: refused, not silently slower (design §6.2). */
 export const computeCapabilityFilter: NodeFilter = {
   name: "compute_capability",
   check: (_n, slot, ctx) => ctx.needsFp8 && !slot.fp8Capable ? "compute_capability" : null,
   describe: (_n, slot, ctx) =>
-    `${ctx.profile.quantization} needs compute capability ≥ 8.9; ${ctx.profile.gpu_class} GPUs here report ${
+    `${fp8Requirement(ctx.profile.quantization)}; ${ctx.profile.gpu_class} GPUs here report ${
       slot.computeCapabilities.join(", ")
     }`,
 };
@@ -103,13 +104,20 @@ export const freeGpusFilter: NodeFilter = {
   },
 };
 
-/** The filters after class presence, in order (see REASONS). */
-export const NODE_FILTERS: readonly NodeFilter[] = [
+/**
+ * The filters whose answer depends only on the node and the profile, not on
+ * allocations, in order: placement runs them once per index and profile
+ * (placement/stable_fit.ts). Every one of them comes before
+ * {@link freeGpusFilter}, the only filter that changes between placements.
+ */
+export const STABLE_FILTERS: readonly NodeFilter[] = [
   nodeStateFilter,
   nodeSelectorFilter,
   computeCapabilityFilter,
-  freeGpusFilter,
 ];
+
+/** The filters after class presence, in order (see REASONS). */
+export const NODE_FILTERS: readonly NodeFilter[] = [...STABLE_FILTERS, freeGpusFilter];
 
 /** Runs the filters; returns the first rejection's reason and filter, or null. */
 export function firstRejection(

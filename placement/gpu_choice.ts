@@ -1,5 +1,5 @@
 /**
- * GPU choice inside a node (plan §7): keep a tensor-parallel group inside one
+ * GPU choice inside a node (design §7): keep a tensor-parallel group inside one
  * NVLink domain where the topology is known, choosing the smallest domain
  * that fits so big domains stay whole; otherwise the lowest free indices.
  *

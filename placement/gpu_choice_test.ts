@@ -1,4 +1,4 @@
-/** Unit tests for NVLink domains and GPU choice inside a node (plan §7). */
+/** Unit tests for NVLink domains and GPU choice inside a node (design §7). */
 import { assertEquals, assertThrows } from "../tests/assert.ts";
 import { gpu, gpus, withDomains } from "../tests/cluster_builders.ts";
 import { chooseGpus, nvlinkDomains } from "./gpu_choice.ts";

@@ -1,5 +1,5 @@
 /**
- * Placement (plan §7): pure, deterministic, explained.
+ * Placement (design §7): pure, deterministic, explained.
  *
  * @module
  */
@@ -25,5 +25,13 @@ export {
   nodeStateFilter,
   type ProfileContext,
   profileContext,
+  STABLE_FILTERS,
 } from "./filters.ts";
-export { explanationLines, place, type PlaceOptions, placeReplica } from "./place.ts";
+export { formatCount } from "./groups.ts";
+export {
+  explanationLines,
+  type ExplanationLinesOptions,
+  place,
+  type PlaceOptions,
+  placeReplica,
+} from "./place.ts";

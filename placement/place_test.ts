@@ -1,5 +1,5 @@
 /**
- * Table tests for placement (plan §7): each reason code with its message, the
+ * Table tests for placement (design §7): each reason code with its message, the
  * documented choice orders, NVLink domains, profile fallback and fabrics.
  * tests/placement_property_test.ts covers the cases nobody thought of.
  */
@@ -45,7 +45,7 @@ function rejections(a: ProfileAttempt): Record<string, [string, string]> {
 
 /** The only attempt of a one-profile deployment that did not fit. */
 function onlyAttempt(nodes: ClusterNode[], dep: Deployment): ProfileAttempt {
-  const r = unschedulable(placeReplica(nodes, dep, "r-1", { detail: true }));
+  const r = unschedulable(placeReplica(nodes, dep, "r-1", { detail: "full" }));
   assertEquals(r.explanation.profiles.length, 1);
   return r.explanation.profiles[0];
 }
@@ -270,7 +270,7 @@ Deno.test("multi-node: the emptiest nodes of the fabric, ranks in node order", (
   );
 });
 
-Deno.test("multi-node: the fabric whose nodes are emptiest wins; ties on fabric name", () => {
+Deno.test("multi-node, equal bandwidth: the fabric whose nodes are emptiest wins, then the name", () => {
   const p = profile({ name: "p", nodes: 2, gpus_per_node: 4 });
   const used = [alloc("o", [0, 1], "other")];
   const nodes = [
@@ -414,7 +414,7 @@ Deno.test("fallback: a lower profile is used and the summary says why the higher
     node("n1", { gpus: gpus(8, { cls: "a100-80g" }) }),
     node("n2", { gpus: gpus(8, { cc: "8.0" }) }), // odd H100s reporting 8.0
   ];
-  const r = placed(placeReplica(nodes, dep, "r-1", { detail: true }));
+  const r = placed(placeReplica(nodes, dep, "r-1", { detail: "full" }));
   assertEquals(r.profile, "a100-tp8");
   assertEquals(r.shards.map((s) => [s.node, s.gpu_class]), [["n1", "a100-80g"]]);
   assertEquals(r.explanation.profiles.map((a) => [a.profile, a.fits]), [
@@ -428,8 +428,15 @@ Deno.test("fallback: a lower profile is used and the summary says why the higher
       'profile "h100-tp8": 0/2 nodes fit: 1 no h100-80g GPUs, 1 compute capability too low for fp8; ' +
       'profile "a100-2x8": 0/2 nodes fit: 1 no a100-80g GPUs, 1 on no fabric',
   );
-  const lines = explanationLines(r.explanation);
-  assertStringIncludes(lines.join("\n"), "n2: compute_capability: fp8 needs compute capability");
+  // Grouped lines by default, one line per node with detail.
+  assertStringIncludes(
+    explanationLines(r.explanation).join("\n"),
+    "    1 node: compute_capability — fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report 8.0 (n2)",
+  );
+  assertStringIncludes(
+    explanationLines(r.explanation, { detail: true }).join("\n"),
+    "    n2: compute_capability: fp8 needs compute capability",
+  );
 });
 
 Deno.test("the first profile that fits wins even when a later one would pack better", () => {
@@ -491,7 +498,7 @@ Deno.test("nodes on two fabrics: each shard gets only the chosen fabric's HCAs",
     node("n2", { fabrics: both() }),
     node("n3", { fabrics: [fabric("roce-c", ["mlx5_3"], 100)] }),
   ];
-  // 2 nodes: both fabrics can; equal free GPUs, so ib-a by name
+  // 2 nodes: both fabrics can; ib-a's 2 × 400 Gb/s beats roce-c's 1 × 200 Gb/s
   const two = placed(placeReplica(nodes, deployment([profile({ name: "p", nodes: 2 })]), "r-1"));
   assertEquals(two.shards.map((s) => [s.node, s.fabric, s.hcas, s.hca_ports.map((p) => p.hca)]), [
     ["n1", "ib-a", ["mlx5_0", "mlx5_1"], ["mlx5_0", "mlx5_1"]],
@@ -524,9 +531,9 @@ Deno.test("placement is deterministic and does not change its input", () => {
   ];
   const before = structuredClone(nodes);
   const dep = deployment([profile({ name: "p", nodes: 2, gpus_per_node: 4 })]);
-  const r = placeReplica(nodes, dep, "r-1", { detail: true });
+  const r = placeReplica(nodes, dep, "r-1", { detail: "full" });
   assertEquals(nodes, before);
-  assertEquals(placeReplica([...nodes].reverse(), dep, "r-1", { detail: true }), r);
+  assertEquals(placeReplica([...nodes].reverse(), dep, "r-1", { detail: "full" }), r);
   assertEquals(placed(r).shards.map((s) => s.node), ["n2", "n3"]);
 });
 
@@ -541,4 +548,282 @@ Deno.test("a fabric listed twice on a node never yields two shards on that node"
   );
   assertEquals(r.status, "unschedulable");
   assertEquals(r.explanation.profiles[0].counts, { fabric_too_small: 1 });
+});
+
+// ---------------------------------------------------------------------------
+// Fabric choice by bandwidth (design §5.2: a collective runs at its slowest link)
+
+/** `count` adapter names from mlx5_<first>. */
+function hcaNames(first: number, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `mlx5_${first + i}`);
+}
+
+Deno.test("fabric by bandwidth: a 2-node replica lands on the fast fabric, not the emptier one", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 4 });
+  const used = [alloc("o", [0, 1], "other")];
+  const nodes = [
+    // first by name and emptier, but 1 × 100 Gb/s
+    node("n1", { fabrics: [fabric("a-slow", ["mlx5_0"], 100)] }),
+    node("n2", { fabrics: [fabric("a-slow", ["mlx5_0"], 100)] }),
+    node("n3", { fabrics: [fabric("b-fast", ["mlx5_0"], 400)], allocations: used }),
+    node("n4", { fabrics: [fabric("b-fast", ["mlx5_0"], 400)], allocations: used }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.fabric]), [["n3", "b-fast"], ["n4", "b-fast"]]);
+  assertEquals(
+    r.explanation.summary,
+    'placed with profile "p": fits on n3, n4 over fabric b-fast (of 4 nodes); ' +
+      "fabric a-slow passed over: 1 × 100 Gb/s = 100 Gb/s per node < b-fast 1 × 400 Gb/s = 400 Gb/s",
+  );
+  assertEquals(r.explanation.profiles[0].fabrics, [
+    {
+      fabric: "b-fast",
+      eligible_nodes: 2,
+      chosen: true,
+      bandwidth: { per_node_gbps: 400, node: "n3", hcas: 1, rate_gbps: 400 },
+      free_gpus: 12,
+      why: "1 × 400 Gb/s = 400 Gb/s per node, 12 free h100-80g GPUs on its nodes",
+    },
+    {
+      fabric: "a-slow",
+      eligible_nodes: 2,
+      chosen: false,
+      bandwidth: { per_node_gbps: 100, node: "n1", hcas: 1, rate_gbps: 100 },
+      free_gpus: 16,
+      why: "1 × 100 Gb/s = 100 Gb/s per node < b-fast 1 × 400 Gb/s = 400 Gb/s",
+    },
+  ]);
+});
+
+Deno.test("fabric by bandwidth: TP16 over front-end Ethernet, IB and RoCE goes to IB (issue #12)", () => {
+  const tp16 = profile({ name: "tp16", nodes: 2, gpus_per_node: 8, tensor_parallel: 16 });
+  const fe = (first: number) => fabric("eth-fe", hcaNames(first, 4), 100);
+  const nodes = [
+    node("n1", { fabrics: [fe(8), fabric("ib-a", hcaNames(0, 8), 400)] }),
+    node("n2", { fabrics: [fe(8), fabric("ib-a", hcaNames(0, 8), 400)] }),
+    node("n3", { fabrics: [fe(6), fabric("roce-b", hcaNames(0, 6), 400)] }),
+    node("n4", { fabrics: [fe(6), fabric("roce-b", hcaNames(0, 6), 400)] }),
+    node("n5", { fabrics: [fe(0)] }),
+    node("n6", { fabrics: [fe(0)] }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([tp16]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.fabric, s.hcas.length]), [
+    ["n1", "ib-a", 8],
+    ["n2", "ib-a", 8],
+  ]);
+  assertEquals(
+    r.explanation.summary,
+    'placed with profile "tp16": fits on n1, n2 over fabric ib-a (of 6 nodes); ' +
+      "fabric roce-b passed over: 6 × 400 Gb/s = 2,400 Gb/s per node < ib-a 8 × 400 Gb/s = 3,200 Gb/s; " +
+      "fabric eth-fe passed over: 4 × 100 Gb/s = 400 Gb/s per node < ib-a 8 × 400 Gb/s = 3,200 Gb/s",
+  );
+  assertEquals(
+    r.explanation.profiles[0].fabrics?.map((f) => [f.fabric, f.chosen, f.bandwidth?.per_node_gbps]),
+    [["ib-a", true, 3200], ["roce-b", false, 2400], ["eth-fe", false, 400]],
+  );
+});
+
+Deno.test("fabric by bandwidth: a fabric's figure is its slowest chosen node's", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 8 });
+  const nodes = [
+    node("n1", { fabrics: [fabric("ib-a", hcaNames(0, 4), 400)] }), // 1,600 Gb/s
+    node("n2", { fabrics: [fabric("ib-a", hcaNames(0, 1), 400)] }), // 400 Gb/s: ib-a's figure
+    node("n3", { fabrics: [fabric("ib-b", hcaNames(0, 2), 400)] }), // 800 Gb/s
+    node("n4", { fabrics: [fabric("ib-b", hcaNames(0, 2), 400)] }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => s.fabric), ["ib-b", "ib-b"]);
+  const ibA = r.explanation.profiles[0].fabrics?.find((f) => f.fabric === "ib-a");
+  assertEquals(ibA?.bandwidth, { per_node_gbps: 400, node: "n2", hcas: 1, rate_gbps: 400 });
+  assertEquals(ibA?.why, "1 × 400 Gb/s = 400 Gb/s per node < ib-b 2 × 400 Gb/s = 800 Gb/s");
+});
+
+Deno.test("fabric by bandwidth: unknown rates rank last; too-small fabrics are named", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 8 });
+  const unknown = { ...fabric("a-unknown", ["mlx5_0", "mlx5_1"]), rate_gbps: null };
+  const nodes = [
+    node("n1", { fabrics: [unknown] }),
+    node("n2", { fabrics: [unknown] }),
+    node("n3", { fabrics: [fabric("b-known", ["mlx5_0"], 100)] }),
+    node("n4", { fabrics: [fabric("b-known", ["mlx5_0"], 100)] }),
+    node("n5", { fabrics: [fabric("c-alone", hcaNames(0, 8), 400)] }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => s.fabric), ["b-known", "b-known"]);
+  assertEquals(
+    r.explanation.summary,
+    'placed with profile "p": fits on n3, n4 over fabric b-known (of 5 nodes); ' +
+      "fabric a-unknown passed over: unknown bandwidth (node n1 reports no port rate) per node " +
+      "< b-known 1 × 100 Gb/s = 100 Gb/s; fabric c-alone passed over: only 1 eligible node, needs 2",
+  );
+  // Unschedulable: each fabric says how many eligible nodes it has.
+  const three = profile({ name: "p", nodes: 3, gpus_per_node: 8, pipeline_parallel: 3 });
+  const u = unschedulable(placeReplica(nodes, deployment([three]), "r-1"));
+  assertEquals(u.explanation.profiles[0].fabrics?.map((f) => [f.fabric, f.chosen, f.why]), [
+    ["a-unknown", false, "only 2 eligible nodes, needs 3"],
+    ["b-known", false, "only 2 eligible nodes, needs 3"],
+    ["c-alone", false, "only 1 eligible node, needs 3"],
+  ]);
+});
+
+Deno.test("fabric by bandwidth: equal bandwidth and free GPUs fall back to the name, and say so", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 4 });
+  const used = [alloc("o", [0], "other")];
+  const nodes = [
+    node("n1", { fabrics: [fabric("ib-b", ["mlx5_0"])] }),
+    node("n2", { fabrics: [fabric("ib-b", ["mlx5_0"])] }),
+    node("n3", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n4", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n5", { fabrics: [fabric("ib-c", ["mlx5_0"])], allocations: used }),
+    node("n6", { fabrics: [fabric("ib-c", ["mlx5_0"])] }),
+  ];
+  const r = placed(placeReplica(nodes, deployment([p]), "r-1"));
+  assertEquals(r.shards.map((s) => [s.node, s.fabric]), [["n3", "ib-a"], ["n4", "ib-a"]]);
+  assertEquals(
+    r.explanation.profiles[0].fabrics?.map((f) => [f.fabric, f.why]),
+    [
+      ["ib-a", "1 × 400 Gb/s = 400 Gb/s per node, 16 free h100-80g GPUs on its nodes"],
+      [
+        "ib-b",
+        "same 400 Gb/s per node as ib-a, as many free GPUs (16), and ib-a comes first by name",
+      ],
+      [
+        "ib-c",
+        "same 400 Gb/s per node as ib-a, but 15 free h100-80g GPUs on the nodes it would use < 16",
+      ],
+    ],
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Grouped explanations (design §1.2 at scale)
+
+Deno.test("detail levels: false, grouped, full", () => {
+  const nodes = [node("n1", { state: "cordoned" }), node("n2", { gpus: gpus(2) })];
+  const dep = deployment([h100x8]);
+  const at = (detail: false | "grouped" | "full") =>
+    unschedulable(placeReplica(nodes, dep, "r-1", { detail })).explanation.profiles[0];
+  assertEquals([at(false).groups, at(false).nodes], [undefined, undefined]);
+  assertEquals(at("grouped").nodes, undefined);
+  assertEquals(at("grouped").groups, [
+    { reason: "node_cordoned", count: 1, message: "cordoned", examples: ["n1"] },
+    {
+      reason: "insufficient_gpus",
+      count: 1,
+      message: "needs 8 free h100-80g GPUs, has 2 free",
+      examples: ["n2"],
+    },
+  ]);
+  assertEquals(at("full").groups, at("grouped").groups);
+  assertEquals(at("full").nodes?.map((r) => r.node), ["n1", "n2"]);
+});
+
+Deno.test("groups: one per reason, with what the nodes have in common", () => {
+  const p = profile({ name: "p", quantization: "fp8", node_selector: { zone: "a" } });
+  const sick = gpus(8);
+  sick[5] = gpu(5, { problems: ["uncorrected ECC errors: 1"] });
+  const nodes = [
+    node("n1", { gpus: gpus(8, { cls: "a100-80g" }) }),
+    node("n2", { gpus: [] }),
+    node("n3", { gpus: gpus(4, { cls: "l40s-45g" }) }),
+    node("n4", { state: "draining" }),
+    node("n5", { labels: { zone: "b" } }),
+    node("n6", { labels: { zone: "b" } }),
+    node("n7", {}),
+    node("n8", { labels: { zone: "a" }, gpus: gpus(8, { cc: "8.0" }) }),
+    node("n9", { labels: { zone: "a" }, gpus: [...gpus(7), gpu(7, { cc: null })] }),
+    node("n10", { labels: { zone: "a" }, allocations: [alloc("o", [0, 1, 2, 3], "other")] }),
+    node("n11", { labels: { zone: "a" }, gpus: sick, allocations: [alloc("o", [0], "other")] }),
+  ];
+  const a = unschedulable(placeReplica(nodes, deployment([p]), "r-1", { detail: "grouped" }))
+    .explanation.profiles[0];
+  assertEquals(a.groups, [
+    {
+      reason: "no_gpu_class",
+      count: 3,
+      message: "no h100-80g GPUs (they have a100-80g, l40s-45g; 1 has no GPUs)",
+      examples: ["n1", "n2", "n3"],
+    },
+    { reason: "node_draining", count: 1, message: "draining", examples: ["n4"] },
+    {
+      reason: "selector_mismatch",
+      count: 3,
+      message: "label zone=a required; they have zone=b (2), no zone label (1)",
+      examples: ["n5", "n6", "n7"],
+    },
+    {
+      reason: "compute_capability",
+      count: 2,
+      message: "fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report 8.0, 9.0, unknown",
+      examples: ["n8", "n9"],
+    },
+    {
+      reason: "insufficient_gpus",
+      count: 2,
+      message:
+        "needs 8 free h100-80g GPUs, has 4–6 free; 2 with GPUs allocated, 1 with unhealthy GPUs",
+      examples: ["n10", "n11"],
+    },
+  ]);
+  for (const g of a.groups!) assertEquals(g.count, a.counts[g.reason]);
+});
+
+Deno.test("groups: thousands of nodes make one line each, with separators", () => {
+  const nodes = Array.from(
+    { length: 2_500 },
+    (_, i) => node(`n${i + 1}`, { allocations: [alloc("o", [0, 1, 2, 3], "other")] }),
+  );
+  const r = unschedulable(placeReplica(nodes, deployment([h100x8]), "r-1", { detail: "grouped" }));
+  assertEquals(explanationLines(r.explanation), [
+    'no profile fits: profile "h100x8": 0/2500 nodes fit: 2500 insufficient free h100-80g GPUs',
+    "  profile h100x8: does not fit: 0/2500 nodes fit: 2500 insufficient free h100-80g GPUs",
+    "    2,500 nodes: insufficient_gpus — needs 8 free h100-80g GPUs, has 4 free; 2,500 with GPUs allocated (e.g. n1, n2, n3)",
+  ]);
+});
+
+Deno.test("groups: an unschedulable multi-node profile groups no_fabric and fabric_too_small", () => {
+  const p = profile({ name: "p", nodes: 2, gpus_per_node: 8 });
+  const nodes = [
+    node("n1"),
+    node("n2"),
+    node("n3", { fabrics: [fabric("ib-a", ["mlx5_0"])] }),
+    node("n4", { fabrics: [fabric("ib-b", ["mlx5_0"])] }),
+  ];
+  const a = unschedulable(placeReplica(nodes, deployment([p]), "r-1", { detail: "grouped" }))
+    .explanation.profiles[0];
+  assertEquals(a.groups, [
+    {
+      reason: "no_fabric",
+      count: 2,
+      message: "a 2-node replica needs nodes on a fabric; these are on none",
+      examples: ["n1", "n2"],
+    },
+    {
+      reason: "fabric_too_small",
+      count: 2,
+      message: "needs 2 eligible nodes on one fabric: ib-a has 1, ib-b has 1",
+      examples: ["n3", "n4"],
+    },
+  ]);
+  // With detail, the per-node list replaces the groups and the fabrics are listed.
+  const full = unschedulable(placeReplica(nodes, deployment([p]), "r-1", { detail: "full" }));
+  assertEquals(explanationLines(full.explanation, { detail: true }).slice(2), [
+    "    n1: no_fabric: a 2-node replica needs nodes on a fabric; this node is on none",
+    "    n2: no_fabric: a 2-node replica needs nodes on a fabric; this node is on none",
+    "    n3: fabric_too_small: needs 2 eligible nodes on one fabric: ib-a has 1",
+    "    n4: fabric_too_small: needs 2 eligible nodes on one fabric: ib-b has 1",
+    "    fabric ib-a: not chosen: only 1 eligible node, needs 2",
+    "    fabric ib-b: not chosen: only 1 eligible node, needs 2",
+  ]);
+});
+
+Deno.test("groups are copies: changing one result does not change the next", () => {
+  const index = indexCluster([node("n1", { state: "cordoned" })]);
+  const first = place(index, deployment([h100x8]), "r-1", { detail: "grouped" });
+  first.explanation.profiles[0].groups![0].examples.push("bogus");
+  first.explanation.profiles[0].groups![0].count = 99;
+  const second = place(index, deployment([h100x8]), "r-1", { detail: "grouped" });
+  assertEquals(second.explanation.profiles[0].groups, [
+    { reason: "node_cordoned", count: 1, message: "cordoned", examples: ["n1"] },
+  ]);
 });

@@ -1,6 +1,6 @@
 /**
  * Reason codes: why a node cannot take a replica with a given profile. Stable
- * names for tools; the labels make the one-line summary of plan §1.2
+ * names for tools; the labels make the one-line summary of design §1.2
  * ("0/12 nodes fit: 8 cordoned, 3 insufficient free h100-80g GPUs").
  *
  * @module
@@ -45,7 +45,8 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
   {
     code: "compute_capability",
     label: "compute capability too low for {quantization}",
-    meaning: "fp8 needs compute capability ≥ 8.9 (plan §6.2); unknown counts as too low.",
+    meaning:
+      "A quantization that computes in fp8 (fp8, w8a8_fp8, modelopt, …) needs compute capability ≥ 8.9; unknown counts as too low.",
   },
   {
     code: "insufficient_gpus",
@@ -55,7 +56,7 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
   {
     code: "no_fabric",
     label: "on no fabric",
-    meaning: "A multi-node profile needs nodes attached to a fabric (plan §5.2).",
+    meaning: "A multi-node profile needs nodes attached to a fabric.",
   },
   {
     code: "fabric_too_small",

@@ -1,7 +1,7 @@
 /**
- * The agent ↔ control plane protocol (plan §10): HTTP + JSON, every body
- * validated with these zod schemas on both sides. This module is the only
- * thing the agent and the control plane share (plan §3.1).
+ * The agent ↔ control plane protocol (design §10): HTTP + JSON, every body
+ * validated with these zod schemas on both sides. protocol/ is the only
+ * thing the agent and the control plane share (design §3.1).
  *
  * Endpoints (all under the control plane's URL, `Authorization: Bearer`):
  * - `POST /v1/agent/register` (join token) → {@link RegisterResponse}; the
@@ -10,26 +10,31 @@
  * - `GET /v1/agent/desired?generation=N&wait_ms=M` (node credential): the
  *   node's desired shards; answers at once when the generation differs from
  *   N, else holds the request (long poll) until it changes or `wait_ms`.
+ *   The answer is {@link DesiredStateSchema}: each shard's launch is checked
+ *   whole (protocol/shard_launch.ts), and the agent refuses a desired state
+ *   with any wrong launch, naming the shard and the field.
+ *
+ * The other roles' contracts: gateway ↔ control in protocol/gateway_protocol.ts,
+ * control → agent local API in protocol/local_api_protocol.ts.
  *
  * @module
  */
 import { z } from "zod";
+import type { ShardLaunch } from "../engines/types.ts";
+import { zodIssues } from "../validation/issues.ts";
+import {
+  ComputeCapabilitySchema,
+  FabricPortSchema,
+  MAX_INTERFACE_CHARS,
+  MAX_MGMT_ADDR_CHARS,
+  NodeIdSchema as NodeId,
+} from "./fields.ts";
+import type { Assert, Same } from "./same_type.ts";
+import { ShardLaunchSchema } from "./shard_launch.ts";
+import { WireFormatError, type WireIssue } from "./wire_error.ts";
 
 /** The protocol version; a control plane refuses agents of another. */
 export const AGENT_PROTOCOL_VERSION = 1;
-
-const NodeId = z.string().regex(
-  /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/,
-  "must be a node id of letters, digits, '.', '_' or '-'",
-);
-
-const FabricPortSchema = z.object({
-  hca: z.string().min(1).max(64),
-  port: z.number().int().min(1).max(255),
-  link_layer: z.enum(["infiniband", "roce"]).nullable(),
-  rate_gbps: z.number().nullable(),
-  roce_v2_gid_index: z.number().int().nullable(),
-});
 
 /** A GPU as discovery reports it (discovery/types.ts `Gpu`). */
 export const GpuReportSchema = z.object({
@@ -39,7 +44,7 @@ export const GpuReportSchema = z.object({
   class: z.string().max(64).nullable(),
   memory_total_mb: z.number().int().nullable(),
   memory_used_mb: z.number().int().nullable(),
-  compute_capability: z.string().regex(/^\d+\.\d+$/).nullable(),
+  compute_capability: ComputeCapabilitySchema.nullable(),
   numa_node: z.number().int().nullable(),
   pci_bus_id: z.string().max(32).nullable(),
   driver_version: z.string().max(64).nullable(),
@@ -75,13 +80,13 @@ export const FabricReportSchema = z.object({
   rate_gbps: z.number().nullable(),
 });
 
-/** What an agent sends to register (plan §4, §10). */
+/** What an agent sends to register (design §4, §10). */
 export const RegisterRequestSchema = z.object({
   protocol: z.literal(AGENT_PROTOCOL_VERSION),
   node_id: NodeId,
   hostname: z.string().min(1).max(253),
-  mgmt_addr: z.string().min(1).max(64),
-  mgmt_interface: z.string().max(15).nullable(),
+  mgmt_addr: z.string().min(1).max(MAX_MGMT_ADDR_CHARS),
+  mgmt_interface: z.string().max(MAX_INTERFACE_CHARS).nullable(),
   http_port_base: z.number().int().min(1024).max(64000).optional()
     .describe(
       "First port of this node's engines (default 8000): several nodes on one host need different ones.",
@@ -102,7 +107,7 @@ export interface RegisterResponse {
   node_id: string;
   /** A credential for this node's later calls; shown once, stored hashed by the control plane. */
   node_token: string;
-  /** How often to heartbeat (plan §4). */
+  /** How often to heartbeat (design §4). */
   heartbeat_interval_ms: number;
 }
 
@@ -136,6 +141,12 @@ export const ShardReportSchema = z.object({
     exit_code: z.number().int().nullable(),
     signal: z.string().max(32).nullable(),
     log_tail: z.array(z.string().max(8192)).max(200),
+    /**
+     * True when retrying cannot change the outcome (the engine or its plugin
+     * refused the shard's arguments): the control plane stops rebuilding the
+     * replica after a few placements. Absent from older agents: false.
+     */
+    permanent: z.boolean().optional(),
   }).nullable(),
   spec_hash: z.string().max(128),
 });
@@ -162,16 +173,67 @@ export interface DesiredShardWire {
   id: string;
   /** Engine plugin name. */
   engine: string;
-  /** The launch (engines/types.ts `ShardLaunch`). */
-  launch: unknown;
+  /** The launch; its `shard_id` is `id`. */
+  launch: ShardLaunch;
 }
 
-/** The full list of shards a node should run, level-triggered (plan §10). */
+/** The full list of shards a node should run, level-triggered (design §10). */
 export interface DesiredState {
   /** Increases with every change for this node; fences a node back from `lost`. */
   generation: number;
   /** Every shard the node should run; anything else must stop. */
   shards: DesiredShardWire[];
+}
+
+/** The most shards one node's desired state lists. */
+export const MAX_DESIRED_SHARDS = 4096;
+
+/** One shard of a desired state: its launch is checked whole ({@link ShardLaunchSchema}). */
+export const DesiredShardWireSchema = z.object({
+  id: z.string().min(1).max(256),
+  engine: z.string().min(1).max(64),
+  launch: ShardLaunchSchema,
+}).superRefine((s, ctx) => {
+  // The supervisor keys a shard by `id` and the plugin names it by
+  // `launch.shard_id`: two names for one shard would confuse pid files and logs.
+  if (s.launch.shard_id !== s.id) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["launch", "shard_id"],
+      message: `must equal the shard's id ${JSON.stringify(s.id)}`,
+    });
+  }
+});
+
+/** The answer to `GET /v1/agent/desired` (design §10). Unknown fields are ignored. */
+export const DesiredStateSchema = z.object({
+  generation: z.number().int().min(0),
+  shards: z.array(DesiredShardWireSchema).max(MAX_DESIRED_SHARDS),
+});
+
+// `deno check` fails here when the interfaces and the schema drift apart.
+type _DesiredStateMatchesSchema = Assert<Same<z.output<typeof DesiredStateSchema>, DesiredState>>;
+
+/**
+ * Parses a desired state. A problem inside a shard names the shard's id
+ * beside the path (`shards[2].launch.port (shard "r1-s0"): …`), so the log
+ * says which shard the control plane got wrong.
+ *
+ * @throws {WireFormatError} Naming each wrong field's path.
+ */
+export function parseDesiredState(value: unknown): DesiredState {
+  const parsed = DesiredStateSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const shards = (value as { shards?: unknown } | null)?.shards;
+  const issues = zodIssues(parsed.error).map((issue): WireIssue => {
+    const [top, index] = issue.path;
+    if (top !== "shards" || typeof index !== "number" || !Array.isArray(shards)) return issue;
+    const id = (shards[index] as { id?: unknown } | null)?.id;
+    return typeof id === "string" && id.length > 0
+      ? { ...issue, about: `shard ${JSON.stringify(id.slice(0, 256))}` }
+      : issue;
+  });
+  throw new WireFormatError("the desired state", issues);
 }
 
 /** The parsed registration. */

@@ -1,5 +1,5 @@
 /**
- * Entry point of the `llmgw-agent` binary (plan §3): the role is embedded as
+ * Entry point of the `llmgw-agent` binary (design §3): the role is embedded as
  * the first argument, so `llmgw-agent <command>` is `main.ts agent <command>`.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Entry point of the `llmgw-control` binary (plan §3): the role is embedded as
+ * Entry point of the `llmgw-control` binary (design §3): the role is embedded as
  * the first argument, so `llmgw-control <command>` is `main.ts control <command>`.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Entry point of the `llmgw-gateway` binary (plan §3): the role is embedded as
+ * Entry point of the `llmgw-gateway` binary (design §3): the role is embedded as
  * the first argument, so `llmgw-gateway <command>` is `main.ts gateway <command>`.
  *
  * @module

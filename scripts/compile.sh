@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One static binary per role into dist/ (plan §3): dist/llmgw-agent, -control, -gateway.
+# One static binary per role into dist/ (design §3): dist/llmgw-agent, -control, -gateway.
 # `deno compile` needs the denort runtime, which it downloads from Deno's own
 # server unless DENORT_BIN points at a local copy. Where neither is possible
 # this script says so plainly and exits 0 without claiming a build.

@@ -1,6 +1,6 @@
-# Per-role least-privilege permissions (plan §3), shared by compile.sh and bundle.sh.
+# Per-role least-privilege permissions (design §3), shared by compile.sh and bundle.sh.
 # agent: runs nvidia-smi and engines, reads sysfs, writes pid files and logs, talks HTTP, and
-# reads /proc/<pid> to fingerprint its engines (plan §9.2), which Deno grants only with
+# reads /proc/<pid> to fingerprint its engines (design §9.2), which Deno grants only with
 # --allow-all: the one role that cannot be narrowed.
 # control: serves HTTP, keeps its store on disk, runs engine plugin executables (describe).
 # gateway: serves and proxies HTTP, and reads only its own environment variables (no files,

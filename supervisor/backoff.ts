@@ -1,5 +1,5 @@
 /**
- * Restart delays after a crash (plan §9.1): exponential, capped.
+ * Restart delays after a crash (design §9.1): exponential, capped.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * A shard's full log on disk (plan §9.4). The engine writes to the file
+ * A shard's full log on disk (design §9.4). The engine writes to the file
  * itself (its stdout and stderr are the file, opened for append), so it
  * keeps logging, and keeps running, when the agent restarts: a pipe to a dead
  * agent would give it SIGPIPE. The supervisor follows the file for the

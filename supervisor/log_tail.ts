@@ -1,5 +1,5 @@
 /**
- * A bounded in-memory log tail (plan §9.4): the last lines of a shard's
+ * A bounded in-memory log tail (design §9.4): the last lines of a shard's
  * output, kept within a line count and a byte budget, since engine output is
  * the only diagnosis when loading fails and a flood must not eat memory.
  *

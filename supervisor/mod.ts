@@ -1,5 +1,5 @@
 /**
- * The agent's supervisor (plan §9): engine processes in their own sessions,
+ * The agent's supervisor (design §9): engine processes in their own sessions,
  * readiness from the plugins' probes, orphan adoption, bounded logs.
  *
  * @module

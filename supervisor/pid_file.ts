@@ -1,5 +1,5 @@
 /**
- * Pid files with a fingerprint, for orphan adoption (plan §9.2): the agent
+ * Pid files with a fingerprint, for orphan adoption (design §9.2): the agent
  * may restart while engines keep serving, and it must adopt its engines, but
  * pids get reused and adopting an unrelated process is worse than leaking
  * the original.

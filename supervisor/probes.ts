@@ -1,5 +1,5 @@
 /**
- * Runs an engine plugin's HTTP checks (plan §9.3) against a shard's port.
+ * Runs an engine plugin's HTTP checks (design §9.3) against a shard's port.
  *
  * @module
  */

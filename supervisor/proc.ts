@@ -1,6 +1,6 @@
 /**
  * What /proc says about a process: enough to tell a live process from a
- * zombie, to find its process group, and to fingerprint it (plan §9.2).
+ * zombie, to find its process group, and to fingerprint it (design §9.2).
  * Linux only. Deno grants /proc/<pid> reads only with --allow-all, which is
  * why the agent runs with it.
  *

@@ -1,5 +1,5 @@
 /**
- * Loading progress from engine log lines (plan §9.3): people want to see a
+ * Loading progress from engine log lines (design §9.3): people want to see a
  * 20-minute load move.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * One shard's life (plan §9): spawn in its own session, follow its log, run
+ * One shard's life (design §9): spawn in its own session, follow its log, run
  * its plugin's probes, time out, stop the whole group, restart with backoff
  * or report failure, and adopt a process a previous agent started.
  *
@@ -9,6 +9,7 @@
  * @module
  */
 import type { ShardSpec } from "../engines/prepare.ts";
+import { argumentRefusal } from "./argument_refusal.ts";
 import { backoffDelay } from "./backoff.ts";
 import { LogFollower, rotateIfLarge } from "./log_file.ts";
 import { LogTail } from "./log_tail.ts";
@@ -144,7 +145,7 @@ export class ShardRunner {
     }
     const spec = this.#spec;
     if (spec.command === null || spec.problems.length > 0) {
-      this.#fail(`cannot start: ${spec.problems.join("; ") || "no command"}`, null, false);
+      this.#fail(`cannot start: ${spec.problems.join("; ") || "no command"}`, null, false, true);
       return;
     }
     Deno.mkdirSync(this.paths.dir, { recursive: true });
@@ -213,7 +214,7 @@ export class ShardRunner {
 
   /**
    * Takes over a process a previous agent started, after its fingerprint
-   * matched (plan §9.2): from here on it is probed and stopped as if this
+   * matched (design §9.2): from here on it is probed and stopped as if this
    * supervisor had started it.
    */
   async adopt(record: PidRecord): Promise<void> {
@@ -364,6 +365,14 @@ export class ShardRunner {
     // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
     // SGLang's schedulers): the whole group goes before anything restarts.
     await this.#killGroup(0);
+    this.#readLog();
+    // An engine that refused its arguments would refuse them again.
+    const code = exit !== null && exit.signal === null ? exit.code : null;
+    const refused = argumentRefusal(code, this.#tail.last(FAILURE_TAIL_LINES));
+    if (refused !== null) {
+      this.#fail(`${reason}: the engine refused its arguments: ${refused}`, exit, false, true);
+      return;
+    }
     this.#fail(reason, exit, true);
   }
 
@@ -372,17 +381,28 @@ export class ShardRunner {
     this.#fail(reason, this.#exit, true);
   }
 
-  #fail(reason: string, exit: Deno.CommandStatus | null, restartable: boolean): void {
+  /**
+   * Records a failure. A restartable one backs off and starts again (one
+   * node); a permanent one (the engine or its plugin refused the shard) is
+   * reported so, and the control plane decides whether to place it again.
+   */
+  #fail(
+    reason: string,
+    exit: Deno.CommandStatus | null,
+    restartable: boolean,
+    permanent = false,
+  ): void {
     this.#lastFailure = {
       at: Date.now(),
       reason,
       exit_code: exit?.signal === null ? exit.code : null,
       signal: exit?.signal ?? null,
       log_tail: this.#tail.last(FAILURE_TAIL_LINES),
+      permanent,
     };
     this.#forgetProcess();
     // A shard of a multi-node replica is not restarted here: its replica is
-    // rebuilt whole by the control plane (plan §5.4).
+    // rebuilt whole by the control plane (design §5.4).
     const local = this.desired.launch.world.nodes === 1;
     if (restartable && local && this.#wanted) {
       this.#restarts++;

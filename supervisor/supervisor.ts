@@ -1,5 +1,5 @@
 /**
- * The agent's supervisor (plan §9): takes the desired list of shards and
+ * The agent's supervisor (design §9): takes the desired list of shards and
  * reconciles, adopts the engines a previous agent left running, and reports
  * every shard's state. Processes, timers and files live here and in
  * shard_runner.ts; the engine plugins stay pure.
@@ -92,7 +92,7 @@ export class Supervisor {
   }
 
   /**
-   * Adopts the engines a previous agent left running (plan §9.2), then starts
+   * Adopts the engines a previous agent left running (design §9.2), then starts
    * the loop. A pid file whose process no longer matches its fingerprint is
    * refused with an event saying why, and removed: its pid belongs to someone
    * else now.
@@ -162,7 +162,7 @@ export class Supervisor {
   }
 
   /**
-   * Makes the node run exactly `desired` (plan §10): starts what is missing,
+   * Makes the node run exactly `desired` (design §10): starts what is missing,
    * stops what is no longer wanted, replaces shards whose launch changed, and
    * leaves matching running shards alone.
    */

@@ -1,5 +1,5 @@
 /**
- * The supervisor's states and settings (plan §9).
+ * The supervisor's states and settings (design §9).
  *
  * @module
  */
@@ -9,7 +9,7 @@ import type { LogTailLimits } from "./log_tail.ts";
 import type { LoadingProgress } from "./progress.ts";
 
 /**
- * A shard's state (plan §9.3): `pending → starting → loading → ready`, plus
+ * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
  * `stopping`, `exited`, `failed` and `backoff`. Starting (spawned, nothing
  * heard yet) is separate from loading (the engine is loading weights),
  * because a 70B model legitimately takes minutes to load.
@@ -24,7 +24,7 @@ export type ShardState =
   | "failed"
   | "backoff";
 
-/** A shard the agent should run: what the control plane asks for (plan §10). */
+/** A shard the agent should run: what the control plane asks for (design §10). */
 export interface DesiredShard {
   /** Shard id, unique on the node. */
   id: string;
@@ -46,6 +46,8 @@ export interface ShardFailure {
   signal: string | null;
   /** The last lines of its output. */
   log_tail: string[];
+  /** True when retrying cannot change it: the engine or its plugin refused the shard. */
+  permanent: boolean;
 }
 
 /** What the supervisor reports about one shard. */

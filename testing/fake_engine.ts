@@ -1,6 +1,6 @@
 /**
  * The llmgw FAKE ENGINE: test and demo tooling that stands in for vLLM and
- * SGLang on machines without GPUs (plan §1.4). It is not a mode of the real
+ * SGLang on machines without GPUs (design §1.4). It is not a mode of the real
  * engine plugins and never touches a GPU.
  *
  * ```sh
@@ -13,7 +13,7 @@
  * engine's; behaviour is tuned with `FAKE_ENGINE_*` environment variables
  * (see testing/README.md and {@link readKnobs}).
  *
- * What it imitates (ENGINES.md §1.4, §1.5, §2.2-2.4, §5):
+ * What it imitates (engine reference §1.4, §1.5, §2.2-2.4, §5):
  * - argparse: unknown flags, missing values, bad ints and choices exit 2 with
  *   an argparse-style message on stderr; SGLang also takes unambiguous prefixes
  *   (`--tp` for `--tp-size`), vLLM takes `--flag_name` for `--flag-name`.
@@ -1544,7 +1544,7 @@ function mainRoutes(engine: EngineName): Map<string, Map<string, Route>> {
   return r;
 }
 
-/** SGLang ranks ≥ 1: the dummy health server (ENGINES.md §2.2). */
+/** SGLang ranks ≥ 1: the dummy health server (engine reference §2.2). */
 function dummyRoutes(): Map<string, Map<string, Route>> {
   const ok = () => new Response(null, { status: 200 });
   return new Map([

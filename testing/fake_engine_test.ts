@@ -10,6 +10,7 @@
  * poll with generous deadlines; nothing asserts how fast anything is.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { until } from "../tests/until.ts";
 import {
   isAlive,
   killLeftovers,
@@ -130,20 +131,8 @@ function engineEnv(extra: Record<string, string>): Record<string, string> {
   return { ...env, PATH: `${BIN}:${env.PATH ?? ""}`, ...extra };
 }
 
-/** Polls `fn` until it returns something other than undefined, for at most `ms`. */
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined> | T | undefined,
-  ms = WAIT_MS,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (true) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** How the waits here poll: a deno process starts, then loads. */
+const POLL = { timeoutMs: WAIT_MS, intervalMs: 50 };
 
 /** A fake engine process started through the shims, with its output collected. */
 class Engine {
@@ -184,7 +173,7 @@ class Engine {
     return until(
       `log ${text}`,
       () => (typeof text === "string" ? this.log.includes(text) : text.test(this.log)) || undefined,
-      ms,
+      { ...POLL, timeoutMs: ms },
     );
   }
 
@@ -621,7 +610,7 @@ Deno.test("vLLM: port closed while loading, progress lines on stderr, then ready
         `answered before loading finished; stderr before: ${before}`,
       );
       return r;
-    });
+    }, POLL);
     assertEquals([res.status, res.body], [200, ""]);
     const bars = barFragments(e.err);
     assertEquals(bars.length, 5, bars.join("\n"));
@@ -668,6 +657,7 @@ Deno.test("vLLM: FAKE_ENGINE_NEVER_READY keeps the port closed while the process
       assertOk(bar !== undefined && VLLM_PROGRESS[0].test(bar), e.err);
       for (let i = 0; i < 5; i++) {
         assertEquals(await e.request("/health"), null, "the port must refuse while loading");
+        // Not a condition wait: the port must stay closed over a stretch of time.
         await new Promise((r) => setTimeout(r, 50));
       }
       assertOk(isAlive(e.pid));
@@ -681,15 +671,16 @@ Deno.test("SGLang: /v1/models 200 at once, /health 503 until loaded and warm, th
     const models = await until(
       "/v1/models",
       () => e.request("/v1/models").then((r) => r ?? undefined),
+      POLL,
     );
     assertEquals(models.status, 200);
     assertEquals(JSON.parse(models.body).data[0].id, "fake-model");
     const health = await until("/health 200", async () => {
       const r = await e.request("/health");
-      if (r === null) throw new Error("SGLang's port closed after it opened");
+      assertOk(r !== null, "SGLang's port closed after it opened");
       if (r.status === 503) return undefined;
       return r;
-    });
+    }, POLL);
     assertEquals(health.status, 200);
     assertStringIncludes(e.err, "The server is fired up and ready to roll!");
     assertEquals((await e.request("/health_generate"))?.status, 200);
@@ -705,7 +696,7 @@ Deno.test("SGLang: while never ready, /health and /health_generate 503, /v1/mode
   const port = freePort();
   await withEngine(sglangArgv(port), { FAKE_ENGINE_NEVER_READY: "1" }, port, async (e) => {
     await e.waitForLog("FAKE_ENGINE_NEVER_READY=1");
-    await until("port open", () => e.request("/v1/models").then((r) => r ?? undefined));
+    await until("port open", () => e.request("/v1/models").then((r) => r ?? undefined), POLL);
     assertEquals((await e.request("/health"))?.status, 503);
     assertEquals((await e.request("/health_generate"))?.status, 503);
     assertEquals((await e.request("/v1/models"))?.status, 200);
@@ -727,6 +718,7 @@ Deno.test("vLLM: chat and text completions, streaming, embeddings and OpenAI err
       await until(
         "/health 200",
         () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
       );
       const messages = [{ role: "user", content: "Say something." }];
 
@@ -876,7 +868,7 @@ async function runningAndWaiting(
       await until("one running, one waiting", async () => {
         const c = await counts();
         return c[0] === 1 && c[1] === 1 || undefined;
-      });
+      }, POLL);
       // Chunks keep arriving one by one while the request runs.
       const next = await a.read();
       assertOk(!next.done && !next.value.includes("[DONE]"));
@@ -884,7 +876,7 @@ async function runningAndWaiting(
       await until("the waiting request to run", async () => {
         const c = await counts();
         return c[0] === 1 && c[1] === 0 || undefined;
-      });
+      }, POLL);
       const bFirst = await b.read();
       assertOk(!bFirst.done && bFirst.value.startsWith("data: {"));
     } finally {
@@ -893,7 +885,7 @@ async function runningAndWaiting(
     await until("all slots free after disconnects", async () => {
       const c = await counts();
       return c[0] === 0 && c[1] === 0 || undefined;
-    });
+    }, POLL);
   } finally {
     await a.cancel().catch(() => {});
   }
@@ -910,6 +902,7 @@ Deno.test("vLLM: /metrics shows running and waiting requests during slow streams
     await until(
       "/health 200",
       () => e.request("/health").then((r) => r?.status === 200 || undefined),
+      POLL,
     );
     await runningAndWaiting(e, ["vllm:num_requests_running", "vllm:num_requests_waiting"], {
       model: "fake-model",
@@ -932,6 +925,7 @@ Deno.test("SGLang: /metrics shows sglang:num_running_reqs and num_queue_reqs dur
     await until(
       "/health 200",
       () => e.request("/health").then((r) => r?.status === 200 || undefined),
+      POLL,
     );
     const m = (await e.request("/metrics"))!.body;
     assertEquals(metric(m, "sglang:token_usage"), 0);
@@ -981,6 +975,7 @@ Deno.test("FAKE_ENGINE_CRASH_AFTER_REQUESTS exits 1 after that many completions"
       await until(
         "/health 200",
         () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
       );
       for (let i = 0; i < 2; i++) {
         const r = await e.post("/v1/completions", { model: "fake-model", prompt: "x" });
@@ -1019,7 +1014,9 @@ Deno.test("FAKE_ENGINE_WORKER: the worker shares the group, outlives a SIGKILLed
     { FAKE_ENGINE_WORKER: "1", FAKE_ENGINE_LOAD_SECONDS: "0" },
     port,
     async (e) => {
-      const worker = Number(await until("worker pid", () => /worker pid (\d+)/.exec(e.out)?.[1]));
+      const worker = Number(
+        await until("worker pid", () => /worker pid (\d+)/.exec(e.out)?.[1], POLL),
+      );
       await e.waitForLog("fake VLLM::EngineCore worker started");
       const procs = processes();
       assertEquals(procs.get(e.pid)?.pgrp, e.pid, "the engine leads its own group (detached)");
@@ -1058,7 +1055,9 @@ Deno.test("FAKE_ENGINE_IGNORE_SIGTERM: the group survives SIGTERM, only SIGKILL 
     { FAKE_ENGINE_WORKER: "1", FAKE_ENGINE_IGNORE_SIGTERM: "1", FAKE_ENGINE_LOAD_SECONDS: "0" },
     port,
     async (e) => {
-      const worker = Number(await until("worker pid", () => /worker pid (\d+)/.exec(e.out)?.[1]));
+      const worker = Number(
+        await until("worker pid", () => /worker pid (\d+)/.exec(e.out)?.[1], POLL),
+      );
       await e.waitForLog("fake VLLM::EngineCore worker started");
       Deno.kill(-e.pid, "SIGTERM");
       await e.waitForLog("ignoring SIGTERM (FAKE_ENGINE_IGNORE_SIGTERM=1)");
@@ -1087,7 +1086,11 @@ Deno.test("plugin-built commands run as is: vLLM headless rank never listens, SG
   const p2 = freePort();
   const sCmd = sglangPlugin.command(launch({ port: p2, tp: 2, nodes: 2, rank: 1 }));
   await withEngine(sCmd.argv, { FAKE_ENGINE_LOAD_SECONDS: "0.5" }, p2, async (e) => {
-    const h = await until("dummy /health", () => e.request("/health").then((r) => r ?? undefined));
+    const h = await until(
+      "dummy /health",
+      () => e.request("/health").then((r) => r ?? undefined),
+      POLL,
+    );
     assertEquals(h.status, 200);
     assertStringIncludes(e.err, "Load weight end.");
     assertEquals((await e.request("/v1/models"))?.status, 404);
@@ -1102,7 +1105,7 @@ Deno.test("plugin-built commands run as is: vLLM headless rank never listens, SG
         const r = await until(`${plugin.name} ${check.path}`, async () => {
           const r = await e.request(check.path);
           return r?.status === check.expect_status ? r : undefined;
-        });
+        }, POLL);
         if (check.lists_model !== undefined) {
           assertOk(JSON.parse(r.body).data.some((m: { id: string }) => m.id === check.lists_model));
         }

@@ -7,9 +7,10 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/serve_command.ts";
-import type { ReplicaView } from "../control/control_plane.ts";
+import { startControl } from "../control/server.ts";
+import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
@@ -18,15 +19,8 @@ import { main } from "../cli/main.ts";
 const ADMIN = "process-test-admin";
 const JOIN = "process-test-join-token";
 
-async function until<T>(what: string, probe: () => Promise<T | null>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v !== null) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** How the waits here poll: agent processes start, heartbeat and go lost in seconds. */
+const POLL = { timeoutMs: 30_000, intervalMs: 100 };
 
 Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopted and fenced on return", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_process_test_" });
@@ -56,6 +50,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     await until(
       "node a",
       async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 ? true : null,
+      POLL,
     );
     await admin("POST", "/v1/deployments", {
       name: "solo",
@@ -66,13 +61,14 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     await until("ready on a", async () => {
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
-    });
+    }, POLL);
     const b = spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", join(dir, "b"), 26000);
     procs.push(b);
     groups.add(b.pid);
     await until(
       "node b",
       async () => (await admin("GET", "/v1/nodes")).nodes.length === 2 ? true : null,
+      POLL,
     );
     const pidFile = JSON.parse(
       Deno.readTextFileSync(
@@ -93,11 +89,12 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     await until(
       "a unreachable",
       async () => (await admin("GET", "/v1/nodes/h100-a")).state === "unreachable" ? true : null,
+      POLL,
     );
     const moved = await until("rebuilt on b", async () => {
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
-    });
+    }, POLL);
     assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "lost");
     assertEquals(moved.shards[0].node, "h100-b");
     assertEquals(
@@ -112,6 +109,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     await until(
       "stale engine stopped",
       () => Promise.resolve(groupMembers(engine).length === 0 ? true : null),
+      POLL,
     );
     assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "ready");
     const still = await replica();
@@ -186,6 +184,7 @@ Deno.test("control plane + three agent processes: apply, ready, placement by the
     await until(
       "three nodes",
       async () => (await admin("GET", "/v1/nodes")).nodes.length === 3 ? true : null,
+      POLL,
     );
     await admin("POST", "/v1/deployments", {
       name: "mixed",
@@ -207,7 +206,7 @@ Deno.test("control plane + three agent processes: apply, ready, placement by the
     const ready = await until("replicas ready", async () => {
       const rs = (await admin("GET", "/v1/replicas")).replicas as ReplicaView[];
       return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-    });
+    }, POLL);
     // Bin packing on the A100 node: two TP4 groups, one per NVLink-connected half.
     assertEquals(ready.map((r) => [r.profile, r.shards[0].node, r.shards[0].gpu_indices]), [
       ["a100-tp4", "a100-a", [0, 1, 2, 3]],

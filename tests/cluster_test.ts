@@ -10,12 +10,13 @@ import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
-import { type RunningControl, startControl } from "../control/serve_command.ts";
-import type { ReplicaView } from "../control/control_plane.ts";
+import { type RunningControl, startControl } from "../control/server.ts";
+import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { startGateway } from "../gateway/server.ts";
+import { until } from "./until.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ADMIN = "test-admin-token";
@@ -34,6 +35,8 @@ async function withCluster(
       loadTimeoutMs?: number,
     ) => Promise<Agent>;
     gateway: () => string;
+    /** The in-process gateway's endpoint table, as its follower last set it. */
+    table: EndpointTable;
     admin: (method: string, path: string, body?: unknown) => Promise<Response>;
     pids: Set<number>;
     logs: string[];
@@ -112,6 +115,7 @@ async function withCluster(
   try {
     await fn({
       gateway: () => gateway.url,
+      table,
       control: () => control,
       restartControl: async () => {
         await follower.stop();
@@ -165,15 +169,8 @@ async function replicas(
   return (await (await admin("GET", "/v1/replicas")).json()).replicas;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v !== null) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** How the waits here poll: agents heartbeat every 300 ms, engines load in about 1 s. */
+const POLL = { timeoutMs: 20_000, intervalMs: 100 };
 
 const DEPLOYMENT = {
   name: "demo",
@@ -202,12 +199,12 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
       await until("three nodes", async () => {
         const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
         return nodes.length === 3 ? nodes : null;
-      });
+      }, POLL);
       assertEquals((await admin("POST", "/v1/deployments", DEPLOYMENT)).status, 201);
       const ready = await until("both replicas ready", async () => {
         const rs = await replicas(admin);
         return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-      });
+      }, POLL);
       // The 2-node H100 profile cannot fit (one H100 node): both replicas fell
       // back to the L40S node, on disjoint GPU pairs, and say why.
       for (const r of ready) {
@@ -238,14 +235,14 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
           state: string;
         }[];
         return nodes.length === 3 ? nodes : null;
-      });
+      }, POLL);
       const a100 = await (await admin("GET", "/v1/nodes/a100-a")).json();
       assertEquals(a100.state, "cordoned");
       // No engine restarted: the same processes serve after the restart.
       await until("replicas ready again", async () => {
         const rs = await replicas(admin);
         return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-      });
+      }, POLL);
       assertEquals(agents.get("l40s-a")!.status().shards.map((s) => s.pid!).sort(), before);
 
       // Deleting the deployment stops its engines and frees their GPUs.
@@ -253,6 +250,7 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
       await until(
         "engines stopped",
         () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
+        POLL,
       );
       const l40s = await (await admin("GET", "/v1/nodes/l40s-a")).json();
       assertEquals(l40s.allocations, []);
@@ -288,6 +286,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
       async () => ((await (await admin("GET", "/v1/nodes")).json()).nodes.length === 1
         ? true
         : null),
+      POLL,
     );
     const d = {
       name: "solo",
@@ -299,7 +298,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
     await until("ready on a", async () => {
       const [r] = await replicas(admin);
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
-    });
+    }, POLL);
     await startAgent("h100-b", "dgx_h100_idle", 24000);
     const stale = agents.get("h100-a")!.status().shards[0].pid!;
     pids.add(stale);
@@ -309,11 +308,11 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
     await until("node a unreachable", async () => {
       const n = await (await admin("GET", "/v1/nodes/h100-a")).json();
       return n.state === "unreachable" ? n : null;
-    });
+    }, POLL);
     const moved = await until("replica rebuilt on b", async () => {
       const [r] = await replicas(admin);
       return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
-    });
+    }, POLL);
     const lost = await (await admin("GET", "/v1/nodes/h100-a")).json();
     assertEquals(lost.state, "lost");
     assertEquals(moved.shards[0].node, "h100-b");
@@ -323,6 +322,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
     await until(
       "stale shard stopped",
       () => Promise.resolve(groupMembers(stale).length === 0 ? true : null),
+      POLL,
     );
     const back = await (await admin("GET", "/v1/nodes/h100-a")).json();
     assertEquals(back.state, "ready");
@@ -332,7 +332,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
 });
 
 Deno.test("through the gateway: a loading replica gets no traffic; once ready it gets its share", async () => {
-  await withCluster(async ({ admin, startAgent, gateway }) => {
+  await withCluster(async ({ admin, startAgent, gateway, table }) => {
     await startAgent("fast", "dgx_h100_idle", 27000, { FAKE_ENGINE_ACCESS_LOG: "1" });
     await startAgent("slow", "dgx_h100_idle", 28000, {
       FAKE_ENGINE_ACCESS_LOG: "1",
@@ -343,6 +343,7 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
       async () => ((await (await admin("GET", "/v1/nodes")).json()).nodes.length === 2
         ? true
         : null),
+      POLL,
     );
     const d = {
       name: "pair",
@@ -359,7 +360,7 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
       return fast?.state === "ready" && slow !== undefined && slow.state !== "ready"
         ? { fast, slow }
         : null;
-    });
+    }, POLL);
     const ask = async () => {
       const res = await fetch(`${gateway()}/v1/chat/completions`, {
         method: "POST",
@@ -373,7 +374,7 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
     await until("gateway routes", async () => {
       const r = await fetch(`${gateway()}/v1/models`);
       return (await r.json()).data.length === 1 ? true : null;
-    });
+    }, POLL);
     for (let i = 0; i < 8; i++) await ask();
     const served = async (replica: string) =>
       ((await (await admin("GET", `/v1/replicas/${replica}/logs?lines=1000`)).json())
@@ -383,19 +384,25 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
     await until(
       "eight requests in the fast replica's log",
       async () => (await served(onFast.fast.id)) >= 8 ? true : null,
+      POLL,
     );
     assertEquals(await served(onFast.fast.id), 8);
     assertEquals(await served(onFast.slow.id), 0, "a loading replica gets no request");
     await until("both ready", async () => {
       const rs = await replicas(admin);
       return rs.every((r) => r.state === "ready") ? true : null;
-    });
-    await new Promise((r) => setTimeout(r, 500)); // the gateway's next poll
+    }, POLL);
+    // The gateway's follower has taken the once-loading replica in.
+    await until(
+      "the gateway's table to hold the once-loading replica",
+      () => table.endpoints("pair").some((e) => e.replica_id === onFast.slow.id),
+      POLL,
+    );
     await Promise.all(Array.from({ length: 16 }, ask));
     await until(
       "the once-loading replica serves",
       async () => (await served(onFast.slow.id)) > 0 ? true : null,
-      5_000,
+      { ...POLL, timeoutMs: 5_000 },
     );
   });
 });
@@ -407,7 +414,7 @@ Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt
     await until("two nodes", async () => {
       const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
       return nodes.length === 2 ? nodes : null;
-    });
+    }, POLL);
     const twoNode = {
       name: "big",
       model: "org/big",
@@ -425,14 +432,14 @@ Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt
     const first = await until("the two-node replica ready", async () => {
       const [r] = await replicas(admin);
       return r?.state === "ready" ? r : null;
-    });
+    }, POLL);
     assertEquals(first.shards.map((s) => s.node).sort(), ["h100-a", "h100-b"]);
     const enginesOf = () =>
       [...agents.values()].flatMap((a) => a.status().shards.map((s) => s.pid!)).filter((p) => p);
     const before = enginesOf();
     assertEquals(before.length, 2);
     before.forEach((p) => pids.add(p));
-    // Rank 1's engine dies (plan §5.4: a shard of a multi-node replica is never restarted alone).
+    // Rank 1's engine dies (design §5.4: a shard of a multi-node replica is never restarted alone).
     const rank1 = first.shards.find((s) => s.rank === 1)!;
     const victim = agents.get(rank1.node)!.status().shards.find((s) => s.id === rank1.shard_id)!
       .pid!;
@@ -443,13 +450,14 @@ Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt
           r.shards.every((s) => !first.shards.some((f) => f.shard_id === s.shard_id))
         ? r
         : null;
-    }, 40_000);
+    }, { ...POLL, timeoutMs: 40_000 });
     assertEquals(rebuilt.id, first.id, "the same replica, a new attempt");
     assertEquals(rebuilt.shards.length, 2);
     // The survivor of the old attempt (rank 0) was stopped too: no two copies.
     await until(
       "old engines gone",
       () => Promise.resolve(before.every((p) => groupMembers(p).length === 0) ? true : null),
+      POLL,
     );
     enginesOf().forEach((p) => pids.add(p));
     assertEquals(enginesOf().length, 2, "exactly the new attempt's two engines run");
@@ -471,7 +479,7 @@ Deno.test("an engine that never becomes ready fails, and the events carry its lo
     await until("node", async () => {
       const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
       return nodes.length === 1 ? nodes : null;
-    });
+    }, POLL);
     const stuck = {
       name: "stuck",
       model: "org/stuck",
@@ -487,7 +495,7 @@ Deno.test("an engine that never becomes ready fails, and the events carry its lo
         message: string;
       }[];
       return events.find((e) => e.kind === "shard_failed") ?? null;
-    });
+    }, POLL);
     assertEquals(event.subject, "replica/stuck-r0");
     assertStringIncludes(event.message, "did not become ready within 1500 ms");
     assertStringIncludes(event.message, "Loading safetensors checkpoint shards");

@@ -10,6 +10,7 @@
 import OpenAI from "npm:openai@^5";
 import { join } from "node:path";
 import { assertEquals, assertOk } from "./assert.ts";
+import { until } from "./until.ts";
 import { devCommand } from "../cli/dev_command.ts";
 
 Deno.test({
@@ -28,25 +29,20 @@ Deno.test({
       stopped,
     );
     try {
-      const deadline = Date.now() + 60_000;
-      let gatewayUrl = "";
-      while (gatewayUrl === "" && Date.now() < deadline) {
-        try {
-          gatewayUrl = /LLMGW_GATEWAY_URL=(\S+)/.exec(
-            await Deno.readTextFile(join(dir, "dev.env")),
-          )?.[1] ?? "";
-        } catch {
-          await new Promise((r) => setTimeout(r, 200));
-        }
-      }
-      assertOk(gatewayUrl !== "", `dev.env never appeared; output:\n${output}`);
+      const describe = () => `output:\n${output}`;
+      const gatewayUrl = await until(
+        "dev.env with the gateway URL",
+        async () =>
+          /LLMGW_GATEWAY_URL=(\S+)/.exec(await Deno.readTextFile(join(dir, "dev.env")))?.[1],
+        { timeoutMs: 60_000, intervalMs: 200, describe },
+      );
       const client = new OpenAI({ baseURL: `${gatewayUrl}/v1`, apiKey: "unused", maxRetries: 0 });
-      // Wait for a llama-8b replica to load (the gateway lists only ready models).
-      while (Date.now() < deadline) {
-        const models = await client.models.list();
-        if (models.data.some((m) => m.id === "llama-8b")) break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      // The gateway lists only ready models: this waits for a llama-8b replica to load.
+      await until(
+        "llama-8b listed",
+        async () => (await client.models.list()).data.some((m) => m.id === "llama-8b"),
+        { timeoutMs: 60_000, intervalMs: 250, describe },
+      );
       const answer = await client.chat.completions.create({
         model: "llama-8b",
         messages: [{ role: "user", content: "hello" }],

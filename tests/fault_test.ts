@@ -1,5 +1,5 @@
 /**
- * Faults with real processes on loopback (issue #8; plan §4, §9, §10, §11):
+ * Faults with real processes on loopback (issue #8; design §4, §9, §10, §11):
  *
  * - the control plane killed with SIGKILL and restarted on the same store,
  *   while agents, engines and a separate gateway keep running;
@@ -14,9 +14,10 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
+import { until } from "./until.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/serve_command.ts";
-import type { ReplicaView } from "../control/control_plane.ts";
+import { startControl } from "../control/server.ts";
+import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
 
@@ -24,20 +25,11 @@ const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 const ADMIN = "fault-test-admin-token";
 const JOIN = "fault-test-join-token";
 
-async function until<T>(what: string, probe: () => Promise<T | null>, ms = 40_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown = null;
-  while (Date.now() < deadline) {
-    try {
-      const v = await probe();
-      if (v !== null) return v;
-    } catch (e) {
-      last = e; // e.g. the control plane is down for a moment
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last})` : ""}`);
-}
+/**
+ * How the waits here poll. A probe that throws (the control plane down for a
+ * moment) is retried; until reports its last error at the deadline.
+ */
+const POLL = { timeoutMs: 40_000, intervalMs: 100 };
 
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -164,7 +156,7 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
   try {
     let control = spawnControl(port, join(dir, "store"));
     procs.push(control);
-    await until("control plane up", async () => (await fetch(`${url}/healthz`)).ok || null);
+    await until("control plane up", async () => (await fetch(`${url}/healthz`)).ok || null, POLL);
     const nodes = [["h100-a", 25000], ["h100-b", 26000], ["h100-c", 27000]] as const;
     for (const [i, [id, base]] of nodes.entries()) {
       procs.push(spawnAgent(url, JOIN, id, "dgx_h100_idle", stateDirs[i], base));
@@ -172,6 +164,7 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
     await until(
       "three nodes",
       async () => (await admin("GET", "/v1/nodes")).nodes.length === 3 || null,
+      POLL,
     );
     // h100-b cordoned and h100-c drained before anything is placed: the replica lands on a.
     await admin("POST", "/v1/nodes/h100-b/cordon");
@@ -196,7 +189,7 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
       return solo?.state === "ready" && wish?.state === "pending" && wish.explanation !== null
         ? rs
         : null;
-    });
+    }, POLL);
     const solo = before.find((r) => r.deployment === "solo")!;
     assertEquals(solo.shards[0].node, "h100-a");
     const enginesBefore = enginePids(stateDirs[0]);
@@ -205,7 +198,11 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
     const gateway = spawnGateway(url, gatewayPort);
     procs.push(gateway);
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-    await until("gateway routes to solo", async () => (await chat(gatewayUrl, "solo")).ok || null);
+    await until(
+      "gateway routes to solo",
+      async () => (await chat(gatewayUrl, "solo")).ok || null,
+      POLL,
+    );
 
     Deno.kill(-control.pid, "SIGKILL");
     await control.status;
@@ -215,25 +212,29 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
       const r = await chat(gatewayUrl, "solo");
       assertEquals(r.status, 200, "the gateway still routes while the control plane is down");
       await r.body?.cancel();
+      // Not a condition wait: the outage must last across several of the
+      // gateway's polls, and every request in it must be answered.
       await new Promise((r) => setTimeout(r, 300));
     }
     assertOk(groupMembers(enginesBefore[0]).length > 0, "the engine runs on");
 
     control = spawnControl(port, join(dir, "store"));
     procs.push(control);
-    await until("control plane back", async () => (await fetch(`${url}/healthz`)).ok || null);
+    await until("control plane back", async () => (await fetch(`${url}/healthz`)).ok || null, POLL);
     // The gateway polls the new control plane at once; traffic must not drop
     // while agents have yet to report to it (endpoints settling).
     for (let i = 0; i < 10; i++) {
       const r = await chat(gatewayUrl, "solo");
       assertEquals(r.status, 200, "no gap in routing across the control plane's restart");
       await r.body?.cancel();
+      // Not a condition wait: the requests are spread over the time the
+      // endpoints settle, so a gap in routing would be hit.
       await new Promise((r) => setTimeout(r, 150));
     }
     const after = await until("solo ready again", async () => {
       const rs = await replicas();
       return rs.find((r) => r.deployment === "solo")?.state === "ready" ? rs : null;
-    });
+    }, POLL);
     const soloAfter = after.find((r) => r.deployment === "solo")!;
     assertEquals(soloAfter.id, solo.id, "the same replica");
     const placement = (r: ReplicaView) => r.shards.map((s) => [s.node, s.gpu_indices, s.port]);
@@ -270,14 +271,18 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
   try {
     const first = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDir, 25000);
     procs.push(first);
-    await until("node", async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 || null);
+    await until(
+      "node",
+      async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 || null,
+      POLL,
+    );
     await admin("POST", "/v1/deployments", {
       name: "trio",
       model: "org/trio",
       replicas: 3,
       profiles: [{ name: "h100-tp2", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 2 }],
     });
-    const before = await until("three replicas ready", ready);
+    const before = await until("three replicas ready", ready, POLL);
     const pidsBefore = enginePids(stateDir).sort();
     assertEquals(pidsBefore.length, 3);
 
@@ -292,7 +297,7 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
       const node = await admin("GET", "/v1/nodes/h100-a");
       if (node.last_seen_ms < t0) return null;
       return await ready();
-    });
+    }, POLL);
     assertEquals(enginePids(stateDir).sort(), pidsBefore, "every shard adopted, none restarted");
     for (const pid of pidsBefore) assertOk(groupMembers(pid).length > 0);
     const byId = (rs: ReplicaView[]) =>
@@ -319,7 +324,11 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
   try {
     const a = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDirs[0], 25000);
     procs.push(a);
-    await until("node a", async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 || null);
+    await until(
+      "node a",
+      async () => (await admin("GET", "/v1/nodes")).nodes.length === 1 || null,
+      POLL,
+    );
     await admin("POST", "/v1/deployments", {
       name: "solo",
       model: "org/solo",
@@ -329,9 +338,13 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
     await until("ready on a", async () => {
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
-    });
+    }, POLL);
     procs.push(spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", stateDirs[1], 26000));
-    await until("node b", async () => (await admin("GET", "/v1/nodes")).nodes.length === 2 || null);
+    await until(
+      "node b",
+      async () => (await admin("GET", "/v1/nodes")).nodes.length === 2 || null,
+      POLL,
+    );
     const [stale] = enginePids(stateDirs[0]);
 
     // The agent stops answering without dying: a partition, as its control plane sees it.
@@ -342,7 +355,7 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
     const moved = await until("rebuilt on b within lost_after + 10 s", async () => {
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
-    }, 4_000 + 10_000);
+    }, { ...POLL, timeoutMs: 4_000 + 10_000 });
     assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "lost");
     const endpoints = (await admin("GET", "/v1/endpoints")).endpoints as { url: string }[];
     assertEquals(endpoints.length, 1, "only the new copy is published");
@@ -353,10 +366,12 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
     await until(
       "the stale engine stopped (fenced by generation)",
       () => Promise.resolve(groupMembers(stale).length === 0 || null),
+      POLL,
     );
     await until(
       "a ready again",
       async () => (await admin("GET", "/v1/nodes/h100-a")).state === "ready" || null,
+      POLL,
     );
     const still = await replica();
     assertEquals([still?.state, still?.shards[0].node], ["ready", "h100-b"]);

@@ -1,14 +1,15 @@
 /**
- * Gateway API keys end to end (plan §12): created through the admin API,
+ * Gateway API keys end to end (design §12): created through the admin API,
  * stored hashed, followed by the gateway, enforced per model.
  */
 import { assertEquals, assertOk } from "./assert.ts";
+import { until } from "./until.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/serve_command.ts";
+import { startControl } from "../control/server.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { startGateway } from "../gateway/server.ts";
 
 Deno.test("API keys: none configured → open; then every request needs a key allowed for its model", async () => {
   const store = new MemoryStore();
@@ -56,9 +57,7 @@ Deno.test("API keys: none configured → open; then every request needs a key al
       created.id,
       undefined,
     ]]);
-    // Wait until the gateway follows the new key.
-    const deadline = Date.now() + 5_000;
-    while (!keys.enabled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until("the gateway to follow the new key", () => keys.enabled, { timeoutMs: 5_000 });
     const none = await models();
     assertEquals([none.status, (await none.json()).error.code], [401, "invalid_api_key"]);
     const wrong = await chat("llama-8b", "sk-llmgw_not-a-key");
@@ -74,10 +73,9 @@ Deno.test("API keys: none configured → open; then every request needs a key al
       assertEquals(res.status, 201);
       await res.body?.cancel();
     }
-    const known = Date.now() + 5_000;
-    while (!table.isKnown("qwen-7b") && Date.now() < known) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until("qwen-7b known to the gateway", () => table.isKnown("qwen-7b"), {
+      timeoutMs: 5_000,
+    });
     const allowed = await chat("llama-8b", created.key);
     assertEquals(allowed.status, 503);
     await allowed.body?.cancel();
@@ -89,8 +87,7 @@ Deno.test("API keys: none configured → open; then every request needs a key al
     const withKey = await models(created.key);
     assertEquals([withKey.status, (await withKey.json()).data], [200, []]);
     assertEquals((await admin("DELETE", `/v1/apikeys/${created.id}`)).status, 200);
-    const back = Date.now() + 5_000;
-    while (keys.enabled && Date.now() < back) await new Promise((r) => setTimeout(r, 20));
+    await until("the gateway to drop the deleted key", () => !keys.enabled, { timeoutMs: 5_000 });
     const reopened = await models();
     assertEquals(reopened.status, 200);
     await reopened.body?.cancel();

@@ -1,6 +1,6 @@
 /**
  * `llmgw agent inventory --json` on the recorded machines, run as a real
- * process through main.ts with the production flags (plan §5.5 seams).
+ * process through main.ts with the production flags (design §5.5 seams).
  */
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { fixturePath, readFixture } from "./fixtures.ts";

@@ -1,8 +1,8 @@
 /**
- * Model-based property test of the inventory store (plan §4, §15): random
+ * Model-based property test of the inventory store (design §4, §15): random
  * sequences of registrations, heartbeats, operator actions, clock advances
  * and allocations run against the store and against a small Map-based model
- * of plan §4, and after every command the two must agree. Refused commands
+ * of design §4, and after every command the two must agree. Refused commands
  * must leave the store exactly as it was.
  */
 import fc from "fast-check";
@@ -207,7 +207,7 @@ interface ModelAlloc {
   indices: number[];
 }
 
-/** Plan §4 in as few lines as possible: what the store must agree with. */
+/** Design §4 in as few lines as possible: what the store must agree with. */
 class Model {
   now = 0;
   nodes = new Map<string, ModelNode>();
@@ -448,7 +448,7 @@ function checkAgainstModel(s: InventoryStore, m: Model, where: string): void {
     const free = s.freeGpus(node.id);
     assertEquals(free, m.free(node.id), `${at} free GPUs`);
 
-    // Invariants, checked on the store alone (plan §1.1 #4, §4).
+    // Invariants, checked on the store alone (design §1.1 #4, §4).
     const held = node.allocations.flatMap((a) => a.gpu_indices);
     assertEquals(new Set(held).size, held.length, `${at}: a GPU is held twice`);
     for (const i of free) {
@@ -481,7 +481,7 @@ function run(commands: Command[]): void {
         assertEquals(canonical(actual.ok as ModelAlloc[]), canonical(expected.ok), where);
       }
     }
-    // Plan §1.3: nothing the agent sends clears a cordon or a drain.
+    // Design §1.3: nothing the agent sends clears a cordon or a drain.
     if (c.op === "upsert" || c.op === "heartbeat") {
       for (const n of before.nodes) {
         assertEquals(s.getNode(n.id)?.intent, n.intent, `${where}: agent changed intent`);
@@ -491,7 +491,7 @@ function run(commands: Command[]): void {
   });
 }
 
-Deno.test("inventory store agrees with the plan §4 model over random command sequences", () => {
+Deno.test("inventory store agrees with the design §4 model over random command sequences", () => {
   fc.assert(
     fc.property(runArb, run),
     { numRuns: 300 },

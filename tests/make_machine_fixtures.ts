@@ -44,7 +44,7 @@ export function layOutMachine(dir: string, sysfsDir = join(dir, "sysfs")): void 
   }
   Deno.writeTextFileSync(
     join(dir, "nvidia-smi"),
-    '#!/bin/sh\n# Replays this machine\'s recorded nvidia-smi outputs (plan §5.5).\nexec "$(dirname "$0")/../../fake_nvidia_smi.sh" "$(dirname "$0")" "$@"\n',
+    '#!/bin/sh\n# Replays this machine\'s recorded nvidia-smi outputs (design §5.5).\nexec "$(dirname "$0")/../../fake_nvidia_smi.sh" "$(dirname "$0")" "$@"\n',
     { mode: 0o755 },
   );
   Deno.chmodSync(join(dir, "nvidia-smi"), 0o755);

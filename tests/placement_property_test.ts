@@ -1,5 +1,5 @@
 /**
- * Property tests for placement (plan §7, §1.1, §1.2): random clusters and
+ * Property tests for placement (design §7, §1.1, §1.2): random clusters and
  * deployments, and on every placement produced the hard constraints, the
  * profile order (checked against an independent brute force), determinism
  * and the explanation. Nothing here calls placement's internals: the checker
@@ -18,6 +18,7 @@ import {
   type PlacementResult,
   placeReplica,
   type ProfileAttempt,
+  REASONS,
   type ShardPlacement,
 } from "../placement/mod.ts";
 
@@ -64,6 +65,11 @@ const gpuSpecArb = fc.record({
   ),
 });
 
+const rateArb: fc.Arbitrary<number | null> = fc.oneof(
+  { arbitrary: fc.constantFrom(100, 200, 400), weight: 12 },
+  { arbitrary: fc.constant(null), weight: 1 },
+);
+
 const nodeSpecArb = fc.record({
   state: stateArb,
   zone: fc.constantFrom("a", "b", null),
@@ -78,7 +84,8 @@ const nodeSpecArb = fc.record({
   fabrics: fc.subarray([...FABRICS], { maxLength: 2 }),
   hcaOrder: fc.shuffledSubarray([...HCAS], { minLength: HCAS.length, maxLength: HCAS.length }),
   hcaCounts: fc.tuple(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 2 })),
-  rate: fc.constantFrom(100, 200, 400),
+  /** Per fabric: the slowest active port's rate; null when unreadable. */
+  rates: fc.tuple(rateArb, rateArb),
 });
 type NodeSpec = typeof nodeSpecArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -152,10 +159,10 @@ function buildNode(id: string, spec: NodeSpec): ClusterNode {
         hca,
         port: 1,
         link_layer: roce ? "roce" : "infiniband",
-        rate_gbps: spec.rate,
+        rate_gbps: spec.rates[k],
         roce_v2_gid_index: roce ? 3 : null,
       })),
-      rate_gbps: spec.rate,
+      rate_gbps: spec.rates[k],
     };
   });
   return {
@@ -343,6 +350,7 @@ function checkNotFitting(state: State, p: Profile, a: ProfileAttempt, detail: bo
     `profile ${p.name}: summary ${fmt(a.summary)} must start with "0/${total} nodes fit"`,
   );
   if (!detail) return;
+  checkGroups(p, a);
   const rejections = a.nodes;
   assertOk(rejections !== undefined, "detail asked for, no nodes");
   assertEquals(
@@ -363,10 +371,34 @@ function checkNotFitting(state: State, p: Profile, a: ProfileAttempt, detail: bo
   assertEquals(tally, a.counts, `profile ${p.name}: per-node reasons agree with counts`);
 }
 
+/**
+ * Groups agree with the per-node list: one group per reason, in filter
+ * order, its count the reason's count and its examples the first nodes
+ * (in node order) with that reason.
+ */
+function checkGroups(p: Profile, a: ProfileAttempt): void {
+  assertOk(a.groups !== undefined && a.nodes !== undefined, "full detail has groups and nodes");
+  const reasons = [...new Set(a.nodes.map((r) => r.reason))];
+  const order = REASONS.map((r) => r.code);
+  reasons.sort((x, y) => order.indexOf(x) - order.indexOf(y));
+  assertEquals(a.groups.map((g) => g.reason), reasons, `profile ${p.name}: one group per reason`);
+  for (const g of a.groups) {
+    const mine = a.nodes.filter((r) => r.reason === g.reason).map((r) => r.node);
+    assertEquals(g.count, mine.length, `profile ${p.name}: count of group ${g.reason}`);
+    assertEquals(
+      g.examples,
+      mine.sort((x, y) => idNumber(x) - idNumber(y)).slice(0, 3),
+      `profile ${p.name}: examples of group ${g.reason}`,
+    );
+    assertOk(g.message.length > 0, `empty message for group ${g.reason}`);
+  }
+}
+
 /** For a profile that fitted: detail lists exactly the nodes some filter rejected. */
 function checkFitting(state: State, p: Profile, a: ProfileAttempt, detail: boolean): void {
   assertEquals(a.fits, true);
   if (!detail) return;
+  checkGroups(p, a);
   const expected = state.nodes.flatMap((n) => {
     const r = nodeReason(state, n, p);
     return r === null ? [] : [{ node: n.id, reason: r }];
@@ -408,7 +440,7 @@ function domainsOf(own: Gpu[]): number[][] {
   return out;
 }
 
-/** GPU choice inside a node (plan §7): one NVLink domain when one suffices, else lowest free. */
+/** GPU choice inside a node (design §7): one NVLink domain when one suffices, else lowest free. */
 function checkGpuChoice(state: State, n: ClusterNode, p: Profile, chosen: number[]): void {
   const own = classGpus(n, p.gpu_class);
   const free = freeIndices(state, n, p.gpu_class);
@@ -446,20 +478,45 @@ function checkNodeChoice(state: State, dep: Deployment, p: Profile, shards: Shar
     assertEquals(shards[0].node, best.id, `single-node choice (${dep.placement})`);
     return;
   }
-  let best: { fabric: string; nodes: string[]; free: number } | null = null;
-  for (const [fabric, list] of [...fabricMembers(state, p)].sort((a, b) => a[0] < b[0] ? -1 : 1)) {
+  const options = fittingFabrics(state, dep, p);
+  assertOk(options.length > 0);
+  // Most bandwidth per node (unknown lowest), then most free GPUs, then name.
+  const best =
+    [...options].sort((a, b) =>
+      (b.gbps ?? -1) - (a.gbps ?? -1) || b.free - a.free || (a.fabric < b.fabric ? -1 : 1)
+    )[0];
+  assertEquals(shards[0].fabric, best.fabric, "the fabric with most bandwidth, then emptiest");
+  assertEquals(shards.map((s) => s.node).sort(), best.nodes, "the emptiest nodes of that fabric");
+}
+
+/**
+ * Every fabric with enough eligible nodes for the profile, with the nodes it
+ * would use (emptiest first; `spread` first avoids the deployment) and the
+ * per-node bandwidth a collective would see on them: the minimum over them
+ * of active HCAs × slowest port rate, null when a rate is unknown.
+ */
+function fittingFabrics(state: State, dep: Deployment, p: Profile) {
+  const spread = dep.placement === "spread";
+  const has = (n: ClusterNode) => spread && state.present.has(n.id) ? 1 : 0;
+  const free = (n: ClusterNode) => freeIndices(state, n, p.gpu_class).length;
+  const out: { fabric: string; nodes: string[]; free: number; gbps: number | null }[] = [];
+  for (const [fabric, list] of fabricMembers(state, p)) {
     if (list.length < p.nodes) continue;
     const top = [...list].sort((a, b) =>
       has(a) - has(b) || free(b) - free(a) || idNumber(a.id) - idNumber(b.id)
     ).slice(0, p.nodes);
-    const total = top.reduce((s, n) => s + free(n), 0);
-    if (best === null || total > best.free) {
-      best = { fabric, nodes: top.map((n) => n.id).sort(), free: total };
-    }
+    const perNode = top.map((n) => {
+      const att = n.fabrics.find((f) => f.fabric === fabric)!;
+      return att.rate_gbps === null ? null : att.rate_gbps * att.hcas.length;
+    });
+    out.push({
+      fabric,
+      nodes: top.map((n) => n.id).sort(),
+      free: top.reduce((s, n) => s + free(n), 0),
+      gbps: perNode.includes(null) ? null : Math.min(...(perNode as number[])),
+    });
   }
-  assertOk(best !== null);
-  assertEquals(shards[0].fabric, best.fabric, "the fabric whose emptiest nodes are emptiest");
-  assertEquals(shards.map((s) => s.node).sort(), best.nodes, "the emptiest nodes of that fabric");
+  return out;
 }
 
 /** Properties 1-7 on the shards of a placed replica. */
@@ -606,23 +663,31 @@ Deno.test("placeReplica: every placement keeps the hard constraints and is expla
   fc.assert(
     fc.property(clusterArb, deploymentArb, shuffleKeysArb, (nodes, dep, keys) => {
       const before = structuredClone(nodes);
-      const result = placeReplica(nodes, dep, "r-1", { detail: true });
+      const result = placeReplica(nodes, dep, "r-1", { detail: "full" });
       assertEquals(nodes, before, "placement must not change its input");
       checkResult(initialState(nodes, dep.name), dep, "r-1", result, true);
       // 9. determinism: same input, same answer; node order does not matter
-      assertEquals(placeReplica(nodes, dep, "r-1", { detail: true }), result, "same input");
+      assertEquals(placeReplica(nodes, dep, "r-1", { detail: "full" }), result, "same input");
       assertEquals(
-        placeReplica(shuffled(nodes, keys), dep, "r-1", { detail: true }),
+        placeReplica(shuffled(nodes, keys), dep, "r-1", { detail: "full" }),
         result,
         "shuffled input",
       );
-      // without detail: the same decision and counts, no per-node list
+      // without detail: the same decision, counts and fabrics, no per-node list
       const plain = placeReplica(nodes, dep, "r-1");
       assertEquals(plain.status, result.status);
-      assertEquals(
-        plain.explanation.profiles.map((a) => [a.profile, a.fits, a.summary, a.counts, a.nodes]),
-        result.explanation.profiles.map((a) => [a.profile, a.fits, a.summary, a.counts, undefined]),
-      );
+      const strip = (r: PlacementResult, keep: "groups" | "none") =>
+        r.explanation.profiles.map(({ nodes: _n, groups, ...a }) =>
+          keep === "groups" ? { ...a, groups } : a
+        );
+      for (const a of plain.explanation.profiles) {
+        assertEquals([a.nodes, a.groups], [undefined, undefined]);
+      }
+      assertEquals(strip(plain, "none"), strip(result, "none"));
+      // grouped: the same groups as full, without the per-node list
+      const grouped = placeReplica(nodes, dep, "r-1", { detail: "grouped" });
+      for (const a of grouped.explanation.profiles) assertEquals(a.nodes, undefined);
+      assertEquals(strip(grouped, "groups"), strip(result, "groups"));
       if (result.status === "placed") {
         placed++;
         assertEquals(plain.status === "placed" && plain.shards, result.shards);
@@ -658,12 +723,16 @@ Deno.test("place: a sequence of replicas never reuses a GPU and each step is exp
         let snapshot = nodes;
         for (let r = 1; r <= replicas; r++) {
           const id = `r-${r}`;
-          const result = place(index, dep, id, { detail: true });
+          const result = place(index, dep, id, { detail: "full" });
           checkResult(state, dep, id, result, true);
-          assertEquals(place(index, dep, id, { detail: true }), result, "place() changes nothing");
+          assertEquals(
+            place(index, dep, id, { detail: "full" }),
+            result,
+            "place() changes nothing",
+          );
           // applyPlacement ≡ writing the earlier placements into the snapshot
           assertEquals(
-            placeReplica(snapshot, dep, id, { detail: true }),
+            placeReplica(snapshot, dep, id, { detail: "full" }),
             result,
             "index ≡ snapshot",
           );
@@ -679,4 +748,77 @@ Deno.test("place: a sequence of replicas never reuses a GPU and each step is exp
     { numRuns: 250 },
   );
   assertOk(steps > 400 && placedAfterFirst > 50, fmt({ steps, placedAfterFirst }));
+});
+
+/** A deployment of one multi-node profile: 2 or 3 nodes of one class. */
+const multiNodeDeploymentArb: fc.Arbitrary<Deployment> = fc.record({
+  cls: fc.constantFrom(...CLASSES),
+  nodes: fc.constantFrom(2, 3),
+  gpn: fc.constantFrom(1, 2, 4, 8),
+  spread: fc.boolean(),
+}).map(({ cls, nodes, gpn, spread }) => ({
+  name: "dep",
+  model: "org/model",
+  served_model_name: "dep",
+  replicas: 1,
+  placement: spread ? "spread" : "pack",
+  profiles: [{
+    name: "multi",
+    engine: "vllm",
+    gpu_class: cls,
+    tensor_parallel: gpn,
+    pipeline_parallel: nodes,
+    nodes,
+    gpus_per_node: gpn,
+    quantization: "none",
+    engine_args: [],
+    engine_options: {},
+    env: {},
+    node_selector: {},
+  }],
+}));
+
+Deno.test("place: no fitting fabric has more per-node bandwidth than the chosen one", () => {
+  let contested = 0;
+  let slowerPassedOver = 0;
+  fc.assert(
+    fc.property(clusterArb, multiNodeDeploymentArb, (nodes, dep) => {
+      const result = placeReplica(nodes, dep, "r-1");
+      const p = dep.profiles[0];
+      const options = fittingFabrics(initialState(nodes, dep.name), dep, p);
+      if (result.status !== "placed") {
+        assertEquals(options, [], "unschedulable, but a fabric has enough eligible nodes");
+        return;
+      }
+      const chosen = options.find((o) => o.fabric === result.shards[0].fabric);
+      assertOk(chosen !== undefined, `fabric ${result.shards[0].fabric} cannot fit the replica`);
+      for (const o of options) {
+        assertOk(
+          (o.gbps ?? -1) <= (chosen.gbps ?? -1),
+          `fabric ${o.fabric} gives ${o.gbps} Gb/s per node, more than chosen ${chosen.fabric}'s ${chosen.gbps}`,
+        );
+      }
+      // The explanation reports the same figures, and names what it passed over.
+      const reported = result.explanation.profiles[0].fabrics ?? [];
+      assertEquals(
+        reported.filter((f) => f.bandwidth !== null).map((
+          f,
+        ) => [f.fabric, f.bandwidth!.per_node_gbps])
+          .sort(),
+        options.map((o) => [o.fabric, o.gbps]).sort(),
+      );
+      assertEquals(reported[0].fabric, chosen.fabric);
+      assertOk(reported[0].chosen && reported.slice(1).every((f) => !f.chosen));
+      for (const f of reported.slice(1, 4)) {
+        assertOk(
+          result.explanation.summary.includes(`fabric ${f.fabric} passed over: ${f.why}`),
+          `summary ${fmt(result.explanation.summary)} must say why ${f.fabric} was passed over`,
+        );
+      }
+      if (options.length > 1) contested++;
+      if (options.some((o) => (o.gbps ?? -1) < (chosen.gbps ?? -1))) slowerPassedOver++;
+    }),
+    { numRuns: 400 },
+  );
+  assertOk(contested > 30 && slowerPassedOver > 15, fmt({ contested, slowerPassedOver }));
 });

@@ -63,13 +63,17 @@ Deno.test("plan places replicas one after another on the recorded machines", asy
   const first = third.explanation.profiles[0];
   assertEquals(first.fits, false);
   assertEquals(first.counts, { no_gpu_class: 5, insufficient_gpus: 1 });
+  // A placed replica carries no per-node detail unless asked for.
+  assertEquals([first.groups, first.nodes], [undefined, undefined]);
+  const detailed = await plan(["--cluster", CLUSTER, "--deployment", QWEN, "--json", "--detail"]);
+  const again = (JSON.parse(detailed.out) as { replicas: PlannedReplica[] }).replicas[2];
   assertEquals(
-    first.nodes?.find((n) => n.node === "rtx4090-8x-server")?.message,
+    again.explanation.profiles[0].nodes?.find((n) => n.node === "rtx4090-8x-server")?.message,
     "needs 4 free rtx4090-24g GPUs, has 0 free, 8 allocated of 8",
   );
 });
 
-Deno.test("plan exits 3 and explains every node when nothing fits", async () => {
+Deno.test("plan exits 3 and explains every node when nothing fits, grouped by reason", async () => {
   const r = await plan(["--cluster", CLUSTER, "--deployment", LLAMA, "--json"]);
   assertEquals(r.code, 3);
   // The a100 profile's class exists nowhere: a warning, not an error.
@@ -77,8 +81,35 @@ Deno.test("plan exits 3 and explains every node when nothing fits", async () => 
   assertStringIncludes(r.err, "no node in the cluster has a100-80g GPUs");
   const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
   assertEquals(replicas.length, 2);
-  const h100 = replicas[0].explanation.profiles[0];
+  const grouped = replicas[0].explanation.profiles[0];
+  assertEquals(grouped.nodes, undefined);
+  assertEquals(grouped.groups, [
+    {
+      reason: "no_gpu_class",
+      count: 4,
+      message: "no h100-80g GPUs (they have h200-140g, l40s-45g, rtx4080super-16g, rtx4090-24g)",
+      examples: ["h200-sxm-vm", "l40s-pcie-vm", "rtx4080super-workstation"],
+    },
+    {
+      reason: "compute_capability",
+      count: 1,
+      message: "fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report unknown",
+      examples: ["dgx-h100-8x-nics"],
+    },
+    {
+      reason: "insufficient_gpus",
+      count: 1,
+      message: "needs 4 free h100-80g GPUs, has 0 free; 1 with unhealthy GPUs",
+      examples: ["h100-sxm-vm"],
+    },
+  ]);
+  // --detail: every node with its own message.
+  const d = await plan(["--cluster", CLUSTER, "--deployment", LLAMA, "--json", "--detail"]);
+  assertEquals(d.code, 3);
+  const h100 = (JSON.parse(d.out) as { replicas: PlannedReplica[] }).replicas[0].explanation
+    .profiles[0];
   assertEquals(h100.counts, { no_gpu_class: 4, compute_capability: 1, insufficient_gpus: 1 });
+  assertEquals(h100.groups, grouped.groups);
   assertEquals(h100.nodes?.length, 6);
   assertStringIncludes(
     h100.nodes!.find((n) => n.node === "h100-sxm-vm")!.message,
@@ -91,11 +122,90 @@ Deno.test("plan exits 3 and explains every node when nothing fits", async () => 
   );
 });
 
-Deno.test("plan prints text for people", async () => {
+Deno.test("plan prints text for people: groups by default, every node with --detail", async () => {
   const r = await plan(["--cluster", CLUSTER, "--deployment", QWEN, "--replicas", "1"]);
   assertEquals(r.code, 0);
   assertStringIncludes(r.out, "replica qwen-32b-r0: placed");
   assertStringIncludes(r.out, "rtx4090-8x-server  0,1,2,3");
+  // A placed replica: no per-node lines without --detail.
+  assertEquals(r.out.includes("no_gpu_class"), false);
+  const placedDetail = await plan([
+    "--cluster",
+    CLUSTER,
+    "--deployment",
+    QWEN,
+    "--replicas",
+    "1",
+    "--detail",
+  ]);
+  assertStringIncludes(placedDetail.out, "      h100-sxm-vm: no_gpu_class: no rtx4090-24g GPUs");
+  // Unschedulable: one line per reason, with counts.
+  const u = await plan(["--cluster", CLUSTER, "--deployment", LLAMA, "--replicas", "1"]);
+  assertEquals(u.code, 3);
+  assertStringIncludes(
+    u.out,
+    "      1 node: compute_capability — fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report unknown (dgx-h100-8x-nics)\n",
+  );
+  assertStringIncludes(u.out, "      4 nodes: no_gpu_class — no h100-80g GPUs (they have");
+  assertEquals(u.out.includes("dgx-h100-8x-nics: compute_capability"), false);
+  const ud = await plan([
+    "--cluster",
+    CLUSTER,
+    "--deployment",
+    LLAMA,
+    "--replicas",
+    "1",
+    "--detail",
+  ]);
+  assertStringIncludes(
+    ud.out,
+    "      dgx-h100-8x-nics: compute_capability: fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report unknown\n",
+  );
+  assertEquals(ud.out.includes("1 node: compute_capability"), false);
+});
+
+Deno.test("plan --json stays small: an unschedulable replica's size does not grow with the cluster", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // n nodes that each lack the profile's class or have too few free GPUs.
+    const cluster = async (n: number) => {
+      const nodes = Array.from({ length: n }, (_, i) => ({
+        id: `node-${i}`,
+        gpus: Array.from({ length: i % 2 === 0 ? 8 : 2 }, (_, g) => ({
+          index: g,
+          class: i % 2 === 0 ? "a100-80g" : "h100-80g",
+          compute_capability: i % 2 === 0 ? "8.0" : "9.0",
+        })),
+      }));
+      await Deno.writeTextFile(`${dir}/c${n}.json`, JSON.stringify({ nodes }));
+      return `${dir}/c${n}.json`;
+    };
+    await Deno.writeTextFile(
+      `${dir}/d.yaml`,
+      "name: big\nmodel: org/big\nprofiles:\n  - {name: h100, engine: vllm, gpu_class: h100-80g, tensor_parallel: 8}\n",
+    );
+    const sizes: number[] = [];
+    for (const n of [10, 1_000]) {
+      const r = await plan([
+        "--cluster",
+        await cluster(n),
+        "--deployment",
+        `${dir}/d.yaml`,
+        "--json",
+      ]);
+      assertEquals(r.code, 3, r.err);
+      const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
+      assertEquals(replicas[0].explanation.profiles[0].groups?.map((g) => [g.reason, g.count]), [
+        ["no_gpu_class", n / 2],
+        ["insufficient_gpus", n / 2],
+      ]);
+      sizes.push(r.out.length);
+    }
+    // Only the digits of the counts grow (a few bytes), not one entry per node.
+    assertOk(sizes[1] - sizes[0] < 100, `JSON grew from ${sizes[0]} to ${sizes[1]} bytes`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("plan places a multi-node replica on one fabric with its HCAs", async () => {
@@ -145,6 +255,11 @@ Deno.test("plan places a multi-node replica on one fabric with its HCAs", async 
       "mlx5_0:1",
       "mlx5_1:1",
     ]);
+    // The fabric passed over, and why.
+    assertStringIncludes(
+      first.explanation.summary,
+      "fits on a1, a2 over fabric ib-a (of 4 nodes); fabric ib-b passed over: only 1 eligible node, needs 2",
+    );
     // Each shard's command: SGLang's multi-node recipe and the fabric's NCCL environment.
     const leader = first.shards[0].argv.join(" ");
     assertStringIncludes(leader, "--tp-size 8 --enable-metrics --nnodes 2 --node-rank 0");
@@ -232,6 +347,13 @@ Deno.test("plan refuses bad input with exit 2 and the path of the bad field", as
   }
 });
 
+Deno.test("plan --help documents --detail", async () => {
+  const r = await plan(["--help"]);
+  assertEquals(r.code, 0);
+  assertStringIncludes(r.out, "--detail");
+  assertStringIncludes(r.out, "grouped by reason");
+});
+
 Deno.test("schema deployment prints the JSON Schema", async () => {
   let out = "";
   const code = await main(["schema", "deployment"], { out: (t) => out += t, err: () => {} });
@@ -250,6 +372,27 @@ Deno.test("plan refuses a node that lists one fabric twice", async () => {
     const r = await plan(["--cluster", `${dir}/c.json`, "--deployment", QWEN]);
     assertEquals(r.code, 2);
     assertStringIncludes(r.err, "nodes[0].fabrics[1].fabric: fabric ib-a appears twice");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("plan refuses, as apply does, a profile whose engine arguments set a flag llmgw owns", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-plan-owned-" });
+  try {
+    const file = `${dir}/owned.yaml`;
+    await Deno.writeTextFile(
+      file,
+      (await Deno.readTextFile(QWEN)).replace(
+        /tensor_parallel: (\d+)/,
+        'tensor_parallel: $1\n    engine_args: ["--tensor-parallel-size", "2"]',
+      ),
+    );
+    const r = await plan(["--cluster", CLUSTER, "--deployment", file]);
+    assertEquals(r.code, 2, r.out);
+    assertStringIncludes(r.err, "profiles[0].engine_args");
+    assertStringIncludes(r.err, "--tensor-parallel-size");
+    assertEquals(r.out, "");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

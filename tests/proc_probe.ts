@@ -99,6 +99,7 @@ export async function survivorsAfter(
   groups: readonly number[],
   withinMs = 2000,
 ): Promise<number[]> {
+  // Not until(): the answer here is who survived the deadline, which a caller asserts empty.
   const deadline = Date.now() + withinMs;
   while (true) {
     const alive = aliveAmong(pids, groups);

@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
+import { until } from "./until.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -28,18 +29,8 @@ function freePort(): number {
   return port;
 }
 
-async function until(what: string, probe: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    try {
-      if (await probe()) return;
-    } catch {
-      // Not up yet.
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** How the waits here poll; a refused connection (not up yet) is retried. */
+const POLL = { timeoutMs: 30_000, intervalMs: 100 };
 
 Deno.test("role permissions: scripts/roles.sh grants the agent all, control and gateway only what they list", () => {
   assertEquals(permsFor("agent"), ["--allow-all"]);
@@ -83,7 +74,7 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
       "--gateway-listen",
       `127.0.0.1:${embeddedPort}`,
     ], { LLMGW_ADMIN_TOKEN: "perm-admin", LLMGW_JOIN_TOKEN: "perm-join" }));
-    await until("control plane", async () => (await fetch(`${control}/healthz`)).ok);
+    await until("control plane", async () => (await fetch(`${control}/healthz`)).ok, POLL);
     const applied = await fetch(`${control}/v1/deployments`, {
       method: "POST",
       headers: { authorization: "Bearer perm-admin", "content-type": "application/json" },
@@ -118,7 +109,7 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
         });
         const body = await r.json();
         return r.status === 503 && body.error.code === "model_not_ready";
-      });
+      }, POLL);
       const models = await fetch(`${gw}/v1/models`);
       assertEquals(models.status, 200);
       assertEquals((await models.json()).data, []);

@@ -12,6 +12,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
 import { registration } from "./registration.ts";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
@@ -19,15 +20,16 @@ import { localTokenPath, readSession } from "../agent/credentials.ts";
 import { bearerMatches, localApi, type LocalApiView } from "../agent/local_api.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
+import { NodeService } from "../control/nodes.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/serve_command.ts";
+import { startControl } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import type { ControlStore } from "../control/store.ts";
 import { hashToken, newToken, tokenMatches } from "../control/tokens.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
-import { startGateway } from "../gateway/serve_command.ts";
+import { startGateway } from "../gateway/server.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 
@@ -195,7 +197,12 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
     return { method, path, body };
   };
   const snapshot = () =>
-    JSON.stringify([cp.deployments(), cp.replicas(), cp.inventory.listNodes(), cp.apiKeys()]);
+    JSON.stringify([
+      cp.deployments.list(),
+      cp.replicas(),
+      cp.inventory.listNodes(),
+      cp.apiKeys.list(),
+    ]);
   const before = snapshot();
   const failures: string[] = [];
   // Refused kinds first: nothing may change.
@@ -405,10 +412,10 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
   );
 
   // Node credentials: tokenMatches for a named node, a hash lookup otherwise.
-  assertStringIncludes(ControlPlane.prototype.authenticateNode.toString(), "tokenMatches(token");
-  const nodeForToken = ControlPlane.prototype.nodeForToken.toString();
+  assertStringIncludes(NodeService.prototype.authenticate.toString(), "tokenMatches(token");
+  const nodeForToken = NodeService.prototype.nodeForToken.toString();
   assertStringIncludes(nodeForToken, "hashToken(token)");
-  assertStringIncludes(nodeForToken, "#byTokenHash.get(");
+  assertStringIncludes(nodeForToken, "byTokenHash.get(");
 
   // Gateway API keys: SHA-256 of the presented key looked up in a Map.
   const keys = new ApiKeyTable();
@@ -423,9 +430,9 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
   assertStringIncludes(check, 'digest("SHA-256"');
   assertStringIncludes(check, "#byHash.get(hash)");
 
-  // The admin and join checks in control/api.ts go through tokenMatches for
-  // every configured hash (no early exit on the first match either).
-  const api = Deno.readTextFileSync(join(ROOT, "control/api.ts"));
+  // The admin and join checks in control/api/auth.ts go through tokenMatches
+  // for every configured hash (no early exit on the first match either).
+  const api = Deno.readTextFileSync(join(ROOT, "control/api/auth.ts"));
   assertOk(/for \(const h of hashes\) ok = \(await tokenMatches\(token, h\)\) \|\| ok;/.test(api));
 
   // And no code that checks a presented credential compares it with === or
@@ -456,15 +463,8 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
 // 3. Secrets never reach logs, events or listings
 // ---------------------------------------------------------------------------
 
-async function until<T>(what: string, probe: () => Promise<T | null>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await probe();
-    if (v !== null) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** How the waits here poll: a real control plane, agent, engine and gateway start up. */
+const POLL = { timeoutMs: 30_000, intervalMs: 100 };
 
 /** Replaces console output with a capture until `restore()`. */
 function captureConsole(lines: string[]): { restore(): void } {
@@ -555,7 +555,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
     await until("the node ready", async () => {
       const nodes = JSON.parse((await adminCall("GET", "/v1/nodes")).text).nodes;
       return nodes.length === 1 && nodes[0].state === "ready" ? true : null;
-    });
+    }, POLL);
     const session = readSession(stateDir, url, "sec-node");
     assertOk(session !== null);
     const nodeToken = session.node_token;
@@ -583,7 +583,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
         state: string;
       }[];
       return rs.length === 1 && rs[0].state === "ready" ? rs[0] : null;
-    });
+    }, POLL);
     for (const s of agent.status().shards) if (s.pid !== null) pids.add(s.pid);
     // Traffic through the gateway with the key (the engine logs the request).
     const gw = gateway.url;
@@ -597,12 +597,12 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
       const res = await chat();
       await res.body?.cancel();
       return res.status === 200 ? true : null;
-    });
+    }, POLL);
     // Logs, through the agent's local API with its token.
     const logs = await until("the request in the shard's log", async () => {
       const r = await adminCall("GET", `/v1/replicas/${replica.id}/logs?shard=0&lines=1000`);
       return r.status === 200 && r.text.includes("/v1/chat/completions") ? r.text : null;
-    });
+    }, POLL);
     // An intruder with the join token claims the node's id: refused, and says so in its log.
     const intruder = newAgent(join(dir, "intruder"), intruderLogs);
     agents.push(intruder);
@@ -610,6 +610,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
     await until(
       "the intruder refused",
       () => Promise.resolve(intruderLogs.some((l) => l.includes("node_taken")) ? true : null),
+      POLL,
     );
     await intruder.stop({ stopEngines: true });
     const intruderLocal = Deno.readTextFileSync(localTokenPath(join(dir, "intruder"))).trim();

@@ -1,11 +1,12 @@
 /**
  * The supervisor running the real vLLM and SGLang plugins' command lines
  * against the fake engine (testing/fake_engine.ts), which behaves like each
- * engine while loading (plan §9.3): vLLM keeps its port closed and logs
+ * engine while loading (design §9.3): vLLM keeps its port closed and logs
  * progress; SGLang answers /health 503 until warm.
  */
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import {
@@ -93,21 +94,23 @@ async function withEngines(
   }
 }
 
-async function until(
+/** Polls until `pred` holds for shard `id`'s status (20 s at most), noting every pid it sees. */
+function shardReaches(
   sup: Supervisor,
   id: string,
   pred: (s: ShardStatus) => boolean,
   groups: Set<number>,
   what: string,
 ): Promise<ShardStatus> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
+  return until(`${id} to reach ${what}`, () => {
     const s = sup.shard(id)?.status;
     if (s?.pid) groups.add(s.pid);
-    if (s !== undefined && pred(s)) return s;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`${id} never reached ${what}: ${JSON.stringify(sup.shard(id))}`);
+    return s !== undefined && pred(s) ? s : null;
+  }, {
+    timeoutMs: 20_000,
+    intervalMs: 20,
+    describe: () => `now ${JSON.stringify(sup.shard(id))}`,
+  });
 }
 
 Deno.test("vLLM: starting, then loading from its log while the port is closed, then ready", async () => {
@@ -117,12 +120,18 @@ Deno.test("vLLM: starting, then loading from its log while the port is closed, t
     {},
     async (sup, events, groups) => {
       await sup.reconcile([{ id: "v0", engine: "vllm", launch: launch("v0", port, 2) }]);
-      const loading = await until(sup, "v0", (s) => s.state === "loading", groups, "loading");
+      const loading = await shardReaches(
+        sup,
+        "v0",
+        (s) => s.state === "loading",
+        groups,
+        "loading",
+      );
       assertOk(loading.progress !== null, "progress parsed from vLLM's log");
       // While loading, vLLM's port refuses connections.
       const refused = await fetch(`http://127.0.0.1:${port}/health`).then(() => false, () => true);
       assertOk(refused, "the port is closed while loading");
-      const ready = await until(sup, "v0", (s) => s.state === "ready", groups, "ready");
+      const ready = await shardReaches(sup, "v0", (s) => s.state === "ready", groups, "ready");
       assertOk(ready.serves_http);
       const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json();
       assertEquals(models.data[0].id, "demo");
@@ -147,13 +156,13 @@ Deno.test("SGLang: the port answers 503 while warming (loading), then ready", as
   const port = freePort();
   await withEngines({ FAKE_ENGINE_LOAD_SECONDS: "1.5" }, {}, async (sup, _events, groups) => {
     await sup.reconcile([{ id: "s0", engine: "sglang", launch: launch("s0", port) }]);
-    await until(sup, "s0", (s) => s.state === "loading", groups, "loading");
+    await shardReaches(sup, "s0", (s) => s.state === "loading", groups, "loading");
     const health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
     if (health !== null) {
       await health.body?.cancel();
       assertEquals(health.status, 503);
     }
-    const ready = await until(sup, "s0", (s) => s.state === "ready", groups, "ready");
+    const ready = await shardReaches(sup, "s0", (s) => s.state === "ready", groups, "ready");
     assertEquals(ready.last_failure, null);
   });
 });
@@ -165,7 +174,13 @@ Deno.test("an engine that never becomes ready fails its load with the log tail",
     { loadTimeoutMs: 1_500 },
     async (sup, _e, groups) => {
       await sup.reconcile([{ id: "stuck", engine: "vllm", launch: launch("stuck", port) }]);
-      const s = await until(sup, "stuck", (x) => x.last_failure !== null, groups, "a failure");
+      const s = await shardReaches(
+        sup,
+        "stuck",
+        (x) => x.last_failure !== null,
+        groups,
+        "a failure",
+      );
       assertStringIncludes(
         s.last_failure!.reason,
         "did not become ready within 1500 ms of loading",
@@ -185,16 +200,22 @@ Deno.test("an engine that crashes after serving restarts with backoff and keeps 
     {},
     async (sup, _e, groups) => {
       await sup.reconcile([{ id: "c0", engine: "vllm", launch: launch("c0", port) }]);
-      const first = await until(sup, "c0", (s) => s.state === "ready", groups, "ready");
+      const first = await shardReaches(sup, "c0", (s) => s.state === "ready", groups, "ready");
       const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model: "demo", prompt: "hi", max_tokens: 2 }),
       });
       await res.body?.cancel();
-      const crashed = await until(sup, "c0", (s) => s.last_failure !== null, groups, "a crash");
+      const crashed = await shardReaches(
+        sup,
+        "c0",
+        (s) => s.last_failure !== null,
+        groups,
+        "a crash",
+      );
       assertStringIncludes(crashed.last_failure!.reason, "exited with code 1");
-      const again = await until(
+      const again = await shardReaches(
         sup,
         "c0",
         (s) => s.state === "ready" && s.pid !== first.pid,
@@ -204,4 +225,24 @@ Deno.test("an engine that crashes after serving restarts with backoff and keeps 
       assertOk(again.restarts >= 1);
     },
   );
+});
+
+Deno.test("an engine that refuses its arguments fails for good: no restart, reported permanent", async () => {
+  const port = freePort();
+  await withEngines({ FAKE_ENGINE_LOAD_SECONDS: "0.2" }, {}, async (sup, _events, groups) => {
+    const typo = launch("t0", port);
+    typo.profile.engine_args = ["--max-model-lenn", "4096"];
+    await sup.reconcile([{ id: "t0", engine: "vllm", launch: typo }]);
+    const s = await shardReaches(sup, "t0", (x) => x.state === "failed", groups, "failed");
+    assertEquals(s.last_failure?.permanent, true);
+    assertEquals(s.last_failure?.exit_code, 2);
+    assertStringIncludes(s.last_failure!.reason, "unrecognized arguments: --max-model-lenn");
+    assertOk(s.last_failure!.log_tail.some((l) => l.includes("usage:")), "the usage text is kept");
+    assertEquals(s.restarts, 0);
+    // The same engine with a good command line serves: the refusal was the arguments'.
+    const good = launch("t1", freePort());
+    await sup.reconcile([{ id: "t1", engine: "vllm", launch: good }]);
+    const ready = await shardReaches(sup, "t1", (x) => x.state === "ready", groups, "ready");
+    assertEquals(ready.last_failure, null);
+  });
 });

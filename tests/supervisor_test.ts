@@ -1,5 +1,5 @@
 /**
- * The supervisor with real processes (plan §9): process groups, stop
+ * The supervisor with real processes (design §9): process groups, stop
  * semantics, crashes and backoff, timeouts, adoption after an agent restart,
  * and bounded logs. Engines here are small shell programs; the vLLM and
  * SGLang behaviours are tested with the fake engine in
@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
 import { ENGINE_API_VERSION, type EngineProbes, type ShardLaunch } from "../engines/types.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import {
@@ -122,24 +123,23 @@ async function withSupervisor(
   }
 }
 
-/** Polls until `pred` holds for the shard's status (10 s at most). */
-async function until(
+/** Polls until `pred` holds for the shard's status (10 s at most), watching every group seen. */
+function shardReaches(
   sup: Supervisor,
   id: string,
   pred: (s: ShardStatus) => boolean,
   cleanup: Cleanup,
   what: string,
 ): Promise<ShardStatus> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
+  return until(`shard ${id} to reach: ${what}`, () => {
     cleanup.watch(sup.status());
     const s = sup.shard(id)?.status;
-    if (s !== undefined && pred(s)) return s;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(
-    `shard ${id} never reached: ${what}; now ${JSON.stringify(sup.shard(id)?.status)}`,
-  );
+    return s !== undefined && pred(s) ? s : null;
+  }, {
+    timeoutMs: 10_000,
+    intervalMs: 25,
+    describe: () => `now ${JSON.stringify(sup.shard(id)?.status)}`,
+  });
 }
 
 const inState = (...states: ShardState[]) => (s: ShardStatus) => states.includes(s.state);
@@ -152,7 +152,7 @@ Deno.test("stop leaves no process of the shard's group, workers included", async
   });
   await withSupervisor(engine, {}, async (sup, { cleanup }) => {
     await sup.reconcile([{ id: "s1", engine: "test", launch: launch("s1") }]);
-    const ready = await until(sup, "s1", inState("ready"), cleanup, "ready");
+    const ready = await shardReaches(sup, "s1", inState("ready"), cleanup, "ready");
     const pid = ready.pid!;
     assertEquals(readProcStat(pid)?.pgid, pid, "the shard leads its own process group");
     assertEquals(readProcStat(pid)?.sid, pid, "in its own session");
@@ -169,7 +169,7 @@ Deno.test("a group that ignores SIGTERM is killed after the grace period", async
   const engine = shellEngine("trap '' TERM; sleep 300 & echo up; while :; do sleep 1; done");
   await withSupervisor(engine, { stopGraceMs: 300 }, async (sup, { cleanup, events }) => {
     await sup.reconcile([{ id: "stubborn", engine: "test", launch: launch("stubborn") }]);
-    const { pid } = await until(sup, "stubborn", inState("ready"), cleanup, "ready");
+    const { pid } = await shardReaches(sup, "stubborn", inState("ready"), cleanup, "ready");
     await sup.reconcile([]);
     assertEquals(groupMembers(pid!), []);
     assertOk(events.some((e) => e.kind === "state" && e.message.startsWith("stopping → exited")));
@@ -182,7 +182,7 @@ Deno.test("a crash is restarted with backoff and its reason kept", async () => {
   );
   await withSupervisor(engine, {}, async (sup, { cleanup }) => {
     await sup.reconcile([{ id: "crashy", engine: "test", launch: launch("crashy") }]);
-    const first = await until(
+    const first = await shardReaches(
       sup,
       "crashy",
       (s) => s.restarts >= 1 && s.last_failure !== null,
@@ -192,7 +192,13 @@ Deno.test("a crash is restarted with backoff and its reason kept", async () => {
     assertEquals(first.last_failure?.exit_code, 3);
     assertStringIncludes(first.last_failure!.reason, "exited with code 3");
     assertStringIncludes(first.last_failure!.log_tail.join("\n"), "illegal memory access");
-    const later = await until(sup, "crashy", (s) => s.restarts >= 3, cleanup, "three restarts");
+    const later = await shardReaches(
+      sup,
+      "crashy",
+      (s) => s.restarts >= 3,
+      cleanup,
+      "three restarts",
+    );
     assertOk(later.restarts >= 3);
   });
 });
@@ -201,7 +207,7 @@ Deno.test("a shard of a multi-node replica is not restarted locally: it fails fo
   const engine = shellEngine("exit 1");
   await withSupervisor(engine, {}, async (sup, { cleanup }) => {
     await sup.reconcile([{ id: "rank1", engine: "test", launch: launch("rank1", 0, 2) }]);
-    const s = await until(sup, "rank1", inState("failed"), cleanup, "failed");
+    const s = await shardReaches(sup, "rank1", inState("failed"), cleanup, "failed");
     assertStringIncludes(s.last_failure!.reason, "exited with code 1");
     assertEquals(s.restarts, 0);
   });
@@ -216,7 +222,13 @@ Deno.test("a start that never answers and a load that never finishes fail with t
   });
   await withSupervisor(silent, { startTimeoutMs: 400 }, async (sup, { cleanup }) => {
     await sup.reconcile([{ id: "mute", engine: "test", launch: launch("mute", 1) }]);
-    const s = await until(sup, "mute", (x) => x.last_failure !== null, cleanup, "a start timeout");
+    const s = await shardReaches(
+      sup,
+      "mute",
+      (x) => x.last_failure !== null,
+      cleanup,
+      "a start timeout",
+    );
     assertStringIncludes(s.last_failure!.reason, "showed no sign of life within 400 ms");
   });
   const slow = shellEngine("echo 'loading 10%'; echo 'loading 20%'; exec sleep 300", {
@@ -227,9 +239,15 @@ Deno.test("a start that never answers and a load that never finishes fail with t
   });
   await withSupervisor(slow, { loadTimeoutMs: 500 }, async (sup, { cleanup }) => {
     await sup.reconcile([{ id: "slow", engine: "test", launch: launch("slow", 1) }]);
-    const loading = await until(sup, "slow", inState("loading"), cleanup, "loading");
+    const loading = await shardReaches(sup, "slow", inState("loading"), cleanup, "loading");
     assertEquals(loading.progress?.percent, 20);
-    const s = await until(sup, "slow", (x) => x.last_failure !== null, cleanup, "a load timeout");
+    const s = await shardReaches(
+      sup,
+      "slow",
+      (x) => x.last_failure !== null,
+      cleanup,
+      "a load timeout",
+    );
     assertStringIncludes(s.last_failure!.reason, "did not become ready within 500 ms of loading");
     assertEquals(s.last_failure!.log_tail, ["loading 10%", "loading 20%"]);
   });
@@ -245,12 +263,12 @@ Deno.test("the log tail stays within its bounds under a flood, and the file rota
     logKeep: 2,
   }, async (sup, { cleanup, stateDir }) => {
     await sup.reconcile([{ id: "loud", engine: "test", launch: launch("loud") }]);
-    await until(sup, "loud", inState("ready"), cleanup, "ready");
-    // Let the flood finish and a few ticks pass.
-    const deadline = Date.now() + 10_000;
-    while (!sup.shard("loud")!.log_tail.includes("flood done") && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await shardReaches(sup, "loud", inState("ready"), cleanup, "ready");
+    await until(
+      "the flood to finish in the log tail",
+      () => sup.shard("loud")!.log_tail.includes("flood done"),
+      { timeoutMs: 10_000 },
+    );
     const tail = sup.shard("loud")!.log_tail;
     assertOk(tail.length <= 100, `${tail.length} lines`);
     assertOk(tail.join("").length <= 4096);
@@ -266,12 +284,12 @@ Deno.test("reconcile leaves matching shards alone and replaces changed ones", as
     const a = { id: "a", engine: "test", launch: launch("a") };
     const b = { id: "b", engine: "test", launch: launch("b") };
     await sup.reconcile([a, b]);
-    const pidA = (await until(sup, "a", inState("ready"), cleanup, "a ready")).pid;
-    const pidB = (await until(sup, "b", inState("ready"), cleanup, "b ready")).pid;
+    const pidA = (await shardReaches(sup, "a", inState("ready"), cleanup, "a ready")).pid;
+    const pidB = (await shardReaches(sup, "b", inState("ready"), cleanup, "b ready")).pid;
     const changedB = { ...b, launch: { ...b.launch, port: 9 } };
     await sup.reconcile([a, changedB]);
     assertEquals(sup.shard("a")!.status.pid, pidA, "a untouched");
-    const newB = await until(
+    const newB = await shardReaches(
       sup,
       "b",
       (s) => s.pid !== null && s.pid !== pidB,
@@ -305,7 +323,7 @@ Deno.test("a restarted supervisor adopts running shards and refuses a reused pid
     await first.reconcile(shards);
     const before = new Map<string, number>();
     for (const s of shards) {
-      before.set(s.id, (await until(first, s.id, inState("ready"), cleanup, "ready")).pid!);
+      before.set(s.id, (await shardReaches(first, s.id, inState("ready"), cleanup, "ready")).pid!);
     }
     await first.detach(); // the agent goes away; its engines keep running
     for (const pid of before.values()) assertOk(isRunning(pid), "engines survive the agent");
@@ -338,10 +356,10 @@ Deno.test("a restarted supervisor adopts running shards and refuses a reused pid
       // same desired state leaves them alone and starts z afresh.
       await second.reconcile(shards);
       for (const id of ["x", "y"]) {
-        const s = await until(second, id, inState("ready"), cleanup, "adopted ready");
+        const s = await shardReaches(second, id, inState("ready"), cleanup, "adopted ready");
         assertEquals(s.pid, before.get(id));
       }
-      const z = await until(second, "z", inState("ready"), cleanup, "z restarted");
+      const z = await shardReaches(second, "z", inState("ready"), cleanup, "z restarted");
       assertOk(z.pid !== before.get("z") && z.pid !== impostor.pid);
       // Stopping an adopted shard stops its whole group, too.
       await second.reconcile(shards.slice(1));

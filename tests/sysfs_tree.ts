@@ -1,7 +1,7 @@
 /**
  * Writes sysfs fixture trees laid out as the kernel lays them out: adapters
  * live under `devices/…/<pci>/infiniband/<hca>`, and `class/infiniband/<hca>`,
- * `<hca>/device` and `bus/pci/devices/<pci>` are symlinks (plan §5.5). The
+ * `<hca>/device` and `bus/pci/devices/<pci>` are symlinks (design §5.5). The
  * values come from recorded real outputs (tests/fixtures/ib_sources).
  *
  * @module

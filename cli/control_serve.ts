@@ -1,21 +1,21 @@
 /**
- * `llmgw control serve`: the control plane (plan §3, §11).
+ * `llmgw control serve` (design §3, §11): the control plane and, by default,
+ * the OpenAI-compatible gateway embedded beside it (design §12). Composing the
+ * two roles is the command's job; each is started by its own role's function
+ * ({@link startControl}, {@link startFollowingGateway}).
  *
  * @module
  */
 import { join } from "node:path";
-import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
+import { MemoryStore } from "../control/memory_store.ts";
+import { startControl } from "../control/server.ts";
+import { SqliteStore } from "../control/sqlite_store.ts";
+import { type ControlStore, StoreError } from "../control/store.ts";
+import { newToken } from "../control/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
-import { createControlApi } from "./api.ts";
-import { ControlPlane } from "./control_plane.ts";
-import { MemoryStore } from "./memory_store.ts";
-import { SqliteStore } from "./sqlite_store.ts";
-import { type ControlStore, StoreError } from "./store.ts";
-import { hashToken, newToken } from "./tokens.ts";
-import { ApiKeyTable } from "../gateway/api_keys.ts";
-import { EndpointTable } from "../gateway/endpoints.ts";
-import { followControlPlane } from "../gateway/follow.ts";
-import { openNotice, startGateway } from "../gateway/serve_command.ts";
+import { startFollowingGateway } from "../gateway/server.ts";
+import { openNotice } from "./gateway_serve.ts";
+import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** Usage of the command. */
 export const CONTROL_USAGE = `Usage: llmgw control serve [options]
@@ -41,70 +41,8 @@ Tokens come from the environment, never from flags (flags show in ps):
 A missing token is generated and printed once at start.
 `;
 
-/** A running control plane, for tests and `llmgw dev`. */
-export interface RunningControl {
-  /** The API's base URL. */
-  url: string;
-  /** The control plane. */
-  cp: ControlPlane;
-  /** Stops the server, the loop and the store. */
-  close(): Promise<void>;
-}
-
-/** Settings of {@link startControl}. */
-export interface StartControlOptions {
-  /** Host to listen on. */
-  hostname: string;
-  /** Port (0: any free one). */
-  port: number;
-  /** The store. */
-  store: ControlStore;
-  /** Admin tokens. */
-  adminTokens: string[];
-  /** Join tokens. */
-  joinTokens: string[];
-  /** Liveness thresholds in ms. */
-  thresholds?: {
-    heartbeat_interval_ms?: number;
-    unreachable_after_ms?: number;
-    lost_after_ms?: number;
-  };
-  /** Engine names deployments may use. */
-  knownEngines?: ReadonlySet<string>;
-  /** Reconcile period in ms. */
-  reconcileMs?: number;
-}
-
-/** Starts a control plane and its API. */
-export async function startControl(o: StartControlOptions): Promise<RunningControl> {
-  const thresholds = Object.fromEntries(
-    Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
-  );
-  const cp = await ControlPlane.open({
-    store: o.store,
-    thresholds,
-    knownEngines: o.knownEngines,
-    reconcileMs: o.reconcileMs,
-  });
-  const app = createControlApi(cp, {
-    adminTokenHashes: await Promise.all(o.adminTokens.map(hashToken)),
-    joinTokenHashes: await Promise.all(o.joinTokens.map(hashToken)),
-  });
-  cp.start();
-  const server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
-  const addr = server.addr as Deno.NetAddr;
-  return {
-    url: `http://${
-      addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname
-    }:${addr.port}`,
-    cp,
-    async close() {
-      cp.stop();
-      await server.shutdown();
-      o.store.close();
-    },
-  };
-}
+/** How often the embedded gateway polls the control plane beside it, in ms. */
+const EMBEDDED_GATEWAY_POLL_MS = 1_000;
 
 function seconds(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -115,7 +53,12 @@ function seconds(value: string | undefined, flag: string): number | undefined {
   return Math.round(s * 1000);
 }
 
-/** Runs `llmgw control serve` until SIGINT/SIGTERM. */
+/**
+ * Runs `llmgw control serve` until SIGINT/SIGTERM; returns the exit code
+ * (1 when the store cannot be opened).
+ *
+ * @throws {UsageError} Naming the flag that is wrong (exit code 2), before anything starts.
+ */
 export async function controlServeCommand(
   args: string[],
   out: (t: string) => void,
@@ -138,7 +81,16 @@ export async function controlServeCommand(
   if (positionals.length > 0) {
     throw new UsageError(`control serve: unexpected argument "${positionals[0]}"`);
   }
+  // Every flag is checked before anything is opened, printed or listened on.
   const listen = parseListen(values.listen ?? "127.0.0.1:7070");
+  const thresholds = {
+    heartbeat_interval_ms: seconds(values["heartbeat-interval"], "--heartbeat-interval"),
+    unreachable_after_ms: seconds(values["unreachable-after"], "--unreachable-after"),
+    lost_after_ms: seconds(values["lost-after"], "--lost-after"),
+  };
+  const gatewayFlag = values["gateway-listen"] ?? "127.0.0.1:8080";
+  const gatewayListen = gatewayFlag === "off" ? null : parseListen(gatewayFlag, "--gateway-listen");
+
   const dir = values.store ?? "llmgw-state";
   let store: ControlStore;
   try {
@@ -172,34 +124,26 @@ export async function controlServeCommand(
     store,
     adminTokens,
     joinTokens: tokens("LLMGW_JOIN_TOKEN", "llmgw_join"),
-    knownEngines: registry.names(),
-    thresholds: {
-      heartbeat_interval_ms: seconds(values["heartbeat-interval"], "--heartbeat-interval"),
-      unreachable_after_ms: seconds(values["unreachable-after"], "--unreachable-after"),
-      lost_after_ms: seconds(values["lost-after"], "--lost-after"),
-    },
+    engines: registry,
+    thresholds,
   });
   out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
-  // The gateway runs inside the control plane by default (plan §12), following
-  // its ready endpoints over the same API a separate gateway uses.
-  const gatewayListen = values["gateway-listen"] ?? "127.0.0.1:8080";
-  let gateway: { close(): Promise<void> } | null = null;
-  let follower: { stop(): Promise<void> } | null = null;
-  if (gatewayListen !== "off") {
-    const g = parseListen(gatewayListen, "--gateway-listen");
-    const table = new EndpointTable();
-    const keys = new ApiKeyTable();
-    follower = followControlPlane(running.url, adminTokens[0], table, { intervalMs: 1_000, keys });
-    const started = startGateway(table, { ...g, keys });
-    gateway = started;
-    out(`llmgw gateway (OpenAI-compatible) listening on ${started.url}/v1\n${openNotice(false)}`);
+  // The gateway runs inside the control plane by default (design §12),
+  // following its ready endpoints over the same API a separate gateway uses.
+  const gateway = gatewayListen === null ? null : startFollowingGateway({
+    ...gatewayListen,
+    controlUrl: running.url,
+    token: adminTokens[0],
+    intervalMs: EMBEDDED_GATEWAY_POLL_MS,
+  });
+  if (gateway !== null) {
+    out(`llmgw gateway (OpenAI-compatible) listening on ${gateway.url}/v1\n${openNotice(false)}`);
   }
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     Deno.addSignalListener("SIGINT", stop);
     Deno.addSignalListener("SIGTERM", stop);
   });
-  await follower?.stop();
   await gateway?.close();
   await running.close();
   return 0;

@@ -1,12 +1,12 @@
 /**
- * `llmgw agent inventory`: what the scheduler would see on this node (plan §13).
+ * `llmgw agent inventory`: what the scheduler would see on this node (design §13).
  *
  * @module
  */
-import { parseFlags, UsageError } from "../cli/usage_error.ts";
+import { formatInventory } from "../agent/inventory_table.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { discoverySettings } from "./discovery_flags.ts";
-import { formatInventory } from "./inventory_table.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
 
 /** Usage text of the command. */
 export const INVENTORY_USAGE = `Usage: llmgw agent inventory [options]
@@ -22,7 +22,11 @@ Options:
   --timeout SECONDS      per nvidia-smi call (default: 10)
 `;
 
-/** Runs the command; returns the exit code. Output goes to `write`. */
+/**
+ * Runs the command; returns the exit code. Output goes to `write`.
+ *
+ * @throws {UsageError} Naming the flag or config file that is wrong (exit code 2).
+ */
 export async function inventoryCommand(
   args: string[],
   write: (text: string) => void,

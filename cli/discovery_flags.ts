@@ -1,14 +1,19 @@
 /**
  * The discovery flags `llmgw agent inventory` and `llmgw agent run` share:
- * `--config FILE`, `--nvidia-smi`, `--sysfs-root` and `--fabric` (plan §5.2,
+ * `--config FILE`, `--nvidia-smi`, `--sysfs-root` and `--fabric` (design §5.2,
  * §5.5). Flags win over the config file; a `--fabric` replaces the config's
  * fabric of the same name.
  *
  * @module
  */
-import { UsageError } from "../cli/usage_error.ts";
 import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
-import { AgentConfigError, mergeFabrics, parseAgentConfig, resolveConfigPaths } from "./config.ts";
+import {
+  AgentConfigError,
+  mergeFabrics,
+  parseAgentConfig,
+  resolveConfigPaths,
+} from "../agent/config.ts";
+import { UsageError } from "./usage_error.ts";
 
 /** The flag values as node:util parseArgs gives them. */
 export interface DiscoveryFlagValues {

@@ -1,18 +1,15 @@
 /**
- * `llmgw gateway serve` (plan §3, §12): the OpenAI-compatible gateway,
+ * `llmgw gateway serve` (design §3, §12): the OpenAI-compatible gateway,
  * following the control plane's ready endpoints.
  *
- * API keys (plan §12) come from the control plane (`llmgw apikeys`). While
+ * API keys (design §12) come from the control plane (`llmgw apikeys`). While
  * none is configured the gateway is open to loopback clients only, unless
  * `--allow-open`; it says which at start.
  *
  * @module
  */
-import { ApiKeyTable } from "./api_keys.ts";
-import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
-import { EndpointTable } from "./endpoints.ts";
-import { followControlPlane } from "./follow.ts";
-import { createGateway, type GatewayOptions } from "./proxy.ts";
+import { startFollowingGateway } from "../gateway/server.ts";
+import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** Usage of the command. */
 export const GATEWAY_USAGE = `Usage: llmgw gateway serve --control URL [options]
@@ -31,40 +28,6 @@ Options:
 The control plane's admin token comes from env LLMGW_TOKEN (never a flag).
 `;
 
-/** A running gateway, for tests, the control plane and \`llmgw dev\`. */
-export interface RunningGateway {
-  /** The gateway's base URL, e.g. `http://127.0.0.1:8080`. */
-  url: string;
-  /** Stops listening (in-flight responses are ended). */
-  close(): Promise<void>;
-}
-
-/** Settings of {@link startGateway}. */
-export interface StartGatewayOptions extends GatewayOptions {
-  /** Host to listen on. */
-  hostname: string;
-  /** Port (0: any free one). */
-  port: number;
-}
-
-/** Serves the gateway over `table` (which something else keeps up to date). */
-export function startGateway(table: EndpointTable, o: StartGatewayOptions): RunningGateway {
-  const app = createGateway(table, o);
-  const server = Deno.serve(
-    { hostname: o.hostname, port: o.port, onListen: () => {} },
-    (req, info) => app.fetch(req, info),
-  );
-  const addr = server.addr as Deno.NetAddr;
-  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-  return {
-    url: `http://${host}:${addr.port}`,
-    async close() {
-      await server.shutdown();
-      app.close();
-    },
-  };
-}
-
 /** What a gateway started with `openToNetwork` does while no API key exists (said at start). */
 export function openNotice(openToNetwork: boolean): string {
   return openToNetwork
@@ -72,7 +35,11 @@ export function openNotice(openToNetwork: boolean): string {
     : "llmgw gateway: API keys come from the control plane; while none exists, only loopback clients are served\n";
 }
 
-/** Runs `llmgw gateway serve` until SIGINT/SIGTERM. */
+/**
+ * Runs `llmgw gateway serve` until SIGINT/SIGTERM; returns the exit code.
+ *
+ * @throws {UsageError} Naming the flag or variable that is wrong (exit code 2).
+ */
 export async function gatewayServeCommand(
   args: string[],
   out: (t: string) => void,
@@ -118,12 +85,15 @@ export async function gatewayServeCommand(
     }
     intervalMs = Math.round(s * 1000);
   }
-  const log = (line: string) => err(`${line}\n`);
-  const table = new EndpointTable();
-  const keys = new ApiKeyTable();
-  const follower = followControlPlane(control, token, table, { intervalMs, log, keys });
   const openToNetwork = values["allow-open"] === true;
-  const running = startGateway(table, { ...listen, log, keys, openToNetwork });
+  const running = startFollowingGateway({
+    ...listen,
+    controlUrl: control,
+    token,
+    intervalMs,
+    log: (line) => err(`${line}\n`),
+    openToNetwork,
+  });
   out(
     `llmgw gateway listening on ${running.url}, following ${control}\n${openNotice(openToNetwork)}`,
   );
@@ -132,7 +102,6 @@ export async function gatewayServeCommand(
     Deno.addSignalListener("SIGINT", stop);
     Deno.addSignalListener("SIGTERM", stop);
   });
-  await follower.stop();
   await running.close();
   return 0;
 }

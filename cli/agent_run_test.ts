@@ -1,13 +1,13 @@
 /**
  * `llmgw agent run`'s command line: flags and environment to agent options,
- * and clear usage errors (exit code 2 through cli/main.ts).
+ * and clear usage errors (exit code 2 through main).
  */
 import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
 import { fixturePath } from "../tests/fixtures.ts";
-import { main } from "../cli/main.ts";
-import { UsageError } from "../cli/usage_error.ts";
-import type { AgentOptions } from "./agent.ts";
-import { DEFAULT_STATE_DIR, parseLabels, parseListen, runOptions } from "./run_command.ts";
+import type { AgentOptions } from "../agent/agent.ts";
+import { DEFAULT_STATE_DIR, parseLabels, runOptions } from "./agent_run.ts";
+import { main } from "./main.ts";
+import { parseListen, UsageError } from "./usage_error.ts";
 
 const env = (vars: Record<string, string>) => (name: string) => vars[name];
 

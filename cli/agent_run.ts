@@ -1,16 +1,22 @@
 /**
- * `llmgw agent run`: the node agent (plan §3, §10). Runs until SIGTERM or
+ * `llmgw agent run`: the node agent (design §3, §10). Runs until SIGTERM or
  * SIGINT; either stops the agent and leaves the engines running, so an
  * agent restart or upgrade never restarts a model (the next agent adopts
- * them, plan §9.2). A second signal exits at once.
+ * them, design §9.2). A second signal exits at once.
  *
  * @module
  */
-import { parseFlags, parseListen, UsageError } from "../cli/usage_error.ts";
+import {
+  Agent,
+  AgentError,
+  type AgentOptions,
+  DEFAULT_LISTEN,
+  nodeIdProblem,
+} from "../agent/agent.ts";
+import { createLogger } from "../agent/log.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
-import { Agent, AgentError, type AgentOptions, DEFAULT_LISTEN, nodeIdProblem } from "./agent.ts";
 import { discoverySettings } from "./discovery_flags.ts";
-import { createLogger } from "./log.ts";
+import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** The state directory when none is given. */
 export const DEFAULT_STATE_DIR = "/var/lib/llmgw/agent";
@@ -64,8 +70,6 @@ export function parseLabels(flags: readonly string[]): Record<string, string> {
   }
   return labels;
 }
-
-export { parseListen };
 
 function token(
   name: string,

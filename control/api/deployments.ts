@@ -1,0 +1,103 @@
+/**
+ * Deployments: list, apply, scale, delete, and the placement dry run. The
+ * deployment document is handed to the service undecoded by the edge: the
+ * service validates it with the schema, the cluster and the engines, and
+ * names each field path.
+ *
+ * @module
+ */
+import { DeploymentSchema } from "../../deployment/schema.ts";
+import type { ControlPlane } from "../control_plane.ts";
+import { RouteGroup } from "./route.ts";
+import {
+  ApplyAnswer,
+  DeletedAnswer,
+  DeploymentListSchema,
+  DeploymentParams,
+  PlanAnswer,
+  ScaleAnswer,
+  ScaleBody,
+  StoredDeploymentSchema,
+} from "./schemas.ts";
+
+/** The deployment routes. */
+export function deploymentRoutes(cp: ControlPlane): RouteGroup {
+  const g = new RouteGroup("/v1/deployments");
+  g.add({
+    method: "get",
+    path: "/",
+    operationId: "listDeployments",
+    summary: "List deployments",
+    tag: "deployments",
+    auth: "admin",
+    response: DeploymentListSchema,
+  }, () => ({ deployments: cp.deployments.list() }));
+  g.add({
+    method: "post",
+    path: "/",
+    operationId: "applyDeployment",
+    summary: "Apply deployment",
+    tag: "deployments",
+    auth: "admin",
+    body: { schema: DeploymentSchema, raw: true },
+    response: ApplyAnswer,
+    status: 201,
+  }, async ({ body, c }) => {
+    const result = await cp.deployments.apply(body);
+    return c.json(result, result.created ? 201 : 200);
+  });
+  g.add({
+    method: "get",
+    path: "/:name",
+    operationId: "getDeployment",
+    summary: "Show deployment",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    response: StoredDeploymentSchema,
+  }, ({ params }) => cp.deployments.get(params.name));
+  g.add({
+    method: "delete",
+    path: "/:name",
+    operationId: "deleteDeployment",
+    summary: "Delete deployment",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    response: DeletedAnswer,
+  }, async ({ params }) => {
+    await cp.deployments.delete(params.name);
+    return { deleted: params.name };
+  });
+  g.add({
+    method: "post",
+    path: "/:name/scale",
+    operationId: "scaleDeployment",
+    summary: "Scale deployment",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    body: { schema: ScaleBody },
+    response: ScaleAnswer,
+  }, async ({ params, body }) => {
+    await cp.deployments.scale(params.name, body.replicas);
+    return { deployment: params.name, replicas: body.replicas };
+  });
+  return g;
+}
+
+/** The dry run. */
+export function planRoutes(cp: ControlPlane): RouteGroup {
+  const g = new RouteGroup("/v1/plan");
+  g.add({
+    method: "post",
+    path: "/",
+    operationId: "planDeployment",
+    summary: "Plan deployment against the live inventory",
+    tag: "deployments",
+    auth: "admin",
+    body: { schema: DeploymentSchema, raw: true },
+    response: PlanAnswer,
+  }, async ({ body }) => ({ replicas: await cp.deployments.dryRun(body) }));
+  return g;
+}

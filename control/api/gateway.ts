@@ -1,0 +1,37 @@
+/**
+ * What gateways follow: the ready endpoints and the API keys' hashes
+ * (protocol/gateway_protocol.ts).
+ *
+ * @module
+ */
+import {
+  type EndpointListAnswer,
+  EndpointListAnswerSchema,
+} from "../../protocol/gateway_protocol.ts";
+import type { ControlPlane } from "../control_plane.ts";
+import { NotSettledError } from "../errors.ts";
+import { RouteGroup } from "./route.ts";
+
+/** The gateway routes. */
+export function gatewayRoutes(cp: ControlPlane): RouteGroup {
+  const g = new RouteGroup("/v1/endpoints");
+  g.add({
+    method: "get",
+    path: "/",
+    operationId: "listEndpoints",
+    summary: "List ready endpoints and API key hashes for gateways",
+    tag: "gateway",
+    auth: "admin",
+    response: EndpointListAnswerSchema,
+  }, (): EndpointListAnswer => {
+    // Gateways keep their last known set on an error (gateway/follow.ts).
+    if (!cp.endpointsSettled()) {
+      throw new NotSettledError(
+        "the control plane restarted and waits for the agents' first reports; " +
+          "keep the last known endpoints",
+      );
+    }
+    return { endpoints: cp.readyEndpoints(), api_keys: cp.apiKeys.hashes() };
+  });
+  return g;
+}

@@ -1,0 +1,35 @@
+/**
+ * Replicas: their state, placement, explanation and last failure, and a
+ * shard's log lines from its agent.
+ *
+ * @module
+ */
+import type { ControlPlane } from "../control_plane.ts";
+import { RouteGroup } from "./route.ts";
+import { LogsQuery, ReplicaListSchema, ReplicaParams, ShardLogsAnswer } from "./schemas.ts";
+
+/** The replica routes. */
+export function replicaRoutes(cp: ControlPlane): RouteGroup {
+  const g = new RouteGroup("/v1/replicas");
+  g.add({
+    method: "get",
+    path: "/",
+    operationId: "listReplicas",
+    summary: "List replicas with state, placement and explanation",
+    tag: "replicas",
+    auth: "admin",
+    response: ReplicaListSchema,
+  }, () => ({ replicas: cp.replicas() }));
+  g.add({
+    method: "get",
+    path: "/:id/logs",
+    operationId: "replicaLogs",
+    summary: "Fetch logs",
+    tag: "replicas",
+    auth: "admin",
+    params: ReplicaParams,
+    query: LogsQuery,
+    response: ShardLogsAnswer,
+  }, ({ params, query }) => cp.agentLogs.shard(params.id, query.shard, query.lines));
+  return g;
+}

@@ -1,0 +1,219 @@
+/**
+ * The admin API's request and answer schemas: the edge validates with them
+ * and the OpenAPI document is generated from them. Answers are described as
+ * the CLI reads them; deep objects that other modules define (a node's GPUs,
+ * an explanation) are described by their top-level fields and left open.
+ *
+ * @module
+ */
+import { z } from "zod";
+
+/** The error body every failure answers with. */
+export const ErrorBodySchema = z.object({
+  error: z.object({
+    code: z.string().describe("Stable error code, e.g. not_found, invalid_request"),
+    message: z.string().describe("What was wrong and where"),
+    path: z.string().nullable().describe("The field path, for bad input"),
+  }),
+});
+
+// ---- parameters ----
+
+/** A node id. */
+export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "must be a node id");
+/** A deployment name. */
+export const DeploymentName = z.string().regex(
+  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
+  "must be a deployment name",
+);
+/** `:id` of a node. */
+export const NodeParams = z.object({ id: NodeId });
+/** `:name` of a deployment. */
+export const DeploymentParams = z.object({ name: DeploymentName });
+/** `:id` of a replica. */
+export const ReplicaParams = z.object({ id: z.string().min(1).max(256) });
+/** `:id` of an API key. */
+export const ApiKeyParams = z.object({
+  id: z.string().regex(/^key-[a-f0-9]{8}$/, "must be an API key id"),
+});
+
+// ---- queries ----
+
+/** The desired-state long poll. */
+export const DesiredQuery = z.object({
+  node_id: NodeId.optional().describe("The node; default: the credential's node"),
+  generation: z.coerce.number().int().min(0).default(0).describe(
+    "The generation the agent runs; the answer waits while it is current",
+  ),
+  wait_ms: z.coerce.number().int().min(0).max(60_000).default(0).describe(
+    "How long to wait for a change",
+  ),
+});
+/** Events. */
+export const EventsQuery = z.object({
+  after: z.coerce.number().int().min(0).optional().describe("Only events after this id"),
+  subject: z.string().max(256).optional().describe("Only this subject, e.g. replica/qwen-r0"),
+  limit: z.coerce.number().int().min(1).max(1000).default(100).describe("At most this many"),
+});
+/** A shard's logs. */
+export const LogsQuery = z.object({
+  shard: z.coerce.number().int().min(0).max(1023).default(0).describe("The shard's rank"),
+  lines: z.coerce.number().int().min(1).max(10_000).default(100).describe("Lines from the end"),
+});
+
+// ---- bodies ----
+
+/** A new API key. */
+export const ApiKeyBody = z.object({
+  name: z.string().min(1).max(128).describe("The operator's name for the key"),
+  models: z.array(z.string().min(1).max(256)).max(1000).nullable().optional().describe(
+    "Served model names it may use; null or absent for all",
+  ),
+}).strict();
+const FabricName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, "must be a fabric name");
+/** Fabric overrides. */
+export const FabricOverridesBody = z.object({
+  fabric_overrides: z.record(FabricName, FabricName.nullable()).describe(
+    "Reported fabric → new name, or null to exclude it from placement",
+  ),
+}).strict();
+/** Label overrides. */
+export const LabelsBody = z.object({
+  labels: z.record(
+    z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/, "must be a label key"),
+    z.string().max(253).nullable(),
+  ).describe("Label → value, or null to remove the override"),
+}).strict();
+/** A replica count. */
+export const ScaleBody = z.object({
+  replicas: z.number().int().min(0).max(10_000).describe("The new replica count"),
+}).strict();
+
+// ---- answers ----
+
+const Open = z.looseObject({});
+
+/** A node as listed: inventory facts, liveness, intent and allocations. */
+export const NodeSchema = z.looseObject({
+  id: z.string(),
+  hostname: z.string(),
+  mgmt_addr: z.string(),
+  state: z.string().describe("ready, unreachable, lost, cordoned or draining"),
+  labels: z.record(z.string(), z.string()),
+  gpus: z.array(Open),
+  fabrics: z.array(Open),
+  allocations: z.array(Open),
+});
+/** The node list. */
+export const NodeListSchema = z.object({ nodes: z.array(NodeSchema) });
+/** Label overrides after a change. */
+export const LabelsAnswer = z.object({
+  node: z.string(),
+  label_overrides: z.record(z.string(), z.string()),
+});
+/** Fabric overrides after a change. */
+export const FabricsAnswer = z.object({
+  node: z.string(),
+  fabric_overrides: z.record(z.string(), z.string().nullable()),
+});
+
+/** A stored deployment. */
+export const StoredDeploymentSchema = z.object({
+  name: z.string(),
+  spec: Open.describe("The deployment as applied"),
+  created_at: z.number(),
+  updated_at: z.number(),
+});
+/** The deployment list. */
+export const DeploymentListSchema = z.object({ deployments: z.array(StoredDeploymentSchema) });
+const Issue = z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() });
+/** An apply's answer. */
+export const ApplyAnswer = z.object({
+  deployment: Open,
+  warnings: z.array(Issue),
+  created: z.boolean(),
+});
+/** A deletion's answer. */
+export const DeletedAnswer = z.object({ deleted: z.string() });
+/** A scale's answer. */
+export const ScaleAnswer = z.object({ deployment: z.string(), replicas: z.number().int() });
+/** A dry run's answer. */
+export const PlanAnswer = z.object({
+  replicas: z.array(z.looseObject({
+    status: z.enum(["placed", "unschedulable"]),
+    replica_id: z.string(),
+    explanation: Open,
+  })),
+});
+
+/** A replica failure that retrying cannot change. */
+export const ReplicaFailureSchema = z.object({
+  reason: z.string(),
+  shard_id: z.string(),
+  node: z.string(),
+  log_tail: z.array(z.string()),
+  at: z.number(),
+  attempts: z.number().int(),
+});
+/** A replica's view. */
+export const ReplicaViewSchema = z.object({
+  id: z.string(),
+  deployment: z.string(),
+  state: z.enum(["pending", "starting", "loading", "ready", "failed"]),
+  profile: z.string().nullable(),
+  shards: z.array(z.object({
+    shard_id: z.string(),
+    rank: z.number().int(),
+    node: z.string(),
+    gpu_indices: z.array(z.number().int()),
+    port: z.number().int(),
+    state: z.string(),
+    progress: Open.nullable(),
+    last_failure: Open.nullable(),
+  })),
+  explanation: Open.nullable(),
+  failure: ReplicaFailureSchema.nullable(),
+});
+/** The replica list. */
+export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaViewSchema) });
+/** A shard's logs. */
+export const ShardLogsAnswer = z.object({
+  shard_id: z.string(),
+  node: z.string(),
+  state: z.string(),
+  lines: z.array(z.string()),
+});
+
+/** Events. */
+export const EventListSchema = z.object({
+  events: z.array(z.object({
+    id: z.number().int(),
+    at: z.number(),
+    kind: z.string(),
+    subject: z.string(),
+    message: z.string(),
+  })),
+});
+
+const ApiKeyListing = z.object({
+  id: z.string(),
+  name: z.string(),
+  models: z.array(z.string()).nullable(),
+  created_at: z.number(),
+});
+/** The API key list. */
+export const ApiKeyListSchema = z.object({ api_keys: z.array(ApiKeyListing) });
+/** A new key, shown once. */
+export const NewApiKeyAnswer = z.object({
+  id: z.string(),
+  name: z.string(),
+  key: z.string().describe("The key; shown only in this answer"),
+  models: z.array(z.string()).nullable(),
+});
+
+/** Liveness. */
+export const HealthAnswer = z.object({ status: z.literal("ok") });
+/** The OpenAPI document itself. */
+export const OpenApiAnswer = Open;
+/** Prometheus text. */
+export const MetricsAnswer = z.string();

@@ -1,0 +1,47 @@
+/**
+ * Liveness, metrics and the API's own description.
+ *
+ * @module
+ */
+import type { ControlPlane } from "../control_plane.ts";
+import { type HttpStats, renderMetrics } from "../metrics.ts";
+import { RouteGroup } from "./route.ts";
+import { HealthAnswer, MetricsAnswer, OpenApiAnswer } from "./schemas.ts";
+
+/** The system routes; `document` builds the OpenAPI document on demand. */
+export function systemRoutes(
+  cp: ControlPlane,
+  stats: HttpStats,
+  document: () => Record<string, unknown>,
+): RouteGroup {
+  const g = new RouteGroup("");
+  g.add({
+    method: "get",
+    path: "/healthz",
+    operationId: "healthz",
+    summary: "Liveness of the control plane",
+    tag: "system",
+    auth: "open",
+    response: HealthAnswer,
+  }, () => ({ status: "ok" }));
+  g.add({
+    method: "get",
+    path: "/metrics",
+    operationId: "metrics",
+    summary: "Prometheus metrics",
+    tag: "system",
+    auth: "admin",
+    response: MetricsAnswer,
+    contentType: "text/plain",
+  }, () => renderMetrics(cp, stats));
+  g.add({
+    method: "get",
+    path: "/openapi.json",
+    operationId: "openapi",
+    summary: "This document",
+    tag: "system",
+    auth: "admin",
+    response: OpenApiAnswer,
+  }, () => document());
+  return g;
+}

@@ -1,0 +1,133 @@
+/**
+ * Each node's desired state: the shards it should run, with a generation
+ * that grows with every change and long-poll waiters woken by a change, so
+ * changes reach agents within a second.
+ *
+ * @module
+ */
+import type { Deployment } from "../deployment/schema.ts";
+import { shardLaunches } from "../engines/launch.ts";
+import type { ShardLaunch } from "../engines/types.ts";
+import type { ClusterNode } from "../inventory/types.ts";
+import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
+import { NotFoundError } from "./errors.ts";
+import type { ControlState } from "./state.ts";
+import type { StoredPlacement } from "./store.ts";
+
+/**
+ * The launches of a stored placement on its stored ports, or null when the
+ * inventory no longer holds one of its nodes or GPUs (the reconciler then
+ * rebuilds the replica).
+ */
+export function placementLaunches(
+  state: ControlState,
+  placement: StoredPlacement,
+  deployment: Deployment,
+): ShardLaunch[] | null {
+  const byId = new Map<string, ClusterNode>();
+  for (const s of placement.shards) {
+    const n = state.inventory.peekNode(s.node);
+    if (n !== undefined) byId.set(n.id, n);
+  }
+  try {
+    return shardLaunches(placement, deployment, byId, placement.ports);
+  } catch {
+    return null;
+  }
+}
+
+/** Desired states by node, with their long-poll waiters. */
+export class DesiredStates {
+  readonly #state: ControlState;
+  readonly #desired = new Map<string, { key: string; shards: DesiredShardWire[] }>();
+  readonly #waiters = new Map<string, Set<() => void>>();
+
+  /** Creates the book. */
+  constructor(state: ControlState) {
+    this.#state = state;
+  }
+
+  /**
+   * Recomputes a node's desired shards; when they changed, bumps its
+   * generation, stores it (when `persist`) and wakes its long polls.
+   */
+  compute(nodeId: string, persist: boolean): void {
+    const state = this.#state;
+    const shards: DesiredShardWire[] = [];
+    for (const r of state.replicas.values()) {
+      if (r.phase !== "placed" || r.placement === null) continue;
+      if (!r.placement.shards.some((s) => s.node === nodeId)) continue;
+      const d = state.deployments.get(r.deployment)?.spec;
+      if (d === undefined) continue;
+      for (const launch of placementLaunches(state, r.placement, d) ?? []) {
+        if (launch.node.id === nodeId) {
+          shards.push({ id: launch.shard_id, engine: r.placement.engine, launch });
+        }
+      }
+    }
+    shards.sort((a, b) => a.id.localeCompare(b.id));
+    const key = JSON.stringify(shards);
+    const previous = this.#desired.get(nodeId);
+    this.#desired.set(nodeId, { key, shards });
+    if (previous === undefined || previous.key === key) return;
+    const node = state.nodes.get(nodeId)!;
+    node.generation++;
+    node.updated_at = state.now();
+    if (persist) {
+      state.store.putNode(node).catch((e) => state.warn("store write failed", String(e)));
+    }
+    for (const wake of this.#waiters.get(nodeId) ?? []) wake();
+  }
+
+  /** Recomputes the desired state of every node marked dirty, then clears the marks. */
+  publishDirty(): void {
+    for (const id of this.#state.dirty) {
+      if (this.#state.nodes.has(id)) this.compute(id, true);
+    }
+    this.#state.dirty.clear();
+  }
+
+  /**
+   * The node's desired state: at once when its generation differs from
+   * `generation`, else when it changes or after `waitMs` (a long poll).
+   */
+  async wait(
+    nodeId: string,
+    generation: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<DesiredState> {
+    const known = this.#state.nodes.get(nodeId);
+    if (known === undefined) {
+      throw new NotFoundError(`node ${nodeId} is not registered`, "unknown_node");
+    }
+    if (known.generation === generation && waitMs > 0 && !signal?.aborted) {
+      await new Promise<void>((resolve) => {
+        let set = this.#waiters.get(nodeId);
+        if (set === undefined) this.#waiters.set(nodeId, set = new Set());
+        const wake = () => {
+          clearTimeout(timer);
+          set!.delete(wake);
+          signal?.removeEventListener("abort", wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, waitMs);
+        set.add(wake);
+        signal?.addEventListener("abort", wake, { once: true });
+      });
+    }
+    const node = this.#state.nodes.get(nodeId);
+    if (node === undefined) {
+      throw new NotFoundError(`node ${nodeId} is not registered`, "unknown_node");
+    }
+    return {
+      generation: node.generation,
+      shards: structuredClone(this.#desired.get(nodeId)?.shards ?? []),
+    };
+  }
+
+  /** Wakes every long poll (on stop). */
+  wakeAll(): void {
+    for (const set of this.#waiters.values()) for (const wake of [...set]) wake();
+  }
+}

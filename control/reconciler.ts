@@ -1,0 +1,354 @@
+/**
+ * The reconciler: one pass brings placements in line with the deployments
+ * and the inventory. A pass is the list of named steps below, run in order
+ * under the state's lock; each step is a small function of the pass, so
+ * reading one teaches all (the shape of Nomad's scheduler stack).
+ *
+ * @module
+ */
+import { derivePorts, type PlacementPorts } from "../engines/launch.ts";
+import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
+import type { DesiredStates } from "./desired.ts";
+import { errorMessage } from "./errors.ts";
+import { failureTail, shardFailureMessage } from "./events.ts";
+import { transitionEvent } from "./nodes.ts";
+import type { ControlState } from "./state.ts";
+import type { StoredReplica } from "./store.ts";
+
+/** Placements in a row whose shard failed for a reason retrying cannot change, before giving up. */
+export const MAX_PERMANENT_FAILURES = 3;
+
+/** Placement outcomes since start, for /metrics. */
+export interface PlacementCounters {
+  /** Replicas placed. */
+  placements: number;
+  /** Placement attempts that found no fit (new explanations only). */
+  unschedulable: number;
+}
+
+/** What a step of a pass works on. */
+export interface Pass {
+  /** The books. */
+  state: ControlState;
+  /** Desired states, published at the end of the pass. */
+  desired: DesiredStates;
+  /** Placement counters. */
+  counters: PlacementCounters;
+  /** Attempt numbers by replica id: a new placement gets a new shard id. */
+  attempts: Map<string, number>;
+  /** Draining nodes already announced as drained. */
+  drained: Set<string>;
+  /** The time of this pass. */
+  now: number;
+}
+
+/** One named step of a pass. */
+export interface ReconcileStep {
+  /** The step's name, for logs. */
+  name: string;
+  /** Runs the step. */
+  run(pass: Pass): Promise<void>;
+}
+
+/** Nodes whose heartbeats stopped become unreachable, then lost. */
+async function refreshLiveness(pass: Pass): Promise<void> {
+  for (const t of pass.state.inventory.refresh(pass.now)) {
+    await transitionEvent(pass.state, t.from, t.to, t.node);
+  }
+}
+
+/**
+ * Replicas are rebuilt whole: a shard on a lost or draining node, or a shard
+ * reported failed. A failure the agent marks permanent (the engine refused
+ * the shard) is retried on a fresh placement a few times, since another node
+ * may differ, then the replica is `failed` and stays so until its deployment
+ * changes. A replica whose shards are all ready forgets its failures.
+ */
+async function rebuildBroken(pass: Pass): Promise<void> {
+  const { state } = pass;
+  for (const r of [...state.replicas.values()]) {
+    if (r.phase !== "placed" || r.placement === null) continue;
+    let allReady = true;
+    for (const s of r.placement.shards) {
+      const node = state.inventory.stateOf(s.node);
+      const report = state.reports.get(s.node)?.get(s.shard_id);
+      if (report?.state !== "ready") allReady = false;
+      if (node === undefined || node === "lost") {
+        await state.rebuild(r, `node ${s.node} is ${node ?? "gone"}`);
+        break;
+      }
+      if (node === "draining") {
+        await state.rebuild(r, `node ${s.node} is draining`);
+        break;
+      }
+      if (report?.state !== "failed") continue;
+      const f = report.last_failure;
+      if (f?.permanent === true) {
+        await permanentFailure(pass, r, s.shard_id, s.node, f);
+      } else {
+        await state.rebuild(r, `shard ${s.shard_id} failed: ${f?.reason ?? "unknown"}`);
+      }
+      break;
+    }
+    if (allReady && r.phase === "placed" && (r.failure ?? null) !== null) {
+      r.failure = null;
+      r.updated_at = pass.now;
+      await state.store.putReplica(r);
+    }
+  }
+}
+
+/** Counts a permanent failure; rebuilds the replica or, past the bound, gives it up. */
+async function permanentFailure(
+  pass: Pass,
+  r: StoredReplica,
+  shardId: string,
+  node: string,
+  f: { reason: string; log_tail: string[]; at: number },
+): Promise<void> {
+  const { state } = pass;
+  const attempts = (r.failure?.attempts ?? 0) + 1;
+  r.failure = {
+    reason: f.reason,
+    shard_id: shardId,
+    node,
+    log_tail: failureTail(f.log_tail),
+    at: f.at,
+    attempts,
+  };
+  if (attempts < MAX_PERMANENT_FAILURES) {
+    await state.rebuild(
+      r,
+      `shard ${shardId} on ${node} was refused for a reason retrying cannot change ` +
+        `(attempt ${attempts} of ${MAX_PERMANENT_FAILURES}); placing it again`,
+    );
+    return;
+  }
+  state.touch(r);
+  state.inventory.releaseReplica(r.id);
+  r.phase = "failed";
+  r.placement = null;
+  r.updated_at = pass.now;
+  await state.store.putReplica(r);
+  await state.event(
+    "replica_failed",
+    `replica/${r.id}`,
+    `${shardFailureMessage(shardId, node, f)}\n` +
+      `gave up after ${attempts} placements; apply a changed deployment to try again`,
+  );
+}
+
+/** Replica records follow each deployment's replica count. */
+async function followReplicaCounts(pass: Pass): Promise<void> {
+  const { state, now } = pass;
+  for (const r of [...state.replicas.values()]) {
+    const d = state.deployments.get(r.deployment);
+    if (d !== undefined && r.index < d.spec.replicas) continue;
+    state.touch(r);
+    state.inventory.releaseReplica(r.id);
+    state.replicas.delete(r.id);
+    pass.attempts.delete(r.id);
+    await state.store.deleteReplica(r.id);
+    await state.event(
+      "replica_removed",
+      `replica/${r.id}`,
+      d === undefined ? "deployment deleted" : "scaled down",
+    );
+  }
+  for (const d of state.deployments.values()) {
+    for (let i = 0; i < d.spec.replicas; i++) {
+      const id = `${d.name}-r${i}`;
+      if (state.replicas.has(id)) continue;
+      const r: StoredReplica = {
+        id,
+        deployment: d.name,
+        index: i,
+        phase: "pending",
+        placement: null,
+        explanation: null,
+        failure: null,
+        created_at: now,
+        updated_at: now,
+      };
+      state.replicas.set(id, r);
+      await state.store.putReplica(r);
+    }
+  }
+}
+
+/**
+ * Pending replicas are placed on the live inventory one after another, each
+ * seeing the GPUs the ones before it took. A placement's ports are decided
+ * here, once, and stored with it.
+ */
+async function placePending(pass: Pass): Promise<void> {
+  const { state, now } = pass;
+  const pending = [...state.replicas.values()].filter((r) => r.phase === "pending");
+  if (pending.length === 0) return;
+  const snapshot = state.inventory.snapshot();
+  const byId = new Map(snapshot.map((n) => [n.id, n]));
+  const index = indexCluster(snapshot);
+  for (const r of pending) {
+    const d = state.deployments.get(r.deployment)!.spec;
+    const attempt = (pass.attempts.get(r.id) ?? 0) + 1;
+    // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
+    const result = place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
+    if (result.status === "placed") {
+      let ports: PlacementPorts;
+      try {
+        ports = derivePorts(result, byId);
+      } catch (e) {
+        // A node whose port range cannot hold the shard: said, never a pass that throws.
+        const summary = `placed on ${result.shards.map((s) => s.node).join(", ")} but ${
+          errorMessage(e)
+        }`;
+        if (r.explanation?.summary !== summary) {
+          r.explanation = { ...result.explanation, summary };
+          r.updated_at = now;
+          await state.store.putReplica(r);
+          await state.event("replica_unschedulable", `replica/${r.id}`, summary);
+        }
+        continue;
+      }
+      applyPlacement(index, d.name, result.shards);
+      for (const s of result.shards) {
+        state.inventory.allocate({
+          node: s.node,
+          replica_id: r.id,
+          shard_id: s.shard_id,
+          deployment: d.name,
+          gpu_indices: s.gpu_indices,
+        });
+      }
+      pass.attempts.set(r.id, attempt);
+      r.phase = "placed";
+      r.placement = { ...result, ports };
+      r.explanation = result.explanation;
+      r.updated_at = now;
+      state.touch(r);
+      await state.store.putReplica(r);
+      pass.counters.placements++;
+      await state.event("replica_placed", `replica/${r.id}`, result.explanation.summary);
+    } else if (r.explanation?.summary !== result.explanation.summary) {
+      r.explanation = result.explanation;
+      r.updated_at = now;
+      await state.store.putReplica(r);
+      pass.counters.unschedulable++;
+      await state.event("replica_unschedulable", `replica/${r.id}`, result.explanation.summary);
+    }
+  }
+}
+
+/** A draining node whose replicas have all moved off is drained: said once. */
+async function announceDrained(pass: Pass): Promise<void> {
+  const { state, drained } = pass;
+  for (const n of state.nodes.values()) {
+    if (n.intent !== "draining") {
+      drained.delete(n.id);
+      continue;
+    }
+    const held = state.inventory.getNode(n.id)?.allocations.length ?? 0;
+    if (held === 0 && !drained.has(n.id)) {
+      drained.add(n.id);
+      await state.event(
+        "node_drained",
+        `node/${n.id}`,
+        "all replicas moved off; the node can be serviced",
+      );
+    }
+  }
+}
+
+/** Only nodes whose shards changed get a new desired state. */
+function publishDesired(pass: Pass): Promise<void> {
+  pass.desired.publishDirty();
+  return Promise.resolve();
+}
+
+/** A pass, in order. */
+export const RECONCILE_STEPS: readonly ReconcileStep[] = [
+  { name: "refresh_liveness", run: refreshLiveness },
+  { name: "rebuild_broken", run: rebuildBroken },
+  { name: "follow_replica_counts", run: followReplicaCounts },
+  { name: "place_pending", run: placePending },
+  { name: "announce_drained", run: announceDrained },
+  { name: "publish_desired", run: publishDesired },
+];
+
+/** Debounce of a kick: changes made together get one pass. */
+const KICK_DELAY_MS = 20;
+
+/** Runs passes: on a period, and soon after a change asks for one. */
+export class Reconciler {
+  /** Placement outcomes since start. */
+  readonly counters: PlacementCounters = { placements: 0, unschedulable: 0 };
+  readonly #state: ControlState;
+  readonly #desired: DesiredStates;
+  readonly #periodMs: number;
+  readonly #attempts = new Map<string, number>();
+  readonly #drained = new Set<string>();
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #kickTimer: ReturnType<typeof setTimeout> | null = null;
+  #running = false;
+
+  /** Creates the reconciler; `periodMs` between passes nobody asked for. */
+  constructor(state: ControlState, desired: DesiredStates, periodMs: number) {
+    this.#state = state;
+    this.#desired = desired;
+    this.#periodMs = periodMs;
+    state.kick = () => this.#kick();
+  }
+
+  /** Remembers a restored placement's attempt number, so the next one gets a new shard id. */
+  restoreAttempt(replicaId: string, attempt: number): void {
+    this.#attempts.set(replicaId, attempt);
+  }
+
+  /** One pass, alone under the lock. */
+  reconcile(): Promise<void> {
+    return this.#state.locked(async () => {
+      const pass: Pass = {
+        state: this.#state,
+        desired: this.#desired,
+        counters: this.counters,
+        attempts: this.#attempts,
+        drained: this.#drained,
+        now: this.#state.now(),
+      };
+      for (const step of RECONCILE_STEPS) await step.run(pass);
+    });
+  }
+
+  /** Starts the periodic passes. */
+  start(): void {
+    this.#running = true;
+    const loop = async () => {
+      if (!this.#running) return;
+      await this.#pass();
+      if (this.#running) this.#timer = setTimeout(loop, this.#periodMs);
+    };
+    this.#timer = setTimeout(loop, 0);
+  }
+
+  /** Stops the passes. */
+  stop(): void {
+    this.#running = false;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    if (this.#kickTimer !== null) clearTimeout(this.#kickTimer);
+    this.#timer = null;
+    this.#kickTimer = null;
+  }
+
+  #pass(): Promise<void> {
+    return this.reconcile().catch((e) => this.#state.warn("reconcile failed", errorMessage(e)));
+  }
+
+  /** Asks for a pass soon (debounced), only while running. */
+  #kick(): void {
+    if (!this.#running || this.#kickTimer !== null) return;
+    this.#kickTimer = setTimeout(() => {
+      this.#kickTimer = null;
+      this.#pass();
+    }, KICK_DELAY_MS);
+  }
+}

@@ -1,0 +1,149 @@
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { QWEN, registerNodes, reportAll, testControl } from "../tests/control_fixture.ts";
+import { registration } from "../tests/registration.ts";
+import { MAX_PERMANENT_FAILURES, RECONCILE_STEPS } from "./reconciler.ts";
+
+const ARG_FAILURE = {
+  at: 1_700_000_000_001, // after the fake clock's start: not a predecessor's failure
+  reason: "exited with code 2: the engine refused its arguments: unrecognized arguments: --x",
+  exit_code: 2,
+  signal: null,
+  log_tail: ["usage: vllm serve", "vllm serve: error: unrecognized arguments: --x"],
+  permanent: true,
+};
+
+Deno.test("a pass is one readable list of named steps", () => {
+  assertEquals(RECONCILE_STEPS.map((s) => s.name), [
+    "refresh_liveness",
+    "rebuild_broken",
+    "follow_replica_counts",
+    "place_pending",
+    "announce_drained",
+    "publish_desired",
+  ]);
+});
+
+Deno.test("ports are decided at placement, stored, and read by views and desired states", async () => {
+  const { cp, store } = await testControl();
+  const tokens = await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 2 });
+  await cp.reconcile();
+  const stored = await store.listReplicas();
+  assertEquals(stored.map((r) => r.placement?.ports.http), [
+    { "qwen-r0.1/0": 8000 },
+    { "qwen-r1.1/0": 8020 },
+  ]);
+  const desired = await cp.desired.wait("n1", -1, 0);
+  assertEquals(desired.shards.map((s) => s.launch.port), [8000, 8020]);
+  // The node comes back with another port base: placed shards keep their ports.
+  await cp.nodes.register({ ...registration("n1"), http_port_base: 9000 }, tokens.get("n1")!);
+  assertEquals(cp.replicas().map((r) => r.shards.map((s) => s.port)), [[8000], [8020]]);
+  assertEquals((await cp.desired.wait("n1", -1, 0)).shards.map((s) => s.launch.port), [
+    8000,
+    8020,
+  ]);
+  await reportAll(cp, "n1", "ready");
+  assertEquals(cp.readyEndpoints().map((e) => e.url), [
+    "http://127.0.0.1:8000",
+    "http://127.0.0.1:8020",
+  ]);
+});
+
+Deno.test("a permanent shard failure ends the replica failed after a bounded number of placements", async () => {
+  const { cp, store } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  for (let attempt = 1; attempt <= MAX_PERMANENT_FAILURES; attempt++) {
+    const [r] = cp.replicas();
+    assertEquals(r.state, "starting", `attempt ${attempt}`);
+    assertEquals(r.shards[0].shard_id, `qwen-r0.${attempt}/0`);
+    await reportAll(cp, "n1", "failed", { last_failure: ARG_FAILURE });
+    await cp.reconcile();
+  }
+  const [failed] = cp.replicas();
+  assertEquals(failed.state, "failed");
+  assertEquals(failed.shards, []);
+  assertEquals(failed.failure?.attempts, MAX_PERMANENT_FAILURES);
+  assertStringIncludes(failed.failure!.reason, "unrecognized arguments: --x");
+  assertEquals(failed.failure!.log_tail, ARG_FAILURE.log_tail);
+  // Its GPUs are free and it is not placed again.
+  assertEquals(cp.inventory.listNodes()[0].allocations, []);
+  await cp.reconcile();
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].state, "failed");
+  assertEquals((await cp.desired.wait("n1", -1, 0)).shards, []);
+  // The reason is in one event, not one per attempt.
+  const events = await cp.events.list({ limit: 1000 });
+  const withReason = events.filter((e) => e.message.includes("unrecognized arguments: --x"));
+  assertEquals(withReason.map((e) => e.kind), ["replica_failed"]);
+  assertStringIncludes(withReason[0].message, "vllm serve: error: unrecognized arguments");
+  assertEquals(events.filter((e) => e.kind === "shard_failed"), []);
+  // The failure is stored: it survives a restart.
+  assertEquals((await store.listReplicas())[0].failure?.attempts, MAX_PERMANENT_FAILURES);
+  // A changed deployment tries again.
+  await cp.deployments.apply({
+    ...QWEN,
+    replicas: 1,
+    profiles: [{ ...QWEN.profiles[0], engine_args: ["--max-model-len", "4096"] }],
+  });
+  await cp.reconcile();
+  const [retried] = cp.replicas();
+  assertEquals(retried.state, "starting");
+  assertEquals(retried.failure, null);
+});
+
+Deno.test("a transient failure rebuilds without counting towards giving up", async () => {
+  const { cp, clock } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  for (let i = 0; i < MAX_PERMANENT_FAILURES + 2; i++) {
+    clock.advance(1_000);
+    await reportAll(cp, "n1", "failed", {
+      last_failure: {
+        ...ARG_FAILURE,
+        at: clock.now(),
+        reason: "killed by signal SIGKILL",
+        permanent: false,
+      },
+    });
+    await cp.reconcile();
+    assertEquals(cp.replicas()[0].state, "starting");
+    assertEquals(cp.replicas()[0].failure, null);
+  }
+  const events = await cp.events.list({ limit: 1000 });
+  assertEquals(events.filter((e) => e.kind === "shard_failed").length, MAX_PERMANENT_FAILURES + 2);
+});
+
+Deno.test("a replica that becomes ready forgets its permanent failures", async () => {
+  const { cp } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  await reportAll(cp, "n1", "failed", { last_failure: ARG_FAILURE });
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].failure?.attempts, 1);
+  await reportAll(cp, "n1", "ready");
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].state, "ready");
+  assertEquals(cp.replicas()[0].failure, null);
+});
+
+Deno.test("a lost node's replicas are rebuilt on another node (fake clock)", async () => {
+  const { cp, clock } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].shards[0].node, "n1");
+  await registerNodes(cp, ["n2"]);
+  clock.advance(cp.inventory.thresholds.lost_after_ms + 1);
+  await reportAll(cp, "n2", "ready"); // n2 stays alive
+  await cp.reconcile(); // n1 is lost: the replica is rebuilt
+  await cp.reconcile(); // and placed on n2
+  const [r] = cp.replicas();
+  assertEquals(r.shards.map((s) => s.node), ["n2"]);
+  const kinds = (await cp.events.list({ limit: 1000 })).map((e) => e.kind);
+  assertOk(kinds.includes("node_lost"), kinds.join(", "));
+  assertOk(kinds.includes("replica_rebuilding"), kinds.join(", "));
+});

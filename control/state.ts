@@ -1,0 +1,147 @@
+/**
+ * The control plane's one state: the in-memory books every service reads,
+ * one lock for every mutation, write-through to the store, events, and the
+ * injected clock. Services hold a reference to it; nothing else keeps a copy
+ * of a node, deployment or replica.
+ *
+ * @module
+ */
+import type { LivenessThresholds } from "../inventory/node_state.ts";
+import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
+import type { ShardReport } from "../protocol/agent_protocol.ts";
+import type { Clock } from "./clock.ts";
+import type {
+  ApiKeyRecord,
+  ControlStore,
+  StoredDeployment,
+  StoredNode,
+  StoredReplica,
+} from "./store.ts";
+
+/** Settings of the state. */
+export interface ControlStateOptions {
+  /** Where state lives. */
+  store: ControlStore;
+  /** The clock every service reads. */
+  clock: Clock;
+  /** Node liveness thresholds. */
+  thresholds?: Partial<LivenessThresholds>;
+}
+
+/** The books, the lock and the store. */
+export class ControlState {
+  /** The clock. */
+  readonly clock: Clock;
+  /** The store every change is written through to. */
+  readonly store: ControlStore;
+  /** Node facts, liveness and GPU allocations: the one book of nodes placement reads. */
+  readonly inventory: InventoryStore;
+  /** Deployments by name. */
+  readonly deployments: Map<string, StoredDeployment> = new Map();
+  /** Replicas by id. */
+  readonly replicas: Map<string, StoredReplica> = new Map();
+  /** Stored node records (credential, intent, overrides, generation) by id. */
+  readonly nodes: Map<string, StoredNode> = new Map();
+  /** API keys by id. */
+  readonly apiKeys: Map<string, ApiKeyRecord> = new Map();
+  /** Node credential hash → node id: agents' long polls name no node. */
+  readonly byTokenHash: Map<string, string> = new Map();
+  /** Each node's last shard reports, by shard id. */
+  readonly reports: Map<string, Map<string, ShardReport>> = new Map();
+  /** Nodes that held placed shards when the store was opened and have not reported since. */
+  readonly awaitingFirstReport: Set<string> = new Set();
+  /** Nodes whose desired state may have changed since the reconciler last published. */
+  readonly dirty: Set<string> = new Set();
+  /** When this control plane started. */
+  readonly startedAt: number;
+  /** Asks for a reconcile soon; set by the reconciler's loop. */
+  kick: () => void = () => {};
+  #lock: Promise<unknown> = Promise.resolve();
+
+  /** Creates empty books. */
+  constructor(options: ControlStateOptions) {
+    this.clock = options.clock;
+    this.store = options.store;
+    this.inventory = new InventoryStore({ thresholds: options.thresholds });
+    this.startedAt = options.clock.now();
+  }
+
+  /** The current time. */
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Runs `fn` alone: no other mutation interleaves its store writes with it. */
+  locked<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#lock.then(fn, fn);
+    this.#lock = run.catch(() => {});
+    return run;
+  }
+
+  /** Records an event. */
+  async event(kind: string, subject: string, message: string): Promise<void> {
+    await this.store.addEvent({ at: this.now(), kind, subject, message });
+  }
+
+  /** A warning for the operator's log: never a secret. */
+  warn(msg: string, detail: string): void {
+    console.error(JSON.stringify({ level: "warn", component: "control", msg, detail }));
+  }
+
+  /** The replica a shard id belongs to, if it is placed now. */
+  replicaOfShard(shardId: string): StoredReplica | null {
+    for (const r of this.replicas.values()) {
+      if (r.placement?.shards.some((s) => s.shard_id === shardId)) return r;
+    }
+    return null;
+  }
+
+  /** Marks the nodes of a replica's shards for a new desired state. */
+  touch(r: StoredReplica): void {
+    for (const s of r.placement?.shards ?? []) this.dirty.add(s.node);
+  }
+
+  /** What the inventory holds for a stored node: the agent's facts under the operator's intent. */
+  registration(n: StoredNode): NodeRegistration {
+    const r = n.registration;
+    return {
+      id: n.id,
+      hostname: r.hostname,
+      mgmt_addr: r.mgmt_addr,
+      mgmt_interface: r.mgmt_interface,
+      ...(r.http_port_base === undefined ? {} : { http_port_base: r.http_port_base }),
+      labels: { ...r.labels, ...n.label_overrides },
+      fabrics: overrideFabrics(r.fabrics, n.fabric_overrides ?? {}),
+      gpus: r.gpus,
+      agent_version: r.agent_version,
+      engine_versions: r.engine_versions,
+    };
+  }
+
+  /**
+   * Takes a placed replica back to pending: its GPUs are freed and its nodes'
+   * desired states lose its shards. The reconciler places it again.
+   */
+  async rebuild(r: StoredReplica, reason: string): Promise<void> {
+    this.touch(r);
+    this.inventory.releaseReplica(r.id);
+    r.phase = "pending";
+    r.placement = null;
+    r.updated_at = this.now();
+    await this.store.putReplica(r);
+    await this.event("replica_rebuilding", `replica/${r.id}`, reason);
+  }
+}
+
+/** A node's reported fabrics with the operator's overrides applied (renamed, or dropped for null). */
+export function overrideFabrics<F extends { fabric: string }>(
+  fabrics: readonly F[],
+  overrides: Record<string, string | null>,
+): F[] {
+  const out: F[] = [];
+  for (const f of fabrics) {
+    const o = Object.hasOwn(overrides, f.fabric) ? overrides[f.fabric] : f.fabric;
+    if (o !== null) out.push({ ...f, fabric: o });
+  }
+  return out;
+}

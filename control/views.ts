@@ -1,0 +1,141 @@
+/**
+ * What the API shows of replicas and what gateways may route to, built from
+ * stored placements (ports included) and the agents' last reports. Nothing
+ * here asks an engine plugin: a view is a read.
+ *
+ * @module
+ */
+import type { Explanation } from "../placement/types.ts";
+import type { ShardReport } from "../protocol/agent_protocol.ts";
+import type { ControlState } from "./state.ts";
+import type { ReplicaFailure, StoredReplica } from "./store.ts";
+
+/** A shard of a replica as the API shows it. */
+export interface ShardView {
+  /** Shard id. */
+  shard_id: string;
+  /** Rank. */
+  rank: number;
+  /** Node. */
+  node: string;
+  /** GPUs. */
+  gpu_indices: number[];
+  /** Port it serves on, as decided at placement. */
+  port: number;
+  /** What its agent last reported; `unknown` before the first report. */
+  state: ShardReport["state"] | "unknown";
+  /** Loading progress, when reported. */
+  progress: ShardReport["progress"];
+  /** The last failure, when reported. */
+  last_failure: ShardReport["last_failure"];
+}
+
+/** A replica's state as the API shows it. */
+export type ReplicaState = "pending" | "starting" | "loading" | "ready" | "failed";
+
+/** A replica as the API shows it. */
+export interface ReplicaView {
+  /** Replica id. */
+  id: string;
+  /** Deployment. */
+  deployment: string;
+  /** pending, starting, loading, ready or failed, from the phase and the shards' reports. */
+  state: ReplicaState;
+  /** The profile used, when placed. */
+  profile: string | null;
+  /** Shards, when placed. */
+  shards: ShardView[];
+  /** Why it is where it is, or why it is pending. */
+  explanation: Explanation | null;
+  /** The last failure that retrying cannot change, with its log tail; null when none. */
+  failure: ReplicaFailure | null;
+}
+
+/** An endpoint the gateway may send traffic to: rank 0 of a ready replica. */
+export interface ReadyEndpoint {
+  /** Served model name. */
+  model: string;
+  /** Replica id. */
+  replica_id: string;
+  /** `http://addr:port`. */
+  url: string;
+}
+
+/** A replica's view. */
+export function replicaView(state: ControlState, r: StoredReplica): ReplicaView {
+  const shards: ShardView[] = (r.placement?.shards ?? []).map((s) => {
+    const report = state.reports.get(s.node)?.get(s.shard_id);
+    return {
+      shard_id: s.shard_id,
+      rank: s.rank,
+      node: s.node,
+      gpu_indices: s.gpu_indices,
+      port: r.placement?.ports.http[s.shard_id] ?? 0,
+      state: report?.state ?? "unknown",
+      progress: report?.progress ?? null,
+      last_failure: report?.last_failure ?? null,
+    };
+  });
+  return {
+    id: r.id,
+    deployment: r.deployment,
+    state: replicaState(r, shards),
+    profile: r.placement?.profile ?? null,
+    shards,
+    explanation: r.explanation,
+    failure: r.failure ?? null,
+  };
+}
+
+/** A replica's state: its phase, then the worst of its shards' reports. */
+export function replicaState(
+  r: Pick<StoredReplica, "phase">,
+  shards: readonly Pick<ShardView, "state">[],
+): ReplicaState {
+  if (r.phase === "failed") return "failed";
+  if (r.phase !== "placed") return "pending";
+  const states = shards.map((s) => s.state);
+  if (states.length > 0 && states.every((s) => s === "ready")) return "ready";
+  if (states.some((s) => s === "failed")) return "failed";
+  if (states.some((s) => s === "loading")) return "loading";
+  return "starting";
+}
+
+/** Every replica's view. */
+export function replicaViews(state: ControlState): ReplicaView[] {
+  return [...state.replicas.values()].map((r) => replicaView(state, r));
+}
+
+/** Rank-0 endpoints of ready replicas: where gateways may send traffic. */
+export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
+  const out: ReadyEndpoint[] = [];
+  for (const r of state.replicas.values()) {
+    if (r.phase !== "placed" || r.placement === null) continue;
+    const leader = r.placement.shards.find((s) => s.rank === 0);
+    const node = leader === undefined ? undefined : state.nodes.get(leader.node);
+    const d = state.deployments.get(r.deployment);
+    if (leader === undefined || node === undefined || d === undefined) continue;
+    const ready = r.placement.shards.every((s) =>
+      state.reports.get(s.node)?.get(s.shard_id)?.state === "ready"
+    );
+    if (!ready) continue;
+    out.push({
+      model: d.spec.served_model_name,
+      replica_id: r.id,
+      url: `http://${node.registration.mgmt_addr}:${r.placement.ports.http[leader.shard_id]}`,
+    });
+  }
+  return out;
+}
+
+/**
+ * Whether the ready set is known. After a restart, replicas' states come
+ * back only with their nodes' first heartbeats; until every node holding a
+ * placed shard has reported (or the unreachable threshold has passed), the
+ * ready set would look empty and gateways would drop all traffic to engines
+ * that never stopped serving.
+ */
+export function endpointsSettled(state: ControlState, now = state.now()): boolean {
+  return state.awaitingFirstReport.size === 0 ||
+    now - state.startedAt >= state.inventory.thresholds.unreachable_after_ms;
+}

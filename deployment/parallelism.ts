@@ -1,0 +1,70 @@
+/**
+ * The node × GPU × TP × PP arithmetic of design §6.2, in one place: a
+ * deployment is refused when its profiles do not add up, and a launch is
+ * refused on the same rule, so a profile that reached an agent by another
+ * path (an old store, a hand-written launch) cannot start a mis-sized engine.
+ *
+ * @module
+ */
+
+/** The four numbers of a profile that must agree. */
+export interface ParallelShape {
+  /** Nodes in a replica. */
+  nodes: number;
+  /** GPUs each node's shard uses. */
+  gpus_per_node: number;
+  /** Tensor-parallel size of the whole replica. */
+  tensor_parallel: number;
+  /** Pipeline-parallel size. */
+  pipeline_parallel: number;
+}
+
+/** One way a shape does not add up, and the field to correct. */
+export interface ParallelismProblem {
+  /** The profile field the message is about. */
+  field: keyof ParallelShape;
+  /** What is wrong, with the numbers (no profile name: callers add where). */
+  message: string;
+}
+
+const FIELDS: readonly (keyof ParallelShape)[] = [
+  "nodes",
+  "gpus_per_node",
+  "tensor_parallel",
+  "pipeline_parallel",
+];
+
+/**
+ * Checks that nodes × gpus_per_node = tensor_parallel × pipeline_parallel,
+ * and that a tensor-parallel group either fits in a node (TP divides the
+ * node's GPUs) or spans whole nodes (TP is a multiple of them), so no TP
+ * group is split unevenly across nodes.
+ */
+export function parallelismProblems(shape: ParallelShape): ParallelismProblem[] {
+  const bad = FIELDS.filter((f) => !Number.isInteger(shape[f]) || shape[f] < 1);
+  if (bad.length > 0) {
+    // The arithmetic below means nothing on such values.
+    return bad.map((f) => ({
+      field: f,
+      message: `${f} must be a positive integer, got ${shape[f]}`,
+    }));
+  }
+  const out: ParallelismProblem[] = [];
+  const { nodes, gpus_per_node: g, tensor_parallel: tp, pipeline_parallel: pp } = shape;
+  if (nodes * g !== tp * pp) {
+    out.push({
+      field: "gpus_per_node",
+      message: `nodes × gpus_per_node (${nodes} × ${g} = ${
+        nodes * g
+      }) must equal tensor_parallel × pipeline_parallel (${tp} × ${pp} = ${tp * pp})`,
+    });
+  }
+  if (g % tp !== 0 && tp % g !== 0) {
+    out.push({
+      field: "tensor_parallel",
+      message:
+        `tensor_parallel ${tp} must divide the GPUs of a node (${g}) or span whole nodes (a multiple of ${g})`,
+    });
+  }
+  return out;
+}

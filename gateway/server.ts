@@ -1,0 +1,85 @@
+/**
+ * The gateway served over HTTP (design §3, §12): over an endpoint table
+ * something else fills ({@link startGateway}), or following a control plane's
+ * ready endpoints and API keys ({@link startFollowingGateway}). Flags, the
+ * admin token's source and what is printed at start belong to the commands
+ * (`cli/gateway_serve.ts`, `cli/control_serve.ts`); these take plain options.
+ *
+ * @module
+ */
+import { ApiKeyTable } from "./api_keys.ts";
+import { EndpointTable } from "./endpoints.ts";
+import { followControlPlane } from "./follow.ts";
+import { createGateway, type GatewayOptions } from "./proxy.ts";
+
+/** A running gateway, for the commands, tests and `llmgw dev`. */
+export interface RunningGateway {
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** Stops listening (in-flight responses are ended). */
+  close(): Promise<void>;
+}
+
+/** Settings of {@link startGateway}. */
+export interface StartGatewayOptions extends GatewayOptions {
+  /** Host to listen on. */
+  hostname: string;
+  /** Port (0: any free one). */
+  port: number;
+}
+
+/** Serves the gateway over `table` (which something else keeps up to date). */
+export function startGateway(table: EndpointTable, o: StartGatewayOptions): RunningGateway {
+  const app = createGateway(table, o);
+  const server = Deno.serve(
+    { hostname: o.hostname, port: o.port, onListen: () => {} },
+    (req, info) => app.fetch(req, info),
+  );
+  const addr = server.addr as Deno.NetAddr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  return {
+    url: `http://${host}:${addr.port}`,
+    async close() {
+      await server.shutdown();
+      app.close();
+    },
+  };
+}
+
+/** Settings of {@link startFollowingGateway}. */
+export interface FollowingGatewayOptions extends StartGatewayOptions {
+  /** The control plane's base URL. */
+  controlUrl: string;
+  /** The control plane's admin token. */
+  token: string;
+  /** Poll the control plane every `intervalMs` (default 2 000). */
+  intervalMs?: number;
+}
+
+/** A gateway following a control plane. */
+export interface FollowingGateway extends RunningGateway {
+  /** Resolves after the first successful poll of the control plane (never rejects). */
+  readonly synced: Promise<void>;
+}
+
+/**
+ * Serves the gateway over the ready endpoints and API keys of the control
+ * plane at `controlUrl`, polled every `intervalMs`; `close` stops the polling,
+ * then the server. `log` gets the follower's and the gateway's notes.
+ */
+export function startFollowingGateway(o: FollowingGatewayOptions): FollowingGateway {
+  const { controlUrl, token, intervalMs, ...serve } = o;
+  const table = new EndpointTable();
+  const keys = serve.keys ?? new ApiKeyTable();
+  // Listen first: when that fails (the port is taken) there is no poller to stop.
+  const running = startGateway(table, { ...serve, keys });
+  const follower = followControlPlane(controlUrl, token, table, { intervalMs, log: o.log, keys });
+  return {
+    url: running.url,
+    synced: follower.synced,
+    async close() {
+      await follower.stop();
+      await running.close();
+    },
+  };
+}

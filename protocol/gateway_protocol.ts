@@ -1,0 +1,97 @@
+/**
+ * The gateway ↔ control plane protocol (design §11, §12): what a gateway
+ * polls, with the admin token, to keep its routing table and API keys.
+ *
+ * - `GET /v1/endpoints` → {@link EndpointListAnswer}: rank-0 endpoints of
+ *   ready replicas, and the API keys' hashes with the models each may use.
+ * - `GET /v1/deployments` → the deployment list; a gateway reads only each
+ *   deployment's served name ({@link DeploymentNamesAnswerSchema}), so a
+ *   deployment with no ready replica answers 503 rather than 404.
+ *
+ * A gateway refuses an answer that does not match as a whole and keeps its
+ * last known set: dropping one malformed key could leave no key at all, and
+ * a gateway with no key is open.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { ApiKeySpec } from "../gateway/api_keys.ts";
+import type { EndpointSpec } from "../gateway/endpoints.ts";
+import type { Assert, Same } from "./same_type.ts";
+import { parseWire } from "./wire_error.ts";
+
+/** The most endpoints one answer lists. */
+export const MAX_ENDPOINTS = 100_000;
+
+/** The most API keys one answer lists. */
+export const MAX_API_KEYS = 100_000;
+
+/** The most served models one API key names. */
+export const MAX_KEY_MODELS = 1000;
+
+const ServedModelName = z.string().min(1).max(256);
+
+/** One ready endpoint (gateway/endpoints.ts `EndpointSpec`). */
+export const EndpointSpecSchema = z.object({
+  model: ServedModelName,
+  replica_id: z.string().min(1).max(256),
+  url: z.string().max(300).regex(
+    /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?\/?$/,
+    "must be an engine's origin such as http://10.0.0.1:8000",
+  ),
+});
+
+/** One API key as gateways see it (gateway/api_keys.ts `ApiKeySpec`). */
+export const ApiKeySpecSchema = z.object({
+  id: z.string().min(1).max(128),
+  hash: z.string().regex(/^[0-9a-f]{64}$/, "must be a SHA-256 digest in lower-case hex"),
+  models: z.array(ServedModelName).max(MAX_KEY_MODELS).nullable(),
+});
+
+/** The answer to `GET /v1/endpoints`. Unknown fields are ignored. */
+export const EndpointListAnswerSchema = z.object({
+  endpoints: z.array(EndpointSpecSchema).max(MAX_ENDPOINTS),
+  api_keys: z.array(ApiKeySpecSchema).max(MAX_API_KEYS),
+});
+
+/** The answer to `GET /v1/endpoints`: what the control plane sends and gateways parse. */
+export interface EndpointListAnswer {
+  /** Rank-0 endpoints of ready replicas. */
+  endpoints: EndpointSpec[];
+  /** Every API key: its hash and the served models it may use. */
+  api_keys: ApiKeySpec[];
+}
+
+/**
+ * The part of `GET /v1/deployments` a gateway reads: each deployment's served
+ * model name. The rest of the answer is the admin API's, not this contract's.
+ */
+export const DeploymentNamesAnswerSchema = z.object({
+  deployments: z.array(z.object({
+    spec: z.object({ served_model_name: ServedModelName }),
+  })).max(MAX_ENDPOINTS),
+});
+
+// `deno check` fails here when the gateway's types and the schema drift apart.
+type _EndpointListMatchesSchema = Assert<
+  Same<z.output<typeof EndpointListAnswerSchema>, EndpointListAnswer>
+>;
+
+/**
+ * Parses the answer to `GET /v1/endpoints`.
+ *
+ * @throws {WireFormatError} Naming each wrong field's path, e.g. `endpoints[2].url`.
+ */
+export function parseEndpointListAnswer(value: unknown): EndpointListAnswer {
+  return parseWire(EndpointListAnswerSchema, value, "the endpoint list");
+}
+
+/**
+ * The served model names in an answer to `GET /v1/deployments`.
+ *
+ * @throws {WireFormatError} Naming each wrong field's path.
+ */
+export function parseDeploymentNames(value: unknown): string[] {
+  return parseWire(DeploymentNamesAnswerSchema, value, "the deployment list").deployments
+    .map((d) => d.spec.served_model_name);
+}
