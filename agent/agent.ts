@@ -46,7 +46,8 @@ import {
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { type PrepareShard, Supervisor } from "../supervisor/supervisor.ts";
-import type { DesiredShard, SupervisorOptions } from "../supervisor/types.ts";
+import type { DesiredShard, LaunchedShard, SupervisorOptions } from "../supervisor/types.ts";
+import { DEFAULT_PORT_RANGE, PortAllocator, type PortRange } from "../supervisor/port_allocator.ts";
 import { ControlClient, ControlError } from "./control_client.ts";
 import {
   loadOrCreateLocalToken,
@@ -98,8 +99,12 @@ export interface AgentOptions {
   mgmtAddr?: string;
   /** Management interface. Default: the one holding the management address. */
   mgmtInterface?: string;
-  /** First port of this node's engines (default 8000): set when several nodes share a host. */
-  httpPortBase?: number;
+  /**
+   * The ports this agent gives its engines, a block per shard, each checked
+   * free when taken. Default {@link DEFAULT_PORT_RANGE}; set disjoint ranges
+   * when several agents share a host.
+   */
+  ports?: PortRange;
   /** Where the local API listens; null: no local API. Default 0.0.0.0:9180. */
   listen?: { hostname: string; port: number } | null;
   /** The URL the control plane reaches the local API on. Default: from `listen` and the address. */
@@ -303,6 +308,7 @@ export class Agent {
     const supervisor = new Supervisor({
       ...o.supervisor,
       stateDir: o.stateDir,
+      ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),
       onEvent: (e) => this.#supLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
     }, this.#prepare(registry));
     try {
@@ -362,7 +368,7 @@ export class Agent {
 
   /** The supervisor's prepare: never throws, so a bad launch is a failed shard with its reason. */
   #prepare(registry: EngineRegistry): PrepareShard {
-    return async (d: DesiredShard): Promise<ShardSpec> => {
+    return async (d: LaunchedShard): Promise<ShardSpec> => {
       const refuse = (problem: string): ShardSpec => ({
         engine: d.engine,
         problems: [problem],
@@ -510,9 +516,7 @@ export class Agent {
     const withToken = this.#agentUrl !== null && this.#localToken !== null
       ? { ...req, agent_token: this.#localToken }
       : req;
-    return this.#opts.httpPortBase === undefined
-      ? withToken
-      : { ...withToken, http_port_base: this.#opts.httpPortBase };
+    return withToken;
   }
 
   /**

@@ -7,6 +7,7 @@
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
+import { validatePortRange } from "../supervisor/port_allocator.ts";
 
 /** The schema of the agent config file; field names are snake_case. */
 export const AgentConfigSchema = z.object({
@@ -16,6 +17,8 @@ export const AgentConfigSchema = z.object({
   sysfs_root: z.string().min(1).optional(),
   /** Fabric name → adapters, e.g. `{"ib-a": ["mlx5_0", "mlx5_1:1"]}` (design §5.2). */
   fabrics: z.record(z.string(), z.array(z.string())).optional(),
+  /** The ports the agent gives its engines, e.g. `{"from": 20000, "to": 28999}` (design §8). */
+  ports: z.object({ from: z.number().int(), to: z.number().int() }).strict().optional(),
 }).strict();
 
 /** The parsed agent config. */
@@ -54,6 +57,7 @@ export function parseAgentConfig(text: string, where: string): AgentConfig {
   }
   try {
     validateFabricConfig(result.data.fabrics ?? {}, `${where} fabrics`);
+    if (result.data.ports !== undefined) validatePortRange(result.data.ports, `${where} ports`);
   } catch (e) {
     throw new AgentConfigError(e instanceof Error ? e.message : String(e));
   }

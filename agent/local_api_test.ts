@@ -27,6 +27,8 @@ const SHARD: ShardStatus = {
   since: 1,
   pid: 123,
   port: 8000,
+  rendezvous_port: null,
+  notice: null,
   serves_http: true,
   progress: null,
   restarts: 0,

@@ -44,6 +44,10 @@ export function shardReport(s: ShardStatus): ShardReport {
     state: s.state,
     since: finiteOrNull(s.since) ?? 0,
     pid: intOrNull(s.pid),
+    rendezvous_port: typeof s.rendezvous_port === "number" && Number.isInteger(s.rendezvous_port) &&
+        s.rendezvous_port >= 1 && s.rendezvous_port <= 65535
+      ? s.rendezvous_port
+      : null,
     port,
     serves_http: s.serves_http === true,
     progress: s.progress === null ? null : {
@@ -62,6 +66,9 @@ export function shardReport(s: ShardStatus): ShardReport {
       permanent: failure.permanent === true,
     },
     spec_hash: clip(s.spec_hash, 128),
+    notice: s.notice === null || s.notice === undefined
+      ? null
+      : { at: finiteOrNull(s.notice.at) ?? 0, message: clip(s.notice.message, 1024) },
   };
 }
 

@@ -50,6 +50,8 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
     since: NaN,
     pid: null,
     port: undefined as unknown as number, // a launch without a port
+    rendezvous_port: 70_000,
+    notice: null,
     serves_http: false,
     progress: { percent: Infinity, done: 1, total: 2 },
     restarts: 0,

@@ -379,7 +379,9 @@ export function failureLines(
     lines.length === 0 ? [] : ["    log tail:", ...lines.slice(-20).map((l) => `      ${l}`)];
   if (r.failure) {
     out.push(
-      `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`,
+      r.state === "failed"
+        ? `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`
+        : `  refused for a reason retrying cannot change (placement ${r.failure.attempts} of at most 3); placing it again:`,
       `    ${r.failure.reason}`,
       ...tail(r.failure.log_tail),
     );
@@ -408,7 +410,10 @@ export function replicaTable(replicas: readonly ReplicaRow[]): string {
           "-",
           "-",
           "-",
-          cutAtWord(r.failure?.reason ?? r.explanation?.summary ?? "-", 80),
+          cutAtWord(
+            (r.state === "failed" ? r.failure?.reason : undefined) ?? r.explanation?.summary ?? "-",
+            80,
+          ),
         ]]
         : r.shards.map((s) => [
           r.id,

@@ -7,6 +7,11 @@
  * @module
  */
 import {
+  DEFAULT_PORT_RANGE,
+  parsePortRange,
+  PortRangeError,
+} from "../supervisor/port_allocator.ts";
+import {
   Agent,
   AgentError,
   type AgentOptions,
@@ -41,8 +46,10 @@ Options:
   --label KEY=VALUE      a node label for deployments' selectors (repeatable)
   --mgmt-addr ADDR       management address (default: the default route's)
   --mgmt-interface IF    management interface, NCCL's bootstrap interface
-  --port-base N          first port of this node's engines (default 8000; set it
-                         when several agents share one host)
+  --ports FROM-TO        the ports this agent gives its engines, a block of 10 per
+                         shard, each checked free (default ${DEFAULT_PORT_RANGE.from}-${DEFAULT_PORT_RANGE.to}; also
+                         "ports" in the config file; disjoint ranges for agents
+                         sharing a host)
   --listen HOST:PORT     local API address (default: ${DEFAULT_LISTEN.hostname}:${DEFAULT_LISTEN.port})
   --local-token T        local API token (prefer env LLMGW_LOCAL_TOKEN; default:
                          generated once into <state-dir>/local_token)
@@ -105,7 +112,7 @@ export async function runOptions(
     "mgmt-addr": { type: "string" },
     "mgmt-interface": { type: "string" },
     listen: { type: "string" },
-    "port-base": { type: "string" },
+    ports: { type: "string" },
     "local-token": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     help: { type: "boolean", short: "h" },
@@ -134,14 +141,18 @@ export async function runOptions(
     if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
   }
 
-  const { nvidiaSmi, sysfsRoot, fabrics } = await discoverySettings("agent run", values);
-  const portBase = values["port-base"] === undefined ? undefined : Number(values["port-base"]);
-  if (
-    portBase !== undefined && (!Number.isInteger(portBase) || portBase < 1024 || portBase > 64000)
-  ) {
-    throw new UsageError(
-      `agent run: --port-base must be a port number 1024-64000, got "${values["port-base"]}"`,
-    );
+  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts } = await discoverySettings(
+    "agent run",
+    values,
+  );
+  let ports = configPorts;
+  if (values.ports !== undefined) {
+    try {
+      ports = parsePortRange(values.ports, "--ports");
+    } catch (e) {
+      if (e instanceof PortRangeError) throw new UsageError(`agent run: ${e.message}`);
+      throw e;
+    }
   }
   return {
     controlUrl,
@@ -153,7 +164,7 @@ export async function runOptions(
     labels: parseLabels(values.label ?? []),
     mgmtAddr: values["mgmt-addr"],
     mgmtInterface: values["mgmt-interface"],
-    httpPortBase: portBase,
+    ...(ports === undefined ? {} : { ports }),
     listen: values.listen === undefined ? DEFAULT_LISTEN : parseListen(values.listen),
     pluginDirs: [...(values["engine-plugins"] ?? []), ...pluginDirsFromEnv()],
   };

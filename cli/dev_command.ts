@@ -117,7 +117,7 @@ export async function devCommand(
         mgmtAddr: "127.0.0.1",
         mgmtInterface: "lo",
         // All simulated nodes share this host: each gets its own port range.
-        httpPortBase: 18000 + 1000 * i,
+        ports: { from: 18000 + 1000 * i, to: 18999 + 1000 * i },
         listen: { hostname: "127.0.0.1", port: 0 },
         supervisor: {
           tickMs: 250,

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { PortRange } from "../supervisor/port_allocator.ts";
 import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
 import {
   AgentConfigError,
@@ -35,6 +36,8 @@ export interface DiscoverySettings {
   sysfsRoot?: string;
   /** Fabric name → adapters. */
   fabrics: FabricConfig;
+  /** The engines' port range from the config file, when set. */
+  ports?: PortRange;
 }
 
 /**
@@ -47,6 +50,7 @@ export async function discoverySettings(
   values: DiscoveryFlagValues,
 ): Promise<DiscoverySettings> {
   let configFabrics: FabricConfig = {};
+  let ports: PortRange | undefined;
   let nvidiaSmi = values["nvidia-smi"];
   let sysfsRoot = values["sysfs-root"];
   if (values.config !== undefined) {
@@ -65,6 +69,7 @@ export async function discoverySettings(
       configFabrics = config.fabrics ?? {};
       nvidiaSmi ??= config.nvidia_smi;
       sysfsRoot ??= config.sysfs_root;
+      ports = config.ports;
     } catch (e) {
       if (e instanceof AgentConfigError) throw new UsageError(e.message);
       throw e;
@@ -75,6 +80,7 @@ export async function discoverySettings(
       nvidiaSmi,
       sysfsRoot,
       fabrics: mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag)),
+      ...(ports === undefined ? {} : { ports }),
     };
   } catch (e) {
     if (e instanceof FabricConfigError) throw new UsageError(e.message);

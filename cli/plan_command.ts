@@ -16,7 +16,8 @@ import { renderTable } from "../agent/inventory_table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { checkEngines } from "../engines/check_deployment.ts";
-import { shardLaunches } from "../engines/launch.ts";
+import { concreteLaunches, PORT_BLOCK, shardLaunches } from "../engines/launch.ts";
+import { DEFAULT_PORT_RANGE } from "../supervisor/port_allocator.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 
@@ -101,6 +102,14 @@ export async function planCommand(
   }
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const index = indexCluster(nodes);
+  // Agents allocate ports when they launch; a dry run shows the blocks a
+  // fresh agent with the default range would take, in order on each node.
+  const blocks = new Map<string, number>();
+  const nextPorts = (node: string): number => {
+    const first = blocks.get(node) ?? DEFAULT_PORT_RANGE.from;
+    blocks.set(node, first + PORT_BLOCK);
+    return first;
+  };
   const results: PlannedReplica[] = [];
   let allRunnable = true;
   const detail = values.detail === true;
@@ -114,9 +123,8 @@ export async function planCommand(
     }
     applyPlacement(index, deployment.name, result.shards);
     const driver = registry.get(result.engine)!;
-    const specs = await Promise.all(
-      shardLaunches(result, deployment, byId).map((launch) => driver.prepare(launch)),
-    );
+    const launches = concreteLaunches(shardLaunches(result, deployment, byId), nextPorts);
+    const specs = await Promise.all(launches.map((launch) => driver.prepare(launch)));
     if (specs.some((s) => s.problems.length > 0)) allRunnable = false;
     results.push({
       ...result,

@@ -9,6 +9,7 @@ import {
   parseShardLogsAnswer,
   type ShardLogsAnswer as LocalShardLogs,
 } from "../protocol/local_api_protocol.ts";
+import { readLimited } from "../http/read_limited.ts";
 import { AgentUnavailableError, errorMessage, NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 
@@ -26,6 +27,9 @@ export interface ShardLogs {
 
 /** How the service reaches agents; `fetch` unless a test gives another. */
 export type Fetch = (input: URL, init: RequestInit) => Promise<Response>;
+
+/** The largest log answer read from an agent: 10,000 lines of up to 1 KiB each, and more. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** How long an agent may take to answer. */
 const AGENT_TIMEOUT_MS = 10_000;
@@ -72,7 +76,21 @@ export class AgentLogs {
         `cannot reach node ${shard.node}'s agent: ${errorMessage(e)}`,
       );
     }
-    const body: unknown = await res.json().catch(() => null);
+    const bytes = res.body === null
+      ? new Uint8Array()
+      : await readLimited(res.body, MAX_ANSWER_BYTES);
+    if (bytes === null) {
+      throw new AgentUnavailableError(
+        "agent_error",
+        `node ${shard.node}'s agent answered with more than ${MAX_ANSWER_BYTES} bytes`,
+      );
+    }
+    let body: unknown = null;
+    try {
+      body = JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      // Not JSON: reported below as a bad answer.
+    }
     if (!res.ok) {
       throw new AgentUnavailableError(
         "agent_error",

@@ -53,12 +53,13 @@ Deno.test("an agent registers, gets its desired shards and reports them ready", 
     .json();
   assertEquals(desired.shards.map((s: { id: string }) => s.id), ["qwen-r0.1/0", "qwen-r1.1/0"]);
   assertEquals(desired.shards[0].launch.gpus.map((g: { index: number }) => g.index), [0, 1]);
-  const shards = desired.shards.map((s: { id: string; launch: { port: number } }) => ({
+  // The agent allocates ports: blocks of 10 from its range.
+  const shards = desired.shards.map((s: { id: string }, i: number) => ({
     id: s.id,
     state: "ready",
     since: Date.now(),
     pid: 1,
-    port: s.launch.port,
+    port: 20_000 + 10 * i,
     serves_http: true,
     progress: null,
     restarts: 0,
@@ -75,8 +76,8 @@ Deno.test("an agent registers, gets its desired shards and reports them ready", 
   const replicas = (await (await call("GET", "/v1/replicas", ADMIN)).json()).replicas;
   assertEquals(replicas.map((r: { state: string }) => r.state), ["ready", "ready"]);
   assertEquals(cp.readyEndpoints().map((e) => e.url), [
-    "http://127.0.0.1:8000",
-    "http://127.0.0.1:8020",
+    "http://127.0.0.1:20000",
+    "http://127.0.0.1:20010",
   ]);
 });
 
@@ -411,7 +412,7 @@ Deno.test("a shard's failure becomes a shard_failed event with the end of its lo
     state: "failed",
     since: Date.now(),
     pid: null,
-    port: desired.shards[0].launch.port,
+    port: 20_000,
     serves_http: false,
     progress: null,
     restarts: 0,

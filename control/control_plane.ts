@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { derivePorts } from "../engines/launch.ts";
+import { noPorts } from "../engines/launch.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { AgentLogs, type Fetch } from "./agent_logs.ts";
@@ -102,11 +102,14 @@ export class ControlPlane {
     }
     for (const r of await state.store.listReplicas()) {
       state.replicas.set(r.id, r);
+      // A failed replica's next placement must not reuse its last shard ids.
+      const lastAttempt = /\.(\d+)\/\d+$/.exec(r.failure?.shard_id ?? "")?.[1];
+      if (lastAttempt !== undefined) cp.reconciler.restoreAttempt(r.id, Number(lastAttempt));
       if (r.phase !== "placed" || r.placement === null) continue;
       cp.reconciler.restoreAttempt(r.id, Number(r.placement.replica_id.split(".").pop()) || 1);
       for (const s of r.placement.shards) state.awaitingFirstReport.add(s.node);
       try {
-        restorePorts(cp, r);
+        restorePorts(r);
         for (const s of r.placement.shards) {
           state.inventory.allocate({
             node: s.node,
@@ -122,7 +125,7 @@ export class ControlPlane {
         await state.rebuild(r, `restored placement is no longer valid: ${errorMessage(e)}`);
       }
     }
-    for (const n of state.nodes.values()) cp.desired.compute(n.id, false);
+    for (const n of state.nodes.values()) await cp.desired.compute(n.id, false);
     return cp;
   }
 
@@ -131,10 +134,10 @@ export class ControlPlane {
     this.reconciler.start();
   }
 
-  /** Stops the loop and wakes every long poll. */
-  stop(): void {
-    this.reconciler.stop();
+  /** Stops the loop and wakes every long poll; resolves once a running pass has finished. */
+  stop(): Promise<void> {
     this.desired.wakeAll();
+    return this.reconciler.stop();
   }
 
   /** One reconcile pass now. */
@@ -168,12 +171,11 @@ export class ControlPlane {
   }
 }
 
-/** A placement stored before ports were stored with it gets them now, as they were derived then. */
-function restorePorts(cp: ControlPlane, r: StoredReplica): void {
+/**
+ * A placement stored before agents allocated ports has none recorded: its
+ * agents report them with their next heartbeat.
+ */
+function restorePorts(r: StoredReplica): void {
   const placement = r.placement!;
-  if (placement.ports !== undefined) return;
-  const nodes = new Map(
-    placement.shards.map((s) => [s.node, cp.inventory.peekNode(s.node) ?? {}]),
-  );
-  placement.ports = derivePorts(placement, nodes);
+  if (placement.ports === undefined) placement.ports = noPorts();
 }

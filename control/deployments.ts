@@ -105,7 +105,10 @@ export class DeploymentService {
       };
       await state.store.putDeployment(stored);
       state.deployments.set(d.name, stored);
-      if (existing !== undefined && !sameExceptReplicas(existing.spec, d)) {
+      // Replicas on another spec are rebuilt, including those a deletion left
+      // behind when this apply came before the reconciler removed them.
+      const changed = existing === undefined || !sameExceptReplicas(existing.spec, d);
+      if (changed) {
         for (const r of state.replicas.values()) {
           if (r.deployment !== d.name) continue;
           r.failure = null;

@@ -6,8 +6,8 @@
  * @module
  */
 import type { Deployment } from "../deployment/schema.ts";
-import { shardLaunches } from "../engines/launch.ts";
-import type { ShardLaunch } from "../engines/types.ts";
+import { launchReady, shardLaunches } from "../engines/launch.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
 import { NotFoundError } from "./errors.ts";
@@ -15,15 +15,15 @@ import type { ControlState } from "./state.ts";
 import type { StoredPlacement } from "./store.ts";
 
 /**
- * The launches of a stored placement on its stored ports, or null when the
- * inventory no longer holds one of its nodes or GPUs (the reconciler then
- * rebuilds the replica).
+ * The launches of a stored placement with the ports its agents reported, or
+ * null when the inventory no longer holds one of its nodes or GPUs (the
+ * reconciler then rebuilds the replica).
  */
 export function placementLaunches(
   state: ControlState,
   placement: StoredPlacement,
   deployment: Deployment,
-): ShardLaunch[] | null {
+): DesiredLaunch[] | null {
   const byId = new Map<string, ClusterNode>();
   for (const s of placement.shards) {
     const n = state.inventory.peekNode(s.node);
@@ -41,6 +41,7 @@ export class DesiredStates {
   readonly #state: ControlState;
   readonly #desired = new Map<string, { key: string; shards: DesiredShardWire[] }>();
   readonly #waiters = new Map<string, Set<() => void>>();
+  #closed = false;
 
   /** Creates the book. */
   constructor(state: ControlState) {
@@ -51,7 +52,7 @@ export class DesiredStates {
    * Recomputes a node's desired shards; when they changed, bumps its
    * generation, stores it (when `persist`) and wakes its long polls.
    */
-  compute(nodeId: string, persist: boolean): void {
+  async compute(nodeId: string, persist: boolean): Promise<void> {
     const state = this.#state;
     const shards: DesiredShardWire[] = [];
     for (const r of state.replicas.values()) {
@@ -60,7 +61,8 @@ export class DesiredStates {
       const d = state.deployments.get(r.deployment)?.spec;
       if (d === undefined) continue;
       for (const launch of placementLaunches(state, r.placement, d) ?? []) {
-        if (launch.node.id === nodeId) {
+        // Other ranks wait for rank 0's ports: they must meet at its rendezvous.
+        if (launch.node.id === nodeId && launchReady(launch)) {
           shards.push({ id: launch.shard_id, engine: r.placement.engine, launch });
         }
       }
@@ -73,18 +75,19 @@ export class DesiredStates {
     const node = state.nodes.get(nodeId)!;
     node.generation++;
     node.updated_at = state.now();
-    if (persist) {
-      state.store.putNode(node).catch((e) => state.warn("store write failed", String(e)));
-    }
+    // Awaited under the caller's lock: a generation must never go backwards
+    // after a restart, or fencing a returning node would fail.
+    if (persist) await state.store.putNode(node);
     for (const wake of this.#waiters.get(nodeId) ?? []) wake();
   }
 
   /** Recomputes the desired state of every node marked dirty, then clears the marks. */
-  publishDirty(): void {
-    for (const id of this.#state.dirty) {
-      if (this.#state.nodes.has(id)) this.compute(id, true);
-    }
+  async publishDirty(): Promise<void> {
+    const ids = [...this.#state.dirty];
     this.#state.dirty.clear();
+    for (const id of ids) {
+      if (this.#state.nodes.has(id)) await this.compute(id, true);
+    }
   }
 
   /**
@@ -101,7 +104,7 @@ export class DesiredStates {
     if (known === undefined) {
       throw new NotFoundError(`node ${nodeId} is not registered`, "unknown_node");
     }
-    if (known.generation === generation && waitMs > 0 && !signal?.aborted) {
+    if (known.generation === generation && waitMs > 0 && !signal?.aborted && !this.#closed) {
       await new Promise<void>((resolve) => {
         let set = this.#waiters.get(nodeId);
         if (set === undefined) this.#waiters.set(nodeId, set = new Set());
@@ -126,8 +129,9 @@ export class DesiredStates {
     };
   }
 
-  /** Wakes every long poll (on stop). */
+  /** Wakes every long poll and answers later ones at once (on stop). */
   wakeAll(): void {
+    this.#closed = true;
     for (const set of this.#waiters.values()) for (const wake of [...set]) wake();
   }
 }

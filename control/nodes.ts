@@ -15,6 +15,7 @@ import type {
 import type { DesiredStates } from "./desired.ts";
 import { ForbiddenError, InvalidInputError, NotFoundError } from "./errors.ts";
 import { shardFailureMessage } from "./events.ts";
+import { learnPorts, replicaIdOfShard } from "./ports.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
 import type { NodeIntent, StoredNode } from "./store.ts";
 import { hashToken, newToken, tokenMatches } from "./tokens.ts";
@@ -102,7 +103,7 @@ export class NodeService {
       } else if (result.transition) {
         await transitionEvent(state, result.transition.from, result.transition.to, node.id);
       }
-      this.#desired.compute(node.id, true);
+      await this.#desired.compute(node.id, true);
       state.kick();
       return {
         node_id: node.id,
@@ -151,11 +152,23 @@ export class NodeService {
         if (before === undefined && f.at < state.startedAt) continue;
         await state.event(
           "shard_failed",
-          `replica/${state.replicaOfShard(s.id)?.id ?? s.id}`,
+          `replica/${replicaIdOfShard(s.id)}`,
           shardFailureMessage(s.id, req.node_id, f),
         );
       }
+      for (const s of req.shards) {
+        const n = s.notice;
+        if (n === null || n === undefined || before?.get(s.id)?.notice?.at === n.at) continue;
+        if (before === undefined && n.at < state.startedAt) continue;
+        await state.event(
+          "shard_notice",
+          `replica/${replicaIdOfShard(s.id)}`,
+          `shard ${s.id} on ${req.node_id}: ${n.message}`,
+        );
+      }
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
+      // The ports the agent allocated; other ranks learn rank 0's at once.
+      if ((await learnPorts(state, req.shards)).length > 0) await this.#desired.publishDirty();
       // A shard that failed for good (multi-node) or reached ready: worth a pass now.
       if (
         req.shards.some((s) =>

@@ -35,6 +35,14 @@ function errorResponses(spec: RouteSpec): Record<string, unknown> {
   }
   if (spec.params !== undefined) out["404"] = ERROR_RESPONSE;
   if (spec.body !== undefined) out["413"] = ERROR_RESPONSE;
+  for (const [status, description] of Object.entries(spec.answers ?? {})) {
+    out[status] = status === "200"
+      ? {
+        description,
+        content: { "application/json": { schema: jsonSchema(spec.response, "output") } },
+      }
+      : { ...ERROR_RESPONSE, description };
+  }
   return out;
 }
 

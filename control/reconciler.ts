@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { derivePorts, type PlacementPorts } from "../engines/launch.ts";
+import { noPorts } from "../engines/launch.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
@@ -68,6 +68,12 @@ async function rebuildBroken(pass: Pass): Promise<void> {
   const { state } = pass;
   for (const r of [...state.replicas.values()]) {
     if (r.phase !== "placed" || r.placement === null) continue;
+    // A permanent failure of any shard counts, even when another shard's
+    // transient failure comes first: else a multi-node replica is rebuilt forever.
+    const permanent = r.placement.shards.map((s) => ({
+      s,
+      f: state.reports.get(s.node)?.get(s.shard_id),
+    })).find(({ f }) => f?.state === "failed" && f.last_failure?.permanent === true);
     let allReady = true;
     for (const s of r.placement.shards) {
       const node = state.inventory.stateOf(s.node);
@@ -83,8 +89,14 @@ async function rebuildBroken(pass: Pass): Promise<void> {
       }
       if (report?.state !== "failed") continue;
       const f = report.last_failure;
-      if (f?.permanent === true) {
-        await permanentFailure(pass, r, s.shard_id, s.node, f);
+      if (permanent !== undefined) {
+        await permanentFailure(
+          pass,
+          r,
+          permanent.s.shard_id,
+          permanent.s.node,
+          permanent.f!.last_failure!,
+        );
       } else {
         await state.rebuild(r, `shard ${s.shard_id} failed: ${f?.reason ?? "unknown"}`);
       }
@@ -178,15 +190,14 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
 
 /**
  * Pending replicas are placed on the live inventory one after another, each
- * seeing the GPUs the ones before it took. A placement's ports are decided
- * here, once, and stored with it.
+ * seeing the GPUs the ones before it took. Its ports come later, from the
+ * agents that allocate them.
  */
 async function placePending(pass: Pass): Promise<void> {
   const { state, now } = pass;
   const pending = [...state.replicas.values()].filter((r) => r.phase === "pending");
   if (pending.length === 0) return;
   const snapshot = state.inventory.snapshot();
-  const byId = new Map(snapshot.map((n) => [n.id, n]));
   const index = indexCluster(snapshot);
   for (const r of pending) {
     const d = state.deployments.get(r.deployment)!.spec;
@@ -194,22 +205,6 @@ async function placePending(pass: Pass): Promise<void> {
     // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
     const result = place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
     if (result.status === "placed") {
-      let ports: PlacementPorts;
-      try {
-        ports = derivePorts(result, byId);
-      } catch (e) {
-        // A node whose port range cannot hold the shard: said, never a pass that throws.
-        const summary = `placed on ${result.shards.map((s) => s.node).join(", ")} but ${
-          errorMessage(e)
-        }`;
-        if (r.explanation?.summary !== summary) {
-          r.explanation = { ...result.explanation, summary };
-          r.updated_at = now;
-          await state.store.putReplica(r);
-          await state.event("replica_unschedulable", `replica/${r.id}`, summary);
-        }
-        continue;
-      }
       applyPlacement(index, d.name, result.shards);
       for (const s of result.shards) {
         state.inventory.allocate({
@@ -222,7 +217,8 @@ async function placePending(pass: Pass): Promise<void> {
       }
       pass.attempts.set(r.id, attempt);
       r.phase = "placed";
-      r.placement = { ...result, ports };
+      // Ports are the agents' to allocate: known once they report them.
+      r.placement = { ...result, ports: noPorts() };
       r.explanation = result.explanation;
       r.updated_at = now;
       state.touch(r);
@@ -261,8 +257,7 @@ async function announceDrained(pass: Pass): Promise<void> {
 
 /** Only nodes whose shards changed get a new desired state. */
 function publishDesired(pass: Pass): Promise<void> {
-  pass.desired.publishDirty();
-  return Promise.resolve();
+  return pass.desired.publishDirty();
 }
 
 /** A pass, in order. */
@@ -321,6 +316,7 @@ export class Reconciler {
 
   /** Starts the periodic passes. */
   start(): void {
+    if (this.#running) return;
     this.#running = true;
     const loop = async () => {
       if (!this.#running) return;
@@ -330,13 +326,14 @@ export class Reconciler {
     this.#timer = setTimeout(loop, 0);
   }
 
-  /** Stops the passes. */
-  stop(): void {
+  /** Stops the passes; resolves once a pass that is running has finished. */
+  stop(): Promise<void> {
     this.#running = false;
     if (this.#timer !== null) clearTimeout(this.#timer);
     if (this.#kickTimer !== null) clearTimeout(this.#kickTimer);
     this.#timer = null;
     this.#kickTimer = null;
+    return this.#state.locked(() => Promise.resolve());
   }
 
   #pass(): Promise<void> {

@@ -23,30 +23,78 @@ Deno.test("a pass is one readable list of named steps", () => {
   ]);
 });
 
-Deno.test("ports are decided at placement, stored, and read by views and desired states", async () => {
+Deno.test("ports come from the agents: learned from reports, stored, read by views and endpoints", async () => {
   const { cp, store } = await testControl();
-  const tokens = await registerNodes(cp, ["n1"]);
+  await registerNodes(cp, ["n1"]);
   await cp.deployments.apply({ ...QWEN, replicas: 2 });
   await cp.reconcile();
-  const stored = await store.listReplicas();
-  assertEquals(stored.map((r) => r.placement?.ports.http), [
-    { "qwen-r0.1/0": 8000 },
-    { "qwen-r1.1/0": 8020 },
-  ]);
+  // The control plane chooses no port: each launch leaves its own open.
   const desired = await cp.desired.wait("n1", -1, 0);
-  assertEquals(desired.shards.map((s) => s.launch.port), [8000, 8020]);
-  // The node comes back with another port base: placed shards keep their ports.
-  await cp.nodes.register({ ...registration("n1"), http_port_base: 9000 }, tokens.get("n1")!);
-  assertEquals(cp.replicas().map((r) => r.shards.map((s) => s.port)), [[8000], [8020]]);
-  assertEquals((await cp.desired.wait("n1", -1, 0)).shards.map((s) => s.launch.port), [
-    8000,
-    8020,
+  assertEquals(desired.shards.map((s) => [s.launch.port, s.launch.world.leader_http_port]), [
+    [null, null],
+    [null, null],
   ]);
-  await reportAll(cp, "n1", "ready");
+  assertEquals(cp.replicas().map((r) => r.shards.map((s) => s.port)), [[0], [0]]);
+  await reportAll(cp, "n1", "ready", {}, 31_000);
+  assertEquals(cp.replicas().map((r) => r.shards.map((s) => s.port)), [[31_000], [31_010]]);
+  assertEquals((await store.listReplicas()).map((r) => r.placement?.ports.http), [
+    { "qwen-r0.1/0": 31_000 },
+    { "qwen-r1.1/0": 31_010 },
+  ]);
   assertEquals(cp.readyEndpoints().map((e) => e.url), [
-    "http://127.0.0.1:8000",
-    "http://127.0.0.1:8020",
+    "http://127.0.0.1:31000",
+    "http://127.0.0.1:31010",
   ]);
+  // Learning ports changes no desired state of a one-node replica: no restart.
+  assertEquals((await cp.desired.wait("n1", -1, 0)).generation, desired.generation);
+});
+
+Deno.test("a multi-node replica's other ranks wait for rank 0's ports, then meet at them", async () => {
+  const { cp } = await testControl();
+  for (const id of ["h1", "h2"]) {
+    // The recording was taken on a busy machine: idle its GPUs.
+    const reg = registration(id, "dgx_h100_8x_nics");
+    const gpus = reg.gpus.map((g) => ({
+      ...g,
+      memory_used_mb: 0,
+      health: { ...g.health, problems: [] },
+    }));
+    await cp.nodes.register({ ...reg, gpus }, null);
+  }
+  await cp.deployments.apply({
+    name: "big",
+    model: "org/big",
+    replicas: 1,
+    profiles: [{
+      name: "tp16",
+      engine: "vllm",
+      gpu_class: "h100-80g",
+      tensor_parallel: 16,
+      nodes: 2,
+      gpus_per_node: 8,
+    }],
+  });
+  await cp.reconcile();
+  const [r] = cp.replicas();
+  const leaderNode = r.shards.find((s) => s.rank === 0)!.node;
+  const otherNode = r.shards.find((s) => s.rank === 1)!.node;
+  assertEquals((await cp.desired.wait(otherNode, -1, 0)).shards, [], "rank 1 waits");
+  const leader = await cp.desired.wait(leaderNode, -1, 0);
+  assertEquals(leader.shards.map((s) => s.launch.rank), [0]);
+  await reportAll(cp, leaderNode, "starting", {}, 24_000);
+  const other = await cp.desired.wait(otherNode, -1, 0);
+  assertEquals(other.shards.map((s) => [s.launch.rank, s.launch.world]), [[1, {
+    nodes: 2,
+    leader_addr: "127.0.0.1",
+    rendezvous_port: 24_009,
+    leader_http_port: 24_000,
+  }]]);
+  // Rank 0 relaunched elsewhere in its range: rank 1 follows.
+  await reportAll(cp, leaderNode, "starting", {}, 25_000);
+  assertEquals(
+    (await cp.desired.wait(otherNode, -1, 0)).shards[0].launch.world.rendezvous_port,
+    25_009,
+  );
 });
 
 Deno.test("a permanent shard failure ends the replica failed after a bounded number of placements", async () => {

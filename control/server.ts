@@ -70,7 +70,7 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     }:${addr.port}`,
     cp,
     async close() {
-      cp.stop();
+      await cp.stop();
       await server.shutdown();
       o.store.close();
     },

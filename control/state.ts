@@ -88,14 +88,6 @@ export class ControlState {
     console.error(JSON.stringify({ level: "warn", component: "control", msg, detail }));
   }
 
-  /** The replica a shard id belongs to, if it is placed now. */
-  replicaOfShard(shardId: string): StoredReplica | null {
-    for (const r of this.replicas.values()) {
-      if (r.placement?.shards.some((s) => s.shard_id === shardId)) return r;
-    }
-    return null;
-  }
-
   /** Marks the nodes of a replica's shards for a new desired state. */
   touch(r: StoredReplica): void {
     for (const s of r.placement?.shards ?? []) this.dirty.add(s.node);
@@ -109,7 +101,6 @@ export class ControlState {
       hostname: r.hostname,
       mgmt_addr: r.mgmt_addr,
       mgmt_interface: r.mgmt_interface,
-      ...(r.http_port_base === undefined ? {} : { http_port_base: r.http_port_base }),
       labels: { ...r.labels, ...n.label_overrides },
       fabrics: overrideFabrics(r.fabrics, n.fabric_overrides ?? {}),
       gpus: r.gpus,

@@ -10,9 +10,11 @@ import { z } from "zod";
 import { CommandError, runCommand } from "../discovery/run_command.ts";
 import { naturalCompare } from "../discovery/sysfs.ts";
 import { formatIssues, zodIssues } from "../validation/issues.ts";
+import { apiKeyProblems } from "./api_key.ts";
 import { finishShard, type ShardSpec } from "./prepare.ts";
 import type { PluginAnswer } from "./plugin_sdk.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
+import { OWNED_ENV } from "./shard_env.ts";
+import { ENGINE_API_VERSION, type EngineApiKey, type ShardLaunch } from "./types.ts";
 
 /** File names of engine plugins start with this; the rest is the engine name. */
 export const EXEC_PLUGIN_PREFIX = "llmgw-engine-";
@@ -30,15 +32,32 @@ export interface EngineDriver {
   quantizations: readonly string[];
   /** How to ask a host for the installed version (design §14). */
   version_command: readonly string[];
+  /** How the engine takes its API key (design §11.2); absent when it takes none. */
+  api_key?: EngineApiKey;
   /** Checks one shard and builds its command, environment and probes. */
   prepare(launch: ShardLaunch): Promise<ShardSpec>;
 }
+
+/** An environment variable name llmgw may set: not one of its GPU and NCCL variables. */
+const ApiKeyEnvSchema = z.string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, "must be an environment variable name")
+  .refine((n) => !OWNED_ENV.has(n) && !n.startsWith("LLMGW_"), "is a variable llmgw sets itself");
+
+/** A long or short option, without a value: the key follows it as the next argument. */
+const ApiKeyFlagSchema = z.string().regex(
+  /^--?[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
+  "must be an option like --api-key, without =value",
+);
 
 const DescriptionSchema = z.object({
   api_version: z.literal(ENGINE_API_VERSION),
   name: z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/),
   quantizations: z.array(z.string()).min(1),
   version_command: z.array(z.string()),
+  api_key: z.union([
+    z.object({ env: ApiKeyEnvSchema }).strict(),
+    z.object({ flag: ApiKeyFlagSchema }).strict(),
+  ], 'must be {"env": VARIABLE} or {"flag": OPTION}').optional(),
 });
 
 const HttpCheckSchema = z.object({
@@ -137,6 +156,7 @@ export async function loadExecPlugin(
     source: path,
     quantizations: d.quantizations,
     version_command: d.version_command,
+    ...(d.api_key === undefined ? {} : { api_key: d.api_key }),
     async prepare(launch: ShardLaunch): Promise<ShardSpec> {
       let answer: PluginAnswer;
       try {
@@ -156,6 +176,12 @@ export async function loadExecPlugin(
           probes: null,
           metrics: null,
         };
+      }
+      // A profile may not set the key llmgw gives the shard, whatever the plugin checks itself.
+      if (d.api_key !== undefined) {
+        const own = apiKeyProblems(d.name, launch.profile, { key: d.api_key })
+          .filter((m) => !answer.problems.includes(m));
+        answer = { ...answer, problems: [...answer.problems, ...own] };
       }
       // The same shared checks and NCCL environment as built-in engines (design §5.3).
       return finishShard(d.name, launch, d.quantizations, answer);

@@ -1,46 +1,44 @@
 /**
  * From a placement to each shard's launch description (design §7 → §8).
  *
+ * Ports are the agent's (design §8): the control plane sends each launch
+ * with its own ports left open (null), the agent allocates a block of
+ * {@link PORT_BLOCK} ports from its range, checks they are free, and reports
+ * them. The control plane keeps what its agents reported with the placement
+ * ({@link PlacementPorts}) and passes rank 0's ports to the other ranks, so a
+ * multi-node replica agrees on one rendezvous.
+ *
  * @module
  */
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
-
-/** Port bases. A shard's ports are the base plus 10 × its lowest GPU index. */
-export interface PortPlan {
-  /** HTTP port base (default 8000). */
-  http_base: number;
-  /** Rendezvous port base on the leader (default 29500). */
-  rendezvous_base: number;
-}
-
-/** The default port plan. */
-export const DEFAULT_PORTS: PortPlan = { http_base: 8000, rendezvous_base: 29500 };
-
-/** Ports between two shards' ports: engines bind a few beyond the one given (SGLang up to +6). */
-export const PORT_STRIDE = 10;
+import { type DesiredLaunch, ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 
 /**
- * Ports are derived, not allocated: shards on one node never share a GPU, so
- * "base + 10 × lowest GPU index" never collides on a node and needs no state.
- * The stride leaves room for the extra ports engines bind next to the one
- * they are given.
+ * Ports an agent allocates to one shard, consecutive: the HTTP port first,
+ * the rendezvous (distributed init) port of a multi-node leader last, and
+ * room between them for the ports engines open next to the one they are
+ * given (SGLang up to +6).
  */
-export function shardPort(base: number, gpuIndices: readonly number[]): number {
-  return base + PORT_STRIDE * Math.min(...gpuIndices);
+export const PORT_BLOCK = 10;
+
+/** A shard's ports within its block: HTTP first, a leader's rendezvous last. */
+export function blockPorts(first: number): { http: number; rendezvous: number } {
+  return { http: first, rendezvous: first + PORT_BLOCK - 1 };
 }
 
-/** The largest TCP port. */
-const MAX_PORT = 65_535;
-
-/** The ports of a placed replica's shards, decided once when it is placed and stored with it. */
+/** The ports agents reported for a placed replica's shards, kept with the placement. */
 export interface PlacementPorts {
-  /** Each shard's HTTP port, by shard id. */
+  /** Each shard's HTTP port, by shard id, once its agent reported it. */
   http: Record<string, number>;
-  /** The leader's rendezvous (distributed-init) port. */
-  rendezvous: number;
+  /** Rank 0's rendezvous port, once reported; null before (and for one-node replicas). */
+  rendezvous: number | null;
+}
+
+/** No ports known yet: a fresh placement. */
+export function noPorts(): PlacementPorts {
+  return { http: {}, rendezvous: null };
 }
 
 /** What a launch carries of its profile: a copy, so no launch shares arrays with the deployment. */
@@ -59,57 +57,21 @@ export function launchProfile(profile: Profile): ShardLaunch["profile"] {
 }
 
 /**
- * Decides a placement's ports: today derived from GPU indices and each
- * node's HTTP port base. This is the one place ports are chosen; the control
- * plane stores the answer with the placement and every later reader (desired
- * state, views, gateway polls) reads the stored ports.
- *
- * @throws {RangeError} When the placement names a node the snapshot lacks.
- */
-export function derivePorts(
-  placed: Placed,
-  nodes: ReadonlyMap<string, Pick<ClusterNode, "http_port_base">>,
-  plan: PortPlan = DEFAULT_PORTS,
-): PlacementPorts {
-  const checked = (port: number, what: string): number => {
-    if (port > MAX_PORT) {
-      throw new RangeError(`Cannot choose ports: ${what} would be ${port}, past ${MAX_PORT}`);
-    }
-    return port;
-  };
-  const http: Record<string, number> = {};
-  for (const s of placed.shards) {
-    const node = nodes.get(s.node);
-    if (node === undefined) throw new RangeError(`Cannot choose ports: no node ${s.node}`);
-    http[s.shard_id] = checked(
-      shardPort(node.http_port_base ?? plan.http_base, s.gpu_indices),
-      `the HTTP port of ${s.shard_id} on ${s.node}`,
-    );
-  }
-  return {
-    http,
-    rendezvous: checked(
-      shardPort(plan.rendezvous_base, placed.shards[0]?.gpu_indices ?? [0]),
-      "the rendezvous port",
-    ),
-  };
-}
-
-/**
- * Builds the launch of every shard of a placed replica, on the ports decided
- * for it. Each shard gets its node's installed version of the engine, when
- * reported.
+ * Builds the launch of every shard of a placed replica, its own ports open
+ * for its agent. Rank 0's world ports are open too; the other ranks get rank
+ * 0's reported ports from `ports`, or `null` until rank 0 has reported (a
+ * caller holds those ranks back until then). Each shard gets its node's
+ * installed version of the engine, when reported.
  *
  * @param nodes The snapshot placement used, by id.
- * @param ports The placement's ports; derived when not given (dry runs).
- * @throws {RangeError} When the placement names a node, GPU or port the snapshot lacks.
+ * @throws {RangeError} When the placement names a node or GPU the snapshot lacks.
  */
 export function shardLaunches(
   placed: Placed,
   deployment: Deployment,
   nodes: ReadonlyMap<string, ClusterNode>,
-  ports: PlacementPorts = derivePorts(placed, nodes),
-): ShardLaunch[] {
+  ports: PlacementPorts = noPorts(),
+): DesiredLaunch[] {
   const profile = deployment.profiles.find((p) => p.name === placed.profile);
   if (profile === undefined) {
     throw new RangeError(
@@ -121,17 +83,6 @@ export function shardLaunches(
   if (leaderNode === undefined) {
     throw new RangeError(`Cannot build launches: no node ${leader.node}`);
   }
-  const portOf = (shardId: string): number => {
-    const port = ports.http[shardId];
-    if (port === undefined) throw new RangeError(`Cannot build launches: no port for ${shardId}`);
-    return port;
-  };
-  const world = {
-    nodes: placed.shards.length,
-    leader_addr: leaderNode.mgmt_addr,
-    rendezvous_port: ports.rendezvous,
-    leader_http_port: portOf(leader.shard_id),
-  };
   return placed.shards.map((s) => {
     const node = nodes.get(s.node);
     if (node === undefined) throw new RangeError(`Cannot build launches: no node ${s.node}`);
@@ -142,6 +93,7 @@ export function shardLaunches(
       }
       return { index: i, class: g.class ?? "unknown", compute_capability: g.compute_capability };
     });
+    const isLeader = s.rank === 0;
     return {
       api_version: ENGINE_API_VERSION,
       deployment: deployment.name,
@@ -151,14 +103,76 @@ export function shardLaunches(
       served_model_name: deployment.served_model_name,
       profile: launchProfile(profile),
       rank: s.rank,
-      world,
+      world: {
+        nodes: placed.shards.length,
+        leader_addr: leaderNode.mgmt_addr,
+        rendezvous_port: isLeader ? null : ports.rendezvous,
+        leader_http_port: isLeader ? null : ports.http[leader.shard_id] ?? null,
+      },
       gpus,
       fabric: s.fabric === null
         ? null
         : { name: s.fabric, ports: s.hca_ports.map((p) => ({ ...p })) },
       node: { id: node.id, mgmt_addr: node.mgmt_addr, mgmt_interface: node.mgmt_interface },
-      port: portOf(s.shard_id),
+      port: null,
       engine_version: node.engine_versions?.[placed.engine] ?? null,
     };
   });
+}
+
+/** True when every port a launch needs from elsewhere is known (rank 0's, for other ranks). */
+export function launchReady(launch: DesiredLaunch): boolean {
+  return launch.rank === 0 ||
+    (launch.world.rendezvous_port !== null && launch.world.leader_http_port !== null);
+}
+
+/**
+ * Fills a launch's open ports from the block its agent allocated: the HTTP
+ * port, and for rank 0 the world's ports (the rendezvous is the block's last
+ * port when the replica spans nodes; a one-node replica has none to meet at,
+ * and its HTTP port stands in).
+ *
+ * @throws {RangeError} When a rank other than 0 lacks rank 0's ports.
+ */
+export function withPorts(launch: DesiredLaunch, first: number): ShardLaunch {
+  const own = blockPorts(first);
+  const leader = launch.rank === 0;
+  const rendezvous = leader
+    ? (launch.world.nodes > 1 ? own.rendezvous : own.http)
+    : launch.world.rendezvous_port;
+  const leaderHttp = leader ? own.http : launch.world.leader_http_port;
+  if (rendezvous === null || leaderHttp === null) {
+    throw new RangeError(
+      `Cannot launch ${launch.shard_id}: rank ${launch.rank} needs rank 0's ports, not known yet`,
+    );
+  }
+  return {
+    ...launch,
+    world: { ...launch.world, rendezvous_port: rendezvous, leader_http_port: leaderHttp },
+    port: own.http,
+  };
+}
+
+/**
+ * Every rank's launch with ports filled, for a dry run (`llmgw plan`): rank 0
+ * first, from `allocate(node)`, then the others with rank 0's world ports, as
+ * the agents and the control plane would arrange it.
+ */
+export function concreteLaunches(
+  desired: readonly DesiredLaunch[],
+  allocate: (nodeId: string) => number,
+): ShardLaunch[] {
+  const leaderDesired = desired.find((l) => l.rank === 0);
+  if (leaderDesired === undefined) return [];
+  const leader = withPorts(leaderDesired, allocate(leaderDesired.node.id));
+  return desired.map((l) =>
+    l.rank === 0 ? leader : withPorts({
+      ...l,
+      world: {
+        ...l.world,
+        rendezvous_port: leader.world.rendezvous_port,
+        leader_http_port: leader.port,
+      },
+    }, allocate(l.node.id))
+  );
 }

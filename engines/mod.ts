@@ -16,14 +16,17 @@ export {
 export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
 export { commonProblems, finishShard, prepareShard, type ShardSpec } from "./prepare.ts";
 export { compareVersions, ownedFlagProblems } from "./args.ts";
+export { type ApiKeyCheck, apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
 export {
-  DEFAULT_PORTS,
-  derivePorts,
+  blockPorts,
+  concreteLaunches,
+  launchProfile,
+  launchReady,
+  noPorts,
   type PlacementPorts,
-  PORT_STRIDE,
-  type PortPlan,
+  PORT_BLOCK,
   shardLaunches,
-  shardPort,
+  withPorts,
 } from "./launch.ts";
 export {
   checkEngines,
@@ -32,7 +35,6 @@ export {
   problemField,
   representativeLaunch,
 } from "./check_deployment.ts";
-export { parseShardLaunch } from "../protocol/shard_launch.ts";
 export {
   type EngineDriver,
   EnginePluginError,

@@ -6,7 +6,9 @@
  *
  * Protocol (version {@link ENGINE_API_VERSION}), one call per process:
  * - `llmgw-engine-NAME describe` prints
- *   `{"api_version", "name", "quantizations", "version_command"}`.
+ *   `{"api_version", "name", "quantizations", "version_command"}`, plus
+ *   `"api_key": {"env": NAME} | {"flag": NAME}` when the engine takes an
+ *   API key (design §11.2).
  * - `llmgw-engine-NAME shard` reads a {@link ShardLaunch} as JSON on stdin
  *   and prints `{"problems", "command", "probes", "metrics"}`
  *   (command and probes are null when there are problems).
@@ -18,6 +20,7 @@
  */
 import {
   ENGINE_API_VERSION,
+  type EngineApiKey,
   type EngineCommand,
   type EnginePlugin,
   type EngineProbes,
@@ -49,6 +52,8 @@ export interface PluginDescription {
   quantizations: string[];
   /** How to ask a host for the installed version (design §14). */
   version_command: string[];
+  /** How the engine takes its API key; absent when it takes none. */
+  api_key?: EngineApiKey;
 }
 
 /** Asks a plugin about one shard: validate, then command and probes only when valid. */
@@ -85,6 +90,7 @@ export async function serveEnginePlugin(plugin: EnginePlugin, io?: PluginIo): Pr
           name: plugin.name,
           quantizations: [...plugin.quantizations],
           version_command: [...plugin.version_command],
+          ...(plugin.api_key === undefined ? {} : { api_key: { ...plugin.api_key } }),
         };
         write(JSON.stringify(d) + "\n");
         return 0;

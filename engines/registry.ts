@@ -21,6 +21,7 @@ export function inProcessDriver(plugin: EnginePlugin, source = "builtin"): Engin
     source,
     quantizations: plugin.quantizations,
     version_command: plugin.version_command,
+    ...(plugin.api_key === undefined ? {} : { api_key: plugin.api_key }),
     prepare: (launch) => Promise.resolve(prepareShard(plugin, launch)),
   };
 }

@@ -20,8 +20,10 @@
  *
  * @module
  */
+import { apiKeyProblems } from "./api_key.ts";
 import { ownedFlagProblems } from "./args.ts";
 import type {
+  EngineApiKey,
   EngineCommand,
   EnginePlugin,
   EngineProbes,
@@ -97,6 +99,15 @@ export const SGLANG_OWNED_FLAGS: readonly string[] = [
 ];
 
 /**
+ * SGLang takes its API key only as `--api-key` (engine reference §6.2): no
+ * environment variable, so the key is in the engine's argv, readable by
+ * every local user in `ps`, and SGLang prints it in its `server_args=`
+ * startup log line. llmgw appends it at spawn time; a profile setting it is
+ * refused.
+ */
+export const SGLANG_TAKES_API_KEY: EngineApiKey = { flag: "--api-key" };
+
+/**
  * Flags llmgw does not set but cannot work with, and why. Matched like
  * owned flags (exact, `--flag=value`, or an abbreviation).
  */
@@ -104,13 +115,6 @@ const INCOMPATIBLE_FLAGS: ReadonlyMap<string, string> = new Map([
   [
     "--config",
     "a config file can set flags llmgw owns (host, port, tp-size, …) where llmgw cannot see them; put its settings in engine_args instead",
-  ],
-  [
-    // SGLang's key middleware exempts /health and /metrics but not
-    // /v1/models, so readiness (design §9.3) would never pass, and the
-    // gateway, which authenticates clients itself (design §12), holds no key.
-    "--api-key",
-    "an engine API key makes /v1/models answer 401, so readiness never passes and the gateway cannot route; the gateway authenticates clients",
   ],
   [
     "--smg-grpc-mode",
@@ -165,11 +169,14 @@ function hostPort(host: string, port: number): string {
 
 function validate(launch: ShardLaunch): string[] {
   const p = launch.profile;
-  const problems = ownedFlagProblems(p.name, "sglang", p.engine_args, SGLANG_OWNED_FLAGS);
+  const problems = [
+    ...ownedFlagProblems(p.name, "sglang", p.engine_args, SGLANG_OWNED_FLAGS),
+    ...apiKeyProblems("sglang", p, { key: SGLANG_TAKES_API_KEY }),
+  ];
   for (const arg of p.engine_args) {
     const hit = flagHit(arg, INCOMPATIBLE_FLAGS.keys());
     if (hit !== undefined) {
-      // Name the flag only: the argument may carry a secret (--api-key=…).
+      // Name the flag only: the argument is the profile's, and may be long or secret.
       problems.push(
         `profile "${p.name}": engine_args sets ${hit}, which llmgw cannot run sglang with: ${
           INCOMPATIBLE_FLAGS.get(hit)
@@ -297,4 +304,5 @@ export const sglangPlugin: EnginePlugin = {
   probes,
   // The names have not changed across versions, so the version is not needed.
   metrics: (_version: string | null): MetricNames => structuredClone(METRICS),
+  api_key: SGLANG_TAKES_API_KEY,
 };

@@ -414,11 +414,14 @@ Deno.test("sglang: engine args that conflict with llmgw are refused", async (t) 
     { args: ["--gpu-id-step=2"], includes: "sets --gpu-id-step" },
     { args: ["--config", "x.yaml"], includes: "sets --config, which llmgw cannot run sglang with" },
     {
-      // The key must not be echoed into events and logs.
+      // llmgw gives every shard its own key; the profile's must not be echoed into events and logs.
       args: ["--api-key=s3cret"],
-      includes: "sets --api-key, which llmgw cannot run sglang with",
+      includes:
+        "sets --api-key, the sglang API key, which llmgw generates for every shard; remove it",
       excludes: "s3cret",
     },
+    { args: ["--api-key", "s3cret"], includes: "sets --api-key, the sglang API key" },
+    { args: ["--api=s3cret"], includes: "sets --api-key, the sglang API key", excludes: "s3cret" },
     { args: ["--smg-grpc-mode"], includes: "serves gRPC instead of the HTTP API" },
   ];
   for (const c of cases) {
@@ -438,6 +441,17 @@ Deno.test("sglang: engine args that conflict with llmgw are refused", async (t) 
     const args = ["--quantization-param-path", "kv.json", "--dist-timeout", "600", "--ep", "8"];
     assertEquals(sglangPlugin.validate(shard({ engineArgs: args })), []);
   });
+});
+
+Deno.test("sglang: the engine API key is a flag llmgw appends at spawn time", () => {
+  assertEquals(sglangPlugin.api_key, { flag: "--api-key" });
+  const spec = prepareShard(sglangPlugin, shard({}));
+  assertEquals(spec.problems, []);
+  assertOk(!spec.command!.argv.some((a) => a.startsWith("--api")), spec.command!.argv.join(" "));
+  // SGLang reads no key from its environment: a variable in the profile is no key and stays allowed.
+  assertEquals(sglangPlugin.validate(shard({ env: { SGLANG_API_KEY: "x" } })), []);
+  // --admin-api-key guards SGLang's admin routes, which the agent's proxy never forwards.
+  assertEquals(sglangPlugin.validate(shard({ engineArgs: ["--admin-api-key", "x"] })), []);
 });
 
 Deno.test("sglang: engine_options are refused (SGLang takes none)", () => {

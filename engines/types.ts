@@ -114,6 +114,56 @@ export interface ShardLaunch {
   engine_version: string | null;
 }
 
+/**
+ * A launch as the control plane sends it in a node's desired state: the
+ * shard's own ports are its agent's to allocate, so `port` is null, and so
+ * are rank 0's world ports; the other ranks carry rank 0's reported ports
+ * (null until it has reported). The agent fills them in (engines/launch.ts
+ * `withPorts`) before a plugin sees a {@link ShardLaunch}.
+ */
+export interface DesiredLaunch {
+  /** Format version: {@link ENGINE_API_VERSION}. */
+  api_version: number;
+  /** Deployment name. */
+  deployment: string;
+  /** Replica id. */
+  replica_id: string;
+  /** Shard id. */
+  shard_id: string;
+  /** Hub id or local path of the model. */
+  model: string;
+  /** The name clients use (OpenAI `model`). */
+  served_model_name: string;
+  /** The profile chosen by placement. */
+  profile: LaunchProfile;
+  /** This shard's rank; rank 0 is the leader. */
+  rank: number;
+  /** The replica's world; rank 0's ports open (null) until known. */
+  world: DesiredLaunchWorld;
+  /** This shard's GPUs. */
+  gpus: LaunchGpu[];
+  /** The replica's fabric and its active ports on this node; null for single-node replicas. */
+  fabric: LaunchFabric | null;
+  /** This node. */
+  node: LaunchNode;
+  /** This shard's HTTP port: null, the agent allocates it. */
+  port: number | null;
+  /** The engine version installed on this node; null when unknown. */
+  engine_version: string | null;
+}
+
+/** A desired launch's world: rank 0's ports, once known. */
+export interface DesiredLaunchWorld {
+  /** Nodes in the replica (= shards). */
+  nodes: number;
+  /** Management address of rank 0, the leader. */
+  leader_addr: string;
+  /** Rank 0's rendezvous port; null for rank 0 itself and until rank 0 has reported it. */
+  rendezvous_port: number | null;
+  /** Rank 0's HTTP port; null for rank 0 itself and until rank 0 has reported it. */
+  leader_http_port: number | null;
+}
+
 /** A command line and environment for one shard. */
 export interface EngineCommand {
   /** argv[0] is the program. */
@@ -163,6 +213,27 @@ export interface MetricNames {
   kv_cache_usage: string[];
 }
 
+/**
+ * How an engine takes the API key llmgw gives each shard (design §11.2): a
+ * second lock behind the agent's engine proxy, which is the only caller that
+ * holds the key. The supervisor generates the key when it spawns the shard
+ * and adds it there, so the key is never part of a launch, a plugin's answer,
+ * `llmgw plan` output or a pid file:
+ *
+ * - `{env: NAME}`: the variable is set to the key in the engine's
+ *   environment. Preferred: `/proc/PID/environ` is readable only by the
+ *   engine's user and root.
+ * - `{flag: NAME}`: `NAME KEY` is appended to the argv. Every local user can
+ *   read it in `ps` and `/proc/PID/cmdline`; use it only for engines that
+ *   read the key from nowhere else.
+ *
+ * Either way the engine must accept `Authorization: Bearer KEY`, the only
+ * header llmgw sends, on every route it guards (docs/plugins.md); which
+ * routes it leaves open is its own business (engine reference §6 for vLLM
+ * and SGLang), since llmgw sends the key on every request.
+ */
+export type EngineApiKey = { readonly env: string } | { readonly flag: string };
+
 /** An engine plugin (design §8). All methods are pure. */
 export interface EnginePlugin {
   /** The engine name profiles use, e.g. `vllm`. */
@@ -181,4 +252,6 @@ export interface EnginePlugin {
   probes(launch: ShardLaunch): EngineProbes;
   /** Metric names for an engine version (null: unknown version). */
   metrics(version: string | null): MetricNames;
+  /** How the engine takes its API key; absent when it takes none (it then runs without one). */
+  api_key?: EngineApiKey;
 }

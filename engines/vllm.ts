@@ -34,8 +34,10 @@
  *
  * @module
  */
+import { apiKeyProblems } from "./api_key.ts";
 import { compareVersions, ownedFlagProblems } from "./args.ts";
 import type {
+  EngineApiKey,
   EngineCommand,
   EnginePlugin,
   EngineProbes,
@@ -135,6 +137,13 @@ const OWNED_FLAGS: readonly string[] = [
   "-pcp",
 ];
 
+/**
+ * vLLM reads its API key from `VLLM_API_KEY` when no `--api-key` is given
+ * (engine reference §6.1), which keeps the key out of `ps`. `--api-key` in a
+ * profile is refused: it would replace the key llmgw gives the shard.
+ */
+export const VLLM_TAKES_API_KEY: EngineApiKey = { env: "VLLM_API_KEY" };
+
 /** The multi-node launch modes a profile can choose (see the module doc). */
 export const MULTI_NODE_BACKENDS = ["mp", "ray"] as const;
 /** One of {@link MULTI_NODE_BACKENDS}. */
@@ -209,6 +218,14 @@ function validate(launch: ShardLaunch): string[] {
       );
     }
   }
+
+  problems.push(
+    ...apiKeyProblems("vllm", p, {
+      key: VLLM_TAKES_API_KEY,
+      also_flags: ["--api-key"],
+      normalize: normalizeFlag,
+    }),
+  );
 
   for (const arg of p.engine_args) {
     // vLLM's parser accepts --tensor_parallel_size for --tensor-parallel-size.
@@ -392,4 +409,5 @@ export const vllmPlugin: EnginePlugin = {
   command,
   probes,
   metrics,
+  api_key: VLLM_TAKES_API_KEY,
 };

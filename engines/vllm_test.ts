@@ -10,7 +10,7 @@ import type { FabricPort } from "../discovery/types.ts";
 import { needsFp8Hardware } from "../deployment/quantization.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
-import { shardLaunches } from "./launch.ts";
+import { concreteLaunches, shardLaunches } from "./launch.ts";
 import { prepareShard, type ShardSpec } from "./prepare.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 import { shellQuote, VLLM_LOADING_PROGRESS, VLLM_QUANTIZATIONS, vllmPlugin } from "./vllm.ts";
@@ -454,7 +454,8 @@ Deno.test("a node on two fabrics: the shard only gets the chosen fabric's HCAs",
     })),
     explanation: { summary: "", profiles: [] },
   };
-  const launches = shardLaunches(placed, dep, nodes);
+  // Agents allocate the ports: rank 0's block starts at 29491, so it meets at 29500.
+  const launches = concreteLaunches(shardLaunches(placed, dep, nodes), () => 29_491);
   assertEquals(launches.map((l) => l.engine_version), ["0.11.1", "0.11.1"]);
   for (const l of launches) {
     const spec = ready(l);
@@ -600,6 +601,33 @@ Deno.test("a profile env setting VLLM_HOST_IP is refused on multi-node, kept on 
     ready(launch({ tp: 1, env: { VLLM_HOST_IP: "10.9.9.9" } })).command.env.VLLM_HOST_IP,
     "10.9.9.9",
   );
+});
+
+Deno.test("the engine API key: taken from VLLM_API_KEY, never from the profile", () => {
+  assertEquals(vllmPlugin.api_key, { env: "VLLM_API_KEY" });
+  // The key is added at spawn time, never by the plugin.
+  const spec = ready(launch({ tp: 2 }));
+  assertOk(!("VLLM_API_KEY" in spec.command.env));
+  assertOk(!spec.command.argv.some((a) => a.startsWith("--api")));
+  // A profile's key would be a shared secret in the deployment; --api-key in
+  // any spelling would also beat the variable (engine reference §6.1).
+  for (
+    const c of [
+      { env: { VLLM_API_KEY: "s3cret" }, shows: "env VLLM_API_KEY is the vllm API key" },
+      { args: ["--api-key", "s3cret"], shows: "engine_args sets --api-key, the vllm API key" },
+      { args: ["--api-key=s3cret"], shows: "engine_args sets --api-key" },
+      { args: ["--api_key=s3cret"], shows: "engine_args sets --api-key" },
+      { args: ["--api-key", "a", "b"], shows: "engine_args sets --api-key" },
+    ]
+  ) {
+    const problems = refused(launch({ tp: 2, engineArgs: c.args, env: c.env }));
+    assertStringIncludes(problems, c.shows);
+    assertOk(!problems.includes("s3cret"), `the key must not be echoed: ${problems}`);
+  }
+  // Ray mode: the key reaches vllm serve through the shell's environment, so
+  // nothing in the script names it.
+  const ray = ready(launch({ tp: 16, nodes: 2, engineOptions: RAY })).command.argv.join(" ");
+  assertOk(!/api.key/i.test(ray), ray);
 });
 
 const BAD_OPTIONS: { options: Record<string, string | number | boolean>; shows: string }[] = [

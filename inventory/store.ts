@@ -52,8 +52,6 @@ export interface NodeRegistration {
   mgmt_addr: string;
   /** The interface holding it (NCCL_SOCKET_IFNAME); omitted or null when unknown. */
   mgmt_interface?: string | null;
-  /** First port of this node's engines; omitted for the default. */
-  http_port_base?: number;
   /**
    * Labels from the agent's configuration, which the operator writes; a
    * re-registration replaces them.
@@ -675,7 +673,6 @@ export class InventoryStore {
       hostname: reg.hostname,
       mgmt_addr: reg.mgmt_addr,
       mgmt_interface: reg.mgmt_interface ?? null,
-      ...(reg.http_port_base === undefined ? {} : { http_port_base: reg.http_port_base }),
       state: this.#state(record),
       labels: reg.labels,
       gpus: reg.gpus,

@@ -41,8 +41,6 @@ export interface ClusterNode {
   mgmt_addr: string;
   /** The interface holding `mgmt_addr` (NCCL_SOCKET_IFNAME, design §5.3); null when unknown. */
   mgmt_interface: string | null;
-  /** First port of this node's engines; default 8000 (engines/launch.ts). */
-  http_port_base?: number;
   /** Current state (design §4). */
   state: NodeState;
   /** Operator labels, matched by profiles' node selectors. */

@@ -20,7 +20,6 @@
  * @module
  */
 import { z } from "zod";
-import type { ShardLaunch } from "../engines/types.ts";
 import { zodIssues } from "../validation/issues.ts";
 import {
   ComputeCapabilitySchema,
@@ -30,7 +29,8 @@ import {
   NodeIdSchema as NodeId,
 } from "./fields.ts";
 import type { Assert, Same } from "./same_type.ts";
-import { ShardLaunchSchema } from "./shard_launch.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
+import { DesiredLaunchSchema } from "./shard_launch.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
 
 /** The protocol version; a control plane refuses agents of another. */
@@ -87,10 +87,6 @@ export const RegisterRequestSchema = z.object({
   hostname: z.string().min(1).max(253),
   mgmt_addr: z.string().min(1).max(MAX_MGMT_ADDR_CHARS),
   mgmt_interface: z.string().max(MAX_INTERFACE_CHARS).nullable(),
-  http_port_base: z.number().int().min(1024).max(64000).optional()
-    .describe(
-      "First port of this node's engines (default 8000): several nodes on one host need different ones.",
-    ),
   agent_url: z.string().url().nullable().describe("The agent's local API (logs, status)."),
   agent_token: z.string().min(16).max(256).optional()
     .describe("The token the control plane presents to the agent's local API to fetch shard logs."),
@@ -126,7 +122,10 @@ export const ShardReportSchema = z.object({
   ]),
   since: z.number(),
   pid: z.number().int().nullable(),
+  /** The HTTP port the agent allocated; 0 before it has one. */
   port: z.number().int().min(0).max(65535),
+  /** Rank 0's rendezvous port of a multi-node replica, when the agent allocated one. */
+  rendezvous_port: z.number().int().min(1).max(65535).nullable().optional(),
   serves_http: z.boolean(),
   progress: z.object({
     percent: z.number().nullable(),
@@ -149,6 +148,12 @@ export const ShardReportSchema = z.object({
     permanent: z.boolean().optional(),
   }).nullable(),
   spec_hash: z.string().max(128),
+  /**
+   * The last thing worth telling about the shard that is not a failure, e.g.
+   * a port of the agent's range found held by another process (named) and
+   * skipped. Absent from older agents.
+   */
+  notice: z.object({ at: z.number(), message: z.string().max(1024) }).nullable().optional(),
 });
 
 /** What an agent sends every heartbeat interval. */
@@ -173,8 +178,8 @@ export interface DesiredShardWire {
   id: string;
   /** Engine plugin name. */
   engine: string;
-  /** The launch; its `shard_id` is `id`. */
-  launch: ShardLaunch;
+  /** The launch, ports the agent allocates left null; its `shard_id` is `id`. */
+  launch: DesiredLaunch;
 }
 
 /** The full list of shards a node should run, level-triggered (design §10). */
@@ -188,11 +193,11 @@ export interface DesiredState {
 /** The most shards one node's desired state lists. */
 export const MAX_DESIRED_SHARDS = 4096;
 
-/** One shard of a desired state: its launch is checked whole ({@link ShardLaunchSchema}). */
+/** One shard of a desired state: its launch is checked whole ({@link DesiredLaunchSchema}). */
 export const DesiredShardWireSchema = z.object({
   id: z.string().min(1).max(256),
   engine: z.string().min(1).max(64),
-  launch: ShardLaunchSchema,
+  launch: DesiredLaunchSchema,
 }).superRefine((s, ctx) => {
   // The supervisor keys a shard by `id` and the plugin names it by
   // `launch.shard_id`: two names for one shard would confuse pid files and logs.

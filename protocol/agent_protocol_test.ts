@@ -6,13 +6,13 @@
 import { assertEquals, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { deployment, node, profile } from "../tests/cluster_builders.ts";
 import { shardLaunches } from "../engines/launch.ts";
-import type { ShardLaunch } from "../engines/types.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
 import { placeReplica } from "../placement/place.ts";
 import { type DesiredState, parseDesiredState } from "./agent_protocol.ts";
 import { WireFormatError } from "./wire_error.ts";
 
 /** Two single-node replicas' launches on one node, as engines/launch.ts builds them. */
-function launches(): ShardLaunch[] {
+function launches(): DesiredLaunch[] {
   const n = node("a");
   const dep = deployment([profile({ name: "h100x4", gpus_per_node: 4 })]);
   return ["dep-r0", "dep-r1"].map((id) => {

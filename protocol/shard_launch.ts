@@ -27,7 +27,7 @@
  * @module
  */
 import { z } from "zod";
-import type { ShardLaunch } from "../engines/types.ts";
+import type { DesiredLaunch, ShardLaunch } from "../engines/types.ts";
 import {
   ComputeCapabilitySchema,
   FabricPortSchema,
@@ -134,6 +134,25 @@ export const ShardLaunchSchema = z.object({
 
 // `deno check` fails here when the interface and the schema drift apart.
 type _LaunchMatchesSchema = Assert<Same<z.output<typeof ShardLaunchSchema>, ShardLaunch>>;
+
+/**
+ * A launch as the desired state carries it. The ports are the agent's to
+ * allocate (design §8): `port` is null, and so are rank 0's world ports,
+ * which its agent allocates and reports; the other ranks get rank 0's
+ * reported ports here, so every rank agrees on the rendezvous.
+ */
+export const DesiredLaunchSchema = ShardLaunchSchema.extend({
+  port: PortSchema.nullable(),
+  world: LaunchWorldSchema.extend({
+    rendezvous_port: PortSchema.nullable(),
+    leader_http_port: PortSchema.nullable(),
+  }),
+});
+
+// `deno check` fails here when the interface and the schema drift apart.
+type _DesiredLaunchMatchesSchema = Assert<
+  Same<z.output<typeof DesiredLaunchSchema>, DesiredLaunch>
+>;
 
 /**
  * Parses a launch from the wire.

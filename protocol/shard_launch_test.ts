@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { z } from "zod";
 import { assertEquals, assertOk, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { deployment, fabric, node, profile } from "../tests/cluster_builders.ts";
-import { shardLaunches } from "../engines/launch.ts";
+import { concreteLaunches, shardLaunches } from "../engines/launch.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import { placeReplica } from "../placement/place.ts";
@@ -41,7 +41,11 @@ function placedLaunches(): ShardLaunch[] {
   })]);
   const placed = placeReplica(nodes, dep, "dep-r0");
   if (placed.status !== "placed") throw new Error(placed.explanation.summary);
-  return shardLaunches(placed, dep, new Map(nodes.map((n) => [n.id, n])));
+  // Ports as the agents fill them in: a block from each one's range.
+  return concreteLaunches(
+    shardLaunches(placed, dep, new Map(nodes.map((n) => [n.id, n]))),
+    () => 20_000,
+  );
 }
 
 /** An object's fields, to set ones of the wrong type. */

@@ -32,7 +32,32 @@ export {
   readProcStat,
   signalGroup,
 } from "./proc.ts";
+export {
+  DEFAULT_SCAN_LIMIT,
+  describeHolders,
+  listenersOn,
+  type ListeningSocket,
+  parseProcNetTcp,
+  parseSocketLink,
+  type PortHolder,
+  portHolders,
+  type PortOwnership,
+  portOwnership,
+  ProcNetError,
+  socketInodesOf,
+} from "./listen_owner.ts";
 export { type CheckResult, runHttpCheck } from "./probes.ts";
+export {
+  DEFAULT_PORT_RANGE,
+  isPortFree,
+  parsePortRange,
+  PortAllocator,
+  type PortCheck,
+  type PortRange,
+  PortRangeError,
+  PortRangeExhaustedError,
+  validatePortRange,
+} from "./port_allocator.ts";
 export { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
 export type * from "../engines/types.ts";
 export type { FabricPort, LinkLayer } from "../discovery/types.ts";

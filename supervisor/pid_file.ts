@@ -29,6 +29,8 @@ export interface PidRecord {
   cmdline: string[];
   /** The HTTP port it serves on. */
   port: number;
+  /** Every port the agent allocated to it (a block from its range); absent in older files. */
+  ports?: number[];
   /** Where its output goes. */
   log_path: string;
   /** When it was started (ms since epoch). */

@@ -8,12 +8,15 @@
  *
  * @module
  */
+import { PORT_BLOCK, withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
 import { backoffDelay } from "./backoff.ts";
 import { LogFollower, rotateIfLarge } from "./log_file.ts";
 import { LogTail } from "./log_tail.ts";
 import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
+import { describeHolders, portHolders, portOwnership } from "./listen_owner.ts";
 import { groupMembers, isRunning, signalGroup } from "./proc.ts";
 import { runHttpCheck } from "./probes.ts";
 import { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
@@ -25,6 +28,9 @@ import type {
   ShardStatus,
   SupervisorEvent,
 } from "./types.ts";
+
+/** How long a port found held by another process stays out of the agent's range. */
+const PORT_HELD_EXCLUSION_MS = 10 * 60_000;
 
 /** Lines of log attached to a failure. */
 const FAILURE_TAIL_LINES = 40;
@@ -48,12 +54,17 @@ export class ShardRunner {
   /** Its files. */
   readonly paths: ShardPaths;
   readonly #opts: ResolvedOptions;
-  readonly #prepare: () => Promise<ShardSpec>;
+  readonly #prepare: (launch: ShardLaunch) => Promise<ShardSpec>;
   readonly #emit: (e: Omit<SupervisorEvent, "at">) => void;
 
   #state: ShardState = "pending";
   #since = Date.now();
   #spec: ShardSpec | null = null;
+  /** The launch with the ports allocated to this run; null until allocated. */
+  #launch: ShardLaunch | null = null;
+  /** The ports allocated to this run (a block from the agent's range). */
+  #ports: number[] = [];
+  #notice: { at: number; message: string } | null = null;
   #patterns: RegExp[] = [];
   #child: Deno.ChildProcess | null = null;
   #exit: Deno.CommandStatus | null = null;
@@ -77,7 +88,7 @@ export class ShardRunner {
     hash: string,
     paths: ShardPaths,
     opts: ResolvedOptions,
-    prepare: () => Promise<ShardSpec>,
+    prepare: (launch: ShardLaunch) => Promise<ShardSpec>,
     emit: (e: Omit<SupervisorEvent, "at">) => void,
   ) {
     this.desired = desired;
@@ -97,7 +108,12 @@ export class ShardRunner {
       state: this.#state,
       since: this.#since,
       pid: this.#pid,
-      port: this.desired.launch.port,
+      port: this.#launch?.port ?? 0,
+      rendezvous_port: this.#launch !== null && this.#launch.rank === 0 &&
+          this.#launch.world.nodes > 1
+        ? this.#launch.world.rendezvous_port
+        : null,
+      notice: this.#notice === null ? null : { ...this.#notice },
       serves_http: this.#spec?.probes?.serves_http ?? false,
       progress: this.#progress === null ? null : { ...this.#progress },
       restarts: this.#restarts,
@@ -136,11 +152,46 @@ export class ShardRunner {
     });
   }
 
-  /** Starts the engine: prepares the command, spawns it in a new session. */
+  /**
+   * Allocates the shard's ports from the agent's range, each checked free,
+   * and fills them into its launch: a block of {@link PORT_BLOCK}, the HTTP
+   * port first. A launch that names its port (tests) keeps it.
+   */
+  async #allocate(): Promise<ShardLaunch> {
+    const want = this.desired.launch;
+    let first: number;
+    if (want.port !== null) {
+      first = want.port;
+    } else {
+      // A port another process holds is skipped, and who holds it is said.
+      const held: number[] = [];
+      this.#ports = await this.#opts.ports.allocate(this.desired.id, PORT_BLOCK, async (p) => {
+        const free = await this.#opts.isPortFree(p);
+        if (!free) held.push(p);
+        return free;
+      });
+      if (held.length > 0) this.#noteHeld(held[0], this.#ports[0]);
+      first = this.#ports[0];
+    }
+    return withPorts(want, first);
+  }
+
+  /** Starts the engine: allocates its ports, prepares the command, spawns it in a new session. */
   async start(): Promise<void> {
     this.#wanted = true;
+    if (this.#launch === null) {
+      try {
+        this.#launch = await this.#allocate();
+      } catch (e) {
+        // A full range may free up; a launch without rank 0's ports cannot change.
+        const reason = `cannot allocate ports: ${e instanceof Error ? e.message : e}`;
+        this.#fail(reason, null, !(e instanceof RangeError), e instanceof RangeError);
+        return;
+      }
+      this.#spec = null;
+    }
     if (this.#spec === null) {
-      this.#spec = await this.#prepare();
+      this.#spec = await this.#prepare(this.#launch);
       this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     }
     const spec = this.#spec;
@@ -198,10 +249,11 @@ export class ShardRunner {
       pgid: child.pid,
       start_time: this.#startTime,
       cmdline: fp?.cmdline ?? argv,
-      port: this.desired.launch.port,
+      port: this.#launch.port,
+      ports: [...this.#ports],
       log_path: this.paths.log,
       started_at: Date.now(),
-      launch: this.desired.launch,
+      launch: this.#launch,
     };
     writePidFile(this.paths.pidFile, this.#record);
     this.#emit({
@@ -218,7 +270,9 @@ export class ShardRunner {
    * supervisor had started it.
    */
   async adopt(record: PidRecord): Promise<void> {
-    this.#spec = await this.#prepare();
+    this.#launch = record.launch;
+    this.#ports = record.ports ?? [record.port];
+    this.#spec = await this.#prepare(record.launch);
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     this.#adopted = true;
     this.#record = record;
@@ -315,10 +369,53 @@ export class ShardRunner {
     return isRunning(this.#pid, this.#startTime);
   }
 
+  /**
+   * Whether the socket on the shard's port is its own process group's. A
+   * port held by anyone else fails the run, names the holder, and moves the
+   * shard to other ports; nothing listening yet is "not yet".
+   */
+  async #ownsPort(port: number): Promise<boolean> {
+    if (this.#pid === null) return false;
+    const owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    if (owner.kind === "ours") return true;
+    if (owner.kind !== "foreign") return false;
+    const holder = describeHolders(owner.holders);
+    this.#emit({ shard: this.desired.id, kind: "port_held", message: `port ${port}: ${holder}` });
+    // The next run takes other ports; this one stays out of the range a while.
+    this.#opts.ports.exclude(port, Date.now() + PORT_HELD_EXCLUSION_MS);
+    await this.#killGroup(0);
+    this.#fail(`port ${port} is held by ${holder}, not by the engine llmgw started`, null, true);
+    return false;
+  }
+
+  /** Says which process held a port of the range, and where the shard went instead. */
+  #noteHeld(port: number, instead: number): void {
+    let holder = "a process /proc does not name";
+    try {
+      const holders = portHolders(port, this.#opts.procRoot);
+      if (holders.length > 0) holder = describeHolders(holders);
+    } catch {
+      // /proc unreadable: the port is still skipped.
+    }
+    const message = `port ${port} is held by ${holder}; using ports from ${instead}`;
+    this.#notice = { at: Date.now(), message };
+    this.#emit({ shard: this.desired.id, kind: "port_held", message });
+  }
+
+  /** Gives the run's ports back; the next start allocates anew. */
+  #releasePorts(): void {
+    this.#opts.ports.release(this.desired.id);
+    this.#ports = [];
+    this.#launch = null;
+  }
+
   async #probe(now: number): Promise<void> {
     const probes = this.#spec?.probes;
-    if (probes === undefined || probes === null) return;
-    const port = this.desired.launch.port;
+    if (probes === undefined || probes === null || this.#launch === null) return;
+    const port = this.#launch.port;
+    // Readiness is bound to the process llmgw started: whatever else answers
+    // on the port is not this shard (design §9.3).
+    if (probes.serves_http && !(await this.#ownsPort(port))) return;
     const run = (checks: typeof probes.readiness) =>
       Promise.all(
         checks.map((c) => runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs)),
@@ -401,6 +498,8 @@ export class ShardRunner {
       permanent,
     };
     this.#forgetProcess();
+    // The next run allocates afresh: a port the engine held may be anyone's now.
+    this.#releasePorts();
     // A shard of a multi-node replica is not restarted here: its replica is
     // rebuilt whole by the control plane (design §5.4).
     const local = this.desired.launch.world.nodes === 1;
@@ -442,6 +541,7 @@ export class ShardRunner {
         this.#forgetProcess();
         this.#emit({ shard: this.desired.id, kind: "stopped", message: reason });
       }
+      this.#releasePorts();
       this.#setState("exited", reason);
       this.#stopping = null;
     })();

@@ -11,17 +11,19 @@ import type { ShardSpec } from "../engines/prepare.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
 import { checkFingerprint, readPidFile } from "./pid_file.ts";
+import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import type {
   DesiredShard,
+  LaunchedShard,
   ResolvedOptions,
   ShardStatus,
   SupervisorEvent,
   SupervisorOptions,
 } from "./types.ts";
 
-/** Prepares a shard's command with its engine plugin (the registry's driver). */
-export type PrepareShard = (shard: DesiredShard) => Promise<ShardSpec>;
+/** Prepares a shard's command with its engine plugin (the registry's driver), ports allocated. */
+export type PrepareShard = (shard: LaunchedShard) => Promise<ShardSpec>;
 
 /** Fills in defaults. */
 export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
@@ -41,6 +43,9 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     livenessFailures: opts.livenessFailures ?? 3,
     stableAfterMs: opts.stableAfterMs ?? 60_000,
     env: opts.env ?? {},
+    ports: opts.ports ?? new PortAllocator(DEFAULT_PORT_RANGE),
+    isPortFree: opts.isPortFree ?? isPortFree,
+    procRoot: opts.procRoot ?? "/proc",
     onEvent: opts.onEvent ??
       ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),
   };
@@ -114,19 +119,26 @@ export class Supervisor {
         this.#refuse(record.shard_id, check.why, pidFile);
         continue;
       }
-      // The pid file carries the launch, so the plugin's probes apply again
-      // and reconcile sees the same hash: an adopted shard is left alone.
+      // The pid file carries the launch with its ports, so the plugin's
+      // probes apply again and reconcile sees the same hash: an adopted shard
+      // is left alone. Its ports are this agent's again.
       const desired: DesiredShard = {
         id: record.shard_id,
         engine: record.engine,
         launch: record.launch,
       };
+      try {
+        this.#opts.ports.reserve(record.shard_id, record.ports ?? [record.port]);
+      } catch (e) {
+        this.#refuse(record.shard_id, e instanceof Error ? e.message : String(e), pidFile);
+        continue;
+      }
       const runner = new ShardRunner(
         desired,
         record.spec_hash,
         this.#paths(record.shard_id),
         this.#opts,
-        () => this.#prepare(desired),
+        (launch) => this.#prepare({ id: desired.id, engine: desired.engine, launch }),
         (e) => this.#emit(e),
       );
       await runner.adopt(record);
@@ -186,7 +198,7 @@ export class Supervisor {
         await shardHash(d),
         this.#paths(d.id),
         this.#opts,
-        () => this.#prepare(d),
+        (launch) => this.#prepare({ id: d.id, engine: d.engine, launch }),
         (e) => this.#emit(e),
       );
       this.#runners.set(d.id, runner);

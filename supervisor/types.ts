@@ -4,6 +4,8 @@
  * @module
  */
 import type { ShardLaunch } from "../engines/types.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
+import type { PortAllocator } from "./port_allocator.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
 import type { LoadingProgress } from "./progress.ts";
@@ -30,7 +32,17 @@ export interface DesiredShard {
   id: string;
   /** Engine plugin name. */
   engine: string;
-  /** The launch description the plugin builds the command from. */
+  /** The launch, with the ports this agent allocates still open (null). */
+  launch: DesiredLaunch;
+}
+
+/** A shard with its ports allocated: what its engine plugin builds the command from. */
+export interface LaunchedShard {
+  /** Shard id. */
+  id: string;
+  /** Engine plugin name. */
+  engine: string;
+  /** The launch, every port filled in. */
   launch: ShardLaunch;
 }
 
@@ -62,8 +74,12 @@ export interface ShardStatus {
   since: number;
   /** The process group leader, while there is one. */
   pid: number | null;
-  /** The HTTP port. */
+  /** The HTTP port allocated to it; 0 before it has one. */
   port: number;
+  /** Rank 0's rendezvous port of a multi-node replica; null otherwise. */
+  rendezvous_port: number | null;
+  /** The last notice that is not a failure (a port skipped because another process held it). */
+  notice: { at: number; message: string } | null;
   /** Whether this shard serves the OpenAI API (rank 0). */
   serves_http: boolean;
   /** Loading progress from the log, when seen. */
@@ -85,7 +101,14 @@ export interface SupervisorEvent {
   /** The shard, or null for the supervisor itself. */
   shard: string | null;
   /** What kind: a state change, an adoption, a refusal, … */
-  kind: "state" | "adopted" | "adoption_refused" | "spawned" | "stopped" | "log_rotated";
+  kind:
+    | "state"
+    | "adopted"
+    | "adoption_refused"
+    | "spawned"
+    | "stopped"
+    | "log_rotated"
+    | "port_held";
   /** In words. */
   message: string;
 }
@@ -122,6 +145,12 @@ export interface SupervisorOptions {
   livenessFailures?: number;
   /** Extra environment for engine processes (below the engine's own). */
   env?: Record<string, string>;
+  /** Where shards' ports come from: the agent's range. Default: the default range. */
+  ports?: PortAllocator;
+  /** Whether a port is free to take; default: it binds on every address family. */
+  isPortFree?: (port: number) => boolean | Promise<boolean>;
+  /** Where /proc is, for port ownership (tests give a fake tree). */
+  procRoot?: string;
   /** Receives every event (the agent forwards them); default: JSON lines on stderr. */
   onEvent?: (event: SupervisorEvent) => void;
 }

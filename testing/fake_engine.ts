@@ -24,6 +24,10 @@
  *   loaded.
  * - The OpenAI surface (`/v1/models`, chat and text completions with SSE
  *   streaming, embeddings) and `/metrics` with the engines' real metric names.
+ * - API keys as each engine takes and checks them (engine reference §6):
+ *   vLLM's `--api-key` or `VLLM_API_KEY` on `/v1`, `/v2`, `/inference` and
+ *   `/cohere`; SGLang's `--api-key` on everything but `/health*`, `/ready*`
+ *   and `/metrics*`. The key never appears in the fake's output.
  * - A worker child in the same process group that outlives a SIGKILLed leader,
  *   as vLLM's EngineCore and SGLang's schedulers do.
  *
@@ -431,7 +435,7 @@ export const VLLM_FLAGS: readonly FlagSpec[] = [
   v(["--tool-call-parser"]),
   flag(["--enable-auto-tool-choice"]),
   v(["--response-role"]),
-  v(["--api-key"]),
+  multi(["--api-key"]),
   v(["--root-path"]),
   v(["--ssl-keyfile"]),
   v(["--ssl-certfile"]),
@@ -551,8 +555,13 @@ export interface EngineConfig {
   metrics: boolean;
   /** Whether HTTP access lines are logged. */
   access_log: boolean;
-  /** --api-key, or null. */
-  api_key: string | null;
+  /**
+   * The API keys a request may present; empty when the engine checks none.
+   * vLLM: the `--api-key` values, else `VLLM_API_KEY`; SGLang: `--api-key`.
+   */
+  api_keys: string[];
+  /** Where the keys came from, for the startup log: `--api-key` or `VLLM_API_KEY`; null without keys. */
+  api_key_source: string | null;
   /** vLLM --distributed-executor-backend, or null. */
   executor_backend: string | null;
   /** SGLang --dist-init-addr, or vLLM --master-addr:--master-port, or null. */
@@ -608,12 +617,15 @@ function checkTopology(c: EngineConfig): void {
 
 /**
  * Reads the fake engine's argv: `vllm <vllm argv…>` or `sglang <args after
- * "python3 -m sglang.launch_server">`. Throws {@link UsageError} (exit 2) or
- * {@link ConfigError} (exit 1).
+ * "python3 -m sglang.launch_server">`, and for vLLM `VLLM_API_KEY` from `env`.
+ * Throws {@link UsageError} (exit 2) or {@link ConfigError} (exit 1).
  */
-export function parseCommandLine(argv: readonly string[]): Command {
+export function parseCommandLine(
+  argv: readonly string[],
+  env: (k: string) => string | undefined = envGet,
+): Command {
   const [engine, ...rest] = argv;
-  if (engine === "vllm") return parseVllm(rest);
+  if (engine === "vllm") return parseVllm(rest, env);
   if (engine === "sglang") return parseSglang(rest);
   throw new UsageError(
     "fake_engine.ts",
@@ -622,7 +634,21 @@ export function parseCommandLine(argv: readonly string[]): Command {
   );
 }
 
-function parseVllm(argv: readonly string[]): Command {
+/**
+ * vLLM's keys: `[key for key in (args.api_key or [envs.VLLM_API_KEY]) if key]`
+ * (engine reference §6.1). Any `--api-key` hides the variable, even one whose
+ * values are all empty; empty keys are dropped.
+ */
+function vllmApiKeys(
+  flag: FlagValue | undefined,
+  env: (k: string) => string | undefined,
+): { keys: string[]; source: string | null } {
+  const given = Array.isArray(flag) && flag.length > 0;
+  const keys = (given ? flag : [env("VLLM_API_KEY") ?? ""]).filter((k) => k !== "");
+  return { keys, source: keys.length === 0 ? null : given ? "--api-key" : "VLLM_API_KEY" };
+}
+
+function parseVllm(argv: readonly string[], env: (k: string) => string | undefined): Command {
   const first = argv[0];
   if (first === "--version" || first === "-v") {
     return { kind: "print", text: `${knobVersion("vllm")}\n` };
@@ -667,6 +693,7 @@ function parseVllm(argv: readonly string[]): Command {
   const names = values.get("--served-model-name");
   const maxLen = parseHumanInt(str(values, "--max-model-len") ?? "-1")!;
   const masterAddr = str(values, "--master-addr");
+  const apiKeys = vllmApiKeys(values.get("--api-key"), env);
   const config: EngineConfig = {
     engine: "vllm",
     model,
@@ -683,7 +710,8 @@ function parseVllm(argv: readonly string[]): Command {
     max_running: int(values, "--max-num-seqs", 256),
     metrics: true,
     access_log: values.get("--disable-uvicorn-access-log") !== true,
-    api_key: str(values, "--api-key") ?? null,
+    api_keys: apiKeys.keys,
+    api_key_source: apiKeys.source,
     executor_backend: str(values, "--distributed-executor-backend") ?? null,
     rendezvous: masterAddr === undefined && !values.has("--master-port")
       ? null
@@ -717,6 +745,7 @@ function parseSglang(argv: readonly string[]): Command {
   });
   const model = str(values, "--model-path")!;
   const dist = str(values, "--dist-init-addr");
+  const apiKey = str(values, "--api-key") ?? "";
   if (dist !== undefined && !/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d+$/.test(dist)) {
     throw new ConfigError(`--dist-init-addr must be host:port (IPv6 in brackets), got '${dist}'`);
   }
@@ -736,7 +765,9 @@ function parseSglang(argv: readonly string[]): Command {
     max_running: int(values, "--max-running-requests", 256),
     metrics: values.get("--enable-metrics") === true,
     access_log: true,
-    api_key: str(values, "--api-key") ?? null,
+    // SGLang reads no key from its environment; an empty one is none (`if api_key:`).
+    api_keys: apiKey === "" ? [] : [apiKey],
+    api_key_source: apiKey === "" ? null : "--api-key",
     executor_backend: null,
     rendezvous: dist ?? null,
     skip_warmup: values.get("--skip-server-warmup") === true,
@@ -774,6 +805,12 @@ export interface Knobs {
   access_log: boolean;
   /** FAKE_ENGINE_WORKER_MAX_SECONDS (default 3600): a worker's safety lifetime. */
   worker_max_seconds: number;
+  /**
+   * FAKE_ENGINE_LEAK_API_KEY=1: the startup log prints the API key as the real
+   * engines can (SGLang's `server_args=` line; vLLM's `non-default args` for
+   * `--api-key` before it redacted them), to test that llmgw scrubs engine logs.
+   */
+  leak_api_key: boolean;
 }
 
 /** A knob with a bad value. */
@@ -834,6 +871,7 @@ export function readKnobs(env: (k: string) => string | undefined = envGet): Knob
     progress,
     access_log: accessRaw === undefined ? true : bool("FAKE_ENGINE_ACCESS_LOG"),
     worker_max_seconds: num("FAKE_ENGINE_WORKER_MAX_SECONDS", 3600, false)!,
+    leak_api_key: bool("FAKE_ENGINE_LEAK_API_KEY"),
   };
 }
 
@@ -1499,6 +1537,82 @@ function metricsResponse(rt: Runtime): Response {
   );
 }
 
+/**
+ * Path prefixes vLLM's `AuthenticationMiddleware` checks, as `str.startswith`
+ * (`GUARDED_PREFIX`, vllm/entrypoints/serve/middleware/authenticate.py;
+ * engine reference §6.1). Everything else (`/health`, `/metrics`, `/ping`,
+ * `/version`, `/invocations`, `/tokenize`, …) is open.
+ */
+export const VLLM_GUARDED_PREFIXES: readonly string[] = ["/v1", "/v2", "/inference", "/cohere"];
+
+/**
+ * Path prefixes SGLang's API-key middleware leaves open
+ * (`decide_request_auth`, python/sglang/srt/utils/auth.py; engine reference
+ * §6.2); it checks everything else, `/v1/models` included.
+ */
+export const SGLANG_OPEN_PREFIXES: readonly string[] = ["/health", "/ready", "/metrics"];
+
+/** Equal strings, compared in time that depends on the length only (as the engines do). */
+function sameSecret(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  }
+  return diff === 0;
+}
+
+/** The credential of `Authorization: <scheme> <credential>` when the scheme is Bearer (any case). */
+function bearer(headers: Headers): string | null {
+  const value = headers.get("authorization");
+  if (value === null) return null;
+  const space = value.indexOf(" ");
+  // Python's partition/split at the first space: "Bearer  k" presents " k".
+  if (space < 0 || value.slice(0, space).toLowerCase() !== "bearer") return null;
+  return value.slice(space + 1);
+}
+
+/**
+ * Whether a request passes the engine's API-key check (engine reference
+ * §6): always when there are no keys or for `OPTIONS` (CORS preflight).
+ * vLLM checks only {@link VLLM_GUARDED_PREFIXES} and takes
+ * `Authorization: Bearer KEY` with any of its keys; SGLang checks all but
+ * {@link SGLANG_OPEN_PREFIXES} and also takes `x-api-key: KEY`. `path` is
+ * the decoded path, as the engines' ASGI servers see it.
+ */
+export function apiKeyAllows(
+  engine: EngineName,
+  keys: readonly string[],
+  method: string,
+  path: string,
+  headers: Headers,
+): boolean {
+  if (keys.length === 0 || method === "OPTIONS") return true;
+  const presented = bearer(headers);
+  if (engine === "vllm") {
+    if (!VLLM_GUARDED_PREFIXES.some((p) => path.startsWith(p))) return true;
+    // Every key is compared, so the time taken does not say which one matched.
+    let ok = false;
+    for (const k of keys) ok = sameSecret(presented ?? "", k) || ok;
+    return ok;
+  }
+  if (SGLANG_OPEN_PREFIXES.some((p) => path.startsWith(p))) return true;
+  const xApiKey = headers.get("x-api-key");
+  return (presented !== null && sameSecret(presented, keys[0])) ||
+    (xApiKey !== null && xApiKey !== "" && sameSecret(xApiKey, keys[0]));
+}
+
+/** The percent-decoded path (what an ASGI app's `scope["path"]` holds); the raw one when malformed. */
+function decodedPath(pathname: string): string {
+  try {
+    return decodeURIComponent(pathname);
+  } catch {
+    return pathname;
+  }
+}
+
+/** What vLLM and SGLang answer a request their API-key check refuses. */
+const UNAUTHORIZED = () => json(401, { error: "Unauthorized" });
+
 const NOT_FOUND = () => json(404, { detail: "Not Found" });
 const NOT_ALLOWED = () => json(405, { detail: "Method Not Allowed" });
 
@@ -1558,22 +1672,24 @@ function dummyRoutes(): Map<string, Map<string, Route>> {
   ]);
 }
 
-function handler(rt: Runtime, routes: Map<string, Map<string, Route>>) {
+/**
+ * Serves `routes`; `keys` are the API keys checked before routing, as the
+ * engines' middleware does, so an unknown path under a guarded prefix is 401
+ * too (empty: no check, as on SGLang's dummy health server).
+ */
+function handler(rt: Runtime, routes: Map<string, Map<string, Route>>, keys: readonly string[]) {
   return async (req: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
     const url = new URL(req.url);
     const methods = routes.get(url.pathname);
     let res: Response;
-    if (methods === undefined) res = NOT_FOUND();
+    if (!apiKeyAllows(rt.cfg.engine, keys, req.method, decodedPath(url.pathname), req.headers)) {
+      res = UNAUTHORIZED();
+    } else if (methods === undefined) res = NOT_FOUND();
     else {
       const route = methods.get(req.method) ??
         (req.method === "HEAD" ? methods.get("GET") : undefined);
       if (route === undefined) res = NOT_ALLOWED();
-      else if (
-        rt.cfg.api_key !== null && url.pathname.startsWith("/v1") &&
-        req.headers.get("authorization") !== `Bearer ${rt.cfg.api_key}`
-      ) {
-        res = json(401, { error: "Unauthorized" });
-      } else {
+      else {
         try {
           res = await route(rt, req);
         } catch (e) {
@@ -1701,10 +1817,22 @@ function pyRepr(value: unknown): string {
   return "None";
 }
 
-function flagDict(flags: Map<string, FlagValue>, extra: [string, unknown][] = []): string {
+/**
+ * vLLM's `non-default args` dict. Flags in `redact` show `'***'`, as vLLM's
+ * `redact_sensitive_args` prints `api_key` (engine reference §6.1).
+ */
+function flagDict(
+  flags: Map<string, FlagValue>,
+  extra: [string, unknown][] = [],
+  redact: ReadonlySet<string> = new Set(),
+): string {
   const entries: [string, unknown][] = [...extra];
   for (const [k, val] of flags) {
     const key = k.replace(/^-+/, "").replaceAll("-", "_");
+    if (redact.has(k)) {
+      entries.push([key, "***"]);
+      continue;
+    }
     const spec = [...VLLM_FLAGS, ...SGLANG_FLAGS].find((s) => s.names[0] === k);
     const typed = typeof val === "string" && (spec?.type === "int" || spec?.type === "float")
       ? Number(val)
@@ -1714,12 +1842,21 @@ function flagDict(flags: Map<string, FlagValue>, extra: [string, unknown][] = []
   return `{${entries.map(([k, x]) => `'${k}': ${pyRepr(x)}`).join(", ")}}`;
 }
 
-function gpuEnvSummary(): string {
+/** `text` with every API key in it replaced by `***`. */
+function redactKeys(text: string, keys: readonly string[]): string {
+  return keys.reduce((t, k) => t.replaceAll(k, "***"), text);
+}
+
+/** The GPU, NCCL and engine variables, for the fake's own startup line; keys show as `***`. */
+function gpuEnvSummary(apiKeys: readonly string[]): string {
   const env = Deno.env.toObject();
-  const keys = Object.keys(env)
+  const names = Object.keys(env)
     .filter((k) => /^(CUDA_|NCCL_|GLOO_|VLLM_|SGLANG_|RAY_ADDRESS$)/.test(k))
     .sort();
-  return keys.length === 0 ? "(none)" : keys.map((k) => `${k}=${env[k]}`).join(" ");
+  if (names.length === 0) return "(none)";
+  return names.map((k) =>
+    k === "VLLM_API_KEY" && env[k] !== "" ? `${k}=***` : `${k}=${redactKeys(env[k], apiKeys)}`
+  ).join(" ");
 }
 
 /** GPUs this node needs, checked against CUDA_VISIBLE_DEVICES when that is set. */
@@ -1808,7 +1945,12 @@ async function load(rt: Runtime, showBar: boolean, fraction: number): Promise<vo
   }
 }
 
-function listen(rt: Runtime, routes: Map<string, Map<string, Route>>, onListen: () => void): void {
+function listen(
+  rt: Runtime,
+  routes: Map<string, Map<string, Route>>,
+  keys: readonly string[],
+  onListen: () => void,
+): void {
   try {
     Deno.serve({
       hostname: rt.cfg.host,
@@ -1816,7 +1958,7 @@ function listen(rt: Runtime, routes: Map<string, Map<string, Route>>, onListen: 
       onListen,
       onError: (e) =>
         apiError(500, "InternalServerError", `fake engine: ${e instanceof Error ? e.message : e}`),
-    }, handler(rt, routes));
+    }, handler(rt, routes, keys));
   } catch (e) {
     const msg = e instanceof Deno.errors.AddrInUse
       ? `OSError: [Errno 98] error while attempting to bind on address ('${rt.cfg.host}', ${rt.cfg.port}): address already in use`
@@ -1898,8 +2040,16 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
   log.fake(
     `llmgw FAKE ENGINE standing in for ${cfg.engine} ${version}, ${role}; no GPU is used (testing/fake_engine.ts)`,
   );
-  log.fake(`argv: ${Deno.args.join(" ")}`);
-  log.fake(`GPU/NCCL environment: ${gpuEnvSummary()}`);
+  log.fake(`argv: ${redactKeys(Deno.args.join(" "), cfg.api_keys)}`);
+  log.fake(`GPU/NCCL environment: ${gpuEnvSummary(cfg.api_keys)}`);
+  if (cfg.api_key_source !== null) {
+    const guarded = cfg.engine === "vllm"
+      ? `paths starting with ${VLLM_GUARDED_PREFIXES.join(", ")}`
+      : `every path but those starting with ${SGLANG_OPEN_PREFIXES.join(", ")}`;
+    log.fake(
+      `API key required (${cfg.api_keys.length} from ${cfg.api_key_source}) on ${guarded}`,
+    );
+  }
   if (worker !== null) log.fake(`worker pid ${worker.pid} (same process group)`);
 
   const gpuProblem = checkVisibleGpus(cfg);
@@ -1909,7 +2059,13 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
     log.api(
       "INFO",
       "utils.py:328",
-      `non-default args: ${flagDict(cfg.flags, [["model_tag", cfg.model]])}`,
+      `non-default args: ${
+        flagDict(
+          cfg.flags,
+          [["model_tag", cfg.model]],
+          new Set(knobs.leak_api_key ? [] : ["--api-key"]),
+        )
+      }`,
     );
     if (cfg.executor_backend === "ray") {
       log.fake("--distributed-executor-backend ray: no Ray cluster is contacted");
@@ -1942,7 +2098,9 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
         cfg.rendezvous === null ? "None" : `'${cfg.rendezvous}'`
       }, quantization=${
         cfg.quantization === null ? "None" : `'${cfg.quantization}'`
-      }, enable_metrics=${cfg.metrics ? "True" : "False"})`,
+      }, enable_metrics=${cfg.metrics ? "True" : "False"}${
+        // Real SGLang prints the key here; the fake only when asked to.
+        knobs.leak_api_key && cfg.api_keys.length > 0 ? `, api_key='${cfg.api_keys[0]}'` : ""})`,
     );
   }
   if (gpuProblem !== null) {
@@ -1979,13 +2137,14 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
       "launcher.py:36",
       "Available routes are: /health, /ping, /version, /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /metrics",
     );
-    listen(rt, mainRoutes("vllm"), uvicornUp);
+    listen(rt, mainRoutes("vllm"), cfg.api_keys, uvicornUp);
     return;
   }
 
   if (cfg.node_rank > 0) {
     await load(rt, false, 1);
-    listen(rt, dummyRoutes(), () => {
+    // A separate app without the key middleware (engine.py `launch_dummy_health_check_server`).
+    listen(rt, dummyRoutes(), [], () => {
       log.api(
         "INFO",
         "",
@@ -1994,7 +2153,7 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
     });
     return;
   }
-  listen(rt, mainRoutes("sglang"), () => {
+  listen(rt, mainRoutes("sglang"), cfg.api_keys, () => {
     uvicornUp();
     log.uvicorn(`Uvicorn running on ${url} (Press CTRL+C to quit)`);
   });

@@ -42,8 +42,8 @@ export function spawnAgent(
       "lo",
       "--listen",
       "127.0.0.1:0",
-      "--port-base",
-      String(portBase),
+      "--ports",
+      `${portBase}-${portBase + 999}`,
     ],
     env: {
       LLMGW_JOIN_TOKEN: joinToken,

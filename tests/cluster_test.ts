@@ -84,7 +84,7 @@ async function withCluster(
       },
       mgmtAddr: "127.0.0.1",
       mgmtInterface: "lo",
-      httpPortBase: portBase,
+      ports: { from: portBase, to: portBase + 999 },
       listen: { hostname: "127.0.0.1", port: 0 },
       retry: { initialMs: 100, maxMs: 500, factor: 2 },
       supervisor: {

@@ -55,18 +55,31 @@ export function shardReport(
   };
 }
 
-/** Reports every placed shard of node `node` in `state` through a heartbeat. */
+/**
+ * Reports every shard of node `node`'s desired state in `state` through a
+ * heartbeat, each on the ports an agent would have allocated: blocks of 10
+ * from `firstPort`, in shard order, a leader's rendezvous last in its block.
+ */
 export async function reportAll(
   cp: ControlPlane,
   node: string,
   state: ShardReport["state"],
   extra: Partial<ShardReport> = {},
+  firstPort = 20_000,
 ): Promise<void> {
   const desired = await cp.desired.wait(node, -1, 0);
   await cp.nodes.heartbeat({
     node_id: node,
     generation: desired.generation,
-    shards: desired.shards.map((s) => shardReport(s.id, state, extra)),
+    shards: desired.shards.map((s, i) =>
+      shardReport(s.id, state, {
+        port: firstPort + 10 * i,
+        rendezvous_port: s.launch.rank === 0 && s.launch.world.nodes > 1
+          ? firstPort + 10 * i + 9
+          : null,
+        ...extra,
+      })
+    ),
   });
 }
 

@@ -58,7 +58,7 @@ Deno.test("llmgw plan runs a deployment on the third-party engine end to end", a
     "--host",
     "0.0.0.0",
     "--port",
-    "8000",
+    "20000",
     "-ngl",
     "999",
     "--metrics",

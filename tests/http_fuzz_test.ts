@@ -616,8 +616,9 @@ async function controlWorld() {
   const heartbeat = {
     node_id: "n1",
     generation: desired.generation,
-    shards: desired.shards.map((s: { id: string; launch: { port: number } }) =>
-      shardReport(s.id, s.launch.port)
+    // The ports an agent would have allocated: a block of 10 per shard.
+    shards: desired.shards.map((s: { id: string }, i: number) =>
+      shardReport(s.id, 20_000 + 10 * i)
     ),
   };
   await call("POST", "/v1/agent/heartbeat", nodeToken, heartbeat);
@@ -795,6 +796,8 @@ function localView(): LocalApiView {
     since: 1,
     pid: 123,
     port: 8000,
+    rendezvous_port: null,
+    notice: null,
     serves_http: true,
     progress: null,
     restarts: 0,

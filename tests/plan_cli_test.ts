@@ -39,7 +39,7 @@ Deno.test("plan places replicas one after another on the recorded machines", asy
       "--host",
       "0.0.0.0",
       "--port",
-      "8000",
+      "20000",
       "--tensor-parallel-size",
       "4",
       "--pipeline-parallel-size",
@@ -49,8 +49,9 @@ Deno.test("plan places replicas one after another on the recorded machines", asy
     ],
     env: { CUDA_DEVICE_ORDER: "PCI_BUS_ID", CUDA_VISIBLE_DEVICES: "0,1,2,3" },
   }]);
-  // Ports follow the shard's first GPU: 8000 + 10 × 4.
-  assertEquals(shards[1][0].argv.slice(7, 9), ["--port", "8040"]);
+  // Ports are the agent's: the dry run shows the blocks a fresh agent with the
+  // default range would take on the node, one block of 10 per shard.
+  assertEquals(shards[1][0].argv.slice(7, 9), ["--port", "20010"]);
   assertEquals(shards[1][0].gpu_indices, [4, 5, 6, 7]);
   // The 4090s are full: the third replica falls back to the L40S, and says why.
   const third = replicas[2];

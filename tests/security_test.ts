@@ -253,6 +253,8 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
     since: 1,
     pid: null,
     port: 8000,
+    rendezvous_port: null,
+    notice: null,
     serves_http: true,
     progress: null,
     restarts: 0,
@@ -526,7 +528,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
         discovery: { nvidiaSmi: config.nvidia_smi, sysfsRoot: config.sysfs_root },
         mgmtAddr: "127.0.0.1",
         mgmtInterface: "lo",
-        httpPortBase: 34000,
+        ports: { from: 34000, to: 34999 },
         listen: { hostname: "127.0.0.1", port: 0 },
         retry: { initialMs: 100, maxMs: 500, factor: 2 },
         supervisor: {

@@ -10,8 +10,8 @@ import { until } from "./until.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import {
-  type DesiredShard,
   groupMembers,
+  type LaunchedShard,
   type ShardStatus,
   Supervisor,
   type SupervisorEvent,
@@ -76,7 +76,7 @@ async function withEngines(
     loadTimeoutMs: options.loadTimeoutMs ?? 30_000,
     env: { PATH: `${SHIMS}:${Deno.env.get("PATH")}`, FAKE_ENGINE_ACCESS_LOG: "0", ...env },
     onEvent: (e) => events.push(e),
-  }, (d: DesiredShard) => registry.get(d.engine)!.prepare(d.launch));
+  }, (d: LaunchedShard) => registry.get(d.engine)!.prepare(d.launch));
   try {
     await sup.start();
     await fn(sup, events, groups);

@@ -11,6 +11,7 @@ import { ApiError } from "../api_error.ts";
 import { RouteGroup } from "./route.ts";
 import { DesiredQuery } from "./schemas.ts";
 import { nodeOfRequest } from "./auth.ts";
+import { bearer } from "../tokens.ts";
 
 const RegisterAnswer = z.object({
   node_id: z.string(),
@@ -45,6 +46,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     auth: "node",
     body: { schema: HeartbeatRequestSchema },
     response: HeartbeatAnswer,
+    answers: { 404: "The node is not registered (unknown_node): register again" },
   }, async ({ body, c }) => {
     await requireOwnNode(cp, c.req.header("authorization"), body.node_id);
     return cp.nodes.heartbeat(body);
@@ -58,6 +60,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     auth: "node",
     query: DesiredQuery,
     response: DesiredAnswer,
+    answers: { 404: "The node is not registered (unknown_node): register again" },
   }, async ({ query, c }) => {
     // The node credential says which node asks.
     const asker = await nodeOfRequest(cp, c.req.header("authorization"));
@@ -74,8 +77,8 @@ async function requireOwnNode(
   header: string | undefined,
   nodeId: string,
 ): Promise<void> {
-  const token = /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
-  if (token === undefined || !(await cp.nodes.authenticate(nodeId, token))) {
+  const token = bearer(header);
+  if (token === null || !(await cp.nodes.authenticate(nodeId, token))) {
     throw new ApiError(403, "forbidden", `this token is not node ${nodeId}'s credential`);
   }
 }

@@ -42,6 +42,10 @@ export function deploymentRoutes(cp: ControlPlane): RouteGroup {
     body: { schema: DeploymentSchema, raw: true },
     response: ApplyAnswer,
     status: 201,
+    answers: {
+      200: "Updated an existing deployment",
+      409: "Its served model name is another deployment's",
+    },
   }, async ({ body, c }) => {
     const result = await cp.deployments.apply(body);
     return c.json(result, result.created ? 201 : 200);

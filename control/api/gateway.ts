@@ -23,6 +23,10 @@ export function gatewayRoutes(cp: ControlPlane): RouteGroup {
     tag: "gateway",
     auth: "admin",
     response: EndpointListAnswerSchema,
+    answers: {
+      503:
+        "Restarted and waiting for the agents' first reports (settling): keep the last known set",
+    },
   }, (): EndpointListAnswer => {
     // Gateways keep their last known set on an error (gateway/follow.ts).
     if (!cp.endpointsSettled()) {

@@ -30,6 +30,7 @@ export function replicaRoutes(cp: ControlPlane): RouteGroup {
     params: ReplicaParams,
     query: LogsQuery,
     response: ShardLogsAnswer,
+    answers: { 502: "The shard's agent cannot be asked, or answered badly" },
   }, ({ params, query }) => cp.agentLogs.shard(params.id, query.shard, query.lines));
   return g;
 }

@@ -47,6 +47,8 @@ export interface RouteSpec<
   response: z.ZodType;
   /** The success status. Default 200. */
   status?: 200 | 201;
+  /** Other answers the route gives besides the input and auth errors, with why. */
+  answers?: Partial<Record<200 | 404 | 409 | 502 | 503, string>>;
   /** Content type of the answer. Default JSON. */
   contentType?: "application/json" | "text/plain";
 }

@@ -1,0 +1,125 @@
+import fc from "fast-check";
+import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
+import { apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
+import type { LaunchProfile } from "./types.ts";
+
+function profile(o: { args?: string[]; env?: Record<string, string> } = {}): LaunchProfile {
+  return {
+    name: "p",
+    tensor_parallel: 1,
+    pipeline_parallel: 1,
+    nodes: 1,
+    gpus_per_node: 1,
+    quantization: "none",
+    engine_args: o.args ?? [],
+    engine_options: {},
+    env: o.env ?? {},
+  };
+}
+
+Deno.test("a profile that sets the declared key is refused, naming the flag or variable only", () => {
+  const byEnv = { key: { env: "ENGINE_KEY" }, also_flags: ["--api-key"] };
+  const byFlag = { key: { flag: "--api-key" } };
+  const cases: {
+    check: Parameters<typeof apiKeyProblems>[2];
+    args?: string[];
+    env?: Record<string, string>;
+    want: string[];
+  }[] = [
+    { check: byEnv, want: [] },
+    { check: byEnv, args: ["--trust-remote-code", "--max-model-len", "4096"], want: [] },
+    // Only the declared variable is the key; other variables pass.
+    { check: byEnv, env: { HF_HOME: "/m" }, want: [] },
+    {
+      check: byEnv,
+      env: { ENGINE_KEY: "s3cret" },
+      want: [
+        'profile "p": env ENGINE_KEY is the e API key, which llmgw generates for every shard; remove it from the profile',
+      ],
+    },
+    {
+      check: byEnv,
+      args: ["--api-key=s3cret"],
+      want: [
+        'profile "p": engine_args sets --api-key, the e API key, which llmgw generates for every shard; remove it',
+      ],
+    },
+    { check: byFlag, args: ["--api-key", "s3cret"], want: [expectFlag("--api-key")] },
+    // argparse abbreviations count; a longer flag that merely starts alike does not.
+    { check: byFlag, args: ["--api-k=s3cret"], want: [expectFlag("--api-key")] },
+    { check: byFlag, args: ["--admin-api-key", "x", "--api-keys"], want: [] },
+    { check: byFlag, args: ["--ap=s3cret"], want: [expectFlag("--api-key")] },
+    { check: byFlag, args: ["--a", "-a"], want: [] },
+    // The flag form says nothing about the environment.
+    { check: byFlag, env: { ENGINE_KEY: "x" }, want: [] },
+    // One problem per flag, however often it is given.
+    { check: byFlag, args: ["--api-key", "a", "--api-key=b"], want: [expectFlag("--api-key")] },
+  ];
+  for (const c of cases) {
+    assertEquals(
+      apiKeyProblems("e", profile({ args: c.args, env: c.env }), c.check),
+      c.want,
+      JSON.stringify(c),
+    );
+  }
+});
+
+function expectFlag(flag: string): string {
+  return `profile "p": engine_args sets ${flag}, the e API key, which llmgw generates for every shard; remove it`;
+}
+
+Deno.test("normalize rewrites arguments before matching (vLLM's --api_key)", () => {
+  const check = {
+    key: { env: "VLLM_API_KEY" },
+    also_flags: ["--api-key"],
+    normalize: (a: string) => a.replaceAll("_", "-"),
+  };
+  assertEquals(apiKeyProblems("e", profile({ args: ["--api_key=k"] }), check), [
+    expectFlag("--api-key"),
+  ]);
+});
+
+Deno.test("no problem message ever holds the key the profile set", () => {
+  // '#' appears in no message, so a key can never match one by chance.
+  const secret = fc.string({ minLength: 1 }).filter((s) => !/[\s=]/.test(s)).map((s) => `#${s}`);
+  fc.assert(
+    fc.property(secret, fc.constantFrom("--api-key", "--api-key="), (key, spelling) => {
+      const args = spelling.endsWith("=") ? [`${spelling}${key}`] : [spelling, key];
+      const problems = [
+        ...apiKeyProblems("e", profile({ args }), { key: { flag: "--api-key" } }),
+        ...apiKeyProblems("e", profile({ env: { K: key } }), { key: { env: "K" } }),
+      ];
+      assertEquals(problems.length, 2);
+      for (const p of problems) assertOk(!p.includes(key), p);
+    }),
+  );
+});
+
+Deno.test("withApiKey sets the variable or appends the flag, leaving the input alone", () => {
+  const command = { argv: ["serve", "--port", "1"], env: { A: "1" } };
+  assertEquals(withApiKey(command, { env: "K" }, "k-123"), {
+    argv: ["serve", "--port", "1"],
+    env: { A: "1", K: "k-123" },
+  });
+  assertEquals(withApiKey(command, { flag: "--api-key" }, "k-123"), {
+    argv: ["serve", "--port", "1", "--api-key", "k-123"],
+    env: { A: "1" },
+  });
+  assertEquals(command, { argv: ["serve", "--port", "1"], env: { A: "1" } });
+});
+
+Deno.test("withApiKey refuses a key that is empty or cannot travel in a Bearer header", () => {
+  const command = { argv: ["serve"], env: {} };
+  assertThrows(
+    () => withApiKey(command, { env: "K" }, ""),
+    EngineApiKeyError,
+    "Cannot add engine API key: value is empty",
+  );
+  for (const bad of ["a b", "a\nb", "ключ", "a\tb"]) {
+    assertThrows(
+      () => withApiKey(command, { flag: "--api-key" }, bad),
+      EngineApiKeyError,
+      "visible ASCII",
+    );
+  }
+});
