@@ -51,6 +51,7 @@ import { DEFAULT_PORT_RANGE, PortAllocator, type PortRange } from "../supervisor
 import { ControlClient, ControlError } from "./control_client.ts";
 import {
   loadOrCreateLocalToken,
+  loadOrCreateProxyToken,
   localTokenPath,
   readSession,
   removeSession,
@@ -58,6 +59,8 @@ import {
   writeSession,
 } from "./credentials.ts";
 import { engineVersions } from "./engine_versions.ts";
+import { bindErrorFrom } from "../http/bind_error.ts";
+import { engineProxy } from "./engine_proxy.ts";
 import { type AgentStatus, localApi } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "./log.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
@@ -111,6 +114,16 @@ export interface AgentOptions {
   agentUrl?: string;
   /** The local API token. Default: generated once into `<stateDir>/local_token`. */
   localToken?: string;
+  /**
+   * Where the engine proxy listens, the one door to this node's engines
+   * (they listen on loopback); null: none (gateways then reach engines
+   * directly, which needs them reachable). Default 0.0.0.0:9181.
+   */
+  proxyListen?: { hostname: string; port: number } | null;
+  /** The URL gateways reach the engine proxy on. Default: from `proxyListen` and the address. */
+  proxyUrl?: string;
+  /** The engine proxy's credential. Default: generated once into `<stateDir>/proxy_token`. */
+  proxyToken?: string;
   /** Directories with executable engine plugins (design §8). */
   pluginDirs?: string[];
   /** Supervisor settings (tick, timeouts, engine environment, …). */
@@ -159,6 +172,9 @@ export function nodeIdProblem(id: string): string | null {
 /** The local API's default address. */
 export const DEFAULT_LISTEN = { hostname: "0.0.0.0", port: 9180 };
 
+/** Where the engine proxy listens by default. */
+export const DEFAULT_PROXY_LISTEN = { hostname: "0.0.0.0", port: 9181 };
+
 /** Answers that bring nothing new come no faster than this (a control plane that does not hold). */
 const MIN_POLL_MS = 1_000;
 
@@ -180,6 +196,9 @@ export class Agent {
   #server: Deno.HttpServer<Deno.NetAddr> | null = null;
   #mgmt: { addr: string; iface: string | null } = { addr: "127.0.0.1", iface: null };
   #agentUrl: string | null = null;
+  #proxyServer: Deno.HttpServer<Deno.NetAddr> | null = null;
+  #proxyUrl: string | null = null;
+  #proxyToken: string | null = null;
 
   #registeredId: string;
   #intervalMs: number;
@@ -217,9 +236,12 @@ export class Agent {
     this.#opts = options;
     const sink = options.logSink ?? stderrSink;
     const secrets = () =>
-      [options.joinToken, this.#client?.nodeToken ?? "", this.#localToken ?? ""].filter((s) =>
-        s !== ""
-      );
+      [
+        options.joinToken,
+        this.#client?.nodeToken ?? "",
+        this.#localToken ?? "",
+        this.#proxyToken ?? "",
+      ].filter((s) => s !== "");
     this.#log = createLogger("agent", sink, secrets);
     this.#supLog = createLogger("supervisor", sink, secrets);
     this.#hostname = options.hostname ?? Deno.hostname();
@@ -255,6 +277,11 @@ export class Agent {
   /** Where the local API listens, once started (null when it does not). */
   get localAddr(): Deno.NetAddr | null {
     return this.#server?.addr ?? null;
+  }
+
+  /** Where the engine proxy listens, once started; null without one. */
+  get proxyAddr(): Deno.NetAddr | null {
+    return this.#proxyServer?.addr ?? null;
   }
 
   /** The agent's status, as the local API shows it. */
@@ -304,6 +331,17 @@ export class Agent {
 
     const listen = o.listen === undefined ? DEFAULT_LISTEN : o.listen;
     if (listen !== null) this.#listen(listen);
+    const proxyListen = o.proxyListen === undefined ? DEFAULT_PROXY_LISTEN : o.proxyListen;
+    if (proxyListen !== null) {
+      this.#proxyToken = o.proxyToken ?? loadOrCreateProxyToken(o.stateDir);
+      try {
+        this.#listenProxy(proxyListen);
+      } catch (e) {
+        await this.#server?.shutdown();
+        this.#server = null;
+        throw e;
+      }
+    }
 
     const supervisor = new Supervisor({
       ...o.supervisor,
@@ -345,6 +383,8 @@ export class Agent {
       await Promise.all(this.#tasks);
       await this.#server?.shutdown();
       this.#server = null;
+      await this.#proxyServer?.shutdown();
+      this.#proxyServer = null;
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();
@@ -385,7 +425,8 @@ export class Agent {
         );
       }
       try {
-        return await driver.prepare(d.launch);
+        const spec = await driver.prepare(d.launch);
+        return driver.api_key === undefined ? spec : { ...spec, api_key: driver.api_key };
       } catch (e) {
         return refuse(`engine ${d.engine} cannot prepare shard ${d.id}: ${errorText(e)}`);
       }
@@ -405,14 +446,35 @@ export class Agent {
           this.#log.info("local API listening", { hostname: addr.hostname, port: addr.port }),
       }, app.fetch);
     } catch (e) {
-      throw new AgentError(
-        `local API cannot listen on ${listen.hostname}:${listen.port}: ${errorText(e)}`,
-      );
+      // Names the address and, where /proc tells, the process holding it.
+      throw bindErrorFrom(e, "the agent's local API", listen.hostname, listen.port);
     }
     const port = this.#server.addr.port;
     const wildcard = ["0.0.0.0", "::", "[::]", ""].includes(listen.hostname);
     const host = wildcard ? this.#mgmt.addr : listen.hostname;
     this.#agentUrl = this.#opts.agentUrl ??
+      `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+  }
+
+  #listenProxy(listen: { hostname: string; port: number }): void {
+    const handler = engineProxy({
+      token: this.#proxyToken!,
+      target: (id) => this.#supervisor?.target(id) ?? null,
+    });
+    try {
+      this.#proxyServer = Deno.serve({
+        hostname: listen.hostname,
+        port: listen.port,
+        onListen: (addr) =>
+          this.#log.info("engine proxy listening", { hostname: addr.hostname, port: addr.port }),
+      }, handler);
+    } catch (e) {
+      throw bindErrorFrom(e, "the engine proxy", listen.hostname, listen.port);
+    }
+    const port = this.#proxyServer.addr.port;
+    const wildcard = ["0.0.0.0", "::", "[::]", ""].includes(listen.hostname);
+    const host = wildcard ? this.#mgmt.addr : listen.hostname;
+    this.#proxyUrl = this.#opts.proxyUrl ??
       `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
   }
 
@@ -516,7 +578,10 @@ export class Agent {
     const withToken = this.#agentUrl !== null && this.#localToken !== null
       ? { ...req, agent_token: this.#localToken }
       : req;
-    return withToken;
+    // Gateways reach this node's engines through the proxy, with this credential.
+    return this.#proxyUrl !== null && this.#proxyToken !== null
+      ? { ...withToken, proxy_url: this.#proxyUrl, proxy_token: this.#proxyToken }
+      : withToken;
   }
 
   /**

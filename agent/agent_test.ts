@@ -7,6 +7,7 @@
  * plugin. Every server, agent and engine process group a test starts is
  * stopped in a `finally`.
  */
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -214,6 +215,7 @@ function agentOptions(
     mgmtInterface: "lo",
     // A fixed port, as in production: the agent's URL is part of its registration.
     listen: { hostname: "127.0.0.1", port: freePort() },
+    proxyListen: { hostname: "127.0.0.1", port: 0 },
     localToken: LOCAL_TOKEN,
     supervisor: {
       tickMs: 50,
@@ -328,7 +330,16 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
     );
     assertOk(ready.serves_http);
     assertEquals(ready.port, port);
-    const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json();
+    // The engine answers only with its key; the agent's proxy is the door.
+    const direct = await fetch(`http://127.0.0.1:${port}/v1/models`);
+    assertEquals(direct.status, 401, "a direct request without the engine's key");
+    await direct.body?.cancel();
+    const proxyToken = Deno.readTextFileSync(join(stateDir, "proxy_token")).trim();
+    const proxied = await fetch(`http://127.0.0.1:${agent.proxyAddr!.port}/v1/models`, {
+      headers: { authorization: `Bearer ${proxyToken}`, "x-llmgw-shard": "s1" },
+    });
+    assertEquals(proxied.status, 200);
+    const models = await proxied.json();
     assertEquals(models.data[0].id, "demo");
 
     // The local API: token-protected status and logs, JSON errors.

@@ -117,7 +117,21 @@ export function removeSession(stateDir: string): void {
  * random bytes, base64url) on first use.
  */
 export function loadOrCreateLocalToken(stateDir: string): string {
-  const path = localTokenPath(stateDir);
+  return loadOrCreateSecret(localTokenPath(stateDir));
+}
+
+/** Where the engine proxy's credential lives. */
+export function proxyTokenPath(stateDir: string): string {
+  return join(stateDir, "proxy_token");
+}
+
+/** The engine proxy's credential: read, or generated once into `<stateDir>/proxy_token` (0600). */
+export function loadOrCreateProxyToken(stateDir: string): string {
+  return loadOrCreateSecret(proxyTokenPath(stateDir));
+}
+
+/** A random secret kept in `path` (0600): read when there, else generated and written. */
+export function loadOrCreateSecret(path: string): string {
   try {
     const existing = Deno.readTextFileSync(path).trim();
     if (existing.length >= 16) return existing;

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { BindError } from "../http/bind_error.ts";
 import {
   DEFAULT_PORT_RANGE,
   parsePortRange,
@@ -16,6 +17,7 @@ import {
   AgentError,
   type AgentOptions,
   DEFAULT_LISTEN,
+  DEFAULT_PROXY_LISTEN,
   nodeIdProblem,
 } from "../agent/agent.ts";
 import { createLogger } from "../agent/log.ts";
@@ -51,6 +53,9 @@ Options:
                          "ports" in the config file; disjoint ranges for agents
                          sharing a host)
   --listen HOST:PORT     local API address (default: ${DEFAULT_LISTEN.hostname}:${DEFAULT_LISTEN.port})
+  --proxy-listen HOST:PORT|off
+                         engine proxy address, the one door to this node's engines
+                         (default: ${DEFAULT_PROXY_LISTEN.hostname}:${DEFAULT_PROXY_LISTEN.port})
   --local-token T        local API token (prefer env LLMGW_LOCAL_TOKEN; default:
                          generated once into <state-dir>/local_token)
   --engine-plugins DIR   directory of executable engine plugins (repeatable;
@@ -112,6 +117,7 @@ export async function runOptions(
     "mgmt-addr": { type: "string" },
     "mgmt-interface": { type: "string" },
     listen: { type: "string" },
+    "proxy-listen": { type: "string" },
     ports: { type: "string" },
     "local-token": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
@@ -166,6 +172,11 @@ export async function runOptions(
     mgmtInterface: values["mgmt-interface"],
     ...(ports === undefined ? {} : { ports }),
     listen: values.listen === undefined ? DEFAULT_LISTEN : parseListen(values.listen),
+    proxyListen: values["proxy-listen"] === undefined
+      ? DEFAULT_PROXY_LISTEN
+      : values["proxy-listen"] === "off"
+      ? null
+      : parseListen(values["proxy-listen"]),
     pluginDirs: [...(values["engine-plugins"] ?? []), ...pluginDirsFromEnv()],
   };
 }
@@ -217,7 +228,7 @@ export async function agentRunCommand(
     try {
       await agent.start();
     } catch (e) {
-      if (e instanceof AgentError) {
+      if (e instanceof AgentError || e instanceof BindError) {
         io.err(`llmgw: agent run: ${e.message}\n`);
         return 1;
       }

@@ -8,12 +8,13 @@
  */
 import { join } from "node:path";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl } from "../control/server.ts";
+import { startControl, type StartControlOptions } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store.ts";
 import { newToken } from "../control/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
+import { assertBindable, BindError } from "../http/bind_error.ts";
 import { openNotice } from "./gateway_serve.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
@@ -55,7 +56,8 @@ function seconds(value: string | undefined, flag: string): number | undefined {
 
 /**
  * Runs `llmgw control serve` until SIGINT/SIGTERM; returns the exit code
- * (1 when the store cannot be opened).
+ * (1 when the store cannot be opened or a listener cannot bind: one line
+ * naming the address, the port and, from /proc, its holder).
  *
  * @throws {UsageError} Naming the flag that is wrong (exit code 2), before anything starts.
  */
@@ -90,8 +92,46 @@ export async function controlServeCommand(
   };
   const gatewayFlag = values["gateway-listen"] ?? "127.0.0.1:8080";
   const gatewayListen = gatewayFlag === "off" ? null : parseListen(gatewayFlag, "--gateway-listen");
+  try {
+    return await serve(
+      {
+        listen,
+        gatewayListen,
+        thresholds,
+        dir: values.store ?? "llmgw-state",
+        pluginDirs: values["engine-plugins"] ?? [],
+      },
+      out,
+      err,
+    );
+  } catch (e) {
+    if (!(e instanceof BindError)) throw e;
+    err(`llmgw: ${e.message}\n`);
+    return 1;
+  }
+}
 
-  const dir = values.store ?? "llmgw-state";
+/** What the flags asked for, checked. */
+interface ServeSettings {
+  listen: { hostname: string; port: number };
+  gatewayListen: { hostname: string; port: number } | null;
+  thresholds: StartControlOptions["thresholds"];
+  dir: string;
+  pluginDirs: string[];
+}
+
+/** @throws {BindError} When a listener cannot bind; whatever had started is stopped. */
+async function serve(
+  { listen, gatewayListen, thresholds, dir, pluginDirs }: ServeSettings,
+  out: (t: string) => void,
+  err: (t: string) => void,
+): Promise<number> {
+  // Both listeners are checked before the store opens or a token is printed;
+  // the binds themselves still report a port taken in between.
+  assertBindable("the control API", listen.hostname, listen.port);
+  if (gatewayListen !== null) {
+    assertBindable("the gateway", gatewayListen.hostname, gatewayListen.port);
+  }
   let store: ControlStore;
   try {
     if (dir === ":memory:") store = new MemoryStore();
@@ -113,10 +153,7 @@ export async function controlServeCommand(
     out(`${name} was not set; generated one for this run: ${t}\n`);
     return [t];
   };
-  const registry = await EngineRegistry.load([
-    ...pluginDirsFromEnv(),
-    ...(values["engine-plugins"] ?? []),
-  ]);
+  const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
   const adminTokens = tokens("LLMGW_ADMIN_TOKEN", "llmgw_admin");
   const running = await startControl({
@@ -130,12 +167,18 @@ export async function controlServeCommand(
   out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
   // The gateway runs inside the control plane by default (design §12),
   // following its ready endpoints over the same API a separate gateway uses.
-  const gateway = gatewayListen === null ? null : startFollowingGateway({
-    ...gatewayListen,
-    controlUrl: running.url,
-    token: adminTokens[0],
-    intervalMs: EMBEDDED_GATEWAY_POLL_MS,
-  });
+  let gateway;
+  try {
+    gateway = gatewayListen === null ? null : startFollowingGateway({
+      ...gatewayListen,
+      controlUrl: running.url,
+      token: adminTokens[0],
+      intervalMs: EMBEDDED_GATEWAY_POLL_MS,
+    });
+  } catch (e) {
+    await running.close();
+    throw e;
+  }
   if (gateway !== null) {
     out(`llmgw gateway (OpenAI-compatible) listening on ${gateway.url}/v1\n${openNotice(false)}`);
   }

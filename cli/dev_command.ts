@@ -24,7 +24,9 @@ import { newToken } from "../control/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";
-import { startFollowingGateway } from "../gateway/server.ts";
+import { type FollowingGateway, startFollowingGateway } from "../gateway/server.ts";
+import { assertBindable, BindError } from "../http/bind_error.ts";
+import type { PortRange } from "../supervisor/port_allocator.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -41,32 +43,213 @@ export const DEV_NODES: readonly [string, string][] = [
   ["l40s-a", "l40s_4x"],
 ];
 
-/** Runs `llmgw dev`. */
+/** The control plane's port when `--port` is not given. */
+export const DEV_DEFAULT_PORT = 7070;
+
+/**
+ * Every port `llmgw dev --port P` uses is in P … P+DEV_PORT_SPAN-1, so two
+ * clusters whose `--port` values are at least this far apart share none.
+ */
+export const DEV_PORT_SPAN = 1000;
+
+/** The lowest `--port`: lower ports need privileges, and agents' ranges start at 1024. */
+export const DEV_PORT_MIN = 1024;
+
+/** The highest `--port`: the last port of the span is then 65535. */
+export const DEV_PORT_MAX = 65535 - DEV_PORT_SPAN + 1;
+
+/** The gateway's offset from P (7080 beside the default control plane's 7070). */
+const GATEWAY_OFFSET = 10;
+/** Agent i's local API listens on P + AGENT_API_OFFSET + i. */
+const AGENT_API_OFFSET = 20;
+/** Agent i's engine proxy, the one door to its engines, listens on P + AGENT_PROXY_OFFSET + i. */
+const AGENT_PROXY_OFFSET = 30;
+/** Agent i's engines get ports P + ENGINE_OFFSET + ENGINE_RANGE_SIZE × i onwards. */
+const ENGINE_OFFSET = 200;
+/** Ports per simulated agent: 20 shards' blocks of 10 (supervisor/port_allocator.ts). */
+const ENGINE_RANGE_SIZE = 200;
+
+/** The ports of one simulated agent. */
+export interface DevAgentPorts {
+  /** The node id. */
+  node: string;
+  /** Its local API. */
+  api: number;
+  /** Its engine proxy, through which the gateway reaches its engines. */
+  proxy: number;
+  /** The range its engines' ports come from. */
+  engines: PortRange;
+}
+
+/** Every port a `llmgw dev --port P` cluster uses. */
+export interface DevPorts {
+  /** The control plane's API: P. */
+  control: number;
+  /** The gateway: P+10. */
+  gateway: number;
+  /** One entry per node of {@link DEV_NODES}, in order. */
+  agents: DevAgentPorts[];
+}
+
+/**
+ * The port layout of `llmgw dev --port base` (`base` from
+ * {@link DEV_PORT_MIN} to {@link DEV_PORT_MAX}): control `base`, gateway
+ * `base+10`, agent i's local API `base+20+i` and engine proxy `base+30+i`,
+ * agent i's engines `base+200+200i` … `base+399+200i`. All of them lie in
+ * `base` … `base+999` and no two overlap.
+ */
+export function devPorts(base: number): DevPorts {
+  return {
+    control: base,
+    gateway: base + GATEWAY_OFFSET,
+    agents: DEV_NODES.map(([node], i) => {
+      const from = base + ENGINE_OFFSET + ENGINE_RANGE_SIZE * i;
+      return {
+        node,
+        api: base + AGENT_API_OFFSET + i,
+        proxy: base + AGENT_PROXY_OFFSET + i,
+        engines: { from, to: from + ENGINE_RANGE_SIZE - 1 },
+      };
+    }),
+  };
+}
+
+/** The layout as the usage text shows it: [offset from P, what listens there]. */
+function layoutRows(): [string, string][] {
+  const n = DEV_NODES.length;
+  const span = (from: number, count: number) => `P+${from}…P+${from + count - 1}`;
+  return [
+    ["P", "the control plane's API"],
+    [`P+${GATEWAY_OFFSET}`, "the gateway"],
+    [span(AGENT_API_OFFSET, n), "the agents' local APIs"],
+    [span(AGENT_PROXY_OFFSET, n), "the agents' engine proxies"],
+    [
+      span(ENGINE_OFFSET, ENGINE_RANGE_SIZE * n),
+      `the engines, ${ENGINE_RANGE_SIZE} ports per agent`,
+    ],
+  ];
+}
+
+/** Usage of `llmgw dev`. */
+export const DEV_USAGE = `Usage: llmgw dev [options]
+       llmgw dev machines [--node NAME]
+
+Runs the all-in-one local cluster on simulated hardware (no GPU needed): a
+control plane, four agents, the fake engine in place of vLLM and SGLang, the
+gateway and sample deployments. Ctrl-C stops everything it started.
+
+Options:
+  --dir DIR          where its state lives (default: a new temporary directory);
+                     DIR/dev.env holds the URLs and the admin token
+  --port P           every port it uses, all on 127.0.0.1 in P…P+${DEV_PORT_SPAN - 1}
+                     (default ${DEV_DEFAULT_PORT}; from ${DEV_PORT_MIN} to ${DEV_PORT_MAX}):
+${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${what}\n`).join("")}\
+                     Two clusters side by side need --port values at least
+                     ${DEV_PORT_SPAN} apart, and different --dir.
+  --load-seconds S   how long the fake engine takes to load (default 4)
+  --no-samples       apply no sample deployment
+  --quiet            do not print replica states as they change
+`;
+
+/** Parses `--port`: a whole number whose whole span of ports exists. */
+function parseDevPort(value: string | undefined): number {
+  if (value === undefined) return DEV_DEFAULT_PORT;
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!(port >= DEV_PORT_MIN && port <= DEV_PORT_MAX)) {
+    throw new UsageError(
+      `dev: --port must be a whole number from ${DEV_PORT_MIN} to ${DEV_PORT_MAX} ` +
+        `(dev uses ports P to P+${DEV_PORT_SPAN - 1}), got "${value}"`,
+    );
+  }
+  return port;
+}
+
+const encoder = new TextEncoder();
+
+/** Every dev listener is on loopback: the simulated cluster is for this machine only. */
+const HOST = "127.0.0.1";
+
+/** A simulated agent that could not start; the message names it. */
+class DevAgentError extends Error {
+  constructor(node: string, cause: unknown) {
+    super(`agent ${node} cannot start: ${cause instanceof Error ? cause.message : cause}`, {
+      cause,
+    });
+    this.name = "DevAgentError";
+  }
+}
+
+/**
+ * Runs `llmgw dev`; returns the exit code. A listener that cannot bind ends
+ * it with 1 and one line on `err` naming the address, the port and, from
+ * /proc, its holder; whatever had started is stopped.
+ *
+ * @throws {UsageError} For a bad flag, before anything starts.
+ */
 export async function devCommand(
   args: string[],
   write: (t: string) => void,
   stopSignal?: Promise<void>,
+  err: (t: string) => void = (t) => Deno.stderr.writeSync(encoder.encode(t)),
 ): Promise<number> {
   if (args[0] === "machines") return await machinesCommand(args.slice(1), write);
-  const { values } = parseFlags("dev", args, {
+  const { values, positionals } = parseFlags("dev", args, {
     dir: { type: "string" },
     port: { type: "string" },
     "load-seconds": { type: "string" },
     "no-samples": { type: "boolean" },
     quiet: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
   });
-  const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
-  const port = values.port === undefined ? 7070 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`dev: --port must be a port number, got "${values.port}"`);
+  if (values.help) {
+    write(DEV_USAGE);
+    return 0;
   }
+  if (positionals.length > 0) {
+    throw new UsageError(`dev: unexpected argument "${positionals[0]}"`);
+  }
+  const ports = devPorts(parseDevPort(values.port));
   const loadSeconds = values["load-seconds"] ?? "4";
+  if (!(Number(loadSeconds) >= 0) || loadSeconds.trim() === "") {
+    throw new UsageError(
+      `dev: --load-seconds must be a number of seconds, 0 or more, got "${loadSeconds}"`,
+    );
+  }
+  try {
+    // Every listener is checked before anything starts or is written, so a
+    // clash (another cluster on the same --port) stops dev cleanly; the
+    // binds themselves still report a port taken in between.
+    assertBindable("the control API", HOST, ports.control);
+    assertBindable("the gateway", HOST, ports.gateway);
+    for (const a of ports.agents) {
+      assertBindable(`agent ${a.node}'s local API`, HOST, a.api);
+      assertBindable(`agent ${a.node}'s engine proxy`, HOST, a.proxy);
+    }
+    return await runCluster(ports, values, loadSeconds, write, stopSignal);
+  } catch (e) {
+    if (!(e instanceof BindError || e instanceof DevAgentError)) throw e;
+    err(`llmgw: dev: ${e.message}\n`);
+    return 1;
+  }
+}
+
+async function runCluster(
+  ports: DevPorts,
+  values: { dir?: string; "no-samples"?: boolean; quiet?: boolean },
+  loadSeconds: string,
+  write: (t: string) => void,
+  stopSignal: Promise<void> | undefined,
+): Promise<number> {
+  // Listen for Ctrl-C before anything starts: one during start-up then
+  // stops what had started instead of killing dev and leaving engines.
+  const signal = stopSignal ?? stopSignalFromOs();
+  const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
   Deno.mkdirSync(join(dir, "control"), { recursive: true });
   const adminToken = newToken("llmgw_admin");
   const joinToken = newToken("llmgw_join");
   const control = await startControl({
-    hostname: "127.0.0.1",
-    port,
+    hostname: HOST,
+    port: ports.control,
     store: SqliteStore.open(join(dir, "control", "llmgw.db")),
     adminTokens: [adminToken],
     joinTokens: [joinToken],
@@ -77,14 +260,7 @@ export async function devCommand(
     },
     reconcileMs: 500,
   });
-  // The gateway follows the control plane's ready endpoints (design §12).
-  const gateway = startFollowingGateway({
-    hostname: "127.0.0.1",
-    port: port === 0 ? 0 : port + 10,
-    controlUrl: control.url,
-    token: adminToken,
-    intervalMs: 500,
-  });
+  let gateway: FollowingGateway | null = null;
   const agents: Agent[] = [];
   let stopping = false;
   const stop = async () => {
@@ -92,10 +268,18 @@ export async function devCommand(
     stopping = true;
     write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
-    await gateway.close();
+    await gateway?.close();
     await control.close();
   };
   try {
+    // The gateway follows the control plane's ready endpoints (design §12).
+    gateway = startFollowingGateway({
+      hostname: HOST,
+      port: ports.gateway,
+      controlUrl: control.url,
+      token: adminToken,
+      intervalMs: 500,
+    });
     for (const [i, [nodeId, machine]] of DEV_NODES.entries()) {
       const configPath = join(SIM, machine, "agent.json");
       const config = resolveConfigPaths(
@@ -114,11 +298,12 @@ export async function devCommand(
           fabrics: config.fabrics,
         },
         labels: { "llmgw.io/simulated": machine },
-        mgmtAddr: "127.0.0.1",
+        mgmtAddr: HOST,
         mgmtInterface: "lo",
         // All simulated nodes share this host: each gets its own port range.
-        ports: { from: 18000 + 1000 * i, to: 18999 + 1000 * i },
-        listen: { hostname: "127.0.0.1", port: 0 },
+        ports: ports.agents[i].engines,
+        listen: { hostname: HOST, port: ports.agents[i].api },
+        proxyListen: { hostname: HOST, port: ports.agents[i].proxy },
         supervisor: {
           tickMs: 250,
           env: {
@@ -129,7 +314,12 @@ export async function devCommand(
         },
         logSink: Deno.env.get("LLMGW_DEV_VERBOSE") ? undefined : () => {},
       });
-      await agent.start();
+      try {
+        await agent.start();
+      } catch (e) {
+        if (e instanceof BindError) throw e;
+        throw new DevAgentError(nodeId, e);
+      }
       agents.push(agent);
     }
     // Samples are placed once every node has registered, so `spread` can spread.
@@ -163,10 +353,6 @@ export async function devCommand(
       }
     }
     // Show every change of a replica's state until stopped.
-    const signal = stopSignal ?? new Promise<void>((resolve) => {
-      Deno.addSignalListener("SIGINT", () => resolve());
-      Deno.addSignalListener("SIGTERM", () => resolve());
-    });
     let last = "";
     let done = false;
     signal.then(() => done = true);
@@ -181,6 +367,14 @@ export async function devCommand(
     await stop();
   }
   return 0;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function stopSignalFromOs(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    Deno.addSignalListener("SIGINT", () => resolve());
+    Deno.addSignalListener("SIGTERM", () => resolve());
+  });
 }
 
 /** `llmgw dev machines`: what discovery sees on each recorded or simulated machine. */

@@ -9,6 +9,7 @@
  * @module
  */
 import { startFollowingGateway } from "../gateway/server.ts";
+import { BindError } from "../http/bind_error.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** Usage of the command. */
@@ -36,7 +37,9 @@ export function openNotice(openToNetwork: boolean): string {
 }
 
 /**
- * Runs `llmgw gateway serve` until SIGINT/SIGTERM; returns the exit code.
+ * Runs `llmgw gateway serve` until SIGINT/SIGTERM; returns the exit code
+ * (1 when it cannot listen: one line naming the address, the port and, where
+ * /proc can be read, its holder).
  *
  * @throws {UsageError} Naming the flag or variable that is wrong (exit code 2).
  */
@@ -86,14 +89,21 @@ export async function gatewayServeCommand(
     intervalMs = Math.round(s * 1000);
   }
   const openToNetwork = values["allow-open"] === true;
-  const running = startFollowingGateway({
-    ...listen,
-    controlUrl: control,
-    token,
-    intervalMs,
-    log: (line) => err(`${line}\n`),
-    openToNetwork,
-  });
+  let running;
+  try {
+    running = startFollowingGateway({
+      ...listen,
+      controlUrl: control,
+      token,
+      intervalMs,
+      log: (line) => err(`${line}\n`),
+      openToNetwork,
+    });
+  } catch (e) {
+    if (!(e instanceof BindError)) throw e;
+    err(`llmgw: ${e.message}\n`);
+    return 1;
+  }
   out(
     `llmgw gateway listening on ${running.url}, following ${control}\n${openNotice(openToNetwork)}`,
   );

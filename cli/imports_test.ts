@@ -36,7 +36,9 @@ function cliImports(root: string, path: string, source: string): string[] {
 
 /** Whether a file outside cli/ may import from it: the entry points and tests. */
 function mayImportCli(path: string): boolean {
-  return path === "main.ts" || /^roles\/[^/]+\.ts$/.test(path) || path.endsWith("_test.ts");
+  // Tests, and the helpers under tests/ that drive the CLI as a user would.
+  return path === "main.ts" || /^roles\/[^/]+\.ts$/.test(path) || path.endsWith("_test.ts") ||
+    path.startsWith("tests/");
 }
 
 const SKIPPED_DIRS = new Set([".git", "node_modules", "dist", "cli", "tests/fixtures"]);
@@ -81,6 +83,8 @@ Deno.test("only main.ts, roles/*.ts and tests import from cli/", () => {
   assertEquals(mayImportCli("roles/agent.ts"), true);
   assertEquals(mayImportCli("tests/plan_cli_test.ts"), true);
   assertEquals(mayImportCli("roles/deep/x.ts"), false);
+  assertEquals(mayImportCli("tests/dev_processes.ts"), true);
+  assertEquals(mayImportCli("agent/tests/x.ts"), false);
   assertEquals(mayImportCli("agent/main.ts"), false);
 
   const files = tsFiles(ROOT);

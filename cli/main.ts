@@ -100,7 +100,12 @@ async function dispatch(args: string[], io: Io): Promise<number> {
     case "plan":
       return await planCommand(command === undefined ? rest : [command, ...rest], io.out, io.err);
     case "dev":
-      return await devCommand(command === undefined ? rest : [command, ...rest], io.out);
+      return await devCommand(
+        command === undefined ? rest : [command, ...rest],
+        io.out,
+        undefined,
+        io.err,
+      );
     case "control":
       if (command === "serve") return await controlServeCommand(rest, io.out, io.err);
       if (command === undefined || command === "help" || command === "--help") {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { bindErrorFrom } from "../http/bind_error.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
@@ -46,7 +47,12 @@ export interface StartControlOptions {
   reconcileMs?: number;
 }
 
-/** Starts a control plane and its API. */
+/**
+ * Starts a control plane and its API.
+ *
+ * @throws {BindError} When the API cannot listen (naming the address, the
+ *   port and its holder); the store is closed then and nothing runs.
+ */
 export async function startControl(o: StartControlOptions): Promise<RunningControl> {
   const thresholds = Object.fromEntries(
     Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
@@ -61,8 +67,15 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     adminTokenHashes: await Promise.all(o.adminTokens.map(hashToken)),
     joinTokenHashes: await Promise.all(o.joinTokens.map(hashToken)),
   });
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
+  } catch (e) {
+    o.store.close();
+    throw bindErrorFrom(e, "the control API", o.hostname, o.port);
+  }
+  // The loop starts only once the API listens: a failed bind leaves nothing running.
   cp.start();
-  const server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
   const addr = server.addr as Deno.NetAddr;
   return {
     url: `http://${

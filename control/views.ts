@@ -57,8 +57,12 @@ export interface ReadyEndpoint {
   model: string;
   /** Replica id. */
   replica_id: string;
-  /** `http://addr:port`. */
+  /** `http://addr:port`: the node's engine proxy, or the engine itself for agents without one. */
   url: string;
+  /** The shard the engine proxy forwards to. */
+  shard?: string;
+  /** The engine proxy's credential. */
+  token?: string;
 }
 
 /** A replica's view. */
@@ -119,11 +123,23 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
       state.reports.get(s.node)?.get(s.shard_id)?.state === "ready"
     );
     if (!ready) continue;
-    out.push({
-      model: d.spec.served_model_name,
-      replica_id: r.id,
-      url: `http://${node.registration.mgmt_addr}:${r.placement.ports.http[leader.shard_id]}`,
-    });
+    const reg = node.registration;
+    // Through the node's engine proxy when it has one: engines listen on loopback.
+    out.push(
+      reg.proxy_url !== undefined && reg.proxy_url !== null && reg.proxy_token !== undefined
+        ? {
+          model: d.spec.served_model_name,
+          replica_id: r.id,
+          url: reg.proxy_url.replace(/\/$/, ""),
+          shard: leader.shard_id,
+          token: reg.proxy_token,
+        }
+        : {
+          model: d.spec.served_model_name,
+          replica_id: r.id,
+          url: `http://${reg.mgmt_addr}:${r.placement.ports.http[leader.shard_id]}`,
+        },
+    );
   }
   return out;
 }

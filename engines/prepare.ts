@@ -11,6 +11,7 @@ import { askPlugin, type PluginAnswer } from "./plugin_sdk.ts";
 import { shardEnv, shardEnvProblems } from "./shard_env.ts";
 import {
   ENGINE_API_VERSION,
+  type EngineApiKey,
   type EngineCommand,
   type EnginePlugin,
   type EngineProbes,
@@ -32,6 +33,11 @@ export interface ShardSpec {
   probes: EngineProbes | null;
   /** Metric names for the gateway's load signals. */
   metrics: MetricNames | null;
+  /**
+   * How the engine takes an API key, when it can: the supervisor adds a key
+   * of its own at spawn time, so none is in the command above.
+   */
+  api_key?: EngineApiKey;
 }
 
 /** The checks every engine shares (design §6.2), given the engine's quantizations. */

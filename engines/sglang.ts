@@ -205,12 +205,12 @@ function command(launch: ShardLaunch): EngineCommand {
     launch.model,
     "--served-model-name",
     launch.served_model_name,
-    // SGLang binds 127.0.0.1 by default; the gateway routes from elsewhere
-    // (design §8). Ranks ≥ 1 bind the same --host/--port for their dummy
-    // health server only (engine.py `launch_dummy_health_check_server`), so
-    // 0.0.0.0 is right there too and keeps the command the same on every node.
+    // Loopback only: the agent's engine proxy is the one door to the engine
+    // (design §11.2). Ranks ≥ 1 bind the same --host/--port for their dummy
+    // health server only (engine.py `launch_dummy_health_check_server`),
+    // which only the local agent probes; the ranks meet on --dist-init-addr.
     "--host",
-    "0.0.0.0",
+    "127.0.0.1",
     // The shard's own port on every rank, not the leader's: a rank ≥ 1 binds
     // it on its own node, where the leader's port may belong to another shard.
     "--port",

@@ -51,7 +51,7 @@ const ROCE_PORTS: FabricPort[] = [
   { hca: "mlx5_3", port: 1, link_layer: "roce", rate_gbps: 200, roce_v2_gid_index: 3 },
 ];
 
-/** A shard launch as engines/launch.ts builds it (ports = base + lowest GPU index). */
+/** A shard launch with the ports its agent filled in. */
 function shard(o: ShardOptions = {}): ShardLaunch {
   const gpus = o.gpus ?? [0];
   const nodes = o.nodes ?? 1;
@@ -104,7 +104,7 @@ const NAME = ["--served-model-name", "llama-70b"];
 
 /** The argv up to --tp-size for a shard on `port`. */
 function start(port: number): string[] {
-  return [...HEAD, ...MODEL, ...NAME, "--host", "0.0.0.0", "--port", String(port)];
+  return [...HEAD, ...MODEL, ...NAME, "--host", "127.0.0.1", "--port", String(port)];
 }
 
 Deno.test("sglang: single-node shards, exact argv and environment", async (t) => {

@@ -275,9 +275,11 @@ function serveArgv(launch: ShardLaunch): string[] {
     launch.model,
     "--served-model-name",
     launch.served_model_name,
-    // vLLM's default host is all interfaces already; explicit, so probes and the gateway never depend on it.
+    // Loopback only: the agent's engine proxy is the one door to the engine
+    // (design §11.2), and the agent's probes are local. The rendezvous of a
+    // multi-node replica is on --master-addr, not on this address.
     "--host",
-    "0.0.0.0",
+    "127.0.0.1",
     "--port",
     String(launch.port),
     "--tensor-parallel-size",

@@ -133,7 +133,7 @@ function serve(port: number, tp: number, pp: number): string[] {
     "--served-model-name",
     "llama-70b",
     "--host",
-    "0.0.0.0",
+    "127.0.0.1",
     "--port",
     String(port),
     "--tensor-parallel-size",
@@ -258,7 +258,7 @@ const RAY_LEADER_SCRIPT = [
   "done",
   "RAY_ADDRESS=10.0.0.1:29500",
   "export RAY_ADDRESS",
-  "exec vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-70b --host 0.0.0.0 " +
+  "exec vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-70b --host 127.0.0.1 " +
   "--port 8000 --tensor-parallel-size 8 --pipeline-parallel-size 2 " +
   "--distributed-executor-backend ray --enforce-eager",
 ].join("\n");
@@ -348,7 +348,7 @@ Deno.test("Ray mode rank 0: the script survives hostile values (run under /bin/s
     "--served-model-name",
     "llama-70b",
     "--host",
-    "0.0.0.0",
+    "127.0.0.1",
     "--port",
     "8000",
     "--tensor-parallel-size",

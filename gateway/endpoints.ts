@@ -25,13 +25,17 @@ export interface EndpointSpec {
   model: string;
   /** Replica id. */
   replica_id: string;
-  /** Base URL of the replica's rank-0 engine, `http://addr:port`. */
+  /** Base URL of the replica's rank-0 engine or of its agent's engine proxy, `http://addr:port`. */
   url: string;
+  /** The shard the agent's engine proxy forwards to (`x-llmgw-shard`); absent: a direct engine. */
+  shard?: string;
+  /** The engine proxy's credential; absent: a direct engine. */
+  token?: string;
 }
 
 /** An endpoint in the table, with its live counters. */
 export interface Endpoint extends EndpointSpec {
-  /** Identity across table updates: replica id and URL. */
+  /** Identity across table updates: replica id, URL and shard. */
   readonly key: string;
   /** Requests dispatched and not yet finished. */
   outstanding: number;
@@ -56,7 +60,7 @@ export interface EndpointTableOptions {
 
 /** The identity of an endpoint across updates. */
 export function endpointKey(e: EndpointSpec): string {
-  return `${e.replica_id} ${e.url}`;
+  return `${e.replica_id} ${e.url} ${e.shard ?? ""}`;
 }
 
 /**
@@ -117,8 +121,12 @@ export class EndpointTable {
       let e = old.get(key);
       if (e === undefined || e.model !== spec.model) {
         e = { ...spec, key, outstanding: 0, dispatched: 0, suspectSince: null };
-      } else if (e.suspectSince !== null && now - e.suspectSince >= this.#suspectMs) {
-        e.suspectSince = null;
+      } else {
+        // A re-registered agent's proxy has a new credential: the next request uses it.
+        e.token = spec.token;
+        if (e.suspectSince !== null && now - e.suspectSince >= this.#suspectMs) {
+          e.suspectSince = null;
+        }
       }
       const eps = next.get(spec.model) ?? [];
       eps.push(e);

@@ -6,37 +6,7 @@
  * @module
  */
 
-/** Headers that describe one connection, never forwarded (lower case). */
-export const HOP_BY_HOP: ReadonlySet<string> = new Set([
-  "connection",
-  "keep-alive",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-]);
-
-/**
- * Copies `headers` without hop-by-hop headers, `Proxy-*`, the headers named
- * in `Connection`, and the names in `drop` (lower case).
- */
-export function forwardHeaders(headers: Headers, drop: readonly string[] = []): Headers {
-  const named = new Set(
-    (headers.get("connection") ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) =>
-      h !== ""
-    ),
-  );
-  const out = new Headers();
-  for (const [name, value] of headers) {
-    const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || n.startsWith("proxy-") || named.has(n) || drop.includes(n)) continue;
-    out.append(name, value);
-  }
-  return out;
-}
+export { forwardHeaders, HOP_BY_HOP } from "../http/forward_headers.ts";
 
 /**
  * Request headers dropped besides hop-by-hop ones: `host` and

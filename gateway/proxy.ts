@@ -27,7 +27,7 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { BodyTooLarge, readBodyLimited } from "./body.ts";
-import type { EndpointTable } from "./endpoints.ts";
+import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
 import { addForwarded, forwardHeaders, REQUEST_DROP, RESPONSE_DROP } from "./headers.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
@@ -304,7 +304,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           origin: e.url,
           method: "POST",
           target: `${url.pathname}${url.search}`,
-          headers,
+          headers: viaProxy(headers, e),
           body: bytes,
           signal: req.signal,
         });
@@ -415,4 +415,16 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       if (options.client === undefined) client.close();
     },
   };
+}
+
+/**
+ * The headers of one attempt: through an agent's engine proxy, its
+ * credential and the shard's name are added (design §11.2).
+ */
+function viaProxy(headers: Headers, e: EndpointSpec): Headers {
+  if (e.token === undefined || e.shard === undefined) return headers;
+  const out = new Headers(headers);
+  out.set("authorization", `Bearer ${e.token}`);
+  out.set("x-llmgw-shard", e.shard);
+  return out;
 }

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { bindErrorFrom } from "../http/bind_error.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { followControlPlane } from "./follow.ts";
@@ -28,13 +29,23 @@ export interface StartGatewayOptions extends GatewayOptions {
   port: number;
 }
 
-/** Serves the gateway over `table` (which something else keeps up to date). */
+/**
+ * Serves the gateway over `table` (which something else keeps up to date).
+ *
+ * @throws {BindError} When it cannot listen, naming the address, the port and its holder.
+ */
 export function startGateway(table: EndpointTable, o: StartGatewayOptions): RunningGateway {
   const app = createGateway(table, o);
-  const server = Deno.serve(
-    { hostname: o.hostname, port: o.port, onListen: () => {} },
-    (req, info) => app.fetch(req, info),
-  );
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve(
+      { hostname: o.hostname, port: o.port, onListen: () => {} },
+      (req, info) => app.fetch(req, info),
+    );
+  } catch (e) {
+    app.close();
+    throw bindErrorFrom(e, "the gateway", o.hostname, o.port);
+  }
   const addr = server.addr as Deno.NetAddr;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   return {
@@ -66,6 +77,8 @@ export interface FollowingGateway extends RunningGateway {
  * Serves the gateway over the ready endpoints and API keys of the control
  * plane at `controlUrl`, polled every `intervalMs`; `close` stops the polling,
  * then the server. `log` gets the follower's and the gateway's notes.
+ *
+ * @throws {BindError} When it cannot listen; nothing polls then.
  */
 export function startFollowingGateway(o: FollowingGatewayOptions): FollowingGateway {
   const { controlUrl, token, intervalMs, ...serve } = o;

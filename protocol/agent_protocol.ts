@@ -90,6 +90,10 @@ export const RegisterRequestSchema = z.object({
   agent_url: z.string().url().nullable().describe("The agent's local API (logs, status)."),
   agent_token: z.string().min(16).max(256).optional()
     .describe("The token the control plane presents to the agent's local API to fetch shard logs."),
+  proxy_url: z.string().url().nullable().optional()
+    .describe("The agent's engine proxy: the one way to this node's engines."),
+  proxy_token: z.string().min(16).max(256).optional()
+    .describe("The credential gateways present to the agent's engine proxy."),
   labels: z.record(z.string().max(253), z.string().max(253)),
   gpus: GpuReportsSchema,
   fabrics: z.array(FabricReportSchema).max(64),

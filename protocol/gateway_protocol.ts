@@ -39,6 +39,10 @@ export const EndpointSpecSchema = z.object({
     /^https?:\/\/(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?\/?$/,
     "must be an engine's origin such as http://10.0.0.1:8000",
   ),
+  /** The shard the agent's engine proxy at `url` forwards to; absent for a direct engine. */
+  shard: z.string().min(1).max(256).optional(),
+  /** The proxy's credential, sent as `Authorization: Bearer …`; absent for a direct engine. */
+  token: z.string().min(16).max(256).optional(),
 });
 
 /** One API key as gateways see it (gateway/api_keys.ts `ApiKeySpec`). */

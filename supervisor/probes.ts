@@ -24,11 +24,12 @@ export async function runHttpCheck(
   port: number,
   check: HttpCheck,
   timeoutMs: number,
+  headers?: HeadersInit,
 ): Promise<CheckResult> {
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${check.path}`;
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers });
   } catch (e) {
     const why = e instanceof DOMException && e.name === "TimeoutError"
       ? `no answer within ${timeoutMs} ms`

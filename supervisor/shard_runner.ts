@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { withApiKey } from "../engines/api_key.ts";
 import { PORT_BLOCK, withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
@@ -65,6 +66,10 @@ export class ShardRunner {
   /** The ports allocated to this run (a block from the agent's range). */
   #ports: number[] = [];
   #notice: { at: number; message: string } | null = null;
+  /** The engine's API key, when its engine takes one (rank 0 only); never reported. */
+  #engineKey: string | null = null;
+  /** Why the last ownership check did not find the shard's socket; null when it did. */
+  #lastOwnership: string | null = null;
   #patterns: RegExp[] = [];
   #child: Deno.ChildProcess | null = null;
   #exit: Deno.CommandStatus | null = null;
@@ -210,7 +215,14 @@ export class ShardRunner {
     this.#progress = null;
     this.#exit = null;
     this.#livenessFailures = 0;
-    const argv = spec.command.argv;
+    let command = spec.command;
+    if (spec.api_key !== undefined && this.#launch!.rank === 0) {
+      // The second lock: the engine answers only callers with its key, and
+      // only the agent's proxy and probes have it.
+      this.#engineKey = this.#keyFile(true);
+      command = withApiKey(command, spec.api_key, this.#engineKey!);
+    }
+    const argv = command.argv;
     try {
       // The engine's stdout and stderr are the log file itself (see log_file.ts);
       // `exec` keeps the shell's pid, so the pid is the engine's.
@@ -222,7 +234,7 @@ export class ShardRunner {
           this.paths.log,
           ...argv,
         ],
-        env: { ...engineBaseEnv(), ...this.#opts.env, ...spec.command.env },
+        env: { ...engineBaseEnv(), ...this.#opts.env, ...command.env },
         clearEnv: true,
         stdin: "null",
         stdout: "null",
@@ -259,7 +271,7 @@ export class ShardRunner {
     this.#emit({
       shard: this.desired.id,
       kind: "spawned",
-      message: `pid ${child.pid}: ${argv.join(" ")}`,
+      message: this.#scrub(`pid ${child.pid}: ${argv.join(" ")}`),
     });
     this.#setState("starting", `spawned pid ${child.pid}`);
   }
@@ -273,6 +285,9 @@ export class ShardRunner {
     this.#launch = record.launch;
     this.#ports = record.ports ?? [record.port];
     this.#spec = await this.#prepare(record.launch);
+    if (this.#spec.api_key !== undefined && record.launch.rank === 0) {
+      this.#engineKey = this.#keyFile(false);
+    }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     this.#adopted = true;
     this.#record = record;
@@ -308,11 +323,13 @@ export class ShardRunner {
     this.#rotateLog();
     const elapsed = now - this.#since;
     if (this.#state === "starting" && elapsed > this.#opts.startTimeoutMs) {
-      return await this.#timeout(`showed no sign of life within ${this.#opts.startTimeoutMs} ms`);
+      return await this.#timeout(
+        `showed no sign of life within ${this.#opts.startTimeoutMs} ms${this.#portHint()}`,
+      );
     }
     if (this.#state === "loading" && elapsed > this.#opts.loadTimeoutMs) {
       return await this.#timeout(
-        `did not become ready within ${this.#opts.loadTimeoutMs} ms of loading`,
+        `did not become ready within ${this.#opts.loadTimeoutMs} ms of loading${this.#portHint()}`,
       );
     }
     await this.#probe(now);
@@ -337,8 +354,11 @@ export class ShardRunner {
     this.#pushLog(this.#follower?.read() ?? "");
   }
 
-  #pushLog(text: string): void {
-    if (text === "") return;
+  #pushLog(raw: string): void {
+    if (raw === "") return;
+    // Engines that take their key on the command line print it (SGLang's
+    // server_args line): it never reaches the tail, events or `llmgw logs`.
+    const text = this.#scrub(raw);
     for (const line of this.#tail.push(text)) {
       const p = matchProgress(line, this.#patterns);
       if (p === null) continue;
@@ -377,6 +397,11 @@ export class ShardRunner {
   async #ownsPort(port: number): Promise<boolean> {
     if (this.#pid === null) return false;
     const owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    this.#lastOwnership = owner.kind === "unknown"
+      ? `the owner of port ${port} cannot be read: ${owner.reason}`
+      : owner.kind === "none"
+      ? `nothing of the shard listens on port ${port} (an engine that binds another port is never ready)`
+      : null;
     if (owner.kind === "ours") return true;
     if (owner.kind !== "foreign") return false;
     const holder = describeHolders(owner.holders);
@@ -402,11 +427,53 @@ export class ShardRunner {
     this.#emit({ shard: this.desired.id, kind: "port_held", message });
   }
 
+  /** Text with the engine's key replaced by `***`. */
+  #scrub(text: string): string {
+    return this.#engineKey === null ? text : text.replaceAll(this.#engineKey, "***");
+  }
+
+  /**
+   * The shard's engine key, kept in its directory (owner-only) so restarts
+   * and a restarted agent use the same one: vLLM hashes its key into its
+   * compile cache, and a new key every start would miss it every time.
+   */
+  #keyFile(create: boolean): string | null {
+    const path = `${this.paths.dir}/engine_key`;
+    try {
+      const key = Deno.readTextFileSync(path).trim();
+      if (key !== "") return key;
+    } catch {
+      // Not there yet.
+    }
+    if (!create) return null;
+    const bytes = crypto.getRandomValues(new Uint8Array(32));
+    const key = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
+      .replace(/=+$/, "");
+    Deno.mkdirSync(this.paths.dir, { recursive: true });
+    Deno.writeTextFileSync(path, key, { mode: 0o600 });
+    Deno.chmodSync(path, 0o600);
+    return key;
+  }
+
+  /** Where the agent's proxy reaches the engine, and the key it must send; null when not serving. */
+  target(): { port: number; key: string | null } | null {
+    // Only a ready shard: readiness means its own process held the port at the
+    // last probe. Never the key to a port nobody has checked (right after adoption).
+    if (this.#launch === null || this.#pid === null || this.#state !== "ready") return null;
+    return { port: this.#launch.port, key: this.#engineKey };
+  }
+
+  /** What the last ownership check of the port said, for a timeout's reason. */
+  #portHint(): string {
+    return this.#lastOwnership === null ? "" : `; ${this.#lastOwnership}`;
+  }
+
   /** Gives the run's ports back; the next start allocates anew. */
   #releasePorts(): void {
     this.#opts.ports.release(this.desired.id);
     this.#ports = [];
     this.#launch = null;
+    this.#lastOwnership = null;
   }
 
   async #probe(now: number): Promise<void> {
@@ -416,9 +483,14 @@ export class ShardRunner {
     // Readiness is bound to the process llmgw started: whatever else answers
     // on the port is not this shard (design §9.3).
     if (probes.serves_http && !(await this.#ownsPort(port))) return;
+    const auth = this.#engineKey === null
+      ? undefined
+      : { authorization: `Bearer ${this.#engineKey}` };
     const run = (checks: typeof probes.readiness) =>
       Promise.all(
-        checks.map((c) => runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs)),
+        checks.map((c) =>
+          runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs, auth)
+        ),
       );
     if (this.#state === "ready") {
       // Backoff starts over only after the shard has stayed ready a while: a
@@ -440,6 +512,8 @@ export class ShardRunner {
     }
     const results = await run(probes.readiness);
     if (!this.#alive()) return;
+    // Again after the probe: the engine may have died and its port changed hands meanwhile.
+    if (probes.serves_http && !(await this.#ownsPort(port))) return;
     if (results.every((r) => r.ok)) {
       this.#markReady(results.map((r) => r.detail).join(", "));
     } else if (this.#state === "starting" && results.some((r) => r.answered)) {

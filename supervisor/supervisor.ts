@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardLaunch } from "../engines/types.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
 import { checkFingerprint, readPidFile } from "./pid_file.ts";
@@ -56,6 +57,24 @@ export async function shardHash(shard: DesiredShard): Promise<string> {
   const bytes = new TextEncoder().encode(JSON.stringify([shard.engine, shard.launch]));
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * The launch an adopted shard was desired with: the ports its agent filled
+ * in opened again (rank 0's world ports too), so a restart allocates anew
+ * instead of reusing a port that may be anyone's by then.
+ */
+export function reopenPorts(launch: ShardLaunch): DesiredShard["launch"] {
+  const leader = launch.rank === 0;
+  return {
+    ...launch,
+    port: null,
+    world: {
+      ...launch.world,
+      rendezvous_port: leader ? null : launch.world.rendezvous_port,
+      leader_http_port: leader ? null : launch.world.leader_http_port,
+    },
+  };
 }
 
 /** A file-system-safe directory name for a shard id. */
@@ -125,7 +144,7 @@ export class Supervisor {
       const desired: DesiredShard = {
         id: record.shard_id,
         engine: record.engine,
-        launch: record.launch,
+        launch: reopenPorts(record.launch),
       };
       try {
         this.#opts.ports.reserve(record.shard_id, record.ports ?? [record.port]);
@@ -211,6 +230,11 @@ export class Supervisor {
     return [...this.#runners.values()].map((r) => r.status()).sort((a, b) =>
       a.id.localeCompare(b.id)
     );
+  }
+
+  /** Where a running shard's engine listens and the key it takes, for the agent's proxy. */
+  target(id: string): { port: number; key: string | null } | null {
+    return this.#runners.get(id)?.target() ?? null;
   }
 
   /** One shard's status and in-memory log tail. */

@@ -42,6 +42,8 @@ export function spawnAgent(
       "lo",
       "--listen",
       "127.0.0.1:0",
+      "--proxy-listen",
+      "127.0.0.1:0",
       "--ports",
       `${portBase}-${portBase + 999}`,
     ],

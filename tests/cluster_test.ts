@@ -86,6 +86,7 @@ async function withCluster(
       mgmtInterface: "lo",
       ports: { from: portBase, to: portBase + 999 },
       listen: { hostname: "127.0.0.1", port: 0 },
+      proxyListen: { hostname: "127.0.0.1", port: 0 },
       retry: { initialMs: 100, maxMs: 500, factor: 2 },
       supervisor: {
         tickMs: 100,
@@ -192,7 +193,7 @@ const DEPLOYMENT = {
 
 Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives; restart keeps engines; delete frees", async () => {
   await withCluster(
-    async ({ admin, startAgent, agents, pids, restartControl, dir, logs: agentLogs }) => {
+    async ({ admin, startAgent, agents, pids, restartControl, dir, logs: agentLogs, gateway }) => {
       await startAgent("h100-a", "dgx_h100_idle", 20000);
       await startAgent("l40s-a", "l40s_4x", 21000);
       await startAgent("a100-a", "hgx_a100_40g", 22000);
@@ -214,9 +215,18 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
       }
       assertEquals(ready.flatMap((r) => r.shards[0].gpu_indices).sort(), [0, 1, 2, 3]);
       for (const r of ready) {
-        const models = await (await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`)).json();
-        assertEquals(models.data[0].id, "demo");
+        // Engines take only callers with their key: the gateway goes through the agent's proxy.
+        const direct = await fetch(`http://127.0.0.1:${r.shards[0].port}/v1/models`);
+        assertEquals(direct.status, 401);
+        await direct.body?.cancel();
       }
+      const chat = await fetch(`${gateway()}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "hi" }] }),
+      });
+      assertEquals(chat.status, 200, await chat.clone().text());
+      assertEquals((await chat.json()).model, "demo");
       // A shard's log, fetched by the control plane from its agent (`llmgw logs`).
       const logs = await (await admin("GET", `/v1/replicas/${ready[0].id}/logs?shard=0&lines=50`))
         .json();

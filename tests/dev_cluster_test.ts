@@ -1,17 +1,99 @@
 /**
- * `llmgw dev` end to end (issue #7's last point): the all-in-one cluster
- * starts, its samples load on the fake engine, and the official `openai`
- * client gets answers through its gateway. `devCommand` runs in-process and
- * is stopped through its stop signal in a `finally`, which stops every
- * engine it started.
+ * `llmgw dev` end to end: the all-in-one cluster starts, its samples load on
+ * the fake engine and the official `openai` client gets answers through its
+ * gateway (issue #7's last point); `--port P` moves every port it uses, so
+ * two clusters run side by side, each serving only its own engines (issue
+ * #13). In-process runs are stopped through the stop signal, processes with
+ * SIGTERM, in a `finally`; either way every engine they started is stopped.
  */
 // The official client, for tests only (not a dependency of llmgw).
 // deno-lint-ignore no-import-prefix
 import OpenAI from "npm:openai@^5";
+import fc from "fast-check";
 import { join } from "node:path";
-import { assertEquals, assertOk } from "./assert.ts";
+import { assertEquals, assertOk, assertRejects } from "./assert.ts";
 import { until } from "./until.ts";
-import { devCommand } from "../cli/dev_command.ts";
+import {
+  DEV_NODES,
+  DEV_PORT_MAX,
+  DEV_PORT_MIN,
+  DEV_PORT_SPAN,
+  devCommand,
+  type DevPorts,
+  devPorts,
+} from "../cli/dev_command.ts";
+import { UsageError } from "../cli/usage_error.ts";
+import {
+  devEnginePids,
+  type DevProcess,
+  freeDevBases,
+  spawnDev,
+  stopDev,
+} from "./dev_processes.ts";
+import { groupMembers } from "../supervisor/proc.ts";
+
+/** Every port of a layout, the engines' ranges expanded. */
+function allPorts(p: DevPorts): number[] {
+  const out = [p.control, p.gateway];
+  for (const a of p.agents) {
+    out.push(a.api, a.proxy);
+    for (let port = a.engines.from; port <= a.engines.to; port++) out.push(port);
+  }
+  return out;
+}
+
+Deno.test("devPorts: every port of P's layout is in P…P+span-1, none twice (property)", () => {
+  fc.assert(fc.property(fc.integer({ min: DEV_PORT_MIN, max: DEV_PORT_MAX }), (base) => {
+    const p = devPorts(base);
+    assertEquals(p.control, base);
+    assertEquals(p.agents.map((a) => a.node), DEV_NODES.map(([n]) => n));
+    const ports = allPorts(p);
+    assertEquals(new Set(ports).size, ports.length, "no port twice");
+    for (const port of ports) {
+      assertOk(port >= base && port < base + DEV_PORT_SPAN && port <= 65535, `${port}`);
+    }
+  }));
+});
+
+Deno.test("devPorts: layouts whose bases are a span apart share no port (property)", () => {
+  const pair = fc.integer({ min: DEV_PORT_MIN, max: DEV_PORT_MAX - DEV_PORT_SPAN })
+    .chain((a) =>
+      fc.tuple(fc.constant(a), fc.integer({ min: a + DEV_PORT_SPAN, max: DEV_PORT_MAX }))
+    );
+  fc.assert(fc.property(pair, ([a, b]) => {
+    const mine = new Set(allPorts(devPorts(a)));
+    assertOk(allPorts(devPorts(b)).every((p) => !mine.has(p)), `${a} and ${b}`);
+  }));
+  // The example from the issue.
+  const a = new Set(allPorts(devPorts(7070)));
+  assertOk(allPorts(devPorts(9070)).every((p) => !a.has(p)));
+});
+
+Deno.test("dev: the default layout keeps the control plane on 7070 and the gateway on 7080", () => {
+  const p = devPorts(7070);
+  assertEquals([p.control, p.gateway], [7070, 7080]);
+});
+
+Deno.test("dev: a --port out of range or not a number is a usage error, before anything starts", async () => {
+  const cases: [string, string][] = [
+    ["0", `--port must be a whole number from ${DEV_PORT_MIN} to ${DEV_PORT_MAX}`],
+    ["1023", 'got "1023"'],
+    [String(DEV_PORT_MAX + 1), `got "${DEV_PORT_MAX + 1}"`],
+    ["70000", 'got "70000"'],
+    ["0x1f90", 'got "0x1f90"'],
+    ["7070.5", 'got "7070.5"'],
+    ["", 'got ""'],
+  ];
+  for (const [value, message] of cases) {
+    let out = "";
+    await assertRejects(
+      () => devCommand(["--port", value], (t) => out += t, undefined, (t) => out += t),
+      UsageError,
+      message,
+    );
+    assertEquals(out, "", `--port ${JSON.stringify(value)}: nothing printed`);
+  }
+});
 
 Deno.test({
   name: "llmgw dev: the openai client gets a chat answer and a stream through the gateway",
@@ -20,13 +102,15 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-test-" });
+    const [base] = freeDevBases(1);
     let stop!: () => void;
     const stopped = new Promise<void>((r) => stop = r);
     let output = "";
     const running = devCommand(
-      ["--dir", dir, "--port", "0", "--load-seconds", "1", "--quiet"],
+      ["--dir", dir, "--port", String(base), "--load-seconds", "1", "--quiet"],
       (t) => output += t,
       stopped,
+      (t) => output += t,
     );
     try {
       const describe = () => `output:\n${output}`;
@@ -36,6 +120,7 @@ Deno.test({
           /LLMGW_GATEWAY_URL=(\S+)/.exec(await Deno.readTextFile(join(dir, "dev.env")))?.[1],
         { timeoutMs: 60_000, intervalMs: 200, describe },
       );
+      assertEquals(gatewayUrl, `http://127.0.0.1:${devPorts(base).gateway}`);
       const client = new OpenAI({ baseURL: `${gatewayUrl}/v1`, apiKey: "unused", maxRetries: 0 });
       // The gateway lists only ready models: this waits for a llama-8b replica to load.
       await until(
@@ -60,6 +145,172 @@ Deno.test({
       stop();
       assertEquals(await running, 0);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+/** What `dev.env` says. */
+interface DevEnv {
+  url: string;
+  token: string;
+  gatewayUrl: string;
+}
+
+async function readDevEnv(dir: string): Promise<DevEnv | null> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(join(dir, "dev.env"));
+  } catch {
+    return null;
+  }
+  const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
+  const [url, token, gatewayUrl] = [v("LLMGW_URL"), v("LLMGW_TOKEN"), v("LLMGW_GATEWAY_URL")];
+  return url && token && gatewayUrl ? { url, token, gatewayUrl } : null;
+}
+
+interface ShardSeen {
+  node: string;
+  port: number;
+}
+
+interface ReplicaSeen {
+  id: string;
+  deployment: string;
+  state: string;
+  shards: ShardSeen[];
+}
+
+async function admin<T>(env: DevEnv, path: string): Promise<T> {
+  const r = await fetch(`${env.url}${path}`, { headers: { authorization: `Bearer ${env.token}` } });
+  if (!r.ok) throw new Error(`GET ${path}: ${r.status} ${await r.text()}`);
+  return await r.json() as T;
+}
+
+/** Tokens the fake engine on `port` generated so far, from its /metrics (vLLM or SGLang names). */
+async function generatedTokens(port: number): Promise<number> {
+  const r = await fetch(`http://127.0.0.1:${port}/metrics`);
+  const text = await r.text();
+  if (!r.ok) throw new Error(`engine on ${port}: /metrics answered ${r.status}: ${text}`);
+  const m = /^(?:vllm|sglang):generation_tokens_total\{[^}]*\} (\S+)$/m.exec(text);
+  if (m === null) throw new Error(`engine on ${port}: no generation_tokens_total in /metrics`);
+  return Number(m[1]);
+}
+
+Deno.test({
+  name:
+    "llmgw dev --port: two clusters on one machine both reach ready, each serving only its own engines",
+  async fn() {
+    const bases = freeDevBases(2);
+    const dirs = await Promise.all(
+      bases.map((_, i) => Deno.makeTempDir({ prefix: `llmgw-dev-pair-${i}-` })),
+    );
+    const devs: DevProcess[] = [];
+    let running: DevProcess[] = [];
+    try {
+      for (const [i, base] of bases.entries()) {
+        devs.push(spawnDev(base, dirs[i], ["--load-seconds", "0.5"]));
+      }
+      running = [...devs];
+      const describe = () =>
+        devs.map((d, i) => `cluster ${bases[i]}: ${JSON.stringify(d.output())}`).join("\n");
+      const envs = await Promise.all(
+        dirs.map((dir) =>
+          until("dev.env written", () => readDevEnv(dir), {
+            timeoutMs: 60_000,
+            intervalMs: 200,
+            describe,
+          })
+        ),
+      );
+      const layouts = bases.map(devPorts);
+      for (const [i, env] of envs.entries()) {
+        assertEquals(env.url, `http://127.0.0.1:${layouts[i].control}`);
+        assertEquals(env.gatewayUrl, `http://127.0.0.1:${layouts[i].gateway}`);
+      }
+      // Both reach ready: every llama-8b and qwen-7b replica (llama-405b cannot be placed).
+      const ready = await Promise.all(
+        envs.map((env) =>
+          until("every placeable sample replica ready", async () => {
+            const { replicas } = await admin<{ replicas: ReplicaSeen[] }>(env, "/v1/replicas");
+            const placeable = replicas.filter((r) => r.deployment !== "llama-405b");
+            return placeable.length === 4 && placeable.every((r) => r.state === "ready") &&
+              placeable;
+          }, { timeoutMs: 90_000, intervalMs: 250, describe })
+        ),
+      );
+      // Each cluster's engines listen inside its own agents' ranges, on the node that runs them.
+      for (const [i, replicas] of ready.entries()) {
+        for (const r of replicas) {
+          for (const s of r.shards) {
+            const range = layouts[i].agents.find((a) => a.node === s.node)!.engines;
+            assertOk(
+              s.port >= range.from && s.port <= range.to,
+              `cluster ${
+                bases[i]
+              }: ${r.id} on ${s.node} port ${s.port} outside ${range.from}-${range.to}`,
+            );
+          }
+        }
+      }
+      // Each gateway routes to its own agents' engine proxies only.
+      for (const [i, env] of envs.entries()) {
+        const { endpoints } = await admin<{ endpoints: { url: string }[] }>(env, "/v1/endpoints");
+        const proxies = new Set(layouts[i].agents.map((a) => `http://127.0.0.1:${a.proxy}`));
+        assertOk(endpoints.length > 0);
+        for (const e of endpoints) assertOk(proxies.has(e.url), `cluster ${bases[i]}: ${e.url}`);
+      }
+      // A completion through each gateway is generated by that cluster's engines, never the other's.
+      const llamaPorts = ready.map((replicas) =>
+        replicas.filter((r) => r.deployment === "llama-8b").flatMap((r) => r.shards)
+          .map((s) => s.port)
+      );
+      const tokens = () =>
+        Promise.all(
+          llamaPorts.map(async (ports) =>
+            (await Promise.all(ports.map(generatedTokens))).reduce((a, b) => a + b, 0)
+          ),
+        );
+      for (const [i, env] of envs.entries()) {
+        const before = await tokens();
+        const client = new OpenAI({
+          baseURL: `${env.gatewayUrl}/v1`,
+          apiKey: "unused",
+          maxRetries: 0,
+        });
+        // The gateway polls its control plane: wait until it lists the model too.
+        await until(
+          "llama-8b listed by the gateway",
+          async () => (await client.models.list()).data.some((m) => m.id === "llama-8b"),
+          { timeoutMs: 30_000, intervalMs: 200, describe },
+        );
+        const answer = await client.chat.completions.create({
+          model: "llama-8b",
+          messages: [{ role: "user", content: `which cluster? ${bases[i]}` }],
+        });
+        const generated = answer.usage?.completion_tokens ?? 0;
+        assertOk(generated > 0 && (answer.choices[0].message.content ?? "") !== "");
+        const after = await tokens();
+        assertEquals(
+          after.map((t, j) => t - before[j]),
+          bases.map((_, j) => j === i ? generated : 0),
+          `tokens generated per cluster by a request through cluster ${bases[i]}'s gateway`,
+        );
+      }
+      // Both stop cleanly, and so do their engines.
+      const engines = dirs.flatMap(devEnginePids);
+      assertOk(engines.length >= 8, `engines running: ${engines}`);
+      const stopping = running;
+      running = [];
+      const statuses = await Promise.all(stopping.map((d) => stopDev(d)));
+      assertEquals(statuses.map((s) => s.code), [0, 0], describe());
+      assertEquals(
+        engines.filter((pid) => groupMembers(pid).length > 0),
+        [],
+        "no engine outlives its cluster",
+      );
+    } finally {
+      await Promise.allSettled(running.map((d) => stopDev(d)));
+      for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
 });

@@ -32,6 +32,7 @@ import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
+import { shardDirName } from "../supervisor/supervisor.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const encoder = new TextEncoder();
@@ -530,6 +531,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
         mgmtInterface: "lo",
         ports: { from: 34000, to: 34999 },
         listen: { hostname: "127.0.0.1", port: 0 },
+        proxyListen: { hostname: "127.0.0.1", port: 0 },
         retry: { initialMs: 100, maxMs: 500, factor: 2 },
         supervisor: {
           tickMs: 100,
@@ -665,6 +667,11 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
     ];
     assertOk(agentLogs.some((l) => l.includes('"msg":"registered"')));
     assertOk(agentLogs.some((l) => l.includes("desired state applied")));
+    // The engine's own key (the second lock) and the agent's proxy credential.
+    const shardDir = join(stateDir, "shards", shardDirName(`${replica.id}.1/0`));
+    const engineKey = Deno.readTextFileSync(join(shardDir, "engine_key")).trim();
+    assertEquals(Deno.statSync(join(shardDir, "engine_key")).mode! & 0o777, 0o600);
+    const proxyToken = Deno.readTextFileSync(join(stateDir, "proxy_token")).trim();
     const secrets: [string, string][] = [
       ["admin token", ADMIN],
       ["join token", JOIN],
@@ -672,10 +679,17 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
       ["agent local token", localToken],
       ["intruder's local token", intruderLocal],
       ["gateway API key", apiKey],
+      ["engine API key", engineKey],
+      ["engine proxy credential", proxyToken],
     ];
+    const endpointFeed = said.indexOf(said.find((s) => s.includes('"endpoints"'))!);
     for (const [what, secret] of secrets) {
       assertOk(secret.length >= 32, what);
-      const leaks = said.filter((s) => s.includes(secret));
+      // The proxy credential is what gateways need to reach the node's engines:
+      // the endpoint feed (admin token only) is the one place it is given out.
+      const leaks = said.filter((s, i) =>
+        s.includes(secret) && !(what === "engine proxy credential" && i === endpointFeed)
+      );
       assertEquals(leaks, [], `the ${what} leaked`);
     }
     // Not even redacted: no secret was handed to a logger in the first place

@@ -1,0 +1,144 @@
+/**
+ * `llmgw dev` as a real process, for tests: the port layout a test may
+ * take (checked free now), spawning with its output kept, and stopping it
+ * and every engine it started.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEV_NODES, DEV_PORT_SPAN, devPorts } from "../cli/dev_command.ts";
+import { enginePids } from "./agent_processes.ts";
+import { until } from "./until.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+/**
+ * Candidate `--port` values: below Linux's ephemeral range (32768 up), so an
+ * outgoing connection never holds one, and clear of the 18000–29999 engine
+ * ranges other tests give their agents.
+ */
+const CANDIDATES = [11070, 12070, 13070, 14070, 15070, 16070, 17070, 31070];
+
+/** The ports of a dev cluster on `base` that something listens on (its engines' are checked by their agent). */
+export function fixedPorts(base: number): number[] {
+  const p = devPorts(base);
+  return [p.control, p.gateway, ...p.agents.flatMap((a) => [a.api, a.proxy])];
+}
+
+function bindable(port: number): boolean {
+  try {
+    Deno.listen({ hostname: "127.0.0.1", port }).close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `count` `--port` values at least {@link DEV_PORT_SPAN} apart whose
+ * listeners' ports are free now.
+ */
+export function freeDevBases(count: number): number[] {
+  const out: number[] = [];
+  for (const base of CANDIDATES) {
+    if (out.length === count) break;
+    if (out.some((b) => Math.abs(b - base) < DEV_PORT_SPAN)) continue;
+    if (fixedPorts(base).every(bindable)) out.push(base);
+  }
+  if (out.length < count) {
+    throw new Error(`Cannot find ${count} free dev port layouts among ${CANDIDATES.join(", ")}`);
+  }
+  return out;
+}
+
+/** A spawned `llmgw dev`. */
+export interface DevProcess {
+  /** The process. */
+  child: Deno.ChildProcess;
+  /** Its state directory. */
+  dir: string;
+  /** What it printed so far, stdout and stderr. */
+  output(): { stdout: string; stderr: string };
+  /** Its exit status, once it exited. */
+  readonly status: Promise<Deno.CommandStatus>;
+}
+
+async function collect(stream: ReadableStream<Uint8Array>, into: (t: string) => void) {
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) into(decoder.decode(chunk, { stream: true }));
+}
+
+/** Spawns `llmgw <args>` (from main.ts), keeping what it prints. */
+export function spawnLlmgw(
+  args: string[],
+  env: Record<string, string> = {},
+): { child: Deno.ChildProcess; output(): { stdout: string; stderr: string }; done: Promise<void> } {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", join(ROOT, "main.ts"), ...args],
+    env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let stdout = "";
+  let stderr = "";
+  const done = Promise.all([
+    collect(child.stdout, (t) => stdout += t),
+    collect(child.stderr, (t) => stderr += t),
+  ]).then(() => {});
+  return { child, output: () => ({ stdout, stderr }), done };
+}
+
+/** Spawns `llmgw dev --port base --dir dir --quiet` plus `extra`. */
+export function spawnDev(base: number, dir: string, extra: string[] = []): DevProcess {
+  const p = spawnLlmgw(["dev", "--port", String(base), "--dir", dir, "--quiet", ...extra]);
+  return {
+    child: p.child,
+    dir,
+    output: p.output,
+    status: p.done.then(() => p.child.status),
+  };
+}
+
+/** The pids of the engines a dev cluster's agents have pid files for. */
+export function devEnginePids(dir: string): number[] {
+  return DEV_NODES.flatMap(([node]) => enginePids(join(dir, "agents", node)));
+}
+
+/**
+ * Stops a dev process with SIGTERM (it stops its engines) and waits for it;
+ * past `timeoutMs` it is killed, and so is every engine group it left.
+ * Returns its exit status.
+ */
+export async function stopDev(dev: DevProcess, timeoutMs = 30_000): Promise<Deno.CommandStatus> {
+  try {
+    dev.child.kill("SIGTERM");
+  } catch {
+    // Already gone.
+  }
+  let status: Deno.CommandStatus | null = null;
+  dev.status.then((s) => status = s);
+  try {
+    return await until("llmgw dev to exit after SIGTERM", () => status, {
+      timeoutMs,
+      intervalMs: 100,
+    });
+  } catch (e) {
+    try {
+      dev.child.kill("SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+    throw e;
+  } finally {
+    // Whatever dev did not stop (it was killed, or failed to) is stopped here.
+    for (const pid of devEnginePids(dev.dir)) {
+      try {
+        Deno.kill(-pid, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+  }
+}
