@@ -364,7 +364,7 @@ Deno.test("the fake accepts the exact argv the vLLM plugin builds", () => {
       c.node_rank,
       c.headless,
     ],
-    ["vllm", "org/fake-model-8b", ["fake-model"], "0.0.0.0", 8000, 2, 1, 1, 0, false],
+    ["vllm", "org/fake-model-8b", ["fake-model"], "127.0.0.1", 8000, 2, 1, 1, 0, false],
   );
   for (const rank of [0, 1]) {
     const multi = vllmPlugin.command(launch({ port: 8010, tp: 4, nodes: 2, rank })).argv;
@@ -411,7 +411,7 @@ Deno.test("the fake accepts the exact argv the SGLang plugin builds, and argpars
   const c = serveConfig(fakeArgv(single));
   assertEquals(
     [c.engine, c.model, c.served_names, c.host, c.port, c.tp, c.metrics],
-    ["sglang", "org/fake-model-8b", ["fake-model"], "0.0.0.0", 8000, 2, true],
+    ["sglang", "org/fake-model-8b", ["fake-model"], "127.0.0.1", 8000, 2, true],
   );
   const m = serveConfig(
     fakeArgv(sglangPlugin.command(launch({ port: 8010, tp: 4, nodes: 2, rank: 1 })).argv),

@@ -357,9 +357,13 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
       return r?.state === "ready" && r.shards[0].node === "h100-b" ? r : null;
     }, { ...POLL, timeoutMs: 4_000 + 10_000 });
     assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "lost");
-    const endpoints = (await admin("GET", "/v1/endpoints")).endpoints as { url: string }[];
+    const endpoints = (await admin("GET", "/v1/endpoints")).endpoints as {
+      url: string;
+      shard?: string;
+    }[];
     assertEquals(endpoints.length, 1, "only the new copy is published");
-    assertEquals(endpoints[0].url, `http://127.0.0.1:${moved.shards[0].port}`);
+    // Through node b's engine proxy, to the new copy's shard.
+    assertEquals(endpoints[0].shard, moved.shards[0].shard_id);
 
     Deno.kill(a.pid, "SIGCONT");
     frozen = null;

@@ -37,7 +37,7 @@ Deno.test("plan places replicas one after another on the recorded machines", asy
       "--served-model-name",
       "qwen-32b",
       "--host",
-      "0.0.0.0",
+      "127.0.0.1",
       "--port",
       "20000",
       "--tensor-parallel-size",

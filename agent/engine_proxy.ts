@@ -1,0 +1,123 @@
+/**
+ * The agent's engine proxy: the one door to the node's engines (design
+ * §11.2). Engines listen on loopback with an API key of their own; gateways
+ * reach them here, with the node's proxy credential, and only on the routes
+ * llmgw uses. Everything else an engine serves (vLLM's `/tokenize`,
+ * `/pause`, `/update_weights`, SGLang's `/server_info`, …) stays unreachable
+ * from the network.
+ *
+ * The caller names the shard in the `x-llmgw-shard` header; the proxy adds
+ * the engine's key and forwards the request, streaming both bodies.
+ *
+ * @module
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { forwardHeaders } from "../http/forward_headers.ts";
+
+/** The header that names the shard a request is for. */
+export const SHARD_HEADER = "x-llmgw-shard";
+
+/** The routes forwarded, as "METHOD /path": what the gateway and llmgw's probes use. */
+export const PROXY_ROUTES: ReadonlySet<string> = new Set([
+  "POST /v1/chat/completions",
+  "POST /v1/completions",
+  "POST /v1/embeddings",
+  "GET /v1/models",
+  "GET /health",
+  "GET /metrics",
+]);
+
+/** Where a shard's engine listens on this node, and its key. */
+export interface EngineTarget {
+  /** Its loopback port. */
+  port: number;
+  /** The engine's API key; null when the engine takes none. */
+  key: string | null;
+}
+
+/** Settings of {@link engineProxy}. */
+export interface EngineProxyOptions {
+  /** The credential gateways present as `Authorization: Bearer …`. */
+  token: string;
+  /** The running engine of a shard, or null. */
+  target: (shardId: string) => EngineTarget | null;
+  /** The engines' host. Default 127.0.0.1. */
+  host?: string;
+  /** How requests are sent on (tests inject one). Default `fetch`. */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+}
+
+/** Request headers never forwarded: the proxy credential, the shard's name, framing. */
+const REQUEST_DROP = ["authorization", SHARD_HEADER, "host", "content-length"];
+/** Response headers not forwarded: the relayed body has the client connection's framing. */
+const RESPONSE_DROP = ["content-length"];
+
+function error(status: number, code: string, message: string): Response {
+  return Response.json({ error: { code, message } }, { status });
+}
+
+/**
+ * SHA-256, so the comparison sees equal lengths whatever was presented.
+ * Synchronous: WebCrypto's digest is an async op costing about 5× as much per
+ * request (docs/benchmarks.md, the engine proxy's hop).
+ */
+function digest(text: string): Uint8Array {
+  return createHash("sha256").update(text).digest();
+}
+
+/** The proxy as a request handler. */
+export function engineProxy(options: EngineProxyOptions): (req: Request) => Promise<Response> {
+  const host = options.host ?? "127.0.0.1";
+  const send = options.fetch ?? ((input, init) => fetch(input, init));
+  const expected = digest(options.token);
+  return async (req: Request): Promise<Response> => {
+    // The credential first: no token 401, another one 403, whatever the request.
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
+    if (m === null) return error(401, "unauthorized", "the node's proxy credential is required");
+    if (!timingSafeEqual(digest(m[1]), expected)) {
+      return error(403, "forbidden", "this token is not this node's proxy credential");
+    }
+    const url = new URL(req.url);
+    if (!PROXY_ROUTES.has(`${req.method} ${url.pathname}`)) {
+      return error(
+        404,
+        "route_not_allowed",
+        `${req.method} ${url.pathname} is not forwarded to engines (allowed: ${
+          [...PROXY_ROUTES].join(", ")
+        })`,
+      );
+    }
+    const shard = req.headers.get(SHARD_HEADER);
+    if (shard === null || shard === "") {
+      return error(400, "no_shard", `the ${SHARD_HEADER} header names no shard`);
+    }
+    const target = options.target(shard);
+    if (target === null) {
+      return error(404, "unknown_shard", `no engine of shard ${shard} runs here`);
+    }
+    const headers = forwardHeaders(req.headers, REQUEST_DROP);
+    if (target.key !== null) headers.set("authorization", `Bearer ${target.key}`);
+    let res: Response;
+    try {
+      res = await send(`http://${host}:${target.port}${url.pathname}${url.search}`, {
+        method: req.method,
+        headers,
+        body: req.body,
+        signal: req.signal,
+        redirect: "manual",
+      });
+    } catch (e) {
+      if (req.signal.aborted) return error(499, "client_closed", "the caller went away");
+      return error(
+        502,
+        "engine_unreachable",
+        `the engine of shard ${shard} did not answer: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+    return new Response(res.body, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: forwardHeaders(res.headers, RESPONSE_DROP),
+    });
+  };
+}
