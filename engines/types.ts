@@ -78,12 +78,8 @@ export interface LaunchNode {
   mgmt_interface: string | null;
 }
 
-/**
- * Everything a plugin receives to build one shard. In the desired state the
- * agent checks it with `ShardLaunchSchema` (protocol/shard_launch.ts), which
- * a compile-time check keeps identical to this interface.
- */
-export interface ShardLaunch {
+/** What every launch carries, whoever filled in its ports. */
+export interface LaunchCommon {
   /** Format version: {@link ENGINE_API_VERSION}. */
   api_version: number;
   /** Deployment name. */
@@ -100,18 +96,26 @@ export interface ShardLaunch {
   profile: LaunchProfile;
   /** This shard's rank; rank 0 is the leader. */
   rank: number;
-  /** The replica's world. */
-  world: LaunchWorld;
   /** This shard's GPUs. */
   gpus: LaunchGpu[];
   /** The replica's fabric and its active ports on this node; null for single-node replicas. */
   fabric: LaunchFabric | null;
   /** This node. */
   node: LaunchNode;
-  /** The port this shard serves HTTP on (when it serves HTTP). */
-  port: number;
   /** The engine version installed on this node (design §14); null when unknown. */
   engine_version: string | null;
+}
+
+/**
+ * Everything a plugin receives to build one shard. In the desired state the
+ * agent checks it with `ShardLaunchSchema` (protocol/shard_launch.ts), which
+ * a compile-time check keeps identical to this interface.
+ */
+export interface ShardLaunch extends LaunchCommon {
+  /** The replica's world. */
+  world: LaunchWorld;
+  /** The port this shard serves HTTP on (when it serves HTTP). */
+  port: number;
 }
 
 /**
@@ -121,35 +125,11 @@ export interface ShardLaunch {
  * (null until it has reported). The agent fills them in (engines/launch.ts
  * `withPorts`) before a plugin sees a {@link ShardLaunch}.
  */
-export interface DesiredLaunch {
-  /** Format version: {@link ENGINE_API_VERSION}. */
-  api_version: number;
-  /** Deployment name. */
-  deployment: string;
-  /** Replica id. */
-  replica_id: string;
-  /** Shard id. */
-  shard_id: string;
-  /** Hub id or local path of the model. */
-  model: string;
-  /** The name clients use (OpenAI `model`). */
-  served_model_name: string;
-  /** The profile chosen by placement. */
-  profile: LaunchProfile;
-  /** This shard's rank; rank 0 is the leader. */
-  rank: number;
+export interface DesiredLaunch extends LaunchCommon {
   /** The replica's world; rank 0's ports open (null) until known. */
   world: DesiredLaunchWorld;
-  /** This shard's GPUs. */
-  gpus: LaunchGpu[];
-  /** The replica's fabric and its active ports on this node; null for single-node replicas. */
-  fabric: LaunchFabric | null;
-  /** This node. */
-  node: LaunchNode;
   /** This shard's HTTP port: null, the agent allocates it. */
   port: number | null;
-  /** The engine version installed on this node; null when unknown. */
-  engine_version: string | null;
 }
 
 /** A desired launch's world: rank 0's ports, once known. */
