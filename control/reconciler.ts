@@ -7,7 +7,9 @@
  * @module
  */
 import { noPorts } from "../engines/launch.ts";
+import type { Deployment } from "../deployment/schema.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
+import type { Placed } from "../placement/types.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
@@ -127,6 +129,8 @@ async function permanentFailure(
     log_tail: failureTail(f.log_tail),
     at: f.at,
     attempts,
+    // The next placement tries other nodes first: the refusal may be this node's.
+    nodes: [...new Set([...(r.failure?.nodes ?? []), node])],
   };
   if (attempts < MAX_PERMANENT_FAILURES) {
     await state.rebuild(
@@ -203,7 +207,8 @@ async function placePending(pass: Pass): Promise<void> {
     const d = state.deployments.get(r.deployment)!.spec;
     const attempt = (pass.attempts.get(r.id) ?? 0) + 1;
     // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
-    const result = place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
+    const result = placeAvoiding(state, r, d, attempt) ??
+      place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
     if (result.status === "placed") {
       applyPlacement(index, d.name, result.shards);
       for (const s of result.shards) {
@@ -233,6 +238,32 @@ async function placePending(pass: Pass): Promise<void> {
       await state.event("replica_unschedulable", `replica/${r.id}`, result.explanation.summary);
     }
   }
+}
+
+/**
+ * A replica refused for good on some nodes is placed elsewhere first, on
+ * the inventory as it stands (earlier placements of this pass included);
+ * null when it fits nowhere else, and it is then placed as any other.
+ */
+function placeAvoiding(
+  state: ControlState,
+  r: StoredReplica,
+  d: Deployment,
+  attempt: number,
+): Placed | null {
+  const avoid = new Set(r.failure?.nodes ?? []);
+  if (avoid.size === 0) return null;
+  const others = indexCluster(state.inventory.snapshot().filter((n) => !avoid.has(n.id)));
+  const result = place(others, d, `${r.id}.${attempt}`, { detail: "grouped" });
+  if (result.status !== "placed") return null;
+  const left = [...avoid].sort().join(", ");
+  return {
+    ...result,
+    explanation: {
+      ...result.explanation,
+      summary: `${result.explanation.summary} (left out, refused there before: ${left})`,
+    },
+  };
 }
 
 /** A draining node whose replicas have all moved off is drained: said once. */

@@ -195,3 +195,26 @@ Deno.test("a lost node's replicas are rebuilt on another node (fake clock)", asy
   assertOk(kinds.includes("node_lost"), kinds.join(", "));
   assertOk(kinds.includes("replica_rebuilding"), kinds.join(", "));
 });
+
+Deno.test("a replica refused for good on one node is placed on another first", async () => {
+  const { cp } = await testControl();
+  await registerNodes(cp, ["n1", "n2"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  const first = cp.replicas()[0].shards[0].node;
+  await reportAll(cp, first, "failed", { last_failure: ARG_FAILURE });
+  await cp.reconcile();
+  const [again] = cp.replicas();
+  const second = again.shards[0].node;
+  assertOk(second !== first, `placed on ${first} again`);
+  assertStringIncludes(again.explanation!.summary, `refused there before: ${first}`);
+  // Refused on both: it may go back to the first, and the bound ends it.
+  await reportAll(cp, second, "failed", { last_failure: ARG_FAILURE });
+  await cp.reconcile();
+  const [third] = cp.replicas();
+  assertEquals(third.state, "starting");
+  assertEquals(third.failure?.nodes?.sort(), [first, second].sort());
+  await reportAll(cp, third.shards[0].node, "failed", { last_failure: ARG_FAILURE });
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].state, "failed");
+});

@@ -77,6 +77,8 @@ export interface ReplicaFailure {
   at: number;
   /** Placements in a row that failed this way. */
   attempts: number;
+  /** The nodes it failed on this way: later placements try the others first. */
+  nodes?: string[];
 }
 
 /** Operator intent on a node (design §1.3): survives re-registration and restarts. */

@@ -154,6 +154,7 @@ export const ReplicaFailureSchema = z.object({
   log_tail: z.array(z.string()),
   at: z.number(),
   attempts: z.number().int(),
+  nodes: z.array(z.string()).optional(),
 });
 /** A replica's view. */
 export const ReplicaViewSchema = z.object({
