@@ -26,8 +26,10 @@ Roles and commands:
   agent run         run the node agent (until SIGTERM/SIGINT; engines keep running)
   plan              place a deployment's replicas on a cluster file, explained
   schema deployment print the JSON Schema of deployment files
-  dev [--dir DIR]   the all-in-one local cluster: control plane, agents on simulated
-                    hardware, the fake engine, sample deployments (Ctrl-C stops all)
+  dev [--dir DIR] [--port P]
+                    the all-in-one local cluster: control plane, agents on simulated
+                    hardware, the fake engine, sample deployments (Ctrl-C stops all);
+                    every port it uses is in P…P+999 (llmgw dev --help)
   dev machines      what discovery sees on the recorded and simulated machines
   version           print the version
   help              print this help
