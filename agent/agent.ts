@@ -59,8 +59,8 @@ import {
   writeSession,
 } from "./credentials.ts";
 import { engineVersions } from "./engine_versions.ts";
-import { bindErrorFrom } from "../http/bind_error.ts";
 import { engineProxy } from "./engine_proxy.ts";
+import { type ListenAddress, listenerUrl, serveListener } from "./listener.ts";
 import { type AgentStatus, localApi } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "./log.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
@@ -433,49 +433,35 @@ export class Agent {
     };
   }
 
-  #listen(listen: { hostname: string; port: number }): void {
+  #listen(listen: ListenAddress): void {
     const app = localApi({
       status: () => this.status(),
       shard: (id) => this.#supervisor?.shard(id) ?? null,
     }, this.#localToken!);
-    try {
-      this.#server = Deno.serve({
-        hostname: listen.hostname,
-        port: listen.port,
-        onListen: (addr) =>
-          this.#log.info("local API listening", { hostname: addr.hostname, port: addr.port }),
-      }, app.fetch);
-    } catch (e) {
-      // Names the address and, where /proc tells, the process holding it.
-      throw bindErrorFrom(e, "the agent's local API", listen.hostname, listen.port);
-    }
-    const port = this.#server.addr.port;
-    const wildcard = ["0.0.0.0", "::", "[::]", ""].includes(listen.hostname);
-    const host = wildcard ? this.#mgmt.addr : listen.hostname;
+    this.#server = serveListener(
+      "the agent's local API",
+      listen,
+      app.fetch,
+      (addr) => this.#log.info("local API listening", { hostname: addr.hostname, port: addr.port }),
+    );
     this.#agentUrl = this.#opts.agentUrl ??
-      `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+      listenerUrl(listen.hostname, this.#server.addr.port, this.#mgmt.addr);
   }
 
-  #listenProxy(listen: { hostname: string; port: number }): void {
+  #listenProxy(listen: ListenAddress): void {
     const handler = engineProxy({
       token: this.#proxyToken!,
       target: (id) => this.#supervisor?.target(id) ?? null,
     });
-    try {
-      this.#proxyServer = Deno.serve({
-        hostname: listen.hostname,
-        port: listen.port,
-        onListen: (addr) =>
-          this.#log.info("engine proxy listening", { hostname: addr.hostname, port: addr.port }),
-      }, handler);
-    } catch (e) {
-      throw bindErrorFrom(e, "the engine proxy", listen.hostname, listen.port);
-    }
-    const port = this.#proxyServer.addr.port;
-    const wildcard = ["0.0.0.0", "::", "[::]", ""].includes(listen.hostname);
-    const host = wildcard ? this.#mgmt.addr : listen.hostname;
+    this.#proxyServer = serveListener(
+      "the engine proxy",
+      listen,
+      handler,
+      (addr) =>
+        this.#log.info("engine proxy listening", { hostname: addr.hostname, port: addr.port }),
+    );
     this.#proxyUrl = this.#opts.proxyUrl ??
-      `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+      listenerUrl(listen.hostname, this.#proxyServer.addr.port, this.#mgmt.addr);
   }
 
   /** Pids of our engines and their workers: their GPU memory is ours (design §5.1). */

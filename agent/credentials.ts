@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { loadOrCreateSecret, writeSecretFile } from "../http/secret_file.ts";
 import { join } from "node:path";
 import { z } from "zod";
 
@@ -47,23 +48,6 @@ export function nodeTokenPath(stateDir: string): string {
 /** Path of the generated local API token file. */
 export function localTokenPath(stateDir: string): string {
   return join(stateDir, "local_token");
-}
-
-/** Writes `text` to `path` with mode 0600, atomically. */
-export function writeSecretFile(path: string, text: string): void {
-  const tmp = `${path}.tmp-${crypto.randomUUID()}`;
-  try {
-    Deno.writeTextFileSync(tmp, text, { mode: 0o600 });
-    Deno.chmodSync(tmp, 0o600); // mode is masked by the umask on creation
-    Deno.renameSync(tmp, path);
-  } catch (e) {
-    try {
-      Deno.removeSync(tmp);
-    } catch {
-      // Never written.
-    }
-    throw e;
-  }
 }
 
 /**
@@ -128,19 +112,4 @@ export function proxyTokenPath(stateDir: string): string {
 /** The engine proxy's credential: read, or generated once into `<stateDir>/proxy_token` (0600). */
 export function loadOrCreateProxyToken(stateDir: string): string {
   return loadOrCreateSecret(proxyTokenPath(stateDir));
-}
-
-/** A random secret kept in `path` (0600): read when there, else generated and written. */
-export function loadOrCreateSecret(path: string): string {
-  try {
-    const existing = Deno.readTextFileSync(path).trim();
-    if (existing.length >= 16) return existing;
-  } catch {
-    // Not created yet.
-  }
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  const token = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
-    .replace(/=+$/, "");
-  writeSecretFile(path, token + "\n");
-  return token;
 }

@@ -10,7 +10,7 @@
 import { runCommand } from "../discovery/run_command.ts";
 import type { EngineRegistry } from "../engines/registry.ts";
 import { BUILTIN_PLUGINS } from "../engines/registry.ts";
-import { engineBaseEnv } from "../supervisor/shard_runner.ts";
+import { engineBaseEnv } from "../supervisor/engine_env.ts";
 
 /** Limits of the version probe. */
 export interface EngineVersionOptions {

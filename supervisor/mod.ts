@@ -12,7 +12,8 @@ export {
   shardHash,
   Supervisor,
 } from "./supervisor.ts";
-export { engineBaseEnv, type ShardPaths, ShardRunner } from "./shard_runner.ts";
+export { type ShardPaths, ShardRunner } from "./shard_runner.ts";
+export { engineBaseEnv } from "./engine_env.ts";
 export { backoffDelay, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 export { DEFAULT_TAIL_LIMITS, LogTail, type LogTailLimits } from "./log_tail.ts";
 export { LogFollower, rotateIfLarge } from "./log_file.ts";

@@ -91,3 +91,13 @@ export function signalGroup(pgid: number, signal: Deno.Signal): boolean {
     return false;
   }
 }
+
+/** Polls every 50 ms until no process of group `pgid` is left, or `ms` pass; true when empty. */
+export async function waitGroupEmpty(pgid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (groupMembers(pgid).length > 0) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}

@@ -8,8 +8,11 @@
  *
  * @module
  */
+import { join } from "node:path";
 import { withApiKey } from "../engines/api_key.ts";
-import { PORT_BLOCK, withPorts } from "../engines/launch.ts";
+import { loadOrCreateSecret, readSecretFile } from "../http/secret_file.ts";
+import { engineBaseEnv } from "./engine_env.ts";
+import { withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
@@ -17,8 +20,9 @@ import { backoffDelay } from "./backoff.ts";
 import { LogFollower, rotateIfLarge } from "./log_file.ts";
 import { LogTail } from "./log_tail.ts";
 import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
-import { describeHolders, portHolders, portOwnership } from "./listen_owner.ts";
-import { groupMembers, isRunning, signalGroup } from "./proc.ts";
+import { describeHolders, portOwnership } from "./listen_owner.ts";
+import { ownershipHint, takeBlock } from "./shard_ports.ts";
+import { groupMembers, isRunning, signalGroup, waitGroupEmpty } from "./proc.ts";
 import { runHttpCheck } from "./probes.ts";
 import { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
 import type {
@@ -169,13 +173,17 @@ export class ShardRunner {
       first = want.port;
     } else {
       // A port another process holds is skipped, and who holds it is said.
-      const held: number[] = [];
-      this.#ports = await this.#opts.ports.allocate(this.desired.id, PORT_BLOCK, async (p) => {
-        const free = await this.#opts.isPortFree(p);
-        if (!free) held.push(p);
-        return free;
-      });
-      if (held.length > 0) this.#noteHeld(held[0], this.#ports[0]);
+      const block = await takeBlock(
+        this.#opts.ports,
+        this.desired.id,
+        this.#opts.isPortFree,
+        this.#opts.procRoot,
+      );
+      this.#ports = block.ports;
+      if (block.notice !== null) {
+        this.#notice = { at: Date.now(), message: block.notice };
+        this.#emit({ shard: this.desired.id, kind: "port_held", message: block.notice });
+      }
       first = this.#ports[0];
     }
     return withPorts(want, first);
@@ -397,11 +405,7 @@ export class ShardRunner {
   async #ownsPort(port: number): Promise<boolean> {
     if (this.#pid === null) return false;
     const owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
-    this.#lastOwnership = owner.kind === "unknown"
-      ? `the owner of port ${port} cannot be read: ${owner.reason}`
-      : owner.kind === "none"
-      ? `nothing of the shard listens on port ${port} (an engine that binds another port is never ready)`
-      : null;
+    this.#lastOwnership = ownershipHint(owner, port);
     if (owner.kind === "ours") return true;
     if (owner.kind !== "foreign") return false;
     const holder = describeHolders(owner.holders);
@@ -411,20 +415,6 @@ export class ShardRunner {
     await this.#killGroup(0);
     this.#fail(`port ${port} is held by ${holder}, not by the engine llmgw started`, null, true);
     return false;
-  }
-
-  /** Says which process held a port of the range, and where the shard went instead. */
-  #noteHeld(port: number, instead: number): void {
-    let holder = "a process /proc does not name";
-    try {
-      const holders = portHolders(port, this.#opts.procRoot);
-      if (holders.length > 0) holder = describeHolders(holders);
-    } catch {
-      // /proc unreadable: the port is still skipped.
-    }
-    const message = `port ${port} is held by ${holder}; using ports from ${instead}`;
-    this.#notice = { at: Date.now(), message };
-    this.#emit({ shard: this.desired.id, kind: "port_held", message });
   }
 
   /** Text with the engine's key replaced by `***`. */
@@ -438,21 +428,10 @@ export class ShardRunner {
    * compile cache, and a new key every start would miss it every time.
    */
   #keyFile(create: boolean): string | null {
-    const path = `${this.paths.dir}/engine_key`;
-    try {
-      const key = Deno.readTextFileSync(path).trim();
-      if (key !== "") return key;
-    } catch {
-      // Not there yet.
-    }
-    if (!create) return null;
-    const bytes = crypto.getRandomValues(new Uint8Array(32));
-    const key = btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_")
-      .replace(/=+$/, "");
+    const path = join(this.paths.dir, "engine_key");
+    if (!create) return readSecretFile(path);
     Deno.mkdirSync(this.paths.dir, { recursive: true });
-    Deno.writeTextFileSync(path, key, { mode: 0o600 });
-    Deno.chmodSync(path, 0o600);
-    return key;
+    return loadOrCreateSecret(path);
   }
 
   /** Where the agent's proxy reaches the engine, and the key it must send; null when not serving. */
@@ -626,14 +605,13 @@ export class ShardRunner {
   async #killGroup(graceMs: number): Promise<void> {
     const pgid = this.#record?.pgid ?? this.#pid;
     if (pgid === null) return;
-    const empty = () => groupMembers(pgid).length === 0;
-    if (graceMs > 0 && !empty()) {
+    if (graceMs > 0 && groupMembers(pgid).length > 0) {
       signalGroup(pgid, "SIGTERM");
-      await waitFor(empty, graceMs);
+      await waitGroupEmpty(pgid, graceMs);
     }
-    if (!empty()) {
+    if (groupMembers(pgid).length > 0) {
       signalGroup(pgid, "SIGKILL");
-      await waitFor(empty, 10_000);
+      await waitGroupEmpty(pgid, 10_000);
     }
     // Reap our own child so it does not linger as a zombie.
     if (this.#child !== null) await this.#child.status;
@@ -645,25 +623,4 @@ export class ShardRunner {
     this.#child = null;
     this.#pid = null;
   }
-}
-
-/** Polls `done` every 50 ms until it holds or `ms` pass. */
-async function waitFor(done: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
-}
-
-/**
- * The environment engines start from: the agent's own, minus llmgw's
- * (`LLMGW_*` holds tokens and agent settings an engine has no business
- * reading).
- */
-export function engineBaseEnv(): Record<string, string> {
-  const env = Deno.env.toObject();
-  for (const key of Object.keys(env)) if (key.startsWith("LLMGW_")) delete env[key];
-  return env;
 }
