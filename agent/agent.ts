@@ -60,9 +60,24 @@ import {
 } from "./credentials.ts";
 import { engineVersions } from "./engine_versions.ts";
 import { engineProxy } from "./engine_proxy.ts";
-import { type ListenAddress, listenerUrl, serveListener } from "./listener.ts";
+import {
+  type AgentListener,
+  type ListenAddress,
+  listenerUrl,
+  serveListener,
+  serveTlsListener,
+} from "./listener.ts";
+import { AgentTls } from "./agent_tls.ts";
+import type { HttpsRequestInfo } from "../tls/https_server.ts";
 import { type AgentStatus, localApi } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "./log.ts";
+import {
+  type AgentMetricsSnapshot,
+  type DiscoverySource,
+  emptyTimeToReady,
+  observeTimeToReady,
+  type TimeToReadyHistogram,
+} from "./metrics.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
 import {
   gpuReport,
@@ -73,12 +88,33 @@ import {
 } from "./reports.ts";
 import { DEFAULT_RETRY, retryDelay, sleep } from "./retry.ts";
 
+/**
+ * The local API over TLS: `/v1` (status, logs) needs a client certificate
+ * from the cluster CA besides the token; `/healthz` and `/metrics` take a
+ * token alone, so Prometheus needs no client certificate.
+ */
+function requireClientCertificate(
+  req: Request,
+  info: HttpsRequestInfo,
+  handler: (req: Request) => Response | Promise<Response>,
+): Response | Promise<Response> {
+  if (info.peerVerified || !new URL(req.url).pathname.startsWith("/v1/")) return handler(req);
+  return Response.json({
+    error: {
+      code: "client_certificate_required",
+      message: "this route needs a client certificate from the cluster CA",
+    },
+  }, { status: 403 });
+}
+
 /** Settings of an {@link Agent}; every time is in milliseconds. */
 export interface AgentOptions {
   /** The control plane's URL. */
   controlUrl: string;
   /** The join token, used only to register. */
   joinToken: string;
+  /** A CA certificate file to trust for an https control plane (`LLMGW_CA`); default: pinned by the join token. */
+  caFile?: string;
   /** The node id. Default: the host name. */
   nodeId?: string;
   /** The host name reported. Default: `Deno.hostname()`. */
@@ -127,7 +163,7 @@ export interface AgentOptions {
   /** Directories with executable engine plugins (design §8). */
   pluginDirs?: string[];
   /** Supervisor settings (tick, timeouts, engine environment, …). */
-  supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent">;
+  supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent" | "onReady">;
   /** Heartbeat interval, overriding the control plane's. */
   heartbeatIntervalMs?: number;
   /** How often GPUs are rediscovered for their health. Default 60,000. */
@@ -193,10 +229,13 @@ export class Agent {
   #localToken: string | null = null;
   #registry: EngineRegistry | null = null;
   #supervisor: Supervisor | null = null;
-  #server: Deno.HttpServer<Deno.NetAddr> | null = null;
+  #server: AgentListener | null = null;
   #mgmt: { addr: string; iface: string | null } = { addr: "127.0.0.1", iface: null };
   #agentUrl: string | null = null;
-  #proxyServer: Deno.HttpServer<Deno.NetAddr> | null = null;
+  #proxyServer: AgentListener | null = null;
+  /** TLS toward the control plane and on both listeners; null for an http:// control plane. */
+  #tls: AgentTls | null = null;
+  #renewing = false;
   #proxyUrl: string | null = null;
   #proxyToken: string | null = null;
 
@@ -217,6 +256,10 @@ export class Agent {
   #pendingGpus: Gpu[] | null = null;
 
   #lastHeartbeatAt: number | null = null;
+  /** SHA-256 (hex) of the metrics tokens, from the last heartbeat answer that carried them. */
+  #metricsTokenHashes: readonly string[] = [];
+  #timeToReady: TimeToReadyHistogram = emptyTimeToReady();
+  readonly #discoveryErrors: Record<DiscoverySource, number> = { nvidia_smi: 0, sysfs: 0 };
   #heartbeatFailures = 0;
   /** Node tokens refused in a row: a control plane that refuses what it just issued is not hammered. */
   #refusals = 0;
@@ -254,6 +297,8 @@ export class Agent {
         url: options.controlUrl,
         joinToken: options.joinToken,
         timeoutMs: options.requestTimeoutMs,
+        // Over TLS every call trusts the pinned CA only (agent_tls.ts).
+        fetch: (input, init) => (this.#tls?.client.fetch ?? fetch)(input, init),
       });
     } catch (e) {
       throw new AgentError(
@@ -296,6 +341,32 @@ export class Agent {
     };
   }
 
+  /** What the local API's `/metrics` shows (agent/metrics.ts). */
+  metricsSnapshot(): AgentMetricsSnapshot {
+    const shards = this.#supervisor?.status() ?? [];
+    const extra = new Map((this.#supervisor?.metrics() ?? []).map((m) => [m.id, m]));
+    const owner = new Map<number, string>();
+    for (const m of extra.values()) for (const i of m.gpu_indices) owner.set(i, m.id);
+    return {
+      gpus: this.#gpus.map((g) => ({ ...g, allocated_to: owner.get(g.index) ?? null })),
+      shards: shards.map((s) => {
+        const m = extra.get(s.id);
+        const ms = m?.last_ready_after_ms ?? null;
+        return {
+          id: s.id,
+          state: s.state,
+          restarts: s.restarts,
+          restarts_total: m?.restarts_total ?? 0,
+          last_time_to_ready_seconds: ms === null ? null : ms / 1000,
+        };
+      }),
+      time_to_ready: this.#timeToReady,
+      discovery_errors: { ...this.#discoveryErrors },
+      certificate_not_after_ms: this.#tls?.notAfterMs ?? null,
+      certificate_renewal_failures: this.#tls?.renewalFailures ?? 0,
+    };
+  }
+
   /**
    * Starts the agent: the local API, then the supervisor (adopting the
    * engines a previous agent left, design §9.2) before anything talks to the
@@ -315,6 +386,17 @@ export class Agent {
     } catch (e) {
       throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorText(e)}`);
     }
+    try {
+      this.#tls = await AgentTls.prepare({
+        stateDir: o.stateDir,
+        controlUrl: o.controlUrl,
+        joinToken: o.joinToken,
+        caFile: o.caFile,
+        log: (message, fields) => this.#log.info(message, fields),
+      });
+    } catch (e) {
+      throw new AgentError(errorText(e));
+    }
     const mgmt = detectMgmt({ addr: o.mgmtAddr, iface: o.mgmtInterface });
     if ("error" in mgmt) throw new AgentError(mgmt.error);
     this.#mgmt = mgmt;
@@ -330,12 +412,12 @@ export class Agent {
     this.#registry = registry;
 
     const listen = o.listen === undefined ? DEFAULT_LISTEN : o.listen;
-    if (listen !== null) this.#listen(listen);
+    if (listen !== null) await this.#listen(listen);
     const proxyListen = o.proxyListen === undefined ? DEFAULT_PROXY_LISTEN : o.proxyListen;
     if (proxyListen !== null) {
       this.#proxyToken = o.proxyToken ?? loadOrCreateProxyToken(o.stateDir);
       try {
-        this.#listenProxy(proxyListen);
+        await this.#listenProxy(proxyListen);
       } catch (e) {
         await this.#server?.shutdown();
         this.#server = null;
@@ -348,6 +430,9 @@ export class Agent {
       stateDir: o.stateDir,
       ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),
       onEvent: (e) => this.#supLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
+      onReady: (_shard, afterMs) => {
+        this.#timeToReady = observeTimeToReady(this.#timeToReady, afterMs / 1000);
+      },
     }, this.#prepare(registry));
     try {
       await supervisor.start();
@@ -385,6 +470,7 @@ export class Agent {
       this.#server = null;
       await this.#proxyServer?.shutdown();
       this.#proxyServer = null;
+      this.#tls?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();
@@ -433,35 +519,97 @@ export class Agent {
     };
   }
 
-  #listen(listen: ListenAddress): void {
+  async #listen(listen: ListenAddress): Promise<void> {
     const app = localApi({
       status: () => this.status(),
       shard: (id) => this.#supervisor?.shard(id) ?? null,
+      metrics: () => this.metricsSnapshot(),
+      metricsTokenHashes: () => this.#metricsTokenHashes,
     }, this.#localToken!);
-    this.#server = serveListener(
-      "the agent's local API",
-      listen,
-      app.fetch,
-      (addr) => this.#log.info("local API listening", { hostname: addr.hostname, port: addr.port }),
-    );
+    const onListen = (addr: Deno.NetAddr) =>
+      this.#log.info("local API listening", {
+        hostname: addr.hostname,
+        port: addr.port,
+        tls: this.#tls !== null,
+      });
+    const tls = this.#tls;
+    if (tls === null) {
+      this.#server = serveListener("the agent's local API", listen, app.fetch, onListen);
+    } else {
+      // The control plane presents a certificate from the CA; /v1 needs it besides the token.
+      const server = await serveTlsListener(
+        "the agent's local API",
+        listen,
+        { ...tls.serving, ca: tls.caPem },
+        (req, info) => requireClientCertificate(req, info, app.fetch),
+        onListen,
+      );
+      tls.onCertificate((c) => server.setCertificate({ ...c, ca: tls.caPem }));
+      this.#server = server;
+    }
     this.#agentUrl = this.#opts.agentUrl ??
-      listenerUrl(listen.hostname, this.#server.addr.port, this.#mgmt.addr);
+      listenerUrl(listen.hostname, this.#server.addr.port, this.#mgmt.addr, this.#scheme());
   }
 
-  #listenProxy(listen: ListenAddress): void {
+  #scheme(): "http" | "https" {
+    return this.#tls === null ? "http" : "https";
+  }
+
+  async #listenProxy(listen: ListenAddress): Promise<void> {
     const handler = engineProxy({
       token: this.#proxyToken!,
       target: (id) => this.#supervisor?.target(id) ?? null,
     });
-    this.#proxyServer = serveListener(
-      "the engine proxy",
-      listen,
-      handler,
-      (addr) =>
-        this.#log.info("engine proxy listening", { hostname: addr.hostname, port: addr.port }),
-    );
+    const onListen = (addr: Deno.NetAddr) =>
+      this.#log.info("engine proxy listening", {
+        hostname: addr.hostname,
+        port: addr.port,
+        tls: this.#tls !== null,
+      });
+    const tls = this.#tls;
+    if (tls === null) {
+      this.#proxyServer = serveListener("the engine proxy", listen, handler, onListen);
+    } else {
+      const server = await serveTlsListener(
+        "the engine proxy",
+        listen,
+        tls.serving,
+        (req) => handler(req),
+        onListen,
+      );
+      tls.onCertificate((c) => server.setCertificate(c));
+      this.#proxyServer = server;
+    }
     this.#proxyUrl = this.#opts.proxyUrl ??
-      listenerUrl(listen.hostname, this.#proxyServer.addr.port, this.#mgmt.addr);
+      listenerUrl(listen.hostname, this.#proxyServer.addr.port, this.#mgmt.addr, this.#scheme());
+  }
+
+  /** Renews the serving certificate in the background; a failure is counted and retried next beat. */
+  #renew(): void {
+    const tls = this.#tls;
+    if (tls === null || this.#renewing) return;
+    this.#renewing = true;
+    (async () => {
+      try {
+        const answer = await this.#client.renewCertificate(
+          await tls.csr(`node:${this.#registeredId}`),
+          this.#stopCtl.signal,
+        );
+        await tls.accept(answer.certificate);
+        this.#log.info("renewed the serving certificate", {
+          expires: new Date(tls.notAfterMs!).toISOString(),
+        });
+      } catch (e) {
+        if (this.#stopped) return;
+        tls.renewalFailed();
+        this.#log.warn("cannot renew the serving certificate", {
+          ...errorFields(e),
+          expires: tls.notAfterMs === null ? null : new Date(tls.notAfterMs).toISOString(),
+        });
+      } finally {
+        this.#renewing = false;
+      }
+    })();
   }
 
   /** Pids of our engines and their workers: their GPU memory is ours (design §5.1). */
@@ -490,6 +638,9 @@ export class Agent {
         timeoutMs: d.timeoutMs,
         ownPids: this.#ownPids(),
       });
+      // Counted per run: the GPU list unreadable, or an adapter's attributes.
+      if (inv.source === "nvidia-smi-failed") this.#discoveryErrors.nvidia_smi++;
+      if (inv.hcas.some((h) => h.problems.length > 0)) this.#discoveryErrors.sysfs++;
       const gpus = gpusAfterRediscovery(this.#lastGoodGpus, inv);
       if (inv.source === "nvidia-smi") this.#lastGoodGpus = inv.gpus;
       const before = new Map(this.#gpus.map((g) => [g.index, g.health.problems.join("; ")]));
@@ -611,7 +762,17 @@ export class Agent {
     while (!this.#stopped) {
       const req = this.#registerRequest();
       try {
-        const res = await this.#client.register(req, this.#stopCtl.signal);
+        const csr = this.#tls === null ? undefined : await this.#tls.csr(`node:${this.#nodeId}`);
+        const res = await this.#client.register(
+          csr === undefined ? req : { ...req, csr },
+          this.#stopCtl.signal,
+        );
+        if (this.#tls !== null && res.certificate !== undefined) {
+          await this.#tls.accept(res.certificate);
+          this.#log.info("serving with a certificate signed at registration", {
+            expires: new Date(this.#tls.notAfterMs!).toISOString(),
+          });
+        }
         const registeredId = nodeIdProblem(res.node_id) === null ? res.node_id : this.#nodeId;
         if (registeredId !== this.#nodeId) {
           this.#log.warn("the control plane registered this node under another id", {
@@ -699,6 +860,9 @@ export class Agent {
         this.#refusals = 0;
         this.#lastHeartbeatAt = Date.now();
         if (this.#pendingGpus === gpus) this.#pendingGpus = null;
+        // Revoked tokens stop working within one heartbeat; without an answer the last list holds.
+        if (res.metricsTokenHashes !== null) this.#metricsTokenHashes = res.metricsTokenHashes;
+        if (this.#tls?.renewalDue()) this.#renew();
         const g = res.generation;
         if (g !== null && g !== this.#generation && g !== this.#ignoredGeneration) this.#wake();
       } catch (e) {

@@ -27,6 +27,8 @@ import {
 import { groupMembers, isRunning } from "../supervisor/proc.ts";
 import { Agent, type AgentOptions } from "./agent.ts";
 import { nodeTokenPath } from "./credentials.ts";
+import { renderAgentMetrics } from "./metrics.ts";
+import { lintExposition } from "../testing/prometheus_lint.ts";
 
 const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
 const MACHINE = fixturePath("machines/l40s_pcie_vm");
@@ -324,6 +326,15 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
       { timeoutMs: 30_000, intervalMs: 20 },
     );
     groups.add(ready.pid!);
+    {
+      const m = agent.metricsSnapshot();
+      assertEquals(m.gpus.map((g) => [g.index, g.allocated_to]), [[0, "s1"]]);
+      assertEquals(m.time_to_ready.count, 1);
+      assertEquals(m.shards.map((s) => [s.id, s.state, s.restarts_total]), [["s1", "ready", 0]]);
+      assertOk((m.shards[0].last_time_to_ready_seconds ?? 0) > 0);
+      assertEquals(m.discovery_errors, { nvidia_smi: 0, sysfs: 0 });
+      assertEquals(lintExposition(renderAgentMetrics(m)), []);
+    }
     assertOk(
       stub.desiredRequests - pollsBefore <= 3,
       `${stub.desiredRequests - pollsBefore} polls`,

@@ -18,8 +18,11 @@
 import { z } from "zod";
 import { readLimited } from "../http/read_limited.ts";
 import {
+  type CertificateAnswer,
+  CertificateAnswerSchema,
   type DesiredState,
   type HeartbeatRequest,
+  HeartbeatResponseSchema,
   parseDesiredState,
   type RegisterRequest,
   type RegisterResponse,
@@ -94,16 +97,16 @@ export interface ControlClientOptions {
 export interface HeartbeatResult {
   /** The node's current desired-state generation; null when the control plane did not say. */
   generation: number | null;
+  /** Hashes of the live metrics tokens; null when the control plane did not say. */
+  metricsTokenHashes: string[] | null;
 }
 
 const RegisterAnswerSchema = z.object({
   node_id: z.string().min(1).max(128).optional(),
   node_token: z.string().min(1).max(4096),
   heartbeat_interval_ms: z.number().finite().positive().optional(),
-});
-
-const HeartbeatAnswerSchema = z.object({
-  generation: z.number().int().min(0).optional(),
+  certificate: z.string().min(1).max(16_384).optional(),
+  ca_certificate: z.string().min(1).max(16_384).optional(),
 });
 
 const ErrorBodySchema = z.object({
@@ -171,9 +174,24 @@ export class ControlClient {
       node_id: parsed.data.node_id ?? req.node_id,
       node_token: parsed.data.node_token,
       heartbeat_interval_ms: parsed.data.heartbeat_interval_ms ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+      ...(parsed.data.certificate === undefined ? {} : { certificate: parsed.data.certificate }),
+      ...(parsed.data.ca_certificate === undefined
+        ? {}
+        : { ca_certificate: parsed.data.ca_certificate }),
     };
     this.#nodeToken = answer.node_token;
     return answer;
+  }
+
+  /** Asks for a new certificate from a CSR (`POST /v1/agent/certificate`) with the node token. */
+  async renewCertificate(csr: string, signal?: AbortSignal): Promise<CertificateAnswer> {
+    const body = await this.#call("POST", "v1/agent/certificate", this.#requireNode(), { csr }, {
+      timeoutMs: this.#timeoutMs,
+      signal,
+    });
+    const parsed = CertificateAnswerSchema.safeParse(body);
+    if (!parsed.success) throw badShape("certificate", parsed.error);
+    return parsed.data;
   }
 
   /** Sends a heartbeat (`POST /v1/agent/heartbeat`) with the node token. */
@@ -182,9 +200,12 @@ export class ControlClient {
       timeoutMs: this.#timeoutMs,
       signal,
     });
-    const parsed = HeartbeatAnswerSchema.safeParse(body ?? {});
+    const parsed = HeartbeatResponseSchema.partial().safeParse(body ?? {});
     if (!parsed.success) throw badShape("heartbeat", parsed.error);
-    return { generation: parsed.data.generation ?? null };
+    return {
+      generation: parsed.data.generation ?? null,
+      metricsTokenHashes: parsed.data.metrics_token_hashes ?? null,
+    };
   }
 
   /**

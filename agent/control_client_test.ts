@@ -102,7 +102,7 @@ Deno.test("client: sends the right token to each endpoint and tolerates extra or
     assertEquals(client.nodeToken, NODE);
     assertEquals(
       await client.heartbeat({ node_id: "n1", generation: 0, shards: [] }),
-      { generation: null },
+      { generation: null, metricsTokenHashes: null },
     );
     assertEquals(await client.desired(7, 1000), null);
     const state = await client.desired(0, 1000);

@@ -6,6 +6,12 @@
  * @module
  */
 import { bindErrorFrom } from "../http/bind_error.ts";
+import {
+  type HttpsHandler,
+  type HttpsServer,
+  serveHttps,
+  type ServingCertificate,
+} from "../tls/https_server.ts";
 
 /** Where a listener binds. */
 export interface ListenAddress {
@@ -16,10 +22,44 @@ export interface ListenAddress {
 }
 
 /** The URL peers reach a listener on, given the address it bound and the node's management address. */
-export function listenerUrl(hostname: string, port: number, mgmtAddr: string): string {
+export function listenerUrl(
+  hostname: string,
+  port: number,
+  mgmtAddr: string,
+  scheme: "http" | "https" = "http",
+): string {
   const wildcard = ["0.0.0.0", "::", "[::]", ""].includes(hostname);
   const host = wildcard ? mgmtAddr : hostname;
-  return `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+  return `${scheme}://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+}
+
+/** A listener either way: plain (`Deno.serve`) or TLS (`node:https`). */
+export interface AgentListener {
+  /** Where it listens. */
+  readonly addr: Deno.NetAddr;
+  /** Stops it. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Serves `handler` over HTTPS with `tls`; with `tls.ca`, peers may present
+ * client certificates and `handler` learns whether one verified. A failure
+ * to bind is a `BindError`.
+ */
+export async function serveTlsListener(
+  what: string,
+  listen: ListenAddress,
+  tls: ServingCertificate,
+  handler: HttpsHandler,
+  onListen: (addr: Deno.NetAddr) => void,
+): Promise<HttpsServer> {
+  try {
+    const server = await serveHttps({ ...listen, ...tls }, handler);
+    onListen(server.addr);
+    return server;
+  } catch (e) {
+    throw bindErrorFrom(e, what, listen.hostname, listen.port);
+  }
 }
 
 /**

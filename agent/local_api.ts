@@ -7,13 +7,16 @@
  * - `GET /v1/status`: node id, the generation it runs, registration, shards.
  * - `GET /v1/shards/:id/logs?lines=N`: the last N lines (1-10,000, default
  *   100) of the shard's in-memory tail.
+ * - `GET /metrics`: Prometheus text (agent/metrics.ts), for a metrics token.
  *
  * Everything under `/v1` needs `Authorization: Bearer <local token>`, compared
- * in constant time. Errors are JSON `{error: {code, message}}`: 400 for a bad
- * query (naming the parameter), 401 without a bearer token, 403 with another
- * token (an admin token or a gateway API key, say: the control plane's rule),
- * 404 for an unknown shard or path; no input makes a handler fail (500 would
- * mean a bug).
+ * in constant time. `/metrics` needs a metrics token, one whose SHA-256 the
+ * control plane sent in a heartbeat answer (design §11.2, least privilege: it
+ * reads metrics only, and the local token is not Prometheus'). Errors are JSON
+ * `{error: {code, message}}`: 400 for a bad query (naming the parameter), 401
+ * without a bearer token, 403 with another token (an admin token or a gateway
+ * API key, say: the control plane's rule), 404 for an unknown shard or path;
+ * no input makes a handler fail (500 would mean a bug).
  *
  * @module
  */
@@ -29,6 +32,7 @@ import {
   type ShardLogsAnswer,
 } from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
+import { type AgentMetricsSnapshot, renderAgentMetrics } from "./metrics.ts";
 import { shardReport } from "./reports.ts";
 
 /** What the agent reports about itself on `/v1/status`. */
@@ -53,7 +57,14 @@ export interface LocalApiView {
   status(): AgentStatus;
   /** One shard's status and in-memory log tail, or null when unknown. */
   shard(id: string): { status: ShardStatus; log_tail: string[] } | null;
+  /** What `/metrics` shows now. */
+  metrics(): AgentMetricsSnapshot;
+  /** SHA-256 (hex) of every metrics token the control plane last sent; empty before the first. */
+  metricsTokenHashes(): readonly string[];
 }
+
+/** The content type of Prometheus text exposition format 0.0.4. */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 const LogsQuerySchema = z.object({
   lines: z.string().regex(/^\d+$/, "must be a whole number")
@@ -76,6 +87,25 @@ export function bearerMatches(header: string | undefined, token: string): boolea
   const presented = m === null ? "" : m[1];
   const same = timingSafeEqual(digest(presented), digest(token));
   return same && m !== null;
+}
+
+/**
+ * True when the `Authorization` header's bearer token hashes (SHA-256, hex)
+ * to one of `hashes`. Every hash is compared, each in constant time, so the
+ * time taken says nothing about which one matched or how closely.
+ */
+export function bearerHashMatches(header: string | undefined, hashes: readonly string[]): boolean {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  const presented = createHash("sha256").update(m === null ? "" : m[1]).digest("hex");
+  const mine = new TextEncoder().encode(presented);
+  let found = false;
+  for (const h of hashes) {
+    const theirs = new TextEncoder().encode(h.toLowerCase());
+    // A hash's length is no secret; every one of the right length is compared.
+    const same = theirs.length === mine.length && timingSafeEqual(mine, theirs);
+    found = same || found;
+  }
+  return found && m !== null;
 }
 
 function fail(c: Context, status: 400 | 401 | 403 | 404, code: string, message: string) {
@@ -116,6 +146,18 @@ export function shardLogsAnswer(
 export function localApi(view: LocalApiView, token: string): Hono {
   const app = new Hono();
   app.get("/healthz", (c) => c.json({ ok: true }));
+  app.get("/metrics", (c) => {
+    const header = c.req.header("authorization");
+    if (!/^Bearer\s+\S+\s*$/i.test(header ?? "")) {
+      return fail(c, 401, "unauthorized", "a bearer token is required");
+    }
+    if (!bearerHashMatches(header, view.metricsTokenHashes())) {
+      return fail(c, 403, "forbidden", "this token is not a metrics token of this cluster");
+    }
+    return c.body(renderAgentMetrics(view.metrics()), 200, {
+      "content-type": METRICS_CONTENT_TYPE,
+    });
+  });
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization");
     if (!/^Bearer\s+\S+\s*$/i.test(header ?? "")) {

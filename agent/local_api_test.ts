@@ -1,7 +1,9 @@
 /**
  * The local API as a plain Hono app (no sockets): token checks, the
- * status and logs endpoints, and JSON errors for every malformed request.
+ * status, logs and metrics endpoints, and JSON errors for every malformed
+ * request.
  */
+import { createHash } from "node:crypto";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import {
   localApiErrorMessage,
@@ -10,15 +12,22 @@ import {
   parseShardLogsAnswer,
 } from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
+import { lintExposition } from "../testing/prometheus_lint.ts";
 import {
+  bearerHashMatches,
   bearerMatches,
   localApi,
   type LocalApiView,
+  METRICS_CONTENT_TYPE,
   shardLogsAnswer,
   statusAnswer,
 } from "./local_api.ts";
+import { type AgentMetricsSnapshot, emptyTimeToReady, renderAgentMetrics } from "./metrics.ts";
 
 const TOKEN = "local-token-0123456789";
+const METRICS_TOKEN = "llmgw_metrics_abcdefghijklmnop";
+const OLD_METRICS_TOKEN = "llmgw_metrics_rotated-out-but-still-valid";
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 const SHARD: ShardStatus = {
   id: "r1/s0",
@@ -50,6 +59,26 @@ const VIEW: LocalApiView = {
     id === SHARD.id
       ? { status: SHARD, log_tail: Array.from({ length: 300 }, (_, i) => `line ${i}`) }
       : null,
+  metrics: () => METRICS,
+  // Upper case: the hashes' case does not matter.
+  metricsTokenHashes: () => [sha256(OLD_METRICS_TOKEN).toUpperCase(), sha256(METRICS_TOKEN)],
+};
+
+const METRICS: AgentMetricsSnapshot = {
+  gpus: [{
+    index: 0,
+    uuid: "GPU-0",
+    class: "h100-80g",
+    memory_total_mb: 81559,
+    memory_used_mb: null,
+    health: { ecc_errors: 0, temperature_c: 35, problems: [] },
+    allocated_to: SHARD.id,
+  }],
+  shards: [{ ...SHARD, restarts_total: 0, last_time_to_ready_seconds: 12 }],
+  time_to_ready: emptyTimeToReady(),
+  discovery_errors: { nvidia_smi: 0, sysfs: 1 },
+  certificate_not_after_ms: null,
+  certificate_renewal_failures: 0,
 };
 
 const app = localApi(VIEW, TOKEN);
@@ -79,6 +108,57 @@ Deno.test("local API: /healthz is open, /v1 needs the bearer token", async () =>
   assertEquals((await get("/v1/nothing")).status, 401);
   assertEquals((await get("/v1/nothing", `Bearer ${TOKEN}`)).status, 404);
   assertEquals((await get("/nothing")).body.error.code, "not_found");
+});
+
+Deno.test("local API: /metrics is for metrics tokens only", async () => {
+  const metrics = (auth?: string) =>
+    app.request("/metrics", { headers: auth === undefined ? {} : { authorization: auth } });
+  for (
+    const auth of [undefined, "", "Bearer", "Bearer  ", `Basic ${METRICS_TOKEN}`, METRICS_TOKEN]
+  ) {
+    const r = await metrics(auth);
+    assertEquals(r.status, 401, String(auth));
+    assertEquals((await r.json()).error.code, "unauthorized");
+    assertStringIncludes(r.headers.get("www-authenticate") ?? "", "Bearer");
+  }
+  // Least privilege: the local token is not Prometheus', nor is a token that
+  // merely resembles a metrics token or is its hash.
+  for (
+    const token of [
+      TOKEN,
+      "wrong",
+      `${METRICS_TOKEN}x`,
+      METRICS_TOKEN.slice(1),
+      sha256(METRICS_TOKEN),
+    ]
+  ) {
+    const r = await metrics(`Bearer ${token}`);
+    assertEquals(r.status, 403, token);
+    const body = await r.json();
+    assertEquals(body.error.code, "forbidden");
+    assertOk(localApiErrorMessage(body) !== null);
+  }
+  for (const token of [METRICS_TOKEN, OLD_METRICS_TOKEN]) {
+    const r = await metrics(`bearer ${token}`);
+    assertEquals(r.status, 200, token);
+    assertEquals(r.headers.get("content-type"), METRICS_CONTENT_TYPE);
+    const text = await r.text();
+    assertEquals(text, renderAgentMetrics(METRICS));
+    assertStringIncludes(
+      text,
+      'llmgw_agent_gpu_shard_info{gpu="0",uuid="GPU-0",class="h100-80g",shard="r1/s0"} 1',
+    );
+    assertEquals(lintExposition(text), []);
+  }
+  // A metrics token opens nothing else.
+  assertEquals((await get("/v1/status", `Bearer ${METRICS_TOKEN}`)).status, 403);
+  // Before the control plane sent any hash, no token reads metrics.
+  const closed = localApi({ ...VIEW, metricsTokenHashes: () => [] }, TOKEN);
+  const r = await closed.request("/metrics", {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
+  assertEquals(r.status, 403);
+  await r.body?.cancel();
 });
 
 Deno.test("local API: logs, with the line count validated and unknown shards 404", async () => {
@@ -146,6 +226,20 @@ Deno.test("local API answers: fields beyond the protocol's bounds are clipped, n
   const answer = statusAnswer({ ...VIEW.status(), shards: [failed] });
   assertEquals(parseAgentStatusAnswer(answer), answer);
   assertEquals(answer.shards[0].last_failure?.reason.length, 4096);
+});
+
+Deno.test("bearerHashMatches: a token whose SHA-256 is listed, in any position", () => {
+  const hashes = ["not-a-hash", sha256("a"), sha256("b").toUpperCase()];
+  assertOk(bearerHashMatches("Bearer a", hashes));
+  assertOk(bearerHashMatches("Bearer b", hashes));
+  assertOk(!bearerHashMatches("Bearer c", hashes));
+  assertOk(!bearerHashMatches("Bearer not-a-hash", hashes));
+  assertOk(!bearerHashMatches(`Bearer ${sha256("a")}`, hashes));
+  assertOk(!bearerHashMatches("Bearer a", []));
+  assertOk(!bearerHashMatches(undefined, hashes));
+  // An empty header is no token, even when the empty string's hash is listed.
+  assertOk(!bearerHashMatches("", [sha256("")]));
+  assertOk(!bearerHashMatches("Bearer ", [sha256("")]));
 });
 
 Deno.test("bearerMatches: exact token only", () => {

@@ -25,6 +25,14 @@ export const ADMIN_USAGE =
   events [--json] [--limit N]          recent events
   logs REPLICA [--shard N] [--lines N] a shard's recent log lines, from its agent
   apikeys create NAME [--models a,b]   a gateway API key (shown once); list; delete ID
+  tokens create KIND [--ttl D] [--description T]
+                                       an access token (shown once): admin, gateway
+                                       (the endpoint feed only), metrics (GET /metrics
+                                       only) or join; --ttl 30m|12h|7d|never (join: 24h)
+  tokens list [KIND]                   tokens without their secrets
+  tokens revoke ID                     stops working on its next request
+The token may also come from a file: --token-file PATH or LLMGW_TOKEN_FILE
+(the first start writes STORE/admin.token).
 `;
 
 /** Raised when the control plane answers with an error; the message is its message. */
@@ -81,7 +89,29 @@ const FLAGS = {
   shard: { type: "string" },
   lines: { type: "string" },
   models: { type: "string" },
+  ttl: { type: "string" },
+  description: { type: "string" },
+  "token-file": { type: "string" },
 } as const;
+
+const TOKEN_KINDS = ["admin", "gateway", "metrics", "join"];
+
+/**
+ * A lifetime such as `30m`, `12h`, `7d` or `90s` in seconds; null for `never`.
+ *
+ * @throws {UsageError} For anything else.
+ */
+export function parseTtl(text: string): number | null {
+  if (text === "never") return null;
+  const m = /^(\d+)(s|m|h|d)$/.exec(text);
+  const n = m === null ? 0 : Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as "s"];
+  if (n <= 0) {
+    throw new UsageError(
+      `tokens: --ttl must be a positive duration such as 30m, 12h or 7d, or "never"; got "${text}"`,
+    );
+  }
+  return n;
+}
 
 /** The admin verbs this module handles. */
 export const ADMIN_VERBS: ReadonlySet<string> = new Set([
@@ -97,7 +127,98 @@ export const ADMIN_VERBS: ReadonlySet<string> = new Set([
   "events",
   "logs",
   "apikeys",
+  "tokens",
 ]);
+
+function readTokenFile(verb: string, path: string): string {
+  try {
+    return Deno.readTextFileSync(path).trim();
+  } catch (e) {
+    throw new UsageError(
+      `${verb}: cannot read the token file ${path}: ${e instanceof Error ? e.message : e}`,
+    );
+  }
+}
+
+interface TokenRow {
+  id: string;
+  kind: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+/** `tokens create|list|revoke`. */
+async function tokensCommand(
+  t: Target,
+  positionals: string[],
+  values: { json?: boolean; ttl?: string; description?: string },
+  out: (t: string) => void,
+): Promise<number> {
+  const [sub, arg] = positionals;
+  const kindOf = (what: string | undefined, required: boolean): string | undefined => {
+    if (what === undefined && !required) return undefined;
+    if (what === undefined || !TOKEN_KINDS.includes(what)) {
+      throw new UsageError(
+        `tokens ${sub}: KIND must be one of ${TOKEN_KINDS.join(", ")}, got "${what ?? ""}"`,
+      );
+    }
+    return what;
+  };
+  if (sub === "create") {
+    const kind = kindOf(arg, true);
+    const ttl = values.ttl === undefined ? undefined : parseTtl(values.ttl);
+    const created = await request(t, "POST", "/v1/tokens", {
+      kind,
+      ...(values.description === undefined ? {} : { description: values.description }),
+      ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
+    }) as TokenRow & { token: string };
+    const expiry = created.expires_at === null
+      ? "never expires"
+      : `expires ${new Date(created.expires_at).toISOString()}`;
+    out(
+      values.json
+        ? JSON.stringify(created, null, 2) + "\n"
+        : `${kind} token ${created.id} (${expiry}; shown once, keep it):\n${created.token}\n`,
+    );
+    return 0;
+  }
+  if (sub === "list") {
+    const kind = kindOf(arg, false);
+    const { tokens } = await request(
+      t,
+      "GET",
+      `/v1/tokens${kind === undefined ? "" : `?kind=${kind}`}`,
+    ) as { tokens: TokenRow[] };
+    out(
+      values.json ? JSON.stringify(tokens, null, 2) + "\n" : renderTable(
+        ["ID", "KIND", "EXPIRES", "DESCRIPTION"],
+        tokens.map((k) => [
+          k.id,
+          k.kind,
+          k.expires_at === null ? "never" : new Date(k.expires_at).toISOString(),
+          cutAtWord(k.description, 60),
+        ]),
+      ) + "\n",
+    );
+    return 0;
+  }
+  if (sub === "revoke") {
+    if (arg === undefined) {
+      throw new UsageError("tokens revoke: ID is required (llmgw tokens list)");
+    }
+    const { revoked } = await request(t, "DELETE", `/v1/tokens/${encodeURIComponent(arg)}`) as {
+      revoked: TokenRow;
+    };
+    out(
+      values.json
+        ? JSON.stringify(revoked, null, 2) + "\n"
+        : `${revoked.kind} token ${revoked.id} revoked\n`,
+    );
+    return 0;
+  }
+  throw new UsageError(`tokens: expected create, list or revoke, got "${sub ?? ""}"`);
+}
 
 /** Runs one admin verb; returns the exit code. */
 export async function adminCommand(
@@ -107,12 +228,16 @@ export async function adminCommand(
 ): Promise<number> {
   const { values, positionals } = parseFlags(verb, args, FLAGS);
   const url = values.url ?? (Deno.env.get("LLMGW_URL") || undefined);
-  const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined);
+  const tokenFile = values["token-file"] ?? (Deno.env.get("LLMGW_TOKEN_FILE") || undefined);
+  const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined) ??
+    (tokenFile === undefined ? undefined : readTokenFile(verb, tokenFile));
   if (url === undefined) {
     throw new UsageError(`${verb}: no control plane: set LLMGW_URL or pass --url`);
   }
   if (token === undefined) {
-    throw new UsageError(`${verb}: no admin token: set LLMGW_TOKEN or pass --token`);
+    throw new UsageError(
+      `${verb}: no admin token: set LLMGW_TOKEN or LLMGW_TOKEN_FILE, or pass --token-file`,
+    );
   }
   const t = { url, token };
   const arg = (i: number, what: string) => {
@@ -313,6 +438,8 @@ export async function adminCommand(
       }
       throw new UsageError(`apikeys: expected create, list or delete, got "${sub}"`);
     }
+    case "tokens":
+      return await tokensCommand(t, positionals, values, out);
     case "events": {
       const limit = values.limit ?? "50";
       if (!/^\d+$/.test(limit)) {

@@ -8,15 +8,34 @@
  */
 import { join } from "node:path";
 import { MemoryStore } from "../control/memory_store.ts";
-import { startControl, type StartControlOptions } from "../control/server.ts";
+import { type RunningControl, startControl, type StartControlOptions } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store.ts";
 import { newToken } from "../control/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
+import { writeSecretFile } from "../http/secret_file.ts";
 import { openNotice } from "./gateway_serve.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
+
+/**
+ * Creates the first admin token and writes it to `dir/admin.token` (0600;
+ * a fresh temporary directory for a store in memory); returns the path.
+ * The token itself is never printed: terminals and logs keep what they see.
+ */
+export async function writeFirstAdminToken(
+  running: RunningControl,
+  dir: string | null,
+): Promise<string> {
+  const created = await running.cp.tokens.create({
+    kind: "admin",
+    description: "first admin token, written at the first start",
+  });
+  const path = join(dir ?? await Deno.makeTempDir({ prefix: "llmgw-control-" }), "admin.token");
+  writeSecretFile(path, created.token + "\n");
+  return path;
+}
 
 /** Usage of the command. */
 export const CONTROL_USAGE = `Usage: llmgw control serve [options]
@@ -36,10 +55,13 @@ Options:
                            key exists (llmgw apikeys create) it serves
                            loopback clients only.
 
-Tokens come from the environment, never from flags (flags show in ps):
+Tokens: on the first start the control plane creates an admin token and
+writes it to STORE/admin.token (readable by its owner only), printing the
+path, never the token. Create the others with llmgw tokens create
+gateway|metrics|join|admin. Operator-set tokens may also come from the
+environment, never from flags (flags show in ps):
   LLMGW_ADMIN_TOKEN   admin token(s), comma-separated
   LLMGW_JOIN_TOKEN    join token(s) for agents, comma-separated
-A missing token is generated and printed once at start.
 `;
 
 /** How often the embedded gateway polls the control plane beside it, in ms. */
@@ -146,25 +168,27 @@ async function serve(
     }
     throw e;
   }
-  const tokens = (name: string, kind: string): string[] => {
-    const v = Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
-    if (v.length > 0) return v;
-    const t = newToken(kind);
-    out(`${name} was not set; generated one for this run: ${t}\n`);
-    return [t];
-  };
+  const tokens = (name: string): string[] =>
+    Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
   const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
-  const adminTokens = tokens("LLMGW_ADMIN_TOKEN", "llmgw_admin");
+  const adminTokens = tokens("LLMGW_ADMIN_TOKEN");
+  // The embedded gateway's token lives in this process only: nothing to store or leak.
+  const gatewayToken = newToken("llmgw_gateway");
   const running = await startControl({
     ...listen,
     store,
     adminTokens,
-    joinTokens: tokens("LLMGW_JOIN_TOKEN", "llmgw_join"),
+    joinTokens: tokens("LLMGW_JOIN_TOKEN"),
+    gatewayTokens: [gatewayToken],
     engines: registry,
     thresholds,
   });
   out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
+  if (adminTokens.length === 0 && !running.cp.tokens.hasLive("admin")) {
+    const path = await writeFirstAdminToken(running, dir === ":memory:" ? null : dir);
+    out(`first admin token written to ${path} (readable by its owner only)\n`);
+  }
   // The gateway runs inside the control plane by default (design §12),
   // following its ready endpoints over the same API a separate gateway uses.
   let gateway;
@@ -172,7 +196,7 @@ async function serve(
     gateway = gatewayListen === null ? null : startFollowingGateway({
       ...gatewayListen,
       controlUrl: running.url,
-      token: adminTokens[0],
+      token: gatewayToken,
       intervalMs: EMBEDDED_GATEWAY_POLL_MS,
     });
   } catch (e) {

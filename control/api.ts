@@ -19,6 +19,7 @@ import { nodeRoutes } from "./api/nodes.ts";
 import { replicaRoutes } from "./api/replicas.ts";
 import type { RouteGroup, RouteSpec } from "./api/route.ts";
 import { systemRoutes } from "./api/system.ts";
+import { tokenRoutes } from "./api/tokens.ts";
 import { ApiError } from "./api_error.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import {
@@ -60,7 +61,12 @@ function errorAnswer(err: unknown): { status: number; body: unknown } | null {
 }
 
 /** Every route group of a control plane, in the order they are mounted. */
-function groups(cp: ControlPlane, stats: HttpStats, specs: () => RouteSpec[]): RouteGroup[] {
+function groups(
+  cp: ControlPlane,
+  stats: HttpStats,
+  specs: () => RouteSpec[],
+  caHash: string | null,
+): RouteGroup[] {
   return [
     systemRoutes(cp, stats, () => openApiDocument(specs())),
     agentRoutes(cp),
@@ -70,13 +76,14 @@ function groups(cp: ControlPlane, stats: HttpStats, specs: () => RouteSpec[]): R
     replicaRoutes(cp),
     eventRoutes(cp),
     apiKeyRoutes(cp),
+    tokenRoutes(cp, caHash),
     gatewayRoutes(cp),
   ];
 }
 
 /** Every route declaration, for the OpenAPI document and the auth matrix. */
 export function controlRoutes(cp: ControlPlane): RouteSpec[] {
-  const all = groups(cp, new HttpStats(), () => all.flatMap((g) => g.specs()));
+  const all = groups(cp, new HttpStats(), () => all.flatMap((g) => g.specs()), null);
   return all.flatMap((g) => g.specs());
 }
 
@@ -125,7 +132,7 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
       error: { code: "not_found", message: `no route ${c.req.method} ${c.req.path}`, path: null },
     }, 404);
   });
-  const all = groups(cp, stats, () => all.flatMap((g) => g.specs()));
+  const all = groups(cp, stats, () => all.flatMap((g) => g.specs()), auth.caHash ?? null);
   for (const g of all) app.route(g.prefix === "" ? "/" : g.prefix, g.app(authorize));
   return app;
 }

@@ -152,7 +152,8 @@ Deno.test("bad and unauthorised requests get 4xx JSON errors and change nothing"
     ["POST", "/v1/deployments/qwen/scale", ADMIN, { replicas: 2 }, 404, "not_found"],
     ["POST", "/v1/deployments/BAD/scale", ADMIN, { replicas: 2 }, 400, "invalid_request"],
     ["GET", "/v1/events?limit=banana", ADMIN, undefined, 400, "invalid_request"],
-    ["GET", "/v1/agent/desired?node_id=n9", "whatever", undefined, 403, "forbidden"],
+    ["GET", "/v1/agent/desired?node_id=n9", "whatever", undefined, 401, "unauthorized"],
+    ["GET", "/v1/agent/desired?node_id=n9", ADMIN, undefined, 403, "forbidden"],
     ["GET", "/nowhere", ADMIN, undefined, 404, "not_found"],
   ];
   for (const [method, path, token, body, status, code] of cases) {

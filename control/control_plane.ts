@@ -10,6 +10,8 @@ import { noPorts } from "../engines/launch.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { AgentLogs, type Fetch } from "./agent_logs.ts";
+import { AccessTokenService } from "./access_tokens.ts";
+import type { ClusterTls } from "./cluster_tls.ts";
 import { ApiKeyService } from "./api_keys.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { DeploymentService, type EngineCatalog } from "./deployments.ts";
@@ -42,6 +44,8 @@ export interface ControlPlaneOptions {
   clock?: Clock;
   /** How agents' local APIs are reached. Default: `fetch`. */
   fetch?: Fetch;
+  /** The cluster's TLS (the CA, issuing certificates); absent: plain HTTP. */
+  tls?: ClusterTls;
 }
 
 /** The control plane. */
@@ -58,8 +62,12 @@ export class ControlPlane {
   readonly reconciler: Reconciler;
   /** Gateway API keys. */
   readonly apiKeys: ApiKeyService;
+  /** Access tokens: admin, gateway, metrics, join. */
+  readonly tokens: AccessTokenService;
   /** Shard logs from agents. */
   readonly agentLogs: AgentLogs;
+  /** The cluster's TLS, or null on plain HTTP. */
+  readonly tls: ClusterTls | null;
   /** Events. */
   readonly events: EventLog;
 
@@ -77,6 +85,8 @@ export class ControlPlane {
     );
     this.reconciler = new Reconciler(this.state, this.desired, options.reconcileMs ?? 1_000);
     this.apiKeys = new ApiKeyService(this.state);
+    this.tokens = new AccessTokenService(this.state);
+    this.tls = options.tls ?? null;
     this.agentLogs = new AgentLogs(this.state, options.fetch);
     this.events = new EventLog(this.state);
   }
@@ -92,6 +102,7 @@ export class ControlPlane {
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);
+    for (const t of await state.store.listTokens()) state.tokens.set(t.id, t);
     for (const n of await state.store.listNodes()) {
       state.nodes.set(n.id, n);
       state.byTokenHash.set(n.token_hash, n.id);

@@ -48,7 +48,13 @@ export class DeploymentService {
     return structuredClone([...this.#state.deployments.values()]);
   }
 
-  /** One deployment. */
+  /** Every deployment's served model name, sorted: what gateways answer 503 (not 404) for. */
+  servedNames(): string[] {
+    return [...new Set([...this.#state.deployments.values()].map((d) => d.spec.served_model_name))]
+      .sort();
+  }
+
+  /** One deployment, or a NotFoundError. */
   get(name: string): StoredDeployment {
     const d = this.#state.deployments.get(name);
     if (d === undefined) throw new NotFoundError(`no deployment ${name}`);

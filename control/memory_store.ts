@@ -5,6 +5,7 @@
  * @module
  */
 import type {
+  AccessTokenRecord,
   ApiKeyRecord,
   ControlStore,
   EventQuery,
@@ -26,6 +27,7 @@ export class MemoryStore implements ControlStore {
   readonly #replicas = new Map<string, StoredReplica>();
   readonly #nodes = new Map<string, StoredNode>();
   readonly #keys = new Map<string, ApiKeyRecord>();
+  readonly #tokens = new Map<string, AccessTokenRecord>();
   #events: EventRecord[] = [];
   #nextEvent = 1;
 
@@ -98,6 +100,19 @@ export class MemoryStore implements ControlStore {
   /** Deletes an API key. */
   deleteApiKey(id: string): Promise<boolean> {
     return Promise.resolve(this.#keys.delete(id));
+  }
+  /** Every access token. */
+  listTokens(): Promise<AccessTokenRecord[]> {
+    return Promise.resolve(structuredClone([...this.#tokens.values()].sort(byKey((t) => t.id))));
+  }
+  /** Creates or replaces an access token. */
+  putToken(t: AccessTokenRecord): Promise<void> {
+    this.#tokens.set(t.id, structuredClone(t));
+    return Promise.resolve();
+  }
+  /** Deletes an access token. */
+  deleteToken(id: string): Promise<boolean> {
+    return Promise.resolve(this.#tokens.delete(id));
   }
   /** Nothing to release. */
   close(): void {}

@@ -120,9 +120,23 @@ export function openApiDocument(specs: readonly RouteSpec[]): Record<string, unk
         admin: {
           type: "http",
           scheme: "bearer",
-          description: "An admin token (LLMGW_ADMIN_TOKEN).",
+          description: "An admin token (STORE/admin.token, llmgw tokens create admin).",
         },
-        join: { type: "http", scheme: "bearer", description: "A join token (LLMGW_JOIN_TOKEN)." },
+        gateway: {
+          type: "http",
+          scheme: "bearer",
+          description: "A gateway token: the endpoint feed only (an admin token also passes).",
+        },
+        metrics: {
+          type: "http",
+          scheme: "bearer",
+          description: "A metrics token: GET /metrics only (an admin token also passes).",
+        },
+        join: {
+          type: "http",
+          scheme: "bearer",
+          description: "A join token (llmgw tokens create join).",
+        },
         node: {
           type: "http",
           scheme: "bearer",

@@ -12,6 +12,10 @@ import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store.ts";
 import { hashToken } from "./tokens.ts";
+import { type ClusterTls, renewalDue } from "./cluster_tls.ts";
+import { type KeyPairPem, notAfter } from "../tls/authority.ts";
+import { type HttpsServer, serveHttps } from "../tls/https_server.ts";
+import { RenewableFetch } from "../tls/trust.ts";
 
 /** A running control plane, for the command, tests and `llmgw dev`. */
 export interface RunningControl {
@@ -21,6 +25,41 @@ export interface RunningControl {
   cp: ControlPlane;
   /** Stops the server, the loop and the store. */
   close(): Promise<void>;
+}
+
+/**
+ * Renews the control plane's certificate once it is two thirds through its
+ * life: the server swaps it for the next handshake and calls to agents
+ * present the new one; nothing restarts.
+ */
+function renewOwnCertificate(
+  tls: ClusterTls,
+  first: KeyPairPem,
+  server: HttpsServer,
+  agentFetch: RenewableFetch,
+  log: (line: string) => void,
+): ReturnType<typeof setInterval> {
+  let current = first;
+  let busy = false;
+  const checkMs = Math.max(1_000, Math.min(tls.lifetimeMs / 20, 600_000));
+  return setInterval(async () => {
+    if (busy || Date.now() < renewalDue(current.cert)) return;
+    busy = true;
+    try {
+      current = await tls.controlCertificate(Date.now());
+      server.setCertificate(current);
+      agentFetch.update(tls.ca.certPem, current);
+      log(
+        `renewed the control plane's certificate; it expires ${
+          new Date(notAfter(current.cert)).toISOString()
+        }`,
+      );
+    } catch (e) {
+      log(`cannot renew the control plane's certificate: ${e instanceof Error ? e.message : e}`);
+    } finally {
+      busy = false;
+    }
+  }, checkMs);
 }
 
 /** Settings of {@link startControl}. */
@@ -35,6 +74,8 @@ export interface StartControlOptions {
   adminTokens: string[];
   /** Join tokens. */
   joinTokens: string[];
+  /** Gateway tokens kept in memory only (the embedded gateway's). */
+  gatewayTokens?: string[];
   /** Liveness thresholds in ms; an undefined one keeps its default. */
   thresholds?: {
     heartbeat_interval_ms?: number;
@@ -45,6 +86,10 @@ export interface StartControlOptions {
   engines?: EngineCatalog;
   /** Reconcile period in ms. */
   reconcileMs?: number;
+  /** Serve HTTPS with certificates from this cluster CA; absent: plain HTTP (`--insecure-http`). */
+  tls?: ClusterTls;
+  /** Called with one line when the control plane's own certificate is renewed or cannot be. */
+  log?: (line: string) => void;
 }
 
 /**
@@ -57,34 +102,57 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
   const thresholds = Object.fromEntries(
     Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
   );
+  const own = o.tls === undefined ? null : await o.tls.controlCertificate(Date.now());
+  // Calls to agents verify them against the CA and present the control plane's certificate.
+  const agentFetch = o.tls === undefined || own === null
+    ? undefined
+    : new RenewableFetch(o.tls.ca.certPem, own);
   const cp = await ControlPlane.open({
     store: o.store,
     thresholds,
     engines: o.engines,
     reconcileMs: o.reconcileMs,
+    tls: o.tls,
+    fetch: agentFetch?.fetch,
   });
   const app = createControlApi(cp, {
     adminTokenHashes: await Promise.all(o.adminTokens.map(hashToken)),
     joinTokenHashes: await Promise.all(o.joinTokens.map(hashToken)),
+    gatewayTokenHashes: await Promise.all((o.gatewayTokens ?? []).map(hashToken)),
+    caHash: o.tls?.caHash ?? null,
   });
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: { addr: Deno.NetAddr; shutdown(): Promise<void> };
+  let https: HttpsServer | null = null;
   try {
-    server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
+    if (own === null) {
+      server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
+    } else {
+      https = await serveHttps(
+        { hostname: o.hostname, port: o.port, ...own },
+        (req) => app.fetch(req),
+      );
+      server = https;
+    }
   } catch (e) {
+    agentFetch?.close();
     o.store.close();
     throw bindErrorFrom(e, "the control API", o.hostname, o.port);
   }
+  const renewal = own === null || https === null || agentFetch === undefined
+    ? null
+    : renewOwnCertificate(o.tls!, own, https, agentFetch, o.log ?? (() => {}));
   // The loop starts only once the API listens: a failed bind leaves nothing running.
   cp.start();
-  const addr = server.addr as Deno.NetAddr;
+  const addr = server.addr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   return {
-    url: `http://${
-      addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname
-    }:${addr.port}`,
+    url: `${own === null ? "http" : "https"}://${host}:${addr.port}`,
     cp,
     async close() {
+      if (renewal !== null) clearInterval(renewal);
       await cp.stop();
       await server.shutdown();
+      agentFetch?.close();
       o.store.close();
     },
   };

@@ -26,6 +26,8 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { MAX_EVENTS } from "./memory_store.ts";
 import {
+  type AccessTokenKind,
+  type AccessTokenRecord,
   type ApiKeyRecord,
   type ControlStore,
   type EventQuery,
@@ -99,6 +101,17 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE nodes ADD COLUMN fabric_overrides TEXT NOT NULL DEFAULT '{}';`,
   // 3: a replica's last failure that retrying cannot change (ReplicaFailure, JSON).
   `ALTER TABLE replicas ADD COLUMN failure TEXT;`,
+  // 4: access tokens by kind (admin, gateway, metrics, join), hashed.
+  `
+  CREATE TABLE tokens (
+    id          TEXT PRIMARY KEY NOT NULL,
+    kind        TEXT NOT NULL,
+    hash        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER           -- NULL: never
+  );
+  `,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */
@@ -424,6 +437,40 @@ export class SqliteStore implements ControlStore {
   /** Deletes an API key; false when there was none. */
   deleteApiKey(id: string): Promise<boolean> {
     return this.#delete("api_keys", "id", id);
+  }
+
+  /** Every access token, by id. */
+  listTokens(): Promise<AccessTokenRecord[]> {
+    return this.#do(
+      "list tokens",
+      () =>
+        this.#all("SELECT * FROM tokens").map((row): AccessTokenRecord => ({
+          id: row.id as string,
+          kind: row.kind as AccessTokenKind,
+          hash: row.hash as string,
+          description: row.description as string,
+          created_at: row.created_at as number,
+          expires_at: (row.expires_at as number | null) ?? null,
+        })).sort(byKey((t) => t.id)),
+    );
+  }
+
+  /** Creates or replaces an access token. */
+  putToken(t: AccessTokenRecord): Promise<void> {
+    return this.#do("put token", () => {
+      this.#stmt(
+        `INSERT INTO tokens (id, kind, hash, description, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, hash = excluded.hash,
+           description = excluded.description, created_at = excluded.created_at,
+           expires_at = excluded.expires_at`,
+      ).run(t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at);
+    });
+  }
+
+  /** Deletes an access token; false when there was none. */
+  deleteToken(id: string): Promise<boolean> {
+    return this.#delete("tokens", "id", id);
   }
 
   /** Closes the database. Calling it again does nothing; any other call then fails. */

@@ -11,6 +11,7 @@ import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Clock } from "./clock.ts";
 import type {
+  AccessTokenRecord,
   ApiKeyRecord,
   ControlStore,
   StoredDeployment,
@@ -44,6 +45,8 @@ export class ControlState {
   readonly nodes: Map<string, StoredNode> = new Map();
   /** API keys by id. */
   readonly apiKeys: Map<string, ApiKeyRecord> = new Map();
+  /** Access tokens by id. */
+  readonly tokens: Map<string, AccessTokenRecord> = new Map();
   /** Node credential hash → node id: agents' long polls name no node. */
   readonly byTokenHash: Map<string, string> = new Map();
   /** Each node's last shard reports, by shard id. */

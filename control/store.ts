@@ -136,6 +136,25 @@ export interface ApiKeyRecord {
   created_at: number;
 }
 
+/** The kinds of access token the control plane issues (design §13). */
+export type AccessTokenKind = "admin" | "gateway" | "metrics" | "join";
+
+/** An access token, stored hashed; its secret is shown once, at creation. */
+export interface AccessTokenRecord {
+  /** Token id: the middle part of `llmgw1.<id>.<secret>`, safe to show. */
+  id: string;
+  /** What it may do. */
+  kind: AccessTokenKind;
+  /** SHA-256 of the token (hex). */
+  hash: string;
+  /** A note for people. */
+  description: string;
+  /** When it was created (ms since epoch). */
+  created_at: number;
+  /** When it stops working (ms since epoch); null: never. */
+  expires_at: number | null;
+}
+
 /** Filters for {@link ControlStore.listEvents}. */
 export interface EventQuery {
   /** Only events with a larger id. */
@@ -180,6 +199,13 @@ export interface ControlStore {
   putApiKey(k: ApiKeyRecord): Promise<void>;
   /** Deletes an API key; false when there was none. */
   deleteApiKey(id: string): Promise<boolean>;
+
+  /** Every access token, by id. */
+  listTokens(): Promise<AccessTokenRecord[]>;
+  /** Creates or replaces an access token. */
+  putToken(t: AccessTokenRecord): Promise<void>;
+  /** Deletes an access token; false when there was none. */
+  deleteToken(id: string): Promise<boolean>;
 
   /** Releases the store (closes files). */
   close(): void;

@@ -12,6 +12,8 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { MAX_EVENTS } from "./memory_store.ts";
 import type {
+  AccessTokenKind,
+  AccessTokenRecord,
   ApiKeyRecord,
   ControlStore,
   EventRecord,
@@ -159,6 +161,22 @@ export function apiKey(id: string, models: string[] | null = ["llama"]): ApiKeyR
   return { id, name: `key ${id}`, hash: "cd".repeat(32), models, created_at: 1_700_000_000_000 };
 }
 
+/** An access token of `kind` that never expires unless `expires_at` is given. */
+export function accessToken(
+  id: string,
+  kind: AccessTokenKind = "gateway",
+  expires_at: number | null = null,
+): AccessTokenRecord {
+  return {
+    id,
+    kind,
+    hash: "ef".repeat(32),
+    description: `token ${id}`,
+    created_at: 1_700_000_000_000,
+    expires_at,
+  };
+}
+
 /** An event about `subject`, without its id. */
 export function event(subject: string, at = 1_700_000_000_000): Omit<EventRecord, "id"> {
   return { at, kind: "replica_placed", subject, message: `${subject} placed on node-1` };
@@ -255,6 +273,23 @@ const KINDS: Kind<any>[] = [
     list: (s) => s.listApiKeys(),
     del: (s, k) => s.deleteApiKey(k),
   } satisfies Kind<ApiKeyRecord>,
+  {
+    name: "access token",
+    make: (k: string) => accessToken(k),
+    key: (t: AccessTokenRecord) => t.id,
+    change: (t: AccessTokenRecord) => ({
+      ...t,
+      kind: "metrics",
+      description: "changed",
+      expires_at: 1_800_000_000_000,
+    }),
+    mutate: (t: AccessTokenRecord) => {
+      t.description = "mutated";
+    },
+    put: (s, t: AccessTokenRecord) => s.putToken(t),
+    list: (s) => s.listTokens(),
+    del: (s, k) => s.deleteToken(k),
+  } satisfies Kind<AccessTokenRecord>,
 ];
 
 /**
@@ -277,6 +312,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     assertEquals(await s.listReplicas(), []);
     assertEquals(await s.listNodes(), []);
     assertEquals(await s.listApiKeys(), []);
+    assertEquals(await s.listTokens(), []);
     assertEquals(await s.listEvents(), []);
   });
 

@@ -1,15 +1,15 @@
 /**
  * Following the control plane (design §11, §12): the gateway polls
- * `GET {control}/v1/endpoints` (ready rank-0 endpoints) and
- * `GET {control}/v1/deployments` (served names, so that a deployment with no
- * ready replica answers 503 rather than 404) and replaces its table.
+ * `GET {control}/v1/endpoints` with a gateway token (ready rank-0 endpoints,
+ * the API keys, and every served name, so that a deployment with no ready
+ * replica answers 503 rather than 404) and replaces its table.
  *
  * A failed poll keeps the last known set: the control plane being
  * unreachable must not take traffic away from replicas that still serve.
  *
  * @module
  */
-import { parseDeploymentNames, parseEndpointListAnswer } from "../protocol/gateway_protocol.ts";
+import { parseEndpointListAnswer } from "../protocol/gateway_protocol.ts";
 import { WireFormatError } from "../protocol/wire_error.ts";
 import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
@@ -59,11 +59,8 @@ export async function fetchSnapshot(
       throw e;
     }
   };
-  const [list, models] = await Promise.all([
-    get("/v1/endpoints", parseEndpointListAnswer),
-    get("/v1/deployments", parseDeploymentNames),
-  ]);
-  return { endpoints: list.endpoints, models, apiKeys: list.api_keys };
+  const list = await get("/v1/endpoints", parseEndpointListAnswer);
+  return { endpoints: list.endpoints, models: list.models, apiKeys: list.api_keys };
 }
 
 /** Settings of {@link followControlPlane}. */

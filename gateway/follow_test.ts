@@ -11,9 +11,8 @@ import { fetchSnapshot, followControlPlane } from "./follow.ts";
 
 const HASH = "a".repeat(64);
 
-const DEPLOYMENTS = {
-  deployments: [{ spec: { served_model_name: "a" } }, { spec: { served_model_name: "b" } }],
-};
+/** Every deployment's served name, as the endpoint list carries them. */
+const MODELS = ["a", "b"];
 
 /** A fetch answering each path with the body `answers` holds for it now. */
 function answering(answers: Record<string, unknown>): typeof fetch {
@@ -33,8 +32,7 @@ Deno.test("followControlPlane: polls with the token, updates, and keeps the last
     auth.push(req.headers.get("authorization"));
     if (!up) return new Response("down", { status: 503 });
     const path = new URL(req.url).pathname;
-    if (path === "/v1/endpoints") return Response.json({ endpoints, api_keys: [] });
-    if (path === "/v1/deployments") return Response.json(DEPLOYMENTS);
+    if (path === "/v1/endpoints") return Response.json({ endpoints, api_keys: [], models: MODELS });
     return new Response("no", { status: 404 });
   });
   const table = new EndpointTable();
@@ -88,9 +86,9 @@ Deno.test("fetchSnapshot: endpoints, served names and API keys from valid answer
           hash: HASH.replace("a", "b"),
           models: null,
         }],
+        models: MODELS,
         from_the_future: true,
       },
-      "/v1/deployments": DEPLOYMENTS,
     }),
   });
   assertEquals(snap, {
@@ -107,25 +105,30 @@ Deno.test("fetchSnapshot: a bad answer is refused whole, naming the path and the
   const endpoint = { model: "a", replica_id: "r1", url: "http://10.0.0.1:8000" };
   const cases: [string, Record<string, unknown>, string][] = [
     ["bad url", {
-      "/v1/endpoints": { endpoints: [endpoint, { ...endpoint, url: "ftp://x" }], api_keys: [] },
-      "/v1/deployments": DEPLOYMENTS,
+      "/v1/endpoints": {
+        endpoints: [endpoint, { ...endpoint, url: "ftp://x" }],
+        api_keys: [],
+        models: MODELS,
+      },
     }, "GET /v1/endpoints: Cannot use the endpoint list: endpoints[1].url: must be an engine's"],
     ["bad key hash", {
-      "/v1/endpoints": { endpoints: [], api_keys: [{ id: "k", hash: "xyz", models: null }] },
-      "/v1/deployments": DEPLOYMENTS,
+      "/v1/endpoints": {
+        endpoints: [],
+        api_keys: [{ id: "k", hash: "xyz", models: null }],
+        models: MODELS,
+      },
     }, "api_keys[0].hash: must be a SHA-256 digest"],
     // A gateway with no key is open: a missing key list must not read as "no keys".
-    ["missing keys", {
-      "/v1/endpoints": { endpoints: [] },
-      "/v1/deployments": DEPLOYMENTS,
-    }, "api_keys: "],
+    ["missing keys", { "/v1/endpoints": { endpoints: [], models: MODELS } }, "api_keys: "],
     [
-      "served name missing",
-      {
-        "/v1/endpoints": { endpoints: [], api_keys: [] },
-        "/v1/deployments": { deployments: [{ spec: {} }] },
-      },
-      "GET /v1/deployments: Cannot use the deployment list: deployments[0].spec.served_model_name",
+      "served names missing",
+      { "/v1/endpoints": { endpoints: [], api_keys: [] } },
+      "GET /v1/endpoints: Cannot use the endpoint list: models: ",
+    ],
+    [
+      "an empty served name",
+      { "/v1/endpoints": { endpoints: [], api_keys: [], models: ["a", ""] } },
+      "models[1]: ",
     ],
   ];
   for (const [name, answers, message] of cases) {
@@ -148,8 +151,8 @@ Deno.test("followControlPlane: a bad answer keeps the last endpoints and keys", 
     "/v1/endpoints": {
       endpoints: [{ model: "a", replica_id: "r1", url: "http://127.0.0.1:9" }],
       api_keys: [{ id: "key-1", hash: HASH, models: null }],
+      models: MODELS,
     },
-    "/v1/deployments": DEPLOYMENTS,
   };
   const table = new EndpointTable();
   const keys = new ApiKeyTable();

@@ -1,4 +1,5 @@
 /** Serving the gateway (design §12): its first answers, and following a control plane. */
+import { until } from "../tests/until.ts";
 import { assertEquals, assertRejects } from "../tests/assert.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { startFollowingGateway, startGateway } from "./server.ts";
@@ -33,10 +34,8 @@ Deno.test("a following gateway serves the control plane's endpoints and keys unt
       return Response.json({
         endpoints: [{ model: "m", replica_id: "r1", url: "http://127.0.0.1:9" }],
         api_keys: [{ id: "k1", hash: keyHash, models: null }],
+        models: ["m"],
       });
-    }
-    if (path === "/v1/deployments") {
-      return Response.json({ deployments: [{ spec: { served_model_name: "m" } }] });
     }
     return new Response("no", { status: 404 });
   });
@@ -44,12 +43,14 @@ Deno.test("a following gateway serves the control plane's endpoints and keys unt
     hostname: "127.0.0.1",
     port: 0,
     controlUrl: `http://127.0.0.1:${control.addr.port}`,
-    token: "admin-tok",
+    token: "gateway-tok",
     intervalMs: 60_000,
   });
   try {
-    await gw.synced;
-    assertEquals([...auth], ["Bearer admin-tok"]);
+    let synced = false;
+    gw.synced.then(() => synced = true);
+    await until("the first sync", () => synced);
+    assertEquals([...auth], ["Bearer gateway-tok"]);
     const anonymous = await fetch(`${gw.url}/v1/models`);
     assertEquals(anonymous.status, 401, "the followed key is required");
     await anonymous.body?.cancel();

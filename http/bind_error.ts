@@ -110,7 +110,7 @@ function procHolders(port: number): PortHolder[] {
 
 /**
  * The {@link BindError} for `e`, an error thrown by `Deno.serve` or
- * `Deno.listen` for `address:port`. The holder is looked up (with `lookup`,
+ * `Deno.listen` (or `node:https`) for `address:port`. The holder is looked up (with `lookup`,
  * default /proc) only when the address is in use; a lookup that fails
  * makes the holder unknown, never a second error.
  */
@@ -123,7 +123,9 @@ export function bindErrorFrom(
 ): BindError {
   const failure = (reason: string, holder: BindHolder): BindError =>
     new BindError({ what, address, port, reason, holder }, { cause: e });
-  if (e instanceof Deno.errors.AddrInUse) {
+  // node:https (the TLS listeners) reports errno codes instead of Deno's classes.
+  const code = (e as { code?: unknown } | null)?.code;
+  if (e instanceof Deno.errors.AddrInUse || code === "EADDRINUSE") {
     let holder: BindHolder;
     try {
       holder = { kind: "found", holders: lookup(port) };
@@ -132,7 +134,7 @@ export function bindErrorFrom(
     }
     return failure("address already in use", holder);
   }
-  if (e instanceof Deno.errors.AddrNotAvailable) {
+  if (e instanceof Deno.errors.AddrNotAvailable || code === "EADDRNOTAVAIL") {
     return failure("address not available on this host", { kind: "not_looked" });
   }
   if (e instanceof Deno.errors.PermissionDenied) {

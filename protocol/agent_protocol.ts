@@ -19,6 +19,7 @@
  *
  * @module
  */
+import { MAX_CSR_CHARS } from "../tls/csr.ts";
 import { z } from "zod";
 import { zodIssues } from "../validation/issues.ts";
 import {
@@ -99,6 +100,8 @@ export const RegisterRequestSchema = z.object({
   fabrics: z.array(FabricReportSchema).max(64),
   agent_version: z.string().max(64),
   engine_versions: z.record(z.string().max(64), z.string().max(64)),
+  csr: z.string().max(MAX_CSR_CHARS).optional()
+    .describe("A PEM certificate request for the agent's serving certificate (TLS)."),
 });
 
 /** The answer to a registration. */
@@ -109,7 +112,25 @@ export interface RegisterResponse {
   node_token: string;
   /** How often to heartbeat (design §4). */
   heartbeat_interval_ms: number;
+  /** The agent's certificate (PEM), signed from its CSR, when the control plane runs TLS. */
+  certificate?: string;
+  /** The cluster CA (PEM) the certificate chains to. */
+  ca_certificate?: string;
 }
+
+/** A renewal of the agent's certificate: `POST /v1/agent/certificate`. */
+export const CertificateRequestSchema = z.object({
+  csr: z.string().min(1).max(MAX_CSR_CHARS).describe("A PEM certificate request"),
+}).strict();
+
+/** A signed certificate and the CA it chains to. */
+export const CertificateAnswerSchema = z.object({
+  certificate: z.string().min(1).max(16_384),
+  ca_certificate: z.string().min(1).max(16_384),
+});
+
+/** The answer to `POST /v1/agent/certificate`. */
+export type CertificateAnswer = z.infer<typeof CertificateAnswerSchema>;
 
 /** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
 export const ShardReportSchema = z.object({
@@ -174,7 +195,28 @@ export const HeartbeatRequestSchema = z.object({
 export interface HeartbeatResponse {
   /** The node's current desired-state generation: fetch it when it differs. */
   generation: number;
+  /**
+   * SHA-256 hashes (hex) of the live metrics tokens: the agent's `/metrics`
+   * takes exactly these, so a revoked token stops working within one
+   * heartbeat (design §13).
+   */
+  metrics_token_hashes?: string[];
 }
+
+/** The most metrics tokens a heartbeat answer names. */
+export const MAX_METRICS_TOKENS = 1000;
+
+/** The answer to a heartbeat, as the agent checks it; unknown fields are ignored. */
+export const HeartbeatResponseSchema = z.object({
+  generation: z.number().int().min(0),
+  metrics_token_hashes: z.array(
+    z.string().regex(/^[0-9a-f]{64}$/, "must be a SHA-256 digest in lower-case hex"),
+  ).max(MAX_METRICS_TOKENS).optional(),
+});
+
+type _HeartbeatResponseMatchesSchema = Assert<
+  Same<z.output<typeof HeartbeatResponseSchema>, HeartbeatResponse>
+>;
 
 /** One shard the node should run. */
 export interface DesiredShardWire {

@@ -1,12 +1,12 @@
 /**
  * The gateway ↔ control plane protocol (design §11, §12): what a gateway
- * polls, with the admin token, to keep its routing table and API keys.
+ * polls, with a gateway token (design §13), to keep its routing table and
+ * API keys.
  *
  * - `GET /v1/endpoints` → {@link EndpointListAnswer}: rank-0 endpoints of
- *   ready replicas, and the API keys' hashes with the models each may use.
- * - `GET /v1/deployments` → the deployment list; a gateway reads only each
- *   deployment's served name ({@link DeploymentNamesAnswerSchema}), so a
- *   deployment with no ready replica answers 503 rather than 404.
+ *   ready replicas, the API keys' hashes with the models each may use, and
+ *   every deployment's served name, so that a deployment with no ready
+ *   replica answers 503 rather than 404.
  *
  * A gateway refuses an answer that does not match as a whole and keeps its
  * last known set: dropping one malformed key could leave no key at all, and
@@ -56,6 +56,7 @@ export const ApiKeySpecSchema = z.object({
 export const EndpointListAnswerSchema = z.object({
   endpoints: z.array(EndpointSpecSchema).max(MAX_ENDPOINTS),
   api_keys: z.array(ApiKeySpecSchema).max(MAX_API_KEYS),
+  models: z.array(ServedModelName).max(MAX_ENDPOINTS),
 });
 
 /** The answer to `GET /v1/endpoints`: what the control plane sends and gateways parse. */
@@ -64,17 +65,9 @@ export interface EndpointListAnswer {
   endpoints: EndpointSpec[];
   /** Every API key: its hash and the served models it may use. */
   api_keys: ApiKeySpec[];
+  /** Every deployment's served model name, ready or not. */
+  models: string[];
 }
-
-/**
- * The part of `GET /v1/deployments` a gateway reads: each deployment's served
- * model name. The rest of the answer is the admin API's, not this contract's.
- */
-export const DeploymentNamesAnswerSchema = z.object({
-  deployments: z.array(z.object({
-    spec: z.object({ served_model_name: ServedModelName }),
-  })).max(MAX_ENDPOINTS),
-});
 
 // `deno check` fails here when the gateway's types and the schema drift apart.
 type _EndpointListMatchesSchema = Assert<
@@ -88,14 +81,4 @@ type _EndpointListMatchesSchema = Assert<
  */
 export function parseEndpointListAnswer(value: unknown): EndpointListAnswer {
   return parseWire(EndpointListAnswerSchema, value, "the endpoint list");
-}
-
-/**
- * The served model names in an answer to `GET /v1/deployments`.
- *
- * @throws {WireFormatError} Naming each wrong field's path.
- */
-export function parseDeploymentNames(value: unknown): string[] {
-  return parseWire(DeploymentNamesAnswerSchema, value, "the deployment list").deployments
-    .map((d) => d.spec.served_model_name);
 }

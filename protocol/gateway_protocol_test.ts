@@ -1,11 +1,7 @@
-/** The endpoint list and deployment names a gateway follows: valid answers, and each refusal's path. */
+/** The endpoint list a gateway follows: valid answers, and each refusal's path. */
 import { assertEquals, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { formatPath } from "../validation/issues.ts";
-import {
-  type EndpointListAnswer,
-  parseDeploymentNames,
-  parseEndpointListAnswer,
-} from "./gateway_protocol.ts";
+import { type EndpointListAnswer, parseEndpointListAnswer } from "./gateway_protocol.ts";
 import { WireFormatError } from "./wire_error.ts";
 
 const HASH = "0123456789abcdef".repeat(4);
@@ -20,6 +16,7 @@ function answer(): EndpointListAnswer {
       { id: "key-0123abcd", hash: HASH, models: ["llama-8b"] },
       { id: "key-4567cdef", hash: HASH, models: null },
     ],
+    models: ["llama-8b", "qwen-7b"],
   };
 }
 
@@ -38,9 +35,10 @@ Deno.test("endpoint list: a valid answer parses to itself; unknown fields are dr
     endpoints: a.endpoints.map((e) => ({ ...e, state: "ready" })),
   };
   assertEquals(parseEndpointListAnswer(extra), answer());
-  assertEquals(parseEndpointListAnswer({ endpoints: [], api_keys: [] }), {
+  assertEquals(parseEndpointListAnswer({ endpoints: [], api_keys: [], models: [] }), {
     endpoints: [],
     api_keys: [],
+    models: [],
   });
 });
 
@@ -71,6 +69,8 @@ Deno.test("endpoint list: each bad field is refused with its path", () => {
     ["empty model name", (a) => a.api_keys[0].models = [""], "api_keys[0].models[0]"],
     ["no key list", (a) => delete (a as Partial<EndpointListAnswer>).api_keys, "api_keys"],
     ["no endpoint list", (a) => delete (a as Partial<EndpointListAnswer>).endpoints, "endpoints"],
+    ["no served names", (a) => delete (a as Partial<EndpointListAnswer>).models, "models"],
+    ["an empty served name", (a) => a.models[1] = "", "models[1]"],
   ];
   for (const [name, breakIt, path] of cases) {
     const a = answer();
@@ -78,23 +78,4 @@ Deno.test("endpoint list: each bad field is refused with its path", () => {
     assertEquals(refusalPath(a), path, name);
   }
   assertEquals(refusalPath(null), "(top level)");
-});
-
-Deno.test("deployment names: each deployment's served name, and a refusal naming the path", () => {
-  const list = {
-    deployments: [
-      { spec: { name: "a", served_model_name: "model-a", replicas: 1 }, version: 2 },
-      { spec: { served_model_name: "model-b" } },
-    ],
-  };
-  assertEquals(parseDeploymentNames(list), ["model-a", "model-b"]);
-  assertEquals(parseDeploymentNames({ deployments: [] }), []);
-  const e = assertThrows(
-    () => parseDeploymentNames({ deployments: [{ spec: { served_model_name: 5 } }] }),
-    WireFormatError,
-  );
-  assertStringIncludes(
-    e.message,
-    "Cannot use the deployment list: deployments[0].spec.served_model_name: ",
-  );
 });

@@ -29,6 +29,7 @@ import type {
   DesiredShard,
   ResolvedOptions,
   ShardFailure,
+  ShardMetrics,
   ShardState,
   ShardStatus,
   SupervisorEvent,
@@ -84,6 +85,10 @@ export class ShardRunner {
   readonly #tail: LogTail;
   #progress: LoadingProgress | null = null;
   #restarts = 0;
+  #restartsTotal = 0;
+  /** When the current run was spawned, until it is ready; null for an adopted process. */
+  #spawnedAt: number | null = null;
+  #lastReadyAfterMs: number | null = null;
   #nextStartAt = 0;
   #lastFailure: ShardFailure | null = null;
   #adopted = false;
@@ -131,6 +136,16 @@ export class ShardRunner {
         ? null
         : { ...this.#lastFailure, log_tail: [...this.#lastFailure.log_tail] },
       spec_hash: this.hash,
+    };
+  }
+
+  /** What this runner counted, for the agent's metrics. */
+  metrics(): ShardMetrics {
+    return {
+      id: this.desired.id,
+      gpu_indices: this.desired.launch.gpus.map((g) => g.index),
+      restarts_total: this.#restartsTotal,
+      last_ready_after_ms: this.#lastReadyAfterMs,
     };
   }
 
@@ -281,6 +296,7 @@ export class ShardRunner {
       kind: "spawned",
       message: this.#scrub(`pid ${child.pid}: ${argv.join(" ")}`),
     });
+    this.#spawnedAt = Date.now();
     this.#setState("starting", `spawned pid ${child.pid}`);
   }
 
@@ -311,6 +327,7 @@ export class ShardRunner {
     this.#follower = new LogFollower(record.log_path, Math.max(0, size - 64 * 1024));
     this.#readLog();
     this.#emit({ shard: this.desired.id, kind: "adopted", message: `adopted pid ${record.pid}` });
+    this.#spawnedAt = null;
     this.#setState("starting", `adopted pid ${record.pid}`);
   }
 
@@ -503,6 +520,11 @@ export class ShardRunner {
   #markReady(message: string): void {
     if (this.#state !== "starting" && this.#state !== "loading") return;
     this.#setState("ready", message);
+    if (this.#spawnedAt !== null) {
+      this.#lastReadyAfterMs = this.#since - this.#spawnedAt;
+      this.#spawnedAt = null;
+      this.#opts.onReady(this.desired.id, this.#lastReadyAfterMs);
+    }
   }
 
   async #exited(): Promise<void> {
@@ -558,6 +580,7 @@ export class ShardRunner {
     const local = this.desired.launch.world.nodes === 1;
     if (restartable && local && this.#wanted) {
       this.#restarts++;
+      this.#restartsTotal++;
       const delay = backoffDelay(this.#restarts, this.#opts.backoff);
       this.#nextStartAt = Date.now() + delay;
       this.#setState("backoff", `${reason}; restart ${this.#restarts} in ${delay} ms`);

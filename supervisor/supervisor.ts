@@ -18,6 +18,7 @@ import type {
   DesiredShard,
   LaunchedShard,
   ResolvedOptions,
+  ShardMetrics,
   ShardStatus,
   SupervisorEvent,
   SupervisorOptions,
@@ -49,6 +50,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     procRoot: opts.procRoot ?? "/proc",
     onEvent: opts.onEvent ??
       ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),
+    onReady: opts.onReady ?? (() => {}),
   };
 }
 
@@ -228,6 +230,13 @@ export class Supervisor {
   /** Every shard's status, by id. */
   status(): ShardStatus[] {
     return [...this.#runners.values()].map((r) => r.status()).sort((a, b) =>
+      a.id.localeCompare(b.id)
+    );
+  }
+
+  /** What the agent's metrics need of every shard beyond its status, by id. */
+  metrics(): ShardMetrics[] {
+    return [...this.#runners.values()].map((r) => r.metrics()).sort((a, b) =>
       a.id.localeCompare(b.id)
     );
   }

@@ -94,6 +94,18 @@ export interface ShardStatus {
   spec_hash: string;
 }
 
+/** What the agent's metrics need of one shard beyond its status. */
+export interface ShardMetrics {
+  /** Shard id. */
+  id: string;
+  /** The GPUs its launch is given (indices). */
+  gpu_indices: number[];
+  /** Restarts after crashes since this supervisor took the shard on; never reset. */
+  restarts_total: number;
+  /** Milliseconds from its last spawn to ready; null when not ready since spawned, or adopted. */
+  last_ready_after_ms: number | null;
+}
+
 /** Something worth telling the operator. */
 export interface SupervisorEvent {
   /** When (ms since epoch). */
@@ -153,6 +165,8 @@ export interface SupervisorOptions {
   procRoot?: string;
   /** Receives every event (the agent forwards them); default: JSON lines on stderr. */
   onEvent?: (event: SupervisorEvent) => void;
+  /** Told once per spawn that becomes ready, with the time it took (not for adopted shards). */
+  onReady?: (shard: string, afterMs: number) => void;
 }
 
 /** Options with every default filled in. */

@@ -33,17 +33,19 @@ import { startGateway } from "../gateway/server.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
+import { FakeClock } from "../testing/fake_clock.ts";
+import { emptyTimeToReady } from "../agent/metrics.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** A control plane API on a store, with two join tokens and one admin token. */
-async function controlApp(store: ControlStore = new MemoryStore()) {
+async function controlApp(store: ControlStore = new MemoryStore(), clock?: FakeClock) {
   const admin = newToken("llmgw_admin");
   const join = newToken("llmgw_join");
   const join2 = newToken("llmgw_join");
-  const cp = await ControlPlane.open({ store, reconcileMs: 60_000 });
+  const cp = await ControlPlane.open({ store, reconcileMs: 60_000, clock });
   const app = createControlApi(cp, {
     adminTokenHashes: [await hashToken(admin)],
     joinTokenHashes: [await hashToken(join), await hashToken(join2)],
@@ -83,7 +85,15 @@ const bearer = (t: string) => `Bearer ${t}`;
 // ---------------------------------------------------------------------------
 
 /** Who a route is for: the OpenAPI document's security scheme, or none. */
-type Family = "open" | "admin" | "join" | "node" | "local";
+type Family =
+  | "open"
+  | "admin"
+  | "gateway"
+  | "metrics"
+  | "join"
+  | "node"
+  | "local"
+  | "agent metrics";
 
 /** The answer a token kind must get on a route family: 401, 403, or through ("ok"). */
 type Expect = 401 | 403 | "ok";
@@ -91,18 +101,42 @@ type Expect = 401 | 403 | "ok";
 /** Kinds that carry no bearer token at all: always 401 outside the open routes. */
 const NO_TOKEN = new Set(["none", "empty bearer", "basic scheme"]);
 
+/**
+ * Tokens the control plane does not know as its own: unknown, forged, a
+ * hash, a gateway API key, revoked or expired. Always 401 outside the open
+ * routes, like no token at all.
+ */
+const UNKNOWN_TO_CONTROL = new Set([
+  "unknown admin-like",
+  "admin token's hash",
+  "unknown join-like",
+  "forged node",
+  "node n1's hash",
+  "gateway API key",
+  "API key's hash",
+  "agent local",
+  "revoked gateway",
+  "expired metrics",
+  "unknown llmgw1",
+]);
+
 /** The kinds each family accepts; every other presented token is 403. */
 const ACCEPTED: Record<Family, ReadonlySet<string>> = {
   open: new Set(),
-  admin: new Set(["admin"]),
-  join: new Set(["join", "second join"]),
+  admin: new Set(["admin", "stored admin"]),
+  gateway: new Set(["gateway", "admin", "stored admin"]),
+  metrics: new Set(["metrics", "admin", "stored admin"]),
+  join: new Set(["join", "second join", "stored join"]),
   node: new Set(["node n1"]),
   local: new Set(["agent local"]),
+  // The agent knows metrics tokens only (by hash, from heartbeats): no admin pass there.
+  "agent metrics": new Set(["metrics"]),
 };
 
 function expected(family: Family, kind: string): Expect {
   if (family === "open") return "ok";
   if (NO_TOKEN.has(kind)) return 401;
+  if (family !== "local" && family !== "agent metrics" && UNKNOWN_TO_CONTROL.has(kind)) return 401;
   return ACCEPTED[family].has(kind) ? "ok" : 403;
 }
 
@@ -117,8 +151,19 @@ function routesOf(app: { routes: { method: string; path: string }[] }): string[]
   ];
 }
 
-Deno.test("auth matrix: every control plane route × every kind of token (none 401, wrong kind 403)", async () => {
-  const { cp, app, call, admin, join, join2 } = await controlApp();
+Deno.test("auth matrix: every control plane route × every kind of token (unknown 401, wrong kind 403)", async () => {
+  const clock = new FakeClock(1_700_000_000_000);
+  const { cp, app, call, admin, join, join2 } = await controlApp(new MemoryStore(), clock);
+  const stored = async (kind: "admin" | "gateway" | "metrics" | "join", ttl_ms?: number) =>
+    (await cp.tokens.create({ kind, ttl_ms })).token;
+  const gateway = await stored("gateway");
+  const metrics = await stored("metrics");
+  const storedAdmin = await stored("admin");
+  const storedJoin = await stored("join");
+  const revoked = await stored("gateway");
+  await cp.tokens.revoke(revoked.split(".")[1]);
+  const expired = await stored("metrics", 60_000);
+  clock.advance(60_001);
   const local = newToken("llmgw_local");
   const n1 = (await call(
     "POST",
@@ -152,6 +197,13 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
     "gateway API key": bearer(apiKey),
     "API key's hash": bearer(await hashToken(apiKey)),
     "agent local": bearer(local),
+    "gateway": bearer(gateway),
+    "metrics": bearer(metrics),
+    "stored admin": bearer(storedAdmin),
+    "stored join": bearer(storedJoin),
+    "revoked gateway": bearer(revoked),
+    "expired metrics": bearer(expired),
+    "unknown llmgw1": bearer(`llmgw1.${gateway.split(".")[1]}.${"x".repeat(32)}`),
   };
 
   // The routes come from the Hono app itself; the OpenAPI document says who
@@ -165,7 +217,10 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
     for (const [method, op] of Object.entries(ops)) {
       const scheme = Object.keys(op.security[0] ?? {})[0];
       const family: Family = scheme === undefined ? "open" : scheme as Family;
-      assertOk(["open", "admin", "join", "node"].includes(family), `${path}: scheme ${scheme}`);
+      assertOk(
+        ["open", "admin", "gateway", "metrics", "join", "node"].includes(family),
+        `${path}: scheme ${scheme}`,
+      );
       documented.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`, family);
     }
   }
@@ -175,11 +230,14 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
     [...documented.keys()].sort(),
     "the app's routes and the OpenAPI document",
   );
-  // Only liveness is open.
-  assertEquals(routes.filter((r) => documented.get(r) === "open"), ["GET /healthz"]);
+  // Only liveness and the (public) CA certificate are open.
+  assertEquals(routes.filter((r) => documented.get(r) === "open").sort(), [
+    "GET /healthz",
+    "GET /v1/ca",
+  ]);
   const count = (f: Family) => routes.filter((r) => documented.get(r) === f).length;
-  assertEquals([count("join"), count("node")], [1, 2]);
-  assertOk(count("admin") >= 21, `${count("admin")} admin routes`);
+  assertEquals([count("join"), count("node"), count("gateway"), count("metrics")], [1, 3, 1, 1]);
+  assertOk(count("admin") >= 22, `${count("admin")} admin routes`);
   // An unknown path under /v1 is behind the admin check too.
   const all: [string, Family][] = [
     ...routes.map((r): [string, Family] => [r, documented.get(r)!]),
@@ -203,6 +261,7 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
       cp.replicas(),
       cp.inventory.listNodes(),
       cp.apiKeys.list(),
+      cp.tokens.list(),
     ]);
   const before = snapshot();
   const failures: string[] = [];
@@ -210,7 +269,10 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
   for (const pass of ["refused", "accepted"] as const) {
     for (const [route, family] of all) {
       for (const [kind, header] of Object.entries(kinds)) {
-        const want = expected(family, kind);
+        // Each node renews its own certificate: n2's credential is as good as n1's there.
+        const want = route === "POST /v1/agent/certificate" && kind === "node n2"
+          ? "ok"
+          : expected(family, kind);
         if ((want === "ok") !== (pass === "accepted")) continue;
         const { method, path, body } = request(route);
         const res = await call(method, path, header, body);
@@ -231,7 +293,12 @@ Deno.test("auth matrix: every control plane route × every kind of token (none 4
   // The agent endpoints authenticate before they read the body or query: no
   // token is 401 and another kind 403 whatever the request holds.
   for (
-    const [header, want] of [[null, 401], [bearer(admin), 403], [bearer(apiKey), 403]] as const
+    const [header, want] of [
+      [null, 401],
+      [bearer(admin), 403],
+      [bearer(gateway), 403],
+      [bearer(apiKey), 401],
+    ] as const
   ) {
     const hb = await app.request("/v1/agent/heartbeat", {
       method: "POST",
@@ -273,7 +340,18 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
       shards: [shard],
     }),
     shard: (id) => id === "s0" ? { status: shard, log_tail: ["hello"] } : null,
+    metrics: () => ({
+      gpus: [],
+      shards: [],
+      time_to_ready: emptyTimeToReady(),
+      discovery_errors: { nvidia_smi: 0, sysfs: 0 },
+      certificate_not_after_ms: null,
+      certificate_renewal_failures: 0,
+    }),
+    metricsTokenHashes: () => [metricsHash],
   };
+  const metricsToken = newToken("llmgw_metrics");
+  const metricsHash = await hashToken(metricsToken);
   const app = localApi(view, local);
   const kinds: Record<string, string | null> = {
     "none": null,
@@ -286,6 +364,7 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
     "join": bearer(newToken("llmgw_join")),
     "node credential": bearer(newToken("llmgw_node")),
     "gateway API key": bearer(newToken("sk-llmgw")),
+    "metrics": bearer(metricsToken),
   };
   const routes = routesOf(app);
   assertEquals(routes.filter((r) => r.endsWith(" /healthz")), ["GET /healthz"]);
@@ -293,7 +372,11 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
   const failures: string[] = [];
   for (const route of [...routes, "GET /v1/no-such-route"]) {
     const [method, pattern] = route.split(" ");
-    const family: Family = pattern === "/healthz" ? "open" : "local";
+    const family: Family = pattern === "/healthz"
+      ? "open"
+      : pattern === "/metrics"
+      ? "agent metrics"
+      : "local";
     for (const [kind, header] of Object.entries(kinds)) {
       const res = await app.request(pattern.replace(/:\w+/g, "s0"), {
         method,
@@ -621,9 +704,10 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
 
     // Wrong tokens over real HTTP: their error bodies go into the haystack too.
     const refusals: string[] = [];
-    for (const t of [apiKey, JOIN, nodeToken, localToken]) {
-      const r = await adminCall("GET", "/v1/nodes", undefined, t);
-      assertEquals(r.status, 403);
+    // Known tokens of another kind are 403; tokens the control plane does not know, 401.
+    for (const [t, want] of [[apiKey, 401], [JOIN, 403], [nodeToken, 403], [localToken, 401]]) {
+      const r = await adminCall("GET", "/v1/nodes", undefined, t as string);
+      assertEquals(r.status, want);
       refusals.push(r.text);
     }
     const addr = agent.localAddr!;
@@ -779,8 +863,9 @@ Deno.test("a node's identity cannot be taken over: heartbeat, desired state and 
   // Re-registering rotates the credential: the old one no longer works.
   const t1b = again.json.node_token as string;
   assertOk(t1b !== t1);
-  assertEquals((await hb("n1", t1)).status, 403);
-  assertEquals((await call("GET", "/v1/agent/desired", bearer(t1))).status, 403);
+  // A rotated credential is unknown now: 401, as a revoked token.
+  assertEquals((await hb("n1", t1)).status, 401);
+  assertEquals((await call("GET", "/v1/agent/desired", bearer(t1))).status, 401);
   assertEquals((await hb("n1", t1b)).status, 200);
   // And the old credential cannot re-register the node either.
   const stale = await call("POST", "/v1/agent/register", bearer(joinToken), registration("n1"), {

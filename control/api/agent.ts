@@ -5,7 +5,17 @@
  * @module
  */
 import { z } from "zod";
-import { HeartbeatRequestSchema, RegisterRequestSchema } from "../../protocol/agent_protocol.ts";
+import {
+  CertificateAnswerSchema,
+  CertificateRequestSchema,
+  HeartbeatRequestSchema,
+  HeartbeatResponseSchema,
+  type RegisterRequest,
+  RegisterRequestSchema,
+} from "../../protocol/agent_protocol.ts";
+import { CsrError } from "../../tls/csr.ts";
+import type { ClusterTls } from "../cluster_tls.ts";
+import { InvalidInputError, NotFoundError } from "../errors.ts";
 import type { ControlPlane } from "../control_plane.ts";
 import { ApiError } from "../api_error.ts";
 import { RouteGroup } from "./route.ts";
@@ -17,12 +27,43 @@ const RegisterAnswer = z.object({
   node_id: z.string(),
   node_token: z.string().describe("The node's credential; shown only in this answer"),
   heartbeat_interval_ms: z.number().int(),
+  certificate: z.string().optional().describe("The agent's certificate, signed from its CSR"),
+  ca_certificate: z.string().optional().describe("The cluster CA the certificate chains to"),
 });
-const HeartbeatAnswer = z.object({ generation: z.number().int() });
 const DesiredAnswer = z.object({
   generation: z.number().int(),
   shards: z.array(z.looseObject({ id: z.string(), engine: z.string(), launch: z.looseObject({}) })),
 });
+
+/** The hosts a node's certificate names: what it registered, never what its CSR asks. */
+function nodeHosts(reg: RegisterRequest): string[] {
+  const hostOf = (url: string | null | undefined) => {
+    if (url === null || url === undefined) return [];
+    try {
+      return [new URL(url).hostname];
+    } catch {
+      return [];
+    }
+  };
+  return [reg.hostname, reg.mgmt_addr, ...hostOf(reg.agent_url), ...hostOf(reg.proxy_url)];
+}
+
+async function signNode(
+  tls: ClusterTls,
+  nodeId: string,
+  csr: string,
+  reg: RegisterRequest,
+  now: number,
+): Promise<string> {
+  try {
+    return await tls.signNode(nodeId, csr, nodeHosts(reg), now);
+  } catch (e) {
+    if (e instanceof CsrError) {
+      throw new InvalidInputError("Cannot sign", [{ path: ["csr"], message: e.message }]);
+    }
+    throw e;
+  }
+}
 
 /** The agent routes. */
 export function agentRoutes(cp: ControlPlane): RouteGroup {
@@ -36,7 +77,35 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     auth: "join",
     body: { schema: RegisterRequestSchema },
     response: RegisterAnswer,
-  }, ({ body, c }) => cp.nodes.register(body, c.req.header("x-llmgw-node-token") ?? null));
+    answers: { 403: "The node id is taken (node_taken): re-registering needs its credential" },
+  }, async ({ body, c }) => {
+    // The CSR is checked before anything is written: a bad one changes nothing.
+    const certificate = cp.tls !== null && body.csr !== undefined
+      ? await signNode(cp.tls, body.node_id, body.csr, body, cp.state.now())
+      : undefined;
+    const answer = await cp.nodes.register(body, c.req.header("x-llmgw-node-token") ?? null);
+    return certificate === undefined
+      ? answer
+      : { ...answer, certificate, ca_certificate: cp.tls!.ca.certPem };
+  });
+  g.add({
+    method: "post",
+    path: "/certificate",
+    operationId: "renewNodeCertificate",
+    summary: "Sign a new certificate for the calling node",
+    tag: "agent",
+    auth: "node",
+    body: { schema: CertificateRequestSchema },
+    response: CertificateAnswerSchema,
+    answers: { 404: "The control plane runs without TLS (no_tls)" },
+  }, async ({ body, c }) => {
+    const nodeId = await nodeOfRequest(cp, c.req.header("authorization"));
+    if (cp.tls === null) throw new NotFoundError("this control plane runs without TLS", "no_tls");
+    const reg = cp.state.nodes.get(nodeId)!.registration;
+    const certificate = await signNode(cp.tls, nodeId, body.csr, reg, cp.state.now());
+    await cp.state.event("certificate_issued", `node/${nodeId}`, "serving certificate renewed");
+    return { certificate, ca_certificate: cp.tls.ca.certPem };
+  });
   g.add({
     method: "post",
     path: "/heartbeat",
@@ -45,11 +114,12 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     tag: "agent",
     auth: "node",
     body: { schema: HeartbeatRequestSchema },
-    response: HeartbeatAnswer,
+    response: HeartbeatResponseSchema,
     answers: { 404: "The node is not registered (unknown_node): register again" },
   }, async ({ body, c }) => {
     await requireOwnNode(cp, c.req.header("authorization"), body.node_id);
-    return cp.nodes.heartbeat(body);
+    const answer = await cp.nodes.heartbeat(body);
+    return { ...answer, metrics_token_hashes: cp.tokens.metricsHashes() };
   });
   g.add({
     method: "get",

@@ -1,33 +1,48 @@
 /**
- * Who may call what: each route declares a token kind (route.ts), and this
- * checks the caller's bearer token against it before the request is read.
- * No token is 401; a token of another kind 403.
+ * Who may call what (design §13): each route declares a token kind
+ * (route.ts), and this checks the caller's bearer token against it before
+ * the request is read. {@link ACCEPTS} is the one table of which tokens each
+ * kind of route takes. No token, or one that is unknown, expired or revoked,
+ * is 401; a valid token of another kind is 403.
  *
  * @module
  */
 import type { Context } from "hono";
+import type { AccessTokenKind } from "../access_tokens.ts";
 import { ApiError } from "../api_error.ts";
 import type { ControlPlane } from "../control_plane.ts";
 import { bearer, tokenMatches } from "../tokens.ts";
 import type { Authorizer, TokenKind } from "./route.ts";
 
-/** Who may call what: tokens are given hashed. */
+/** Operator-set tokens from the environment, given hashed, and the CA join tokens name. */
 export interface ApiAuth {
+  /** The CA's public-key hash (hex) that new join tokens carry; absent without TLS. */
+  caHash?: string | null;
   /** SHA-256 hashes of join tokens (agents registering). */
   joinTokenHashes: readonly string[];
   /** SHA-256 hashes of admin tokens. */
   adminTokenHashes: readonly string[];
+  /** SHA-256 hashes of gateway tokens held in memory (the embedded gateway's). */
+  gatewayTokenHashes?: readonly string[];
 }
 
-async function matchesAny(token: string, hashes: readonly string[]): Promise<boolean> {
-  let ok = false;
-  for (const h of hashes) ok = (await tokenMatches(token, h)) || ok;
-  return ok;
-}
+/**
+ * The token kinds each kind of route accepts. An admin may also read what a
+ * gateway or Prometheus reads (an operator debugging with curl); no other
+ * kind reaches past its own routes, and node credentials are per node.
+ */
+export const ACCEPTS: Readonly<Record<Exclude<TokenKind, "open" | "node">, AccessTokenKind[]>> = {
+  admin: ["admin"],
+  gateway: ["gateway", "admin"],
+  metrics: ["metrics", "admin"],
+  join: ["join"],
+};
 
 /** What a 401 says each kind needs. */
 const NEEDED: Record<Exclude<TokenKind, "open">, string> = {
   admin: "an admin token is required (Authorization: Bearer …)",
+  gateway: "a gateway or admin token is required",
+  metrics: "a metrics or admin token is required",
   join: "a join token is required",
   node: "a node credential is required",
 };
@@ -37,28 +52,55 @@ export async function nodeOfRequest(cp: ControlPlane, header: string | undefined
   const token = bearer(header);
   if (token === null) throw new ApiError(401, "unauthorized", NEEDED.node);
   const found = await cp.nodes.nodeForToken(token);
-  if (found === null) throw new ApiError(403, "forbidden", "this token is no node's credential");
-  return found;
+  if (found !== null) return found;
+  throw new ApiError(403, "forbidden", "this token is no node's credential");
 }
 
-/** The authorizer of a control plane's routes. */
+async function matchesAny(token: string, hashes: readonly string[]): Promise<boolean> {
+  let ok = false;
+  for (const h of hashes) ok = (await tokenMatches(token, h)) || ok;
+  return ok;
+}
+
+/** The kind of a presented token, stored or operator-set; null when it is none of ours. */
+export async function tokenKind(
+  cp: ControlPlane,
+  auth: ApiAuth,
+  token: string,
+): Promise<AccessTokenKind | null> {
+  const stored = await cp.tokens.kindOf(token);
+  if (stored !== null) return stored;
+  if (await matchesAny(token, auth.adminTokenHashes)) return "admin";
+  if (await matchesAny(token, auth.joinTokenHashes)) return "join";
+  if (await matchesAny(token, auth.gatewayTokenHashes ?? [])) return "gateway";
+  return null;
+}
+
+/**
+ * The authorizer of a control plane's routes: a token the control plane does
+ * not know (none of its access tokens or node credentials, or one expired or
+ * revoked) is 401; one it knows, of a kind the route does not take, 403.
+ */
 export function authorizer(cp: ControlPlane, auth: ApiAuth): Authorizer {
   return async (kind: TokenKind, c: Context) => {
     if (kind === "open") return;
-    if (kind === "node") {
-      await nodeOfRequest(cp, c.req.header("authorization"));
-      return;
-    }
     const token = bearer(c.req.header("authorization"));
     if (token === null) throw new ApiError(401, "unauthorized", NEEDED[kind]);
-    const hashes = kind === "admin" ? auth.adminTokenHashes : auth.joinTokenHashes;
-    if (!(await matchesAny(token, hashes))) {
+    const held = await tokenKind(cp, auth, token) ??
+      (await cp.nodes.nodeForToken(token) !== null ? "node" : null);
+    if (held === null) {
+      throw new ApiError(
+        401,
+        "unauthorized",
+        `this token is unknown, expired or revoked; ${NEEDED[kind]}`,
+      );
+    }
+    const ok = kind === "node" ? held === "node" : held !== "node" && ACCEPTS[kind].includes(held);
+    if (!ok) {
       throw new ApiError(
         403,
         "forbidden",
-        kind === "admin"
-          ? "this token may not use the admin API"
-          : "this token is not a join token",
+        `a ${held} token may not call this route; ${NEEDED[kind]}`,
       );
     }
   };

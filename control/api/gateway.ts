@@ -1,6 +1,6 @@
 /**
- * What gateways follow: the ready endpoints and the API keys' hashes
- * (protocol/gateway_protocol.ts).
+ * What gateways follow, with a gateway token: the ready endpoints, the API
+ * keys' hashes and every served model name (protocol/gateway_protocol.ts).
  *
  * @module
  */
@@ -21,7 +21,7 @@ export function gatewayRoutes(cp: ControlPlane): RouteGroup {
     operationId: "listEndpoints",
     summary: "List ready endpoints and API key hashes for gateways",
     tag: "gateway",
-    auth: "admin",
+    auth: "gateway",
     response: EndpointListAnswerSchema,
     answers: {
       503:
@@ -35,7 +35,11 @@ export function gatewayRoutes(cp: ControlPlane): RouteGroup {
           "keep the last known endpoints",
       );
     }
-    return { endpoints: cp.readyEndpoints(), api_keys: cp.apiKeys.hashes() };
+    return {
+      endpoints: cp.readyEndpoints(),
+      api_keys: cp.apiKeys.hashes(),
+      models: cp.deployments.servedNames(),
+    };
   });
   return g;
 }

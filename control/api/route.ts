@@ -12,8 +12,11 @@ import type { z } from "zod";
 import { zodIssues } from "../../validation/issues.ts";
 import { ApiError } from "../api_error.ts";
 
-/** The kind of token a route needs; `open` needs none. */
-export type TokenKind = "open" | "admin" | "join" | "node";
+/**
+ * The kind of token a route needs; `open` needs none. Which token kinds
+ * each accepts is one table, `ACCEPTS` in auth.ts.
+ */
+export type TokenKind = "open" | "admin" | "gateway" | "metrics" | "join" | "node";
 
 /** A route's declaration. */
 export interface RouteSpec<
@@ -48,7 +51,7 @@ export interface RouteSpec<
   /** The success status. Default 200. */
   status?: 200 | 201;
   /** Other answers the route gives besides the input and auth errors, with why. */
-  answers?: Partial<Record<200 | 404 | 409 | 502 | 503, string>>;
+  answers?: Partial<Record<200 | 403 | 404 | 409 | 502 | 503, string>>;
   /** Content type of the answer. Default JSON. */
   contentType?: "application/json" | "text/plain";
 }

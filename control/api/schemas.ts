@@ -36,6 +36,12 @@ export const ReplicaParams = z.object({ id: z.string().min(1).max(256) });
 export const ApiKeyParams = z.object({
   id: z.string().regex(/^key-[a-f0-9]{8}$/, "must be an API key id"),
 });
+/** `:id` of an access token. */
+export const TokenParams = z.object({
+  id: z.string().regex(/^[0-9a-f]{8,32}$/, "must be a token id (hex)"),
+});
+/** What access tokens may do. */
+export const TokenKindSchema = z.enum(["admin", "gateway", "metrics", "join"]);
 
 // ---- queries ----
 
@@ -61,7 +67,21 @@ export const LogsQuery = z.object({
   lines: z.coerce.number().int().min(1).max(10_000).default(100).describe("Lines from the end"),
 });
 
+/** Tokens of one kind. */
+export const TokensQuery = z.object({
+  kind: TokenKindSchema.optional().describe("Only tokens of this kind"),
+});
+
 // ---- bodies ----
+
+/** A new access token. */
+export const TokenBody = z.object({
+  kind: TokenKindSchema.describe("What the token may do"),
+  description: z.string().max(256).optional().describe("A note for people"),
+  ttl_seconds: z.number().int().min(1).max(10 * 365 * 86_400).nullable().optional().describe(
+    "Lifetime in seconds; null never expires; absent: a day for join tokens, never for others",
+  ),
+}).strict();
 
 /** A new API key. */
 export const ApiKeyBody = z.object({
@@ -212,6 +232,26 @@ export const NewApiKeyAnswer = z.object({
   models: z.array(z.string()).nullable(),
 });
 
+const TokenListing = z.object({
+  id: z.string(),
+  kind: TokenKindSchema,
+  description: z.string(),
+  created_at: z.number(),
+  expires_at: z.number().nullable().describe("ms since epoch; null: never"),
+});
+/** The token list. */
+export const TokenListSchema = z.object({ tokens: z.array(TokenListing) });
+/** A new token, shown once. */
+export const NewTokenAnswer = TokenListing.extend({
+  token: z.string().describe(
+    "The token; shown only in this answer. A join token carries the CA's key hash when TLS is on",
+  ),
+});
+/** A revoked token. */
+export const RevokedTokenAnswer = z.object({ revoked: TokenListing });
+
+/** The cluster CA. */
+export const CaAnswer = z.object({ ca_certificate: z.string().describe("PEM") });
 /** Liveness. */
 export const HealthAnswer = z.object({ status: z.literal("ok") });
 /** The OpenAPI document itself. */

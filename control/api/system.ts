@@ -6,7 +6,8 @@
 import type { ControlPlane } from "../control_plane.ts";
 import { type HttpStats, renderMetrics } from "../metrics.ts";
 import { RouteGroup } from "./route.ts";
-import { HealthAnswer, MetricsAnswer, OpenApiAnswer } from "./schemas.ts";
+import { NotFoundError } from "../errors.ts";
+import { CaAnswer, HealthAnswer, MetricsAnswer, OpenApiAnswer } from "./schemas.ts";
 
 /** The system routes; `document` builds the OpenAPI document on demand. */
 export function systemRoutes(
@@ -26,11 +27,24 @@ export function systemRoutes(
   }, () => ({ status: "ok" }));
   g.add({
     method: "get",
+    path: "/v1/ca",
+    operationId: "clusterCa",
+    summary: "The cluster CA certificate (public; check its key hash against the join token)",
+    tag: "system",
+    auth: "open",
+    response: CaAnswer,
+    answers: { 404: "The control plane runs without TLS (no_tls)" },
+  }, () => {
+    if (cp.tls === null) throw new NotFoundError("this control plane runs without TLS", "no_tls");
+    return { ca_certificate: cp.tls.ca.certPem };
+  });
+  g.add({
+    method: "get",
     path: "/metrics",
     operationId: "metrics",
     summary: "Prometheus metrics",
     tag: "system",
-    auth: "admin",
+    auth: "metrics",
     response: MetricsAnswer,
     contentType: "text/plain",
   }, () => renderMetrics(cp, stats));

@@ -1,0 +1,215 @@
+/**
+ * The agent's side of TLS (design §13): which CA it trusts and its own
+ * serving certificate.
+ *
+ * - Trust: `LLMGW_CA` (a file) when given; else the CA pinned on an earlier
+ *   start (`<stateDir>/tls/ca.crt`); else the join token's CA hash: the CA
+ *   is fetched, its key hash checked, and pinned, before the token is sent.
+ * - Its certificate: the agent makes a key and sends only a CSR; the control
+ *   plane signs it at registration and on renewal, two thirds into its life.
+ *   Until the first one arrives its listeners serve a throwaway self-signed
+ *   certificate nobody trusts, so nothing is served in the clear.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { tokenParts } from "../control/access_tokens.ts";
+import { readSecretFile, writeSecretFile } from "../http/secret_file.ts";
+import {
+  CertificateAuthority,
+  importPrivateKey,
+  type KeyPairPem,
+  notAfter,
+  notBefore,
+  readCertificate,
+} from "../tls/authority.ts";
+import { newKeyAndCsr } from "../tls/csr.ts";
+import { fetchPinnedCa, RenewableFetch } from "../tls/trust.ts";
+
+/** The fraction of its life after which the agent renews its certificate. */
+const RENEW_AFTER_FRACTION = 2 / 3;
+
+/** Raised when the agent cannot set up TLS; the message says what to do. */
+export class AgentTlsError extends Error {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "AgentTlsError";
+  }
+}
+
+/** The TLS files in an agent's state directory. */
+export function agentTlsPaths(stateDir: string): { ca: string; cert: string; key: string } {
+  const dir = join(stateDir, "tls");
+  return { ca: join(dir, "ca.crt"), cert: join(dir, "agent.crt"), key: join(dir, "agent.key") };
+}
+
+/** Settings of {@link AgentTls.prepare}. */
+export interface AgentTlsOptions {
+  /** The agent's state directory. */
+  stateDir: string;
+  /** The control plane's URL. */
+  controlUrl: string;
+  /** The join token (its fourth part may be the CA hash). */
+  joinToken: string;
+  /** A CA certificate file the operator gives (`LLMGW_CA`); it wins over everything else. */
+  caFile?: string;
+  /** A note for the log. */
+  log: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** The agent's TLS state. */
+export class AgentTls {
+  /** The CA the agent trusts, PEM. */
+  readonly caPem: string;
+  /** Calls to the control plane: they trust only that CA. */
+  readonly client: RenewableFetch;
+  #serving: KeyPairPem;
+  #issued: boolean;
+  #pendingKey: string | null = null;
+  #renewalFailures = 0;
+  readonly #paths: ReturnType<typeof agentTlsPaths>;
+  readonly #listeners: ((c: KeyPairPem) => void)[] = [];
+
+  private constructor(caPem: string, serving: KeyPairPem, issued: boolean, stateDir: string) {
+    this.caPem = caPem;
+    this.client = new RenewableFetch(caPem);
+    this.#serving = serving;
+    this.#issued = issued;
+    this.#paths = agentTlsPaths(stateDir);
+  }
+
+  /**
+   * The TLS of an agent whose control plane URL is https; null for http.
+   *
+   * @throws {AgentTlsError} When no CA can be trusted, or the control plane presents another.
+   */
+  static async prepare(o: AgentTlsOptions): Promise<AgentTls | null> {
+    if (!o.controlUrl.startsWith("https:")) return null;
+    const paths = agentTlsPaths(o.stateDir);
+    Deno.mkdirSync(join(o.stateDir, "tls"), { recursive: true, mode: 0o700 });
+    const caPem = await trustedCa(o, paths.ca);
+    const cert = readText(paths.cert);
+    const key = readSecretFile(paths.key);
+    if (cert !== null && key !== null && notAfter(cert) > Date.now()) {
+      o.log("serving with the stored certificate", {
+        expires: new Date(notAfter(cert)).toISOString(),
+      });
+      return new AgentTls(caPem, { cert, key }, true, o.stateDir);
+    }
+    // Nothing to serve with yet: a throwaway certificate until the first is signed.
+    const { ca } = await CertificateAuthority.create({
+      commonName: "llmgw agent (not yet joined)",
+      now: Date.now(),
+      lifetimeMs: 86_400_000,
+    });
+    const throwaway = await ca.issueWithKey({
+      commonName: "unjoined",
+      use: "server",
+      now: Date.now(),
+      lifetimeMs: 86_400_000,
+    });
+    return new AgentTls(caPem, throwaway, false, o.stateDir);
+  }
+
+  /** The certificate and key the agent serves with now. */
+  get serving(): KeyPairPem {
+    return this.#serving;
+  }
+
+  /** When the serving certificate expires (ms since epoch); null before the first is signed. */
+  get notAfterMs(): number | null {
+    return this.#issued ? notAfter(this.#serving.cert) : null;
+  }
+
+  /** Failed renewals since the agent started. */
+  get renewalFailures(): number {
+    return this.#renewalFailures;
+  }
+
+  /** True when a signed certificate is missing or two thirds through its life. */
+  renewalDue(now = Date.now()): boolean {
+    if (!this.#issued) return true;
+    const from = notBefore(this.#serving.cert);
+    return now >= from + (notAfter(this.#serving.cert) - from) * RENEW_AFTER_FRACTION;
+  }
+
+  /** Calls `f` with each new certificate (the listeners swap it in). */
+  onCertificate(f: (c: KeyPairPem) => void): void {
+    this.#listeners.push(f);
+  }
+
+  /** A CSR for a new key; the key waits, on this host only, for {@link accept}. */
+  async csr(commonName: string): Promise<string> {
+    const made = await newKeyAndCsr(commonName);
+    this.#pendingKey = made.key;
+    return made.csr;
+  }
+
+  /**
+   * Takes a certificate signed from the last CSR: stores it (the key 0600)
+   * and hands it to the listeners.
+   *
+   * @throws {AgentTlsError} When it is not a certificate for the pending key.
+   */
+  async accept(certPem: string): Promise<void> {
+    const key = this.#pendingKey;
+    if (key === null) throw new AgentTlsError("a certificate arrived with no CSR outstanding");
+    const cert = readCertificate(certPem, "the signed certificate");
+    const probe = new Uint8Array([7]);
+    const alg = { name: "ECDSA", hash: "SHA-256" };
+    const sig = await crypto.subtle.sign(alg, await importPrivateKey(key, "the agent key"), probe);
+    const pub = await cert.publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"]);
+    if (!(await crypto.subtle.verify(alg, pub, sig, probe))) {
+      throw new AgentTlsError("the signed certificate is not for the key this agent holds");
+    }
+    this.#pendingKey = null;
+    writeSecretFile(this.#paths.key, key);
+    Deno.writeTextFileSync(this.#paths.cert, certPem);
+    this.#serving = { cert: certPem, key };
+    this.#issued = true;
+    for (const f of this.#listeners) f(this.#serving);
+  }
+
+  /** Counts a failed renewal (metrics, logs). */
+  renewalFailed(): void {
+    this.#renewalFailures++;
+  }
+
+  /** Releases the control plane client. */
+  close(): void {
+    this.client.close();
+  }
+}
+
+function readText(path: string): string | null {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch {
+    return null;
+  }
+}
+
+async function trustedCa(o: AgentTlsOptions, pinnedPath: string): Promise<string> {
+  if (o.caFile !== undefined) {
+    const pem = readText(o.caFile);
+    if (pem === null) throw new AgentTlsError(`Cannot read the CA file ${o.caFile} (LLMGW_CA)`);
+    readCertificate(pem, `the CA file ${o.caFile}`);
+    return pem;
+  }
+  const pinned = readText(pinnedPath);
+  if (pinned !== null) return pinned;
+  const hash = tokenParts(o.joinToken)?.caHash ?? null;
+  if (hash === null) {
+    throw new AgentTlsError(
+      `Cannot trust ${o.controlUrl}: the join token carries no CA hash and no CA is pinned; ` +
+        `use a token from "llmgw tokens create join" or set LLMGW_CA to the CA certificate`,
+    );
+  }
+  const pem = await fetchPinnedCa(o.controlUrl, hash).catch((e) => {
+    throw new AgentTlsError(e instanceof Error ? e.message : String(e));
+  });
+  Deno.writeTextFileSync(pinnedPath, pem);
+  o.log("pinned the control plane's CA", { path: pinnedPath, ca_hash: hash });
+  return pem;
+}

@@ -1,0 +1,184 @@
+/**
+ * An HTTPS server for fetch-style handlers (design §13), on `node:https`:
+ * unlike `Deno.serve` it can ask for client certificates, and it can swap
+ * its certificate while it runs (`setSecureContext`), so a renewed
+ * certificate takes effect on the next handshake with no restart and no
+ * dropped connection. Handlers see whether the peer presented a certificate
+ * from the trusted CA ({@link HttpsRequestInfo.peerVerified}); each decides
+ * what that means for its routes.
+ *
+ * A plain-HTTP request to this port fails in the TLS handshake.
+ *
+ * @module
+ */
+import https from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { Buffer } from "node:buffer";
+
+/** What a handler learns about the connection besides the request. */
+export interface HttpsRequestInfo {
+  /** The peer's address. */
+  remoteAddr: { hostname: string; port: number };
+  /** True when the peer presented a client certificate that chains to the trusted CA. */
+  peerVerified: boolean;
+  /** The verified client certificate's common name, or null. */
+  peerCommonName: string | null;
+}
+
+/** A fetch-style handler with connection details. */
+export type HttpsHandler = (req: Request, info: HttpsRequestInfo) => Response | Promise<Response>;
+
+/** Certificate, key and the CA client certificates are checked against. */
+export interface ServingCertificate {
+  /** The serving certificate, PEM (with its chain, if any). */
+  cert: string;
+  /** Its private key, PEM. */
+  key: string;
+  /** CA certificates (PEM) client certificates must chain to; none: no client certificates. */
+  ca?: string;
+}
+
+/** Settings of {@link serveHttps}. */
+export interface ServeHttpsOptions extends ServingCertificate {
+  /** Host to listen on. */
+  hostname: string;
+  /** Port (0: any free one). */
+  port: number;
+}
+
+/** A running HTTPS server. */
+export interface HttpsServer {
+  /** Where it listens. */
+  readonly addr: Deno.NetAddr;
+  /** Uses a new certificate (and CA) from the next handshake on. */
+  setCertificate(c: ServingCertificate): void;
+  /** Stops listening and closes connections once their requests are answered. */
+  shutdown(): Promise<void>;
+}
+
+/** Headers that belong to the connection, not the message. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"]);
+
+function toRequest(req: IncomingMessage, abort: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  const host = req.headers.host ?? "localhost";
+  const method = req.method ?? "GET";
+  const body = method === "GET" || method === "HEAD" ? null : new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on("data", (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk)));
+      req.on("end", () => controller.close());
+      req.on("error", (e) => controller.error(e));
+    },
+    cancel() {
+      req.destroy();
+    },
+  });
+  return new Request(`https://${host}${req.url ?? "/"}`, { method, headers, body, signal: abort });
+}
+
+async function writeResponse(res: ServerResponse, answer: Response): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  answer.headers.forEach((value, name) => {
+    if (name === "set-cookie") headers[name] = answer.headers.getSetCookie();
+    else headers[name] = value;
+  });
+  res.writeHead(answer.status, headers);
+  if (answer.body === null) {
+    res.end();
+    return;
+  }
+  const reader = answer.body.getReader();
+  const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
+  try {
+    while (true) {
+      const next = await Promise.race([reader.read(), closed.then(() => null)]);
+      if (next === null) {
+        await reader.cancel().catch(() => {});
+        return;
+      }
+      if (next.done) break;
+      // Backpressure: wait for the socket to drain before reading more.
+      if (!res.write(next.value)) {
+        await Promise.race([new Promise((r) => res.once("drain", r)), closed]);
+      }
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
+}
+
+function commonName(socket: TLSSocket): string | null {
+  const subject = socket.getPeerCertificate?.()?.subject as { CN?: string } | undefined;
+  return typeof subject?.CN === "string" ? subject.CN : null;
+}
+
+/**
+ * Serves `handler` over HTTPS; resolves once it listens.
+ *
+ * @throws The listen error (e.g. `EADDRINUSE`) when it cannot bind.
+ */
+export async function serveHttps(
+  o: ServeHttpsOptions,
+  handler: HttpsHandler,
+): Promise<HttpsServer> {
+  const tlsOptions = (c: ServingCertificate) => ({
+    cert: c.cert,
+    key: c.key,
+    ...(c.ca === undefined ? {} : { ca: c.ca, requestCert: true, rejectUnauthorized: false }),
+  });
+  const server = https.createServer(tlsOptions(o), (req, res) => {
+    const socket = req.socket as TLSSocket;
+    const abort = new AbortController();
+    res.once("close", () => abort.abort());
+    const info: HttpsRequestInfo = {
+      remoteAddr: { hostname: socket.remoteAddress ?? "", port: socket.remotePort ?? 0 },
+      peerVerified: o.ca !== undefined && socket.authorized === true,
+      peerCommonName: socket.authorized ? commonName(socket) : null,
+    };
+    Promise.resolve()
+      .then(() => handler(toRequest(req, abort.signal), info))
+      .then((answer) => writeResponse(res, answer))
+      .catch(() => {
+        if (!res.headersSent) {
+          res.writeHead(500, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { code: "internal", message: "internal error" } }));
+        } else res.destroy();
+      });
+  });
+  // A failed handshake (plain HTTP, an untrusted client) is the peer's problem, not ours.
+  server.on("tlsClientError", () => {});
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.hostname, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    addr: { transport: "tcp", hostname: address.address, port: address.port },
+    setCertificate(c) {
+      server.setSecureContext(tlsOptions({ ...c, ca: c.ca ?? o.ca }));
+    },
+    shutdown() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections?.();
+        // Connections with a request in flight finish it; none is held past a bound.
+        setTimeout(() => server.closeAllConnections?.(), 5_000).unref?.();
+      });
+    },
+  };
+}
+
+/** Whether an error from {@link serveHttps} means the port is taken. */
+export function isAddressInUse(e: unknown): boolean {
+  return (e as { code?: string } | null)?.code === "EADDRINUSE";
+}
