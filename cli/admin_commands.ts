@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { pinnedFetch } from "../tls/trust.ts";
 import { parse as parseYaml } from "yaml";
 import { renderTable } from "../agent/inventory_table.ts";
 import { explanationLines } from "../placement/place.ts";
@@ -47,12 +48,14 @@ export class AdminError extends Error {
 interface Target {
   url: string;
   token: string;
+  /** Trusts the cluster CA only (LLMGW_CA); absent: the system's roots. */
+  fetch?: typeof fetch;
 }
 
 async function request(t: Target, method: string, path: string, body?: unknown): Promise<unknown> {
   let res: Response;
   try {
-    res = await fetch(`${t.url.replace(/\/$/, "")}${path}`, {
+    res = await (t.fetch ?? fetch)(`${t.url.replace(/\/$/, "")}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${t.token}`,
@@ -220,13 +223,19 @@ async function tokensCommand(
   throw new UsageError(`tokens: expected create, list or revoke, got "${sub ?? ""}"`);
 }
 
+function parseAdmin(verb: string, args: string[]) {
+  return parseFlags(verb, args, FLAGS);
+}
+
+type AdminValues = ReturnType<typeof parseAdmin>["values"];
+
 /** Runs one admin verb; returns the exit code. */
 export async function adminCommand(
   verb: string,
   args: string[],
   out: (t: string) => void,
 ): Promise<number> {
-  const { values, positionals } = parseFlags(verb, args, FLAGS);
+  const { values, positionals } = parseAdmin(verb, args);
   const url = values.url ?? (Deno.env.get("LLMGW_URL") || undefined);
   const tokenFile = values["token-file"] ?? (Deno.env.get("LLMGW_TOKEN_FILE") || undefined);
   const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined) ??
@@ -239,7 +248,32 @@ export async function adminCommand(
       `${verb}: no admin token: set LLMGW_TOKEN or LLMGW_TOKEN_FILE, or pass --token-file`,
     );
   }
-  const t = { url, token };
+  const caFile = Deno.env.get("LLMGW_CA") || undefined;
+  let caPem: string | undefined;
+  if (caFile !== undefined) {
+    try {
+      caPem = Deno.readTextFileSync(caFile);
+    } catch (e) {
+      throw new UsageError(
+        `${verb}: cannot read LLMGW_CA ${caFile}: ${e instanceof Error ? e.message : e}`,
+      );
+    }
+  }
+  const trust = caPem === undefined ? null : pinnedFetch(caPem);
+  try {
+    return await run(verb, { url, token, fetch: trust?.fetch }, positionals, values, out);
+  } finally {
+    trust?.close();
+  }
+}
+
+async function run(
+  verb: string,
+  t: Target,
+  positionals: string[],
+  values: AdminValues,
+  out: (t: string) => void,
+): Promise<number> {
   const arg = (i: number, what: string) => {
     const v = positionals[i];
     if (v === undefined) throw new UsageError(`${verb}: ${what} is required`);

@@ -16,6 +16,10 @@ import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
+import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
+import { UpstreamClient } from "../gateway/upstream_client.ts";
+import { TlsMaterialError } from "../tls/authority.ts";
+import { pinnedFetch } from "../tls/trust.ts";
 import { openNotice } from "./gateway_serve.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
@@ -50,6 +54,12 @@ Options:
   --unreachable-after S    a node is unreachable after S seconds of silence (default 15)
   --lost-after S           … and lost after S seconds (default 60)
   --engine-plugins DIR     engine plugin directory (repeatable; also LLMGW_ENGINE_PLUGINS)
+  --tls-san NAME           a DNS name or IP clients reach the control plane by,
+                           written into its certificate (repeatable; localhost,
+                           127.0.0.1 and the listen address are always in it)
+  --insecure-http          serve plain HTTP instead of TLS: for a lab only; every
+                           token then crosses the network in clear (logged at
+                           every start)
   --gateway-listen HOST:PORT  the embedded OpenAI-compatible gateway (default
                            127.0.0.1:8080; "off" to run none). While no API
                            key exists (llmgw apikeys create) it serves
@@ -96,6 +106,8 @@ export async function controlServeCommand(
     "lost-after": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     "gateway-listen": { type: "string" },
+    "tls-san": { type: "string", multiple: true },
+    "insecure-http": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   if (values.help) {
@@ -122,6 +134,7 @@ export async function controlServeCommand(
         thresholds,
         dir: values.store ?? "llmgw-state",
         pluginDirs: values["engine-plugins"] ?? [],
+        tlsSans: values["insecure-http"] ? null : [listen.hostname, ...(values["tls-san"] ?? [])],
       },
       out,
       err,
@@ -140,11 +153,13 @@ interface ServeSettings {
   thresholds: StartControlOptions["thresholds"];
   dir: string;
   pluginDirs: string[];
+  /** Names for the control plane's certificate; null: plain HTTP (`--insecure-http`). */
+  tlsSans: string[] | null;
 }
 
 /** @throws {BindError} When a listener cannot bind; whatever had started is stopped. */
 async function serve(
-  { listen, gatewayListen, thresholds, dir, pluginDirs }: ServeSettings,
+  { listen, gatewayListen, thresholds, dir, pluginDirs, tlsSans }: ServeSettings,
   out: (t: string) => void,
   err: (t: string) => void,
 ): Promise<number> {
@@ -172,6 +187,31 @@ async function serve(
     Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
   const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
+  let tls: ClusterTls | undefined;
+  if (tlsSans === null) {
+    err(
+      "llmgw: WARNING: --insecure-http: the control plane serves plain HTTP; admin, join " +
+        "and node tokens cross the network in clear. Use this in a lab only.\n",
+    );
+  } else {
+    try {
+      const { ca, created, certPath } = await loadOrCreateCa(
+        dir === ":memory:" ? null : dir,
+        Date.now(),
+      );
+      tls = await ClusterTls.of(ca, tlsSans);
+      out(
+        `${created ? "created the cluster CA" : "cluster CA"}${
+          certPath === null ? " (in memory)" : ` ${certPath}`
+        }; CA key hash sha256:${tls.caHash}\n`,
+      );
+    } catch (e) {
+      if (!(e instanceof TlsMaterialError)) throw e;
+      store.close();
+      err(`llmgw: ${e.message}\n`);
+      return 1;
+    }
+  }
   const adminTokens = tokens("LLMGW_ADMIN_TOKEN");
   // The embedded gateway's token lives in this process only: nothing to store or leak.
   const gatewayToken = newToken("llmgw_gateway");
@@ -183,12 +223,15 @@ async function serve(
     gatewayTokens: [gatewayToken],
     engines: registry,
     thresholds,
+    tls,
+    log: (line) => err(`llmgw: ${line}\n`),
   });
   out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
   if (adminTokens.length === 0 && !running.cp.tokens.hasLive("admin")) {
     const path = await writeFirstAdminToken(running, dir === ":memory:" ? null : dir);
     out(`first admin token written to ${path} (readable by its owner only)\n`);
   }
+  const controlTrust = tls === undefined ? null : pinnedFetch(tls.ca.certPem);
   // The gateway runs inside the control plane by default (design §12),
   // following its ready endpoints over the same API a separate gateway uses.
   let gateway;
@@ -198,8 +241,11 @@ async function serve(
       controlUrl: running.url,
       token: gatewayToken,
       intervalMs: EMBEDDED_GATEWAY_POLL_MS,
+      controlFetch: controlTrust?.fetch,
+      client: tls === undefined ? undefined : new UpstreamClient({ caCerts: [tls.ca.certPem] }),
     });
   } catch (e) {
+    controlTrust?.close();
     await running.close();
     throw e;
   }
@@ -212,6 +258,7 @@ async function serve(
     Deno.addSignalListener("SIGTERM", stop);
   });
   await gateway?.close();
+  controlTrust?.close();
   await running.close();
   return 0;
 }

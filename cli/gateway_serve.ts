@@ -8,6 +8,8 @@
  *
  * @module
  */
+import { UpstreamClient } from "../gateway/upstream_client.ts";
+import { pinnedFetch } from "../tls/trust.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { BindError } from "../http/bind_error.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
@@ -26,7 +28,10 @@ Options:
                        any address (by default only loopback clients are
                        served until a key exists: llmgw apikeys create)
 
-The control plane's admin token comes from env LLMGW_TOKEN (never a flag).
+A gateway token (llmgw tokens create gateway) comes from env LLMGW_TOKEN
+(never a flag). For an https control plane, env LLMGW_CA names the cluster
+CA certificate (PEM) the gateway trusts for the control plane and the agents'
+engine proxies.
 `;
 
 /** What a gateway started with `openToNetwork` does while no API key exists (said at start). */
@@ -72,7 +77,7 @@ export async function gatewayServeCommand(
   const token = Deno.env.get("LLMGW_TOKEN") ?? "";
   if (token === "") {
     throw new UsageError(
-      "gateway serve: env LLMGW_TOKEN (the control plane's admin token) is required",
+      "gateway serve: env LLMGW_TOKEN (a gateway token: llmgw tokens create gateway) is required",
     );
   }
   const listen = parseListen(values.listen ?? "127.0.0.1:8080");
@@ -89,6 +94,21 @@ export async function gatewayServeCommand(
     intervalMs = Math.round(s * 1000);
   }
   const openToNetwork = values["allow-open"] === true;
+  const caFile = Deno.env.get("LLMGW_CA") || undefined;
+  let caPem: string | undefined;
+  if (caFile !== undefined) {
+    try {
+      caPem = Deno.readTextFileSync(caFile);
+    } catch (e) {
+      err(`llmgw: cannot read LLMGW_CA ${caFile}: ${e instanceof Error ? e.message : e}\n`);
+      return 1;
+    }
+  } else if (control.startsWith("https:")) {
+    throw new UsageError(
+      "gateway serve: an https control plane needs env LLMGW_CA (the cluster CA certificate)",
+    );
+  }
+  const trust = caPem === undefined ? null : pinnedFetch(caPem);
   let running;
   try {
     running = startFollowingGateway({
@@ -98,8 +118,11 @@ export async function gatewayServeCommand(
       intervalMs,
       log: (line) => err(`${line}\n`),
       openToNetwork,
+      controlFetch: trust?.fetch,
+      client: caPem === undefined ? undefined : new UpstreamClient({ caCerts: [caPem] }),
     });
   } catch (e) {
+    trust?.close();
     if (!(e instanceof BindError)) throw e;
     err(`llmgw: ${e.message}\n`);
     return 1;
@@ -113,5 +136,6 @@ export async function gatewayServeCommand(
     Deno.addSignalListener("SIGTERM", stop);
   });
   await running.close();
+  trust?.close();
   return 0;
 }

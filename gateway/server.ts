@@ -61,10 +61,12 @@ export function startGateway(table: EndpointTable, o: StartGatewayOptions): Runn
 export interface FollowingGatewayOptions extends StartGatewayOptions {
   /** The control plane's base URL. */
   controlUrl: string;
-  /** The control plane's admin token. */
+  /** A gateway token (or an admin token) for the control plane. */
   token: string;
   /** Poll the control plane every `intervalMs` (default 2 000). */
   intervalMs?: number;
+  /** The fetch polls use: over TLS, one that trusts the cluster CA (tls/trust.ts). */
+  controlFetch?: typeof fetch;
 }
 
 /** A gateway following a control plane. */
@@ -81,12 +83,17 @@ export interface FollowingGateway extends RunningGateway {
  * @throws {BindError} When it cannot listen; nothing polls then.
  */
 export function startFollowingGateway(o: FollowingGatewayOptions): FollowingGateway {
-  const { controlUrl, token, intervalMs, ...serve } = o;
+  const { controlUrl, token, intervalMs, controlFetch, ...serve } = o;
   const table = new EndpointTable();
   const keys = serve.keys ?? new ApiKeyTable();
   // Listen first: when that fails (the port is taken) there is no poller to stop.
   const running = startGateway(table, { ...serve, keys });
-  const follower = followControlPlane(controlUrl, token, table, { intervalMs, log: o.log, keys });
+  const follower = followControlPlane(controlUrl, token, table, {
+    intervalMs,
+    log: o.log,
+    keys,
+    fetch: controlFetch,
+  });
   return {
     url: running.url,
     synced: follower.synced,

@@ -8,8 +8,9 @@
  * one round trip per chunk on each side. Reading the socket directly costs
  * one per socket read, and under load a read carries several events;
  * bench/gateway_vs_nginx.sh measured 1.7× the streamed throughput
- * (docs/benchmarks.md). Engines speak plain HTTP/1.1 on the host network,
- * so nothing else (TLS, HTTP/2, redirects, decoding) is needed.
+ * (docs/benchmarks.md). Agents' engine proxies speak HTTP/1.1, over TLS
+ * (`https://`, verified against the cluster CA given as `caCerts`) or plain;
+ * nothing else (HTTP/2, redirects, decoding) is needed.
  *
  * A failure before any response byte is {@link UpstreamUnreachable} (the
  * gateway retries on another replica); on a reused connection it is first
@@ -85,6 +86,8 @@ export interface UpstreamClientOptions {
   idleTimeoutMs?: number;
   /** Giving up on connecting after this long (default 5 s). */
   connectTimeoutMs?: number;
+  /** CA certificates (PEM) `https://` upstreams are verified against (default: the system's). */
+  caCerts?: string[];
 }
 
 /** Bytes asked for per socket read. */
@@ -95,13 +98,15 @@ interface Origin {
   port: number;
   /** `hostname:port`, the pool's key. */
   key: string;
+  /** Over TLS. */
+  tls: boolean;
   /** The Host header's value. */
   host: string;
 }
 
 interface Conn {
   readonly key: string;
-  readonly tcp: Deno.TcpConn;
+  readonly tcp: Deno.TcpConn | Deno.TlsConn;
   readonly buf: Uint8Array;
   closed: boolean;
   idleTimer?: ReturnType<typeof setTimeout>;
@@ -141,12 +146,14 @@ export class UpstreamClient {
   readonly #maxIdle: number;
   readonly #idleTimeoutMs: number;
   readonly #connectTimeoutMs: number;
+  readonly #caCerts: string[] | undefined;
 
   /** Creates a client with an empty pool. */
   constructor(options: UpstreamClientOptions = {}) {
     this.#maxIdle = options.maxIdlePerOrigin ?? 256;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 4_000;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.#caCerts = options.caCerts;
   }
 
   /** Idle connections held now (all engines). */
@@ -162,7 +169,7 @@ export class UpstreamClient {
    * signal's reason when aborted.
    */
   async request(r: UpstreamRequest): Promise<UpstreamResponse> {
-    const { hostname, port, key, host } = this.#originOf(r.origin);
+    const { hostname, port, key, host, tls } = this.#originOf(r.origin);
     let head = `${r.method} ${r.target} HTTP/1.1\r\nhost: ${host}\r\n` +
       `content-length: ${r.body.length}\r\n`;
     for (const [name, value] of r.headers) head += `${name}: ${value}\r\n`;
@@ -171,7 +178,7 @@ export class UpstreamClient {
       r.signal?.throwIfAborted();
       // The retry after a stale pooled connection always dials afresh.
       const pooled = attempt === 0 ? this.#takeIdle(key) : undefined;
-      const conn = pooled ?? await this.#connect(key, hostname, port, r.signal);
+      const conn = pooled ?? await this.#connect(key, hostname, port, tls, r.signal);
       try {
         return await this.#exchange(conn, bytes, r.method, r.signal);
       } catch (e) {
@@ -187,12 +194,15 @@ export class UpstreamClient {
     let o = this.#origins.get(origin);
     if (o !== undefined) return o;
     const url = new URL(origin);
-    if (url.protocol !== "http:") {
-      throw new UpstreamUnreachable(`only http:// engines are supported, got ${origin}`);
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new UpstreamUnreachable(
+        `only http:// and https:// engines are supported, got ${origin}`,
+      );
     }
+    const tls = url.protocol === "https:";
     const hostname = url.hostname.replace(/^\[|\]$/g, "");
-    const port = Number(url.port || 80);
-    o = { hostname, port, key: `${hostname}:${port}`, host: url.host };
+    const port = Number(url.port || (tls ? 443 : 80));
+    o = { hostname, port, key: `${url.protocol}//${hostname}:${port}`, host: url.host, tls };
     // Engines come and go with replicas: a bounded memo, not a growing one.
     if (this.#origins.size >= 4096) this.#origins.clear();
     this.#origins.set(origin, o);
@@ -205,8 +215,16 @@ export class UpstreamClient {
     this.#idle.clear();
   }
 
-  async #connect(key: string, hostname: string, port: number, signal?: AbortSignal) {
-    const connecting = Deno.connect({ hostname, port });
+  async #connect(
+    key: string,
+    hostname: string,
+    port: number,
+    tls: boolean,
+    signal?: AbortSignal,
+  ) {
+    const connecting: Promise<Deno.TcpConn | Deno.TlsConn> = tls
+      ? Deno.connectTls({ hostname, port, caCerts: this.#caCerts })
+      : Deno.connect({ hostname, port });
     let timer: ReturnType<typeof setTimeout> | undefined;
     let onAbort: (() => void) | undefined;
     const gaveUp = new Promise<never>((_, reject) => {
@@ -219,7 +237,9 @@ export class UpstreamClient {
     });
     try {
       const tcp = await Promise.race([connecting, gaveUp]);
-      tcp.setNoDelay(true);
+      if ("setNoDelay" in tcp) tcp.setNoDelay(true);
+      // A TLS handshake that fails (another CA) is a failure to connect: try elsewhere.
+      if ("handshake" in tcp) await Promise.race([tcp.handshake(), gaveUp]);
       return { key, tcp, buf: new Uint8Array(READ_BYTES), closed: false };
     } catch (e) {
       connecting.then((c) => c.close(), () => {});

@@ -3,6 +3,7 @@
  * stand-in for the normal cases, and raw TCP servers that send exactly the
  * bytes a test needs for the broken ones.
  */
+import { CertificateAuthority } from "../tls/authority.ts";
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
 import { until } from "../tests/until.ts";
 import { Http1ParseError } from "./http1_response.ts";
@@ -226,9 +227,9 @@ Deno.test("upstream client: no answer at all is UpstreamUnreachable; a refused p
       "cannot connect",
     );
     await assertRejects(
-      () => client.request(post("https://127.0.0.1:1")),
+      () => client.request(post("ftp://127.0.0.1:1")),
       UpstreamUnreachable,
-      "only http://",
+      "only http:// and https://",
     );
   } finally {
     client.close();
@@ -323,5 +324,34 @@ Deno.test("upstream client: abort before the answer, and cancel during the body,
   } finally {
     client.close();
     await server.close();
+  }
+});
+
+Deno.test("upstream client: https engines are verified against the given CA only", async () => {
+  const now = Date.now();
+  const { ca } = await CertificateAuthority.create({ now, lifetimeMs: 86_400_000 });
+  const serving = await ca.issueWithKey({
+    commonName: "proxy",
+    ipAddresses: ["127.0.0.1"],
+    use: "server",
+    now,
+    lifetimeMs: 86_400_000,
+  });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, cert: serving.cert, key: serving.key, onListen() {} },
+    () => new Response("over tls"),
+  );
+  const origin = `https://127.0.0.1:${server.addr.port}`;
+  const trusting = new UpstreamClient({ caCerts: [ca.certPem] });
+  const system = new UpstreamClient();
+  try {
+    const res = await trusting.request(post(origin));
+    assertEquals(res.status, 200);
+    await res.body?.cancel();
+    await assertRejects(() => system.request(post(origin)), UpstreamUnreachable);
+  } finally {
+    trusting.close();
+    system.close();
+    await server.shutdown();
   }
 });

@@ -3,13 +3,14 @@
 # reads /proc/<pid> to fingerprint its engines (design §9.2), which Deno grants only with
 # --allow-all: the one role that cannot be narrowed.
 # control: serves HTTP, keeps its store on disk, runs engine plugin executables (describe).
-# gateway: serves and proxies HTTP, and reads only its own environment variables (no files,
-# no programs). tests/role_permissions_test.ts runs control and gateway under exactly these.
+# gateway: serves and proxies HTTP, reads only its own environment variables and files (the
+# cluster CA named by LLMGW_CA), runs no programs.
+# tests/role_permissions_test.ts runs control and gateway under exactly these.
 ROLES="agent control gateway"
 perms_for() {
   case "$1" in
     agent) echo "--allow-all" ;;
     control) echo "--allow-read --allow-write --allow-net --allow-env --allow-run" ;;
-    gateway) echo "--allow-net --allow-env=LLMGW_TOKEN,LLMGW_URL,LLMGW_DEBUG" ;;
+    gateway) echo "--allow-net --allow-env=LLMGW_TOKEN,LLMGW_URL,LLMGW_DEBUG,LLMGW_CA --allow-read" ;;
   esac
 }

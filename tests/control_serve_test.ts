@@ -6,11 +6,18 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
-import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
+import { CertificateAuthority, publicKeyHash } from "../tls/authority.ts";
+import { pinnedFetch } from "../tls/trust.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
-async function serve(storeDir: string, seconds = 0): Promise<{ code: number; out: string }> {
+async function serve(
+  storeDir: string,
+  seconds = 0,
+  extra: string[] = ["--insecure-http"],
+): Promise<{ code: number; out: string }> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -24,6 +31,7 @@ async function serve(storeDir: string, seconds = 0): Promise<{ code: number; out
       storeDir,
       "--gateway-listen",
       "off",
+      ...extra,
     ],
     env: { LLMGW_ADMIN_TOKEN: "admin-secret-token-123", LLMGW_JOIN_TOKEN: "join-secret-token-456" },
     stdout: "piped",
@@ -69,8 +77,78 @@ Deno.test("control serve starts on a fresh store and never prints the tokens it 
     const r = await serve(dir, 2);
     assertEquals(r.code, 0);
     assertStringIncludes(r.out, "llmgw control plane listening on http://127.0.0.1:");
+    assertStringIncludes(r.out, "WARNING: --insecure-http", "plain HTTP is said at every start");
     assertOk(!r.out.includes("admin-secret-token-123") && !r.out.includes("join-secret-token-456"));
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("control serve: TLS by default, the CA pinned by its key hash, the first admin token in a 0600 file", async () => {
+  const dir = await Deno.makeTempDir();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      MAIN,
+      "control",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--store",
+      dir,
+      "--gateway-listen",
+      "off",
+    ],
+    env: { LLMGW_ADMIN_TOKEN: "", LLMGW_JOIN_TOKEN: "" },
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  try {
+    await until("the URL and the token path", async () => {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`control serve ended: ${out}`);
+      out += value;
+      return /listening on https:\/\/\S+/.test(out) && out.includes("admin.token");
+    });
+    const url = /listening on (https:\/\/\S+)/.exec(out)![1];
+    const tokenPath = join(dir, "admin.token");
+    assertStringIncludes(out, `first admin token written to ${tokenPath}`);
+    assertEquals(Deno.statSync(tokenPath).mode! & 0o777, 0o600);
+    const admin = Deno.readTextFileSync(tokenPath).trim();
+    assertOk(!out.includes(admin), "the token itself is never printed");
+    assertEquals(Deno.statSync(join(dir, "tls", "ca.key")).mode! & 0o777, 0o600);
+    const ca = Deno.readTextFileSync(join(dir, "tls", "ca.crt"));
+    assertStringIncludes(out, `sha256:${await publicKeyHash(ca)}`);
+
+    // Trusting the cluster CA: through. Plain HTTP, or trusting another CA: refused.
+    const pinned = pinnedFetch(ca);
+    try {
+      const res = await pinned.fetch(`${url}/v1/tokens`, {
+        headers: { authorization: `Bearer ${admin}` },
+      });
+      assertEquals(res.status, 200);
+      assertEquals((await res.json()).tokens.map((t: { kind: string }) => t.kind), ["admin"]);
+    } finally {
+      pinned.close();
+    }
+    await assertRejects(() => fetch(url.replace("https:", "http:") + "/healthz"), TypeError);
+    const { ca: other } = await CertificateAuthority.create({
+      now: Date.now(),
+      lifetimeMs: 86_400_000,
+    });
+    const stranger = pinnedFetch(other.certPem);
+    try {
+      await assertRejects(() => stranger.fetch(`${url}/healthz`), TypeError);
+    } finally {
+      stranger.close();
+    }
+  } finally {
+    child.kill("SIGTERM");
+    await child.status;
+    await reader.cancel().catch(() => {});
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -46,6 +46,7 @@ function spawnControl(port: number, storeDir: string): Deno.ChildProcess {
       MAIN,
       "control",
       "serve",
+      "--insecure-http",
       "--listen",
       `127.0.0.1:${port}`,
       "--store",

@@ -67,6 +67,7 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
   try {
     procs.push(spawn("control", [
       "serve",
+      "--insecure-http",
       "--listen",
       `127.0.0.1:${controlPort}`,
       "--store",
@@ -89,6 +90,19 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
     await applied.body?.cancel();
     assertOk(Deno.statSync(join(dir, "store", "llmgw.db")).isFile);
 
+    // The gateway runs with a gateway token: it may read the endpoint feed and nothing else.
+    const minted = await fetch(`${control}/v1/tokens`, {
+      method: "POST",
+      headers: { authorization: "Bearer perm-admin", "content-type": "application/json" },
+      body: JSON.stringify({ kind: "gateway", description: "role permissions test" }),
+    });
+    assertEquals(minted.status, 201);
+    const gatewayToken = (await minted.json()).token as string;
+    const refused = await fetch(`${control}/v1/nodes`, {
+      headers: { authorization: `Bearer ${gatewayToken}` },
+    });
+    assertEquals(refused.status, 403, "a gateway token reads no admin route");
+    await refused.body?.cancel();
     procs.push(spawn("gateway", [
       "serve",
       "--control",
@@ -97,7 +111,7 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
       `127.0.0.1:${gatewayPort}`,
       "--poll-interval",
       "0.2",
-    ], { LLMGW_TOKEN: "perm-admin" }));
+    ], { LLMGW_TOKEN: gatewayToken }));
     for (const port of [gatewayPort, embeddedPort]) {
       const gw = `http://127.0.0.1:${port}`;
       // Synced: the deployed model is known (no ready replica: 503, not 404).

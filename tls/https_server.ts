@@ -15,7 +15,7 @@ import https from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 
 /** What a handler learns about the connection besides the request. */
 export interface HttpsRequestInfo {
