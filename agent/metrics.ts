@@ -107,6 +107,18 @@ export class AgentMetricsError extends Error {
   }
 }
 
+/** The snapshot of an agent with nothing to report yet: no GPUs, no shards, no certificate. */
+export function emptyAgentMetrics(): AgentMetricsSnapshot {
+  return {
+    gpus: [],
+    shards: [],
+    time_to_ready: emptyTimeToReady(),
+    discovery_errors: { nvidia_smi: 0, sysfs: 0 },
+    certificate_not_after_ms: null,
+    certificate_renewal_failures: 0,
+  };
+}
+
 /** A histogram with no observation. */
 export function emptyTimeToReady(): TimeToReadyHistogram {
   return {

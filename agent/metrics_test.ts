@@ -18,6 +18,7 @@ import {
   type AgentMetricsShard,
   type AgentMetricsSnapshot,
   DISCOVERY_SOURCES,
+  emptyAgentMetrics,
   emptyTimeToReady,
   escapeLabelValue,
   observeTimeToReady,
@@ -77,14 +78,7 @@ const RICH: AgentMetricsSnapshot = {
   certificate_renewal_failures: 1,
 };
 
-const EMPTY: AgentMetricsSnapshot = {
-  gpus: [],
-  shards: [],
-  time_to_ready: emptyTimeToReady(),
-  discovery_errors: { nvidia_smi: 0, sysfs: 0 },
-  certificate_not_after_ms: null,
-  certificate_renewal_failures: 0,
-};
+const EMPTY: AgentMetricsSnapshot = emptyAgentMetrics();
 
 const FAMILIES: [string, string][] = [
   ["llmgw_agent_gpu_healthy", "gauge"],

@@ -20,7 +20,7 @@
  *
  * `LLMGW_FUZZ_RUNS=20000 deno test -A tests/http_fuzz_test.ts` hunts longer.
  */
-import { emptyTimeToReady } from "../agent/metrics.ts";
+import { emptyAgentMetrics } from "../agent/metrics.ts";
 import fc from "fast-check";
 import { assertEquals, assertOk } from "./assert.ts";
 import { registration } from "./registration.ts";
@@ -817,14 +817,7 @@ function localView(): LocalApiView {
       shards: [shard],
     }),
     shard: (id) => id === shard.id ? { status: shard, log_tail: tail } : null,
-    metrics: () => ({
-      gpus: [],
-      shards: [],
-      time_to_ready: emptyTimeToReady(),
-      discovery_errors: { nvidia_smi: 0, sysfs: 0 },
-      certificate_not_after_ms: null,
-      certificate_renewal_failures: 0,
-    }),
+    metrics: () => emptyAgentMetrics(),
     metricsTokenHashes: () => [],
   };
 }

@@ -34,7 +34,7 @@ import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
-import { emptyTimeToReady } from "../agent/metrics.ts";
+import { emptyAgentMetrics } from "../agent/metrics.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const encoder = new TextEncoder();
@@ -340,14 +340,7 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
       shards: [shard],
     }),
     shard: (id) => id === "s0" ? { status: shard, log_tail: ["hello"] } : null,
-    metrics: () => ({
-      gpus: [],
-      shards: [],
-      time_to_ready: emptyTimeToReady(),
-      discovery_errors: { nvidia_smi: 0, sysfs: 0 },
-      certificate_not_after_ms: null,
-      certificate_renewal_failures: 0,
-    }),
+    metrics: () => emptyAgentMetrics(),
     metricsTokenHashes: () => [metricsHash],
   };
   const metricsToken = newToken("llmgw_metrics");
