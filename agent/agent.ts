@@ -35,19 +35,17 @@
 import { EngineRegistry } from "../engines/registry.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import { discoverInventory } from "../discovery/discover.ts";
-import type { FabricConfig } from "../discovery/fabrics.ts";
 import type { FabricAttachment, Gpu } from "../discovery/types.ts";
-import {
-  type DesiredState,
-  type HeartbeatRequest,
-  type RegisterRequest,
-  RegisterRequestSchema,
+import type {
+  DesiredState,
+  HeartbeatRequest,
+  RegisterRequest,
 } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { type PrepareShard, Supervisor } from "../supervisor/supervisor.ts";
-import type { DesiredShard, LaunchedShard, SupervisorOptions } from "../supervisor/types.ts";
-import { DEFAULT_PORT_RANGE, PortAllocator, type PortRange } from "../supervisor/port_allocator.ts";
+import type { DesiredShard, LaunchedShard } from "../supervisor/types.ts";
+import { DEFAULT_PORT_RANGE, PortAllocator } from "../supervisor/port_allocator.ts";
 import { ControlClient, ControlError } from "./control_client.ts";
 import {
   loadOrCreateLocalToken,
@@ -67,14 +65,31 @@ import {
   serveListener,
   serveTlsListener,
 } from "./listener.ts";
-import { AgentTls } from "./agent_tls.ts";
-import type { HttpsRequestInfo } from "../tls/https_server.ts";
+import { AgentTls, requireClientCertificate } from "./agent_tls.ts";
+import {
+  AgentError,
+  type AgentOptions,
+  DEFAULT_LISTEN,
+  DEFAULT_PROXY_LISTEN,
+  nodeIdProblem,
+  type StopOptions,
+} from "./agent_options.ts";
+
+export {
+  AgentError,
+  type AgentOptions,
+  DEFAULT_LISTEN,
+  DEFAULT_PROXY_LISTEN,
+  nodeIdProblem,
+  type StopOptions,
+};
 import { type AgentStatus, localApi } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "./log.ts";
 import {
   type AgentMetricsSnapshot,
   type DiscoverySource,
   emptyTimeToReady,
+  gatherAgentMetrics,
   observeTimeToReady,
   type TimeToReadyHistogram,
 } from "./metrics.ts";
@@ -87,129 +102,6 @@ import {
   shardReport,
 } from "./reports.ts";
 import { DEFAULT_RETRY, retryDelay, sleep } from "./retry.ts";
-
-/**
- * The local API over TLS: `/v1` (status, logs) needs a client certificate
- * from the cluster CA besides the token; `/healthz` and `/metrics` take a
- * token alone, so Prometheus needs no client certificate.
- */
-function requireClientCertificate(
-  req: Request,
-  info: HttpsRequestInfo,
-  handler: (req: Request) => Response | Promise<Response>,
-): Response | Promise<Response> {
-  if (info.peerVerified || !new URL(req.url).pathname.startsWith("/v1/")) return handler(req);
-  return Response.json({
-    error: {
-      code: "client_certificate_required",
-      message: "this route needs a client certificate from the cluster CA",
-    },
-  }, { status: 403 });
-}
-
-/** Settings of an {@link Agent}; every time is in milliseconds. */
-export interface AgentOptions {
-  /** The control plane's URL. */
-  controlUrl: string;
-  /** The join token, used only to register. */
-  joinToken: string;
-  /** A CA certificate file to trust for an https control plane (`LLMGW_CA`); default: pinned by the join token. */
-  caFile?: string;
-  /** The node id. Default: the host name. */
-  nodeId?: string;
-  /** The host name reported. Default: `Deno.hostname()`. */
-  hostname?: string;
-  /** Where the node token, the local token and the supervisor's pid files and logs live. */
-  stateDir: string;
-  /** Discovery's seams (design §5.5) and the operator's fabrics (design §5.2). */
-  discovery?: {
-    /** nvidia-smi executable. */
-    nvidiaSmi?: string;
-    /** sysfs root. */
-    sysfsRoot?: string;
-    /** Fabric name → adapters. */
-    fabrics?: FabricConfig;
-    /** Per nvidia-smi call. */
-    timeoutMs?: number;
-  };
-  /** Operator labels. */
-  labels?: Record<string, string>;
-  /** Management address. Default: the default route's interface address. */
-  mgmtAddr?: string;
-  /** Management interface. Default: the one holding the management address. */
-  mgmtInterface?: string;
-  /**
-   * The ports this agent gives its engines, a block per shard, each checked
-   * free when taken. Default {@link DEFAULT_PORT_RANGE}; set disjoint ranges
-   * when several agents share a host.
-   */
-  ports?: PortRange;
-  /** Where the local API listens; null: no local API. Default 0.0.0.0:9180. */
-  listen?: { hostname: string; port: number } | null;
-  /** The URL the control plane reaches the local API on. Default: from `listen` and the address. */
-  agentUrl?: string;
-  /** The local API token. Default: generated once into `<stateDir>/local_token`. */
-  localToken?: string;
-  /**
-   * Where the engine proxy listens, the one door to this node's engines
-   * (they listen on loopback); null: none (gateways then reach engines
-   * directly, which needs them reachable). Default 0.0.0.0:9181.
-   */
-  proxyListen?: { hostname: string; port: number } | null;
-  /** The URL gateways reach the engine proxy on. Default: from `proxyListen` and the address. */
-  proxyUrl?: string;
-  /** The engine proxy's credential. Default: generated once into `<stateDir>/proxy_token`. */
-  proxyToken?: string;
-  /** Directories with executable engine plugins (design §8). */
-  pluginDirs?: string[];
-  /** Supervisor settings (tick, timeouts, engine environment, …). */
-  supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent" | "onReady">;
-  /** Heartbeat interval, overriding the control plane's. */
-  heartbeatIntervalMs?: number;
-  /** How often GPUs are rediscovered for their health. Default 60,000. */
-  rediscoverMs?: number;
-  /** How long one desired-state long poll may be held. Default 30,000. */
-  longPollMs?: number;
-  /** Deadline of one register or heartbeat call. Default 10,000. */
-  requestTimeoutMs?: number;
-  /** Retry delays after failed control-plane calls. Default 1 s doubling to 30 s, jittered. */
-  retry?: BackoffPolicy;
-  /** This agent's version, reported at registration. */
-  agentVersion?: string;
-  /** Receives every log line (JSON). Default: stderr. */
-  logSink?: (line: string) => void;
-}
-
-/** What {@link Agent.stop} does with the engines. */
-export interface StopOptions {
-  /**
-   * True: stop every engine (`supervisor.shutdown()`). False: leave them
-   * running for the next agent to adopt (`supervisor.detach()`), which is
-   * what an agent restart or upgrade does.
-   */
-  stopEngines: boolean;
-}
-
-/** A configuration the agent cannot start with. */
-export class AgentError extends Error {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "AgentError";
-  }
-}
-
-/** Why `id` cannot be a node id (the protocol's rule), or null when it can. */
-export function nodeIdProblem(id: string): string | null {
-  const r = RegisterRequestSchema.shape.node_id.safeParse(id);
-  return r.success ? null : `node id "${id}" ${r.error.issues[0].message}`;
-}
-
-/** The local API's default address. */
-export const DEFAULT_LISTEN = { hostname: "0.0.0.0", port: 9180 };
-
-/** Where the engine proxy listens by default. */
-export const DEFAULT_PROXY_LISTEN = { hostname: "0.0.0.0", port: 9181 };
 
 /** Answers that bring nothing new come no faster than this (a control plane that does not hold). */
 const MIN_POLL_MS = 1_000;
@@ -235,7 +127,6 @@ export class Agent {
   #proxyServer: AgentListener | null = null;
   /** TLS toward the control plane and on both listeners; null for an http:// control plane. */
   #tls: AgentTls | null = null;
-  #renewing = false;
   #proxyUrl: string | null = null;
   #proxyToken: string | null = null;
 
@@ -343,28 +234,15 @@ export class Agent {
 
   /** What the local API's `/metrics` shows (agent/metrics.ts). */
   metricsSnapshot(): AgentMetricsSnapshot {
-    const shards = this.#supervisor?.status() ?? [];
-    const extra = new Map((this.#supervisor?.metrics() ?? []).map((m) => [m.id, m]));
-    const owner = new Map<number, string>();
-    for (const m of extra.values()) for (const i of m.gpu_indices) owner.set(i, m.id);
-    return {
-      gpus: this.#gpus.map((g) => ({ ...g, allocated_to: owner.get(g.index) ?? null })),
-      shards: shards.map((s) => {
-        const m = extra.get(s.id);
-        const ms = m?.last_ready_after_ms ?? null;
-        return {
-          id: s.id,
-          state: s.state,
-          restarts: s.restarts,
-          restarts_total: m?.restarts_total ?? 0,
-          last_time_to_ready_seconds: ms === null ? null : ms / 1000,
-        };
-      }),
-      time_to_ready: this.#timeToReady,
-      discovery_errors: { ...this.#discoveryErrors },
-      certificate_not_after_ms: this.#tls?.notAfterMs ?? null,
-      certificate_renewal_failures: this.#tls?.renewalFailures ?? 0,
-    };
+    return gatherAgentMetrics({
+      gpus: this.#gpus,
+      shards: this.#supervisor?.status() ?? [],
+      shardMetrics: this.#supervisor?.metrics() ?? [],
+      timeToReady: this.#timeToReady,
+      discoveryErrors: this.#discoveryErrors,
+      certificateNotAfterMs: this.#tls?.notAfterMs ?? null,
+      certificateRenewalFailures: this.#tls?.renewalFailures ?? 0,
+    });
   }
 
   /**
@@ -526,33 +404,9 @@ export class Agent {
       metrics: () => this.metricsSnapshot(),
       metricsTokenHashes: () => this.#metricsTokenHashes,
     }, this.#localToken!);
-    const onListen = (addr: Deno.NetAddr) =>
-      this.#log.info("local API listening", {
-        hostname: addr.hostname,
-        port: addr.port,
-        tls: this.#tls !== null,
-      });
-    const tls = this.#tls;
-    if (tls === null) {
-      this.#server = serveListener("the agent's local API", listen, app.fetch, onListen);
-    } else {
-      // The control plane presents a certificate from the CA; /v1 needs it besides the token.
-      const server = await serveTlsListener(
-        "the agent's local API",
-        listen,
-        { ...tls.serving, ca: tls.caPem },
-        (req, info) => requireClientCertificate(req, info, app.fetch),
-        onListen,
-      );
-      tls.onCertificate((c) => server.setCertificate({ ...c, ca: tls.caPem }));
-      this.#server = server;
-    }
-    this.#agentUrl = this.#opts.agentUrl ??
-      listenerUrl(listen.hostname, this.#server.addr.port, this.#mgmt.addr, this.#scheme());
-  }
-
-  #scheme(): "http" | "https" {
-    return this.#tls === null ? "http" : "https";
+    // Over TLS the control plane presents a certificate from the CA; /v1 needs it besides the token.
+    this.#server = await this.#serve("the agent's local API", "local API", listen, app.fetch, true);
+    this.#agentUrl = this.#opts.agentUrl ?? this.#urlOf(listen, this.#server);
   }
 
   async #listenProxy(listen: ListenAddress): Promise<void> {
@@ -560,56 +414,61 @@ export class Agent {
       token: this.#proxyToken!,
       target: (id) => this.#supervisor?.target(id) ?? null,
     });
+    this.#proxyServer = await this.#serve(
+      "the engine proxy",
+      "engine proxy",
+      listen,
+      handler,
+      false,
+    );
+    this.#proxyUrl = this.#opts.proxyUrl ?? this.#urlOf(listen, this.#proxyServer);
+  }
+
+  /** Serves a listener plain or, with TLS, with the agent's certificate, swapped on renewal. */
+  async #serve(
+    what: string,
+    name: string,
+    listen: ListenAddress,
+    handler: (req: Request) => Response | Promise<Response>,
+    clientCertificates: boolean,
+  ): Promise<AgentListener> {
+    const tls = this.#tls;
     const onListen = (addr: Deno.NetAddr) =>
-      this.#log.info("engine proxy listening", {
+      this.#log.info(`${name} listening`, {
         hostname: addr.hostname,
         port: addr.port,
-        tls: this.#tls !== null,
+        tls: tls !== null,
       });
-    const tls = this.#tls;
-    if (tls === null) {
-      this.#proxyServer = serveListener("the engine proxy", listen, handler, onListen);
-    } else {
-      const server = await serveTlsListener(
-        "the engine proxy",
-        listen,
-        tls.serving,
-        (req) => handler(req),
-        onListen,
-      );
-      tls.onCertificate((c) => server.setCertificate(c));
-      this.#proxyServer = server;
-    }
-    this.#proxyUrl = this.#opts.proxyUrl ??
-      listenerUrl(listen.hostname, this.#proxyServer.addr.port, this.#mgmt.addr, this.#scheme());
+    if (tls === null) return serveListener(what, listen, handler, onListen);
+    const ca = clientCertificates ? tls.caPem : undefined;
+    const server = await serveTlsListener(
+      what,
+      listen,
+      { ...tls.serving, ca },
+      (req, info) =>
+        clientCertificates ? requireClientCertificate(req, info, handler) : handler(req),
+      onListen,
+    );
+    tls.onCertificate((c) => server.setCertificate({ ...c, ca }));
+    return server;
+  }
+
+  #urlOf(listen: ListenAddress, server: AgentListener): string {
+    const scheme = this.#tls === null ? "http" : "https";
+    return listenerUrl(listen.hostname, server.addr.port, this.#mgmt.addr, scheme);
   }
 
   /** Renews the serving certificate in the background; a failure is counted and retried next beat. */
   #renew(): void {
-    const tls = this.#tls;
-    if (tls === null || this.#renewing) return;
-    this.#renewing = true;
-    (async () => {
-      try {
-        const answer = await this.#client.renewCertificate(
-          await tls.csr(`node:${this.#registeredId}`),
-          this.#stopCtl.signal,
-        );
-        await tls.accept(answer.certificate);
-        this.#log.info("renewed the serving certificate", {
-          expires: new Date(tls.notAfterMs!).toISOString(),
-        });
-      } catch (e) {
+    this.#tls?.renewInBackground(
+      (csr) => this.#client.renewCertificate(csr, this.#stopCtl.signal),
+      `node:${this.#registeredId}`,
+      (ok, fields) => {
         if (this.#stopped) return;
-        tls.renewalFailed();
-        this.#log.warn("cannot renew the serving certificate", {
-          ...errorFields(e),
-          expires: tls.notAfterMs === null ? null : new Date(tls.notAfterMs).toISOString(),
-        });
-      } finally {
-        this.#renewing = false;
-      }
-    })();
+        if (ok) this.#log.info("renewed the serving certificate", fields);
+        else this.#log.warn("cannot renew the serving certificate", fields);
+      },
+    );
   }
 
   /** Pids of our engines and their workers: their GPU memory is ours (design §5.1). */

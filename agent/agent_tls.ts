@@ -13,21 +13,43 @@
  * @module
  */
 import { join } from "node:path";
-import { tokenParts } from "../control/access_tokens.ts";
+import { tokenParts } from "../protocol/token_format.ts";
 import { readSecretFile, writeSecretFile } from "../http/secret_file.ts";
 import {
   CertificateAuthority,
   importPrivateKey,
+  keyMatchesCertificate,
   type KeyPairPem,
   notAfter,
   notBefore,
+  readCaFile,
   readCertificate,
 } from "../tls/authority.ts";
 import { newKeyAndCsr } from "../tls/csr.ts";
 import { fetchPinnedCa, RenewableFetch } from "../tls/trust.ts";
+import type { HttpsRequestInfo } from "../tls/https_server.ts";
 
 /** The fraction of its life after which the agent renews its certificate. */
 const RENEW_AFTER_FRACTION = 2 / 3;
+
+/**
+ * The local API over TLS: `/v1` (status, logs) needs a client certificate
+ * from the cluster CA besides the token; `/healthz` and `/metrics` take a
+ * token alone, so Prometheus needs no client certificate.
+ */
+export function requireClientCertificate(
+  req: Request,
+  info: HttpsRequestInfo,
+  handler: (req: Request) => Response | Promise<Response>,
+): Response | Promise<Response> {
+  if (info.peerVerified || !new URL(req.url).pathname.startsWith("/v1/")) return handler(req);
+  return Response.json({
+    error: {
+      code: "client_certificate_required",
+      message: "this route needs a client certificate from the cluster CA",
+    },
+  }, { status: 403 });
+}
 
 /** Raised when the agent cannot set up TLS; the message says what to do. */
 export class AgentTlsError extends Error {
@@ -68,6 +90,7 @@ export class AgentTls {
   #issued: boolean;
   #pendingKey: string | null = null;
   #renewalFailures = 0;
+  #renewing = false;
   readonly #paths: ReturnType<typeof agentTlsPaths>;
   readonly #listeners: ((c: KeyPairPem) => void)[] = [];
 
@@ -156,11 +179,7 @@ export class AgentTls {
     const key = this.#pendingKey;
     if (key === null) throw new AgentTlsError("a certificate arrived with no CSR outstanding");
     const cert = readCertificate(certPem, "the signed certificate");
-    const probe = new Uint8Array([7]);
-    const alg = { name: "ECDSA", hash: "SHA-256" };
-    const sig = await crypto.subtle.sign(alg, await importPrivateKey(key, "the agent key"), probe);
-    const pub = await cert.publicKey.export({ name: "ECDSA", namedCurve: "P-256" }, ["verify"]);
-    if (!(await crypto.subtle.verify(alg, pub, sig, probe))) {
+    if (!(await keyMatchesCertificate(await importPrivateKey(key, "the agent key"), cert))) {
       throw new AgentTlsError("the signed certificate is not for the key this agent holds");
     }
     this.#pendingKey = null;
@@ -171,9 +190,32 @@ export class AgentTls {
     for (const f of this.#listeners) f(this.#serving);
   }
 
-  /** Counts a failed renewal (metrics, logs). */
-  renewalFailed(): void {
-    this.#renewalFailures++;
+  /**
+   * Renews the certificate unless a renewal is under way: a CSR for a new
+   * key, signed by `ask`. A failure is counted (metrics) and reported to
+   * `done`; the caller tries again at its next beat.
+   */
+  renewInBackground(
+    ask: (csr: string) => Promise<{ certificate: string }>,
+    commonName: string,
+    done: (ok: boolean, fields: Record<string, unknown>) => void,
+  ): void {
+    if (this.#renewing) return;
+    this.#renewing = true;
+    (async () => {
+      try {
+        await this.accept((await ask(await this.csr(commonName))).certificate);
+        done(true, { expires: new Date(this.notAfterMs!).toISOString() });
+      } catch (e) {
+        this.#renewalFailures++;
+        done(false, {
+          error: e instanceof Error ? e.message : String(e),
+          expires: this.notAfterMs === null ? null : new Date(this.notAfterMs).toISOString(),
+        });
+      } finally {
+        this.#renewing = false;
+      }
+    })();
   }
 
   /** Releases the control plane client. */
@@ -191,12 +233,7 @@ function readText(path: string): string | null {
 }
 
 async function trustedCa(o: AgentTlsOptions, pinnedPath: string): Promise<string> {
-  if (o.caFile !== undefined) {
-    const pem = readText(o.caFile);
-    if (pem === null) throw new AgentTlsError(`Cannot read the CA file ${o.caFile} (LLMGW_CA)`);
-    readCertificate(pem, `the CA file ${o.caFile}`);
-    return pem;
-  }
+  if (o.caFile !== undefined) return readCaFile(o.caFile);
   const pinned = readText(pinnedPath);
   if (pinned !== null) return pinned;
   const hash = tokenParts(o.joinToken)?.caHash ?? null;

@@ -12,7 +12,7 @@
  * @module
  */
 import type { Gpu } from "../discovery/types.ts";
-import type { ShardState, ShardStatus } from "../supervisor/types.ts";
+import type { ShardMetrics, ShardState, ShardStatus } from "../supervisor/types.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
 export const SHARD_STATES: readonly ShardState[] = [
@@ -116,6 +116,48 @@ export function emptyAgentMetrics(): AgentMetricsSnapshot {
     discovery_errors: { nvidia_smi: 0, sysfs: 0 },
     certificate_not_after_ms: null,
     certificate_renewal_failures: 0,
+  };
+}
+
+/** What {@link gatherAgentMetrics} reads from a running agent. */
+export interface AgentMetricsSources {
+  /** The GPUs of the last discovery. */
+  gpus: readonly Gpu[];
+  /** The supervisor's shards. */
+  shards: readonly ShardStatus[];
+  /** The supervisor's per-shard counters. */
+  shardMetrics: readonly ShardMetrics[];
+  /** Launch-to-ready times so far. */
+  timeToReady: TimeToReadyHistogram;
+  /** Failed discovery runs by source. */
+  discoveryErrors: Readonly<Record<DiscoverySource, number>>;
+  /** The serving certificate's expiry, or null without one. */
+  certificateNotAfterMs: number | null;
+  /** Failed renewals. */
+  certificateRenewalFailures: number;
+}
+
+/** The snapshot of an agent from its parts: each GPU marked with the shard that holds it. */
+export function gatherAgentMetrics(o: AgentMetricsSources): AgentMetricsSnapshot {
+  const extra = new Map(o.shardMetrics.map((m) => [m.id, m]));
+  const owner = new Map<number, string>();
+  for (const m of extra.values()) for (const i of m.gpu_indices) owner.set(i, m.id);
+  return {
+    gpus: o.gpus.map((g) => ({ ...g, allocated_to: owner.get(g.index) ?? null })),
+    shards: o.shards.map((s) => {
+      const ms = extra.get(s.id)?.last_ready_after_ms ?? null;
+      return {
+        id: s.id,
+        state: s.state,
+        restarts: s.restarts,
+        restarts_total: extra.get(s.id)?.restarts_total ?? 0,
+        last_time_to_ready_seconds: ms === null ? null : ms / 1000,
+      };
+    }),
+    time_to_ready: o.timeToReady,
+    discovery_errors: { ...o.discoveryErrors },
+    certificate_not_after_ms: o.certificateNotAfterMs,
+    certificate_renewal_failures: o.certificateRenewalFailures,
   };
 }
 

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { parse as parseYaml } from "yaml";
 import { renderTable } from "../agent/inventory_table.ts";
@@ -249,17 +250,13 @@ export async function adminCommand(
     );
   }
   const caFile = Deno.env.get("LLMGW_CA") || undefined;
-  let caPem: string | undefined;
-  if (caFile !== undefined) {
-    try {
-      caPem = Deno.readTextFileSync(caFile);
-    } catch (e) {
-      throw new UsageError(
-        `${verb}: cannot read LLMGW_CA ${caFile}: ${e instanceof Error ? e.message : e}`,
-      );
-    }
+  let trust: ReturnType<typeof pinnedFetch> | null = null;
+  try {
+    trust = caFile === undefined ? null : pinnedFetch(readCaFile(caFile));
+  } catch (e) {
+    if (e instanceof TlsMaterialError) throw new UsageError(`${verb}: LLMGW_CA: ${e.message}`);
+    throw e;
   }
-  const trust = caPem === undefined ? null : pinnedFetch(caPem);
   try {
     return await run(verb, { url, token, fetch: trust?.fetch }, positionals, values, out);
   } finally {

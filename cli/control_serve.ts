@@ -11,7 +11,7 @@ import { MemoryStore } from "../control/memory_store.ts";
 import { type RunningControl, startControl, type StartControlOptions } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store.ts";
-import { newToken } from "../control/tokens.ts";
+import { newToken } from "../http/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";

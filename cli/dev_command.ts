@@ -20,7 +20,7 @@ import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { formatInventory } from "../agent/inventory_table.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { startControl } from "../control/server.ts";
-import { newToken } from "../control/tokens.ts";
+import { newToken } from "../http/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";

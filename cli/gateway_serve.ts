@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
@@ -98,9 +99,10 @@ export async function gatewayServeCommand(
   let caPem: string | undefined;
   if (caFile !== undefined) {
     try {
-      caPem = Deno.readTextFileSync(caFile);
+      caPem = readCaFile(caFile);
     } catch (e) {
-      err(`llmgw: cannot read LLMGW_CA ${caFile}: ${e instanceof Error ? e.message : e}\n`);
+      if (!(e instanceof TlsMaterialError)) throw e;
+      err(`llmgw: LLMGW_CA: ${e.message}\n`);
       return 1;
     }
   } else if (control.startsWith("https:")) {

@@ -14,12 +14,14 @@
  * @module
  */
 import { randomSecret } from "../http/secret_file.ts";
+import { tokenParts } from "../protocol/token_format.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 import type { AccessTokenKind, AccessTokenRecord } from "./store.ts";
-import { hashToken, tokenMatches } from "./tokens.ts";
+import { hashToken, tokenMatches } from "../http/tokens.ts";
 
 export type { AccessTokenKind, AccessTokenRecord };
+export { tokenParts };
 
 /** Every kind, in the order listings show them. */
 export const ACCESS_TOKEN_KINDS: readonly AccessTokenKind[] = [
@@ -60,25 +62,6 @@ export interface CreateAccessToken {
   description?: string;
   /** Lifetime in ms; null: never expires. Default: a day for join tokens, never for others. */
   ttl_ms?: number | null;
-}
-
-/** The parts of a token in llmgw's own format. */
-export interface TokenParts {
-  /** The id. */
-  id: string;
-  /** `llmgw1.<id>.<secret>`: what is hashed and matched. */
-  credential: string;
-  /** The CA public-key hash of a join token (hex), or null. */
-  caHash: string | null;
-}
-
-const TOKEN_RE = /^llmgw1\.([0-9a-f]{8,32})\.([A-Za-z0-9_-]{20,128})(?:\.([0-9a-f]{64}))?$/;
-
-/** Splits a token in llmgw's format; null for anything else (an operator's own string, say). */
-export function tokenParts(token: string): TokenParts | null {
-  const m = TOKEN_RE.exec(token);
-  if (m === null) return null;
-  return { id: m[1], credential: `llmgw1.${m[1]}.${m[2]}`, caHash: m[3] ?? null };
 }
 
 function randomId(): string {

@@ -9,7 +9,7 @@ import { ACCESS_TOKEN_KINDS, DEFAULT_JOIN_TTL_MS, tokenParts } from "./access_to
 import { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError, NotFoundError } from "./errors.ts";
 import { MemoryStore } from "./memory_store.ts";
-import { hashToken } from "./tokens.ts";
+import { hashToken } from "../http/tokens.ts";
 
 async function world() {
   const clock = new FakeClock();

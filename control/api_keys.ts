@@ -6,7 +6,7 @@
  */
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
-import { hashToken, newToken } from "./tokens.ts";
+import { hashToken, newToken } from "../http/tokens.ts";
 
 /** A key as listed: never its secret or its hash. */
 export interface ApiKeyListing {

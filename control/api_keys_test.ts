@@ -1,7 +1,7 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { testControl } from "../tests/control_fixture.ts";
 import { NotFoundError } from "./errors.ts";
-import { hashToken } from "./tokens.ts";
+import { hashToken } from "../http/tokens.ts";
 
 Deno.test("an API key is shown once, listed without secrets, given to gateways hashed", async () => {
   const { cp, store } = await testControl();

@@ -18,7 +18,7 @@ import { shardFailureMessage } from "./events.ts";
 import { learnPorts, replicaIdOfShard } from "./ports.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
 import type { NodeIntent, StoredNode } from "./store.ts";
-import { hashToken, newToken, tokenMatches } from "./tokens.ts";
+import { hashToken, newToken, tokenMatches } from "../http/tokens.ts";
 
 /** The verbs of an operator's intent, for events. */
 const INTENT_EVENT: Record<NodeIntent, { kind: string; verb: string }> = {
@@ -118,7 +118,12 @@ export class NodeService {
    * hash: the lookup learns nothing an attacker could use about the secret.
    */
   async nodeForToken(token: string): Promise<string | null> {
-    return this.#state.byTokenHash.get(await hashToken(token)) ?? null;
+    return this.nodeForDigest(await hashToken(token));
+  }
+
+  /** The node whose credential has this SHA-256 (hex), or null: for callers that hashed already. */
+  nodeForDigest(digest: string): string | null {
+    return this.#state.byTokenHash.get(digest) ?? null;
   }
 
   /** True when `token` is the node's credential. */

@@ -11,7 +11,7 @@ import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store.ts";
-import { hashToken } from "./tokens.ts";
+import { hashToken } from "../http/tokens.ts";
 import { type ClusterTls, renewalDue } from "./cluster_tls.ts";
 import { type KeyPairPem, notAfter } from "../tls/authority.ts";
 import { type HttpsServer, serveHttps } from "../tls/https_server.ts";

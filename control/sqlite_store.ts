@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { MIGRATIONS, SCHEMA_VERSION } from "./sqlite_migrations.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { MAX_EVENTS } from "./memory_store.ts";
 import {
@@ -45,77 +46,7 @@ import type { Deployment } from "../deployment/schema.ts";
 import type { Explanation } from "../placement/types.ts";
 import type { RegisterRequest } from "../protocol/agent_protocol.ts";
 
-/**
- * The schema, one migration per version: `MIGRATIONS[i]` takes a file from
- * version `i` to `i + 1`. Append only; never edit a released migration, since
- * files already past it will not run it again.
- */
-const MIGRATIONS: readonly string[] = [
-  // 1: the first schema. No foreign keys between replicas and deployments:
-  // the interface treats each record type on its own (the reconciler deletes
-  // a deployment's replicas itself), exactly as MemoryStore does.
-  `
-  CREATE TABLE deployments (
-    name        TEXT PRIMARY KEY NOT NULL,
-    spec        TEXT NOT NULL,    -- Deployment, JSON
-    created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
-  );
-  CREATE TABLE replicas (
-    id            TEXT PRIMARY KEY NOT NULL,
-    deployment    TEXT NOT NULL,
-    replica_index INTEGER NOT NULL,
-    phase         TEXT NOT NULL,
-    placement     TEXT,           -- Placed, JSON; NULL when not placed
-    explanation   TEXT,           -- Explanation, JSON; NULL before the first attempt
-    created_at    INTEGER NOT NULL,
-    updated_at    INTEGER NOT NULL
-  );
-  CREATE INDEX replicas_by_deployment ON replicas (deployment);
-  CREATE TABLE nodes (
-    id              TEXT PRIMARY KEY NOT NULL,
-    registration    TEXT NOT NULL,  -- RegisterRequest, JSON
-    token_hash      TEXT NOT NULL,
-    intent          TEXT NOT NULL,
-    label_overrides TEXT NOT NULL,  -- Record<string, string>, JSON
-    generation      INTEGER NOT NULL,
-    updated_at      INTEGER NOT NULL
-  );
-  CREATE TABLE events (
-    id      INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, even after pruning
-    at      INTEGER NOT NULL,
-    kind    TEXT NOT NULL,
-    subject TEXT NOT NULL,
-    message TEXT NOT NULL
-  );
-  CREATE INDEX events_by_subject ON events (subject, id);
-  CREATE TABLE api_keys (
-    id         TEXT PRIMARY KEY NOT NULL,
-    name       TEXT NOT NULL,
-    hash       TEXT NOT NULL,
-    models     TEXT,              -- string[], JSON; NULL for every model
-    created_at INTEGER NOT NULL
-  );
-  `,
-  // 2: operator fabric overrides on nodes.
-  `ALTER TABLE nodes ADD COLUMN fabric_overrides TEXT NOT NULL DEFAULT '{}';`,
-  // 3: a replica's last failure that retrying cannot change (ReplicaFailure, JSON).
-  `ALTER TABLE replicas ADD COLUMN failure TEXT;`,
-  // 4: access tokens by kind (admin, gateway, metrics, join), hashed.
-  `
-  CREATE TABLE tokens (
-    id          TEXT PRIMARY KEY NOT NULL,
-    kind        TEXT NOT NULL,
-    hash        TEXT NOT NULL,
-    description TEXT NOT NULL,
-    created_at  INTEGER NOT NULL,
-    expires_at  INTEGER           -- NULL: never
-  );
-  `,
-];
-
-/** The schema version this llmgw writes; a file with a larger one is refused. */
-export const SCHEMA_VERSION: number = MIGRATIONS.length;
+export { SCHEMA_VERSION };
 
 /** How long a statement waits for another process's write lock, by default. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;

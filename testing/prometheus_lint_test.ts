@@ -7,7 +7,7 @@ import { assertEquals, assertOk, assertStringIncludes, assertThrows } from "../t
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { hashToken } from "../control/tokens.ts";
+import { hashToken } from "../http/tokens.ts";
 import { GatewayMetrics } from "../gateway/metrics.ts";
 import { registration } from "../tests/registration.ts";
 import {

@@ -13,12 +13,14 @@ import { pinnedFetch } from "../tls/trust.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 
-async function serve(
+/** `llmgw control serve` on `storeDir`, any free port, no gateway. */
+function spawnServe(
   storeDir: string,
-  seconds = 0,
-  extra: string[] = ["--insecure-http"],
-): Promise<{ code: number; out: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
+  extra: string[],
+  env: Record<string, string>,
+  stderr: "piped" | "null" = "piped",
+): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
@@ -33,10 +35,21 @@ async function serve(
       "off",
       ...extra,
     ],
-    env: { LLMGW_ADMIN_TOKEN: "admin-secret-token-123", LLMGW_JOIN_TOKEN: "join-secret-token-456" },
+    env,
     stdout: "piped",
-    stderr: "piped",
+    stderr,
   }).spawn();
+}
+
+async function serve(
+  storeDir: string,
+  seconds = 0,
+  extra: string[] = ["--insecure-http"],
+): Promise<{ code: number; out: string }> {
+  const child = spawnServe(storeDir, extra, {
+    LLMGW_ADMIN_TOKEN: "admin-secret-token-123",
+    LLMGW_JOIN_TOKEN: "join-secret-token-456",
+  });
   if (seconds > 0) {
     setTimeout(() => {
       try {
@@ -86,24 +99,7 @@ Deno.test("control serve starts on a fresh store and never prints the tokens it 
 
 Deno.test("control serve: TLS by default, the CA pinned by its key hash, the first admin token in a 0600 file", async () => {
   const dir = await Deno.makeTempDir();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      MAIN,
-      "control",
-      "serve",
-      "--listen",
-      "127.0.0.1:0",
-      "--store",
-      dir,
-      "--gateway-listen",
-      "off",
-    ],
-    env: { LLMGW_ADMIN_TOKEN: "", LLMGW_JOIN_TOKEN: "" },
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
+  const child = spawnServe(dir, [], { LLMGW_ADMIN_TOKEN: "", LLMGW_JOIN_TOKEN: "" }, "null");
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";
   try {

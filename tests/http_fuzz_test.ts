@@ -27,7 +27,7 @@ import { registration } from "./registration.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { hashToken } from "../control/tokens.ts";
+import { hashToken } from "../http/tokens.ts";
 import { localApi, type LocalApiView } from "../agent/local_api.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";

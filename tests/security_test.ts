@@ -21,11 +21,12 @@ import { bearerMatches, localApi, type LocalApiView } from "../agent/local_api.t
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { NodeService } from "../control/nodes.ts";
+import { AccessTokenService } from "../control/access_tokens.ts";
 import { MemoryStore } from "../control/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import type { ControlStore } from "../control/store.ts";
-import { hashToken, newToken, tokenMatches } from "../control/tokens.ts";
+import { digestMatches, hashToken, newToken, tokenMatches } from "../http/tokens.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
@@ -476,9 +477,8 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
   for (const badHash of ["", hash.slice(1), `${hash}0`, hash.toUpperCase()]) {
     assertOk(!(await tokenMatches(token, badHash)));
   }
-  const src = tokenMatches.toString();
-  assertStringIncludes(src, "hashToken(token)");
-  assertStringIncludes(src, "timingSafeEqual(a, b)");
+  assertStringIncludes(tokenMatches.toString(), "digestMatches(await hashToken(token)");
+  assertStringIncludes(digestMatches.toString(), "timingSafeEqual(a, b)");
 
   // The local API: both sides hashed, then timingSafeEqual.
   assertOk(bearerMatches(bearer(token), token));
@@ -492,9 +492,8 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
 
   // Node credentials: tokenMatches for a named node, a hash lookup otherwise.
   assertStringIncludes(NodeService.prototype.authenticate.toString(), "tokenMatches(token");
-  const nodeForToken = NodeService.prototype.nodeForToken.toString();
-  assertStringIncludes(nodeForToken, "hashToken(token)");
-  assertStringIncludes(nodeForToken, "byTokenHash.get(");
+  assertStringIncludes(NodeService.prototype.nodeForToken.toString(), "hashToken(token)");
+  assertStringIncludes(NodeService.prototype.nodeForDigest.toString(), "byTokenHash.get(");
 
   // Gateway API keys: SHA-256 of the presented key looked up in a Map.
   const keys = new ApiKeyTable();
@@ -509,10 +508,17 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
   assertStringIncludes(check, 'digest("SHA-256"');
   assertStringIncludes(check, "#byHash.get(hash)");
 
-  // The admin and join checks in control/api/auth.ts go through tokenMatches
-  // for every configured hash (no early exit on the first match either).
+  // The operator-set admin, join and gateway tokens in control/api/auth.ts go
+  // through digestMatchesAny: every configured hash compared, no early exit.
   const api = Deno.readTextFileSync(join(ROOT, "control/api/auth.ts"));
-  assertOk(/for \(const h of hashes\) ok = \(await tokenMatches\(token, h\)\) \|\| ok;/.test(api));
+  assertOk(/digestMatchesAny\(digest, auth\.adminTokenHashes\)/.test(api));
+  const tokens = Deno.readTextFileSync(join(ROOT, "http/tokens.ts"));
+  assertOk(/for \(const h of hashes\) found = digestMatches\(digest, h\) \|\| found;/.test(tokens));
+  // Stored access tokens: found by id, then tokenMatches on the stored hash.
+  assertStringIncludes(
+    AccessTokenService.prototype.kindOf.toString(),
+    "tokenMatches(parts.credential",
+  );
 
   // And no code that checks a presented credential compares it with === or
   // !== (null checks aside). (The agent comparing tokens it holds itself is
@@ -522,7 +528,9 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
     const file of [
       "control/api.ts",
       "control/control_plane.ts",
-      "control/tokens.ts",
+      "http/tokens.ts",
+      "control/api/auth.ts",
+      "control/access_tokens.ts",
       "agent/local_api.ts",
       "gateway/api_keys.ts",
       "gateway/proxy.ts",

@@ -127,6 +127,35 @@ export function notBefore(certPem: string): number {
   return readCertificate(certPem, "the certificate").notBefore.getTime();
 }
 
+/** True when `key` is the private half of `cert`'s public key: one probe signed and verified. */
+export async function keyMatchesCertificate(
+  key: CryptoKey,
+  cert: x509.X509Certificate,
+): Promise<boolean> {
+  const probe = new Uint8Array([1, 2, 3]);
+  const sig = await crypto.subtle.sign(P256, key, probe);
+  const pub = await cert.publicKey.export(P256, ["verify"]);
+  return await crypto.subtle.verify(P256, pub, sig, probe);
+}
+
+/**
+ * Reads a CA certificate file an operator names (`LLMGW_CA`).
+ *
+ * @throws {TlsMaterialError} Naming the file when it cannot be read or holds no certificate.
+ */
+export function readCaFile(path: string): string {
+  let pem: string;
+  try {
+    pem = Deno.readTextFileSync(path);
+  } catch (e) {
+    throw new TlsMaterialError(
+      `Cannot read the CA file ${path}: ${e instanceof Error ? e.message : e}`,
+    );
+  }
+  readCertificate(pem, `the CA file ${path}`);
+  return pem;
+}
+
 /** The certificate authority: its certificate and the key that signs. */
 export class CertificateAuthority {
   /** The CA certificate, PEM: what every peer trusts. */
@@ -176,11 +205,7 @@ export class CertificateAuthority {
   static async load(certPem: string, keyPem: string): Promise<CertificateAuthority> {
     const cert = readCertificate(certPem, "the CA certificate");
     const key = await importPrivateKey(keyPem, "the CA key");
-    // The key must be the certificate's: sign and verify one probe.
-    const probe = new Uint8Array([1, 2, 3]);
-    const sig = await crypto.subtle.sign(P256, key, probe);
-    const pub = await cert.publicKey.export(P256, ["verify"]);
-    if (!(await crypto.subtle.verify(P256, pub, sig, probe))) {
+    if (!(await keyMatchesCertificate(key, cert))) {
       throw new TlsMaterialError("Cannot use the CA: its key does not match its certificate");
     }
     return new CertificateAuthority(certPem, cert, key);

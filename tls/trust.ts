@@ -126,8 +126,10 @@ export class RenewableFetch {
 
   /** Uses a new CA or client certificate from the next call on. */
   update(caPem: string, client?: ClientCertificate): void {
-    // The old client may still carry requests; it is closed with this one.
-    this.#old.push(this.#current);
+    // The client being replaced may still carry requests: it is closed at the
+    // next renewal, a renewal period later, so at most one old client is kept.
+    for (const c of this.#old) c.close();
+    this.#old = [this.#current];
     this.#current = pinnedFetch(caPem, client);
   }
 

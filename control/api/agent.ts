@@ -21,7 +21,7 @@ import { ApiError } from "../api_error.ts";
 import { RouteGroup } from "./route.ts";
 import { DesiredQuery } from "./schemas.ts";
 import { nodeOfRequest } from "./auth.ts";
-import { bearer } from "../tokens.ts";
+import { bearer } from "../../http/tokens.ts";
 
 const RegisterAnswer = z.object({
   node_id: z.string(),

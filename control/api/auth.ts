@@ -11,7 +11,7 @@ import type { Context } from "hono";
 import type { AccessTokenKind } from "../access_tokens.ts";
 import { ApiError } from "../api_error.ts";
 import type { ControlPlane } from "../control_plane.ts";
-import { bearer, tokenMatches } from "../tokens.ts";
+import { bearer, digestMatchesAny, hashToken } from "../../http/tokens.ts";
 import type { Authorizer, TokenKind } from "./route.ts";
 
 /** Operator-set tokens from the environment, given hashed, and the CA join tokens name. */
@@ -56,23 +56,11 @@ export async function nodeOfRequest(cp: ControlPlane, header: string | undefined
   throw new ApiError(403, "forbidden", "this token is no node's credential");
 }
 
-async function matchesAny(token: string, hashes: readonly string[]): Promise<boolean> {
-  let ok = false;
-  for (const h of hashes) ok = (await tokenMatches(token, h)) || ok;
-  return ok;
-}
-
-/** The kind of a presented token, stored or operator-set; null when it is none of ours. */
-export async function tokenKind(
-  cp: ControlPlane,
-  auth: ApiAuth,
-  token: string,
-): Promise<AccessTokenKind | null> {
-  const stored = await cp.tokens.kindOf(token);
-  if (stored !== null) return stored;
-  if (await matchesAny(token, auth.adminTokenHashes)) return "admin";
-  if (await matchesAny(token, auth.joinTokenHashes)) return "join";
-  if (await matchesAny(token, auth.gatewayTokenHashes ?? [])) return "gateway";
+/** The kind of an operator-set token from its digest, or null. */
+function staticKind(auth: ApiAuth, digest: string): AccessTokenKind | null {
+  if (digestMatchesAny(digest, auth.adminTokenHashes)) return "admin";
+  if (digestMatchesAny(digest, auth.joinTokenHashes)) return "join";
+  if (digestMatchesAny(digest, auth.gatewayTokenHashes ?? [])) return "gateway";
   return null;
 }
 
@@ -86,8 +74,12 @@ export function authorizer(cp: ControlPlane, auth: ApiAuth): Authorizer {
     if (kind === "open") return;
     const token = bearer(c.req.header("authorization"));
     if (token === null) throw new ApiError(401, "unauthorized", NEEDED[kind]);
-    const held = await tokenKind(cp, auth, token) ??
-      (await cp.nodes.nodeForToken(token) !== null ? "node" : null);
+    // Hashed once: heartbeats and long polls come through here at fleet rate.
+    const digest = await hashToken(token);
+    const node = cp.nodes.nodeForDigest(digest) !== null;
+    if (kind === "node" && node) return;
+    const held = await cp.tokens.kindOf(token) ?? staticKind(auth, digest) ??
+      (node ? "node" : null);
     if (held === null) {
       throw new ApiError(
         401,

@@ -13,9 +13,24 @@ export async function hashToken(token: string): Promise<string> {
 
 /** True when `token` hashes to `hash`; the comparison takes the same time whatever matches. */
 export async function tokenMatches(token: string, hash: string): Promise<boolean> {
-  const a = new TextEncoder().encode(await hashToken(token));
+  return digestMatches(await hashToken(token), hash);
+}
+
+/** True when a token's digest (hex) is `hash`, compared in constant time. */
+export function digestMatches(digest: string, hash: string): boolean {
+  const a = new TextEncoder().encode(digest);
   const b = new TextEncoder().encode(hash);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * True when a token's digest is any of `hashes`. Every hash is compared, with
+ * no early exit: how long it takes says nothing about which one matched.
+ */
+export function digestMatchesAny(digest: string, hashes: readonly string[]): boolean {
+  let found = false;
+  for (const h of hashes) found = digestMatches(digest, h) || found;
+  return found;
 }
 
 /** A new random token: 32 bytes, URL-safe base64, with a prefix saying what it is for. */
