@@ -21,16 +21,13 @@ import {
   keyMatchesCertificate,
   type KeyPairPem,
   notAfter,
-  notBefore,
   readCaFile,
   readCertificate,
 } from "../tls/authority.ts";
 import { newKeyAndCsr } from "../tls/csr.ts";
 import { fetchPinnedCa, RenewableFetch } from "../tls/trust.ts";
+import { renewalDueAt } from "../tls/certificate_source.ts";
 import type { HttpsRequestInfo } from "../tls/https_server.ts";
-
-/** The fraction of its life after which the agent renews its certificate. */
-const RENEW_AFTER_FRACTION = 2 / 3;
 
 /**
  * The local API over TLS: `/v1` (status, logs) needs a client certificate
@@ -153,8 +150,7 @@ export class AgentTls {
   /** True when a signed certificate is missing or two thirds through its life. */
   renewalDue(now = Date.now()): boolean {
     if (!this.#issued) return true;
-    const from = notBefore(this.#serving.cert);
-    return now >= from + (notAfter(this.#serving.cert) - from) * RENEW_AFTER_FRACTION;
+    return now >= renewalDueAt(this.#serving.cert);
   }
 
   /** Calls `f` with each new certificate (the listeners swap it in). */

@@ -7,13 +7,16 @@
  * @module
  */
 import { join } from "node:path";
+import { z } from "zod";
+import { expandConfig } from "./config_file.ts";
 import { MemoryStore } from "../control/memory_store.ts";
 import { type RunningControl, startControl, type StartControlOptions } from "../control/server.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store.ts";
 import { newToken } from "../http/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
-import { startFollowingGateway } from "../gateway/server.ts";
+import { startFollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
+import { issuedCertificate } from "../tls/certificate_source.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
 import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
@@ -41,8 +44,22 @@ export async function writeFirstAdminToken(
   return path;
 }
 
+/** `control serve --config FILE`: the flags' settings, snake_case (cli/config_file.ts). */
+export const ControlConfigSchema = z.object({
+  listen: z.string(),
+  store: z.string(),
+  gateway_listen: z.string(),
+  tls_san: z.array(z.string()),
+  heartbeat_interval: z.number().positive(),
+  unreachable_after: z.number().positive(),
+  lost_after: z.number().positive(),
+  engine_plugins: z.array(z.string()),
+  insecure_http: z.boolean(),
+}).partial().strict();
+
 /** Usage of the command. */
 export const CONTROL_USAGE = `Usage: llmgw control serve [options]
+       llmgw control init --store DIR [--tls-san NAME]... [--config-out FILE]
 
 Runs the control plane: inventory, deployments, placement, reconciler, API.
 
@@ -60,6 +77,8 @@ Options:
   --insecure-http          serve plain HTTP instead of TLS: for a lab only; every
                            token then crosses the network in clear (logged at
                            every start)
+  --config FILE            settings as JSON, the flags' names in snake_case
+                           (listen, store, gateway_listen, tls_san, …); flags win
   --gateway-listen HOST:PORT  the embedded OpenAI-compatible gateway (default
                            127.0.0.1:8080; "off" to run none). While no API
                            key exists (llmgw apikeys create) it serves
@@ -94,10 +113,14 @@ function seconds(value: string | undefined, flag: string): number | undefined {
  * @throws {UsageError} Naming the flag that is wrong (exit code 2), before anything starts.
  */
 export async function controlServeCommand(
-  args: string[],
+  argv: string[],
   out: (t: string) => void,
   err: (t: string) => void,
 ): Promise<number> {
+  const args = expandConfig("control serve", argv, ControlConfigSchema, [
+    "store",
+    "engine_plugins",
+  ]);
   const { values, positionals } = parseFlags("control serve", args, {
     listen: { type: "string" },
     store: { type: "string" },
@@ -236,14 +259,26 @@ async function serve(
   // following its ready endpoints over the same API a separate gateway uses.
   let gateway;
   try {
-    gateway = gatewayListen === null ? null : startFollowingGateway({
+    const settings = gatewayListen === null ? null : {
       ...gatewayListen,
       controlUrl: running.url,
       token: gatewayToken,
       intervalMs: EMBEDDED_GATEWAY_POLL_MS,
       controlFetch: controlTrust?.fetch,
       client: tls === undefined ? undefined : new UpstreamClient({ caCerts: [tls.ca.certPem] }),
-    });
+    };
+    // Over TLS the embedded gateway serves HTTPS too, with a certificate from the cluster CA.
+    gateway = settings === null
+      ? null
+      : tls === undefined
+      ? startFollowingGateway(settings)
+      : await startFollowingGatewayTls({
+        ...settings,
+        tls: {
+          source: issuedCertificate("the cluster CA", () => tls!.controlCertificate(Date.now())),
+          log: (line) => err(`llmgw: ${line}\n`),
+        },
+      });
   } catch (e) {
     controlTrust?.close();
     await running.close();

@@ -11,9 +11,22 @@
 import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
 import { pinnedFetch } from "../tls/trust.ts";
-import { startFollowingGateway } from "../gateway/server.ts";
+import { startFollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
+import { fileCertificate } from "../tls/certificate_source.ts";
+import { z } from "zod";
+import { expandConfig } from "./config_file.ts";
 import { BindError } from "../http/bind_error.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
+
+/** `gateway serve --config FILE`: the flags' settings, snake_case (cli/config_file.ts). */
+export const GatewayConfigSchema = z.object({
+  listen: z.string(),
+  control: z.union([z.string(), z.array(z.string()).min(1)]),
+  poll_interval: z.number().positive(),
+  allow_open: z.boolean(),
+  tls_cert: z.string(),
+  tls_key: z.string(),
+}).partial().strict();
 
 /** Usage of the command. */
 export const GATEWAY_USAGE = `Usage: llmgw gateway serve --control URL [options]
@@ -28,6 +41,11 @@ Options:
   --allow-open         while no API key is configured, serve clients from
                        any address (by default only loopback clients are
                        served until a key exists: llmgw apikeys create)
+  --tls-cert FILE      serve HTTPS with this certificate (PEM, with its chain)
+  --tls-key FILE       … and this key; both files are read again every minute,
+                       so a renewed certificate is used without a restart
+  --config FILE        settings as JSON: listen, control, poll_interval,
+                       allow_open, tls_cert, tls_key (flags win)
 
 A gateway token (llmgw tokens create gateway) comes from env LLMGW_TOKEN
 (never a flag). For an https control plane, env LLMGW_CA names the cluster
@@ -50,12 +68,15 @@ export function openNotice(openToNetwork: boolean): string {
  * @throws {UsageError} Naming the flag or variable that is wrong (exit code 2).
  */
 export async function gatewayServeCommand(
-  args: string[],
+  argv: string[],
   out: (t: string) => void,
   err: (t: string) => void,
 ): Promise<number> {
+  const args = expandConfig("gateway serve", argv, GatewayConfigSchema, ["tls_cert", "tls_key"]);
   const { values, positionals } = parseFlags("gateway serve", args, {
-    control: { type: "string" },
+    control: { type: "string", multiple: true },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
     listen: { type: "string" },
     "poll-interval": { type: "string" },
     "allow-open": { type: "boolean" },
@@ -68,7 +89,8 @@ export async function gatewayServeCommand(
   if (positionals.length > 0) {
     throw new UsageError(`gateway serve: unexpected argument "${positionals[0]}"`);
   }
-  const control = values.control ?? (Deno.env.get("LLMGW_URL") || undefined);
+  // Several URLs may be given (high availability, design §11.1); the first is followed.
+  const control = values.control?.[0] ?? (Deno.env.get("LLMGW_URL") || undefined);
   if (control === undefined) {
     throw new UsageError("gateway serve: --control URL is required (or env LLMGW_URL)");
   }
@@ -110,21 +132,39 @@ export async function gatewayServeCommand(
       "gateway serve: an https control plane needs env LLMGW_CA (the cluster CA certificate)",
     );
   }
+  const certFile = values["tls-cert"];
+  const keyFile = values["tls-key"];
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new UsageError("gateway serve: --tls-cert and --tls-key go together");
+  }
   const trust = caPem === undefined ? null : pinnedFetch(caPem);
   let running;
   try {
-    running = startFollowingGateway({
+    const settings = {
       ...listen,
       controlUrl: control,
       token,
       intervalMs,
-      log: (line) => err(`${line}\n`),
+      log: (line: string) => err(`${line}\n`),
       openToNetwork,
       controlFetch: trust?.fetch,
       client: caPem === undefined ? undefined : new UpstreamClient({ caCerts: [caPem] }),
-    });
+    };
+    running = certFile === undefined || keyFile === undefined
+      ? startFollowingGateway(settings)
+      : await startFollowingGatewayTls({
+        ...settings,
+        tls: {
+          source: fileCertificate(certFile, keyFile),
+          log: (line) => err(`llmgw: ${line}\n`),
+        },
+      });
   } catch (e) {
     trust?.close();
+    if (e instanceof TlsMaterialError) {
+      err(`llmgw: ${e.message}\n`);
+      return 1;
+    }
     if (!(e instanceof BindError)) throw e;
     err(`llmgw: ${e.message}\n`);
     return 1;

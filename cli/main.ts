@@ -8,6 +8,7 @@ import { ADMIN_USAGE, ADMIN_VERBS, adminCommand, AdminError } from "./admin_comm
 import { INVENTORY_USAGE, inventoryCommand } from "./agent_inventory.ts";
 import { agentRunCommand } from "./agent_run.ts";
 import { CONTROL_USAGE, controlServeCommand } from "./control_serve.ts";
+import { controlInitCommand } from "./control_init.ts";
 import { devCommand } from "./dev_command.ts";
 import { GATEWAY_USAGE, gatewayServeCommand } from "./gateway_serve.ts";
 import { planCommand } from "./plan_command.ts";
@@ -110,11 +111,12 @@ async function dispatch(args: string[], io: Io): Promise<number> {
       );
     case "control":
       if (command === "serve") return await controlServeCommand(rest, io.out, io.err);
+      if (command === "init") return await controlInitCommand(rest, io.out, io.err);
       if (command === undefined || command === "help" || command === "--help") {
         io.out(CONTROL_USAGE);
         return 0;
       }
-      throw new UsageError(`control: unknown command "${command}" (known: serve)`);
+      throw new UsageError(`control: unknown command "${command}" (known: serve, init)`);
     case "gateway":
       if (command === "serve") return await gatewayServeCommand(rest, io.out, io.err);
       if (command === undefined || command === "help" || command === "--help") {

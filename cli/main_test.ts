@@ -22,7 +22,7 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
   const cases: [string[], string][] = [
     [["frobnicate"], 'unknown role or command "frobnicate"'],
     [["agent", "fly"], 'agent: unknown command "fly"'],
-    [["control", "fly"], 'control: unknown command "fly" (known: serve)'],
+    [["control", "fly"], 'control: unknown command "fly" (known: serve, init)'],
     [["nodes"], "nodes: no control plane: set LLMGW_URL or pass --url"],
     [["gateway", "fly"], 'gateway: unknown command "fly" (known: serve)'],
     [

@@ -13,8 +13,6 @@ import { writeSecretFile } from "../http/secret_file.ts";
 import {
   CertificateAuthority,
   type KeyPairPem,
-  notAfter,
-  notBefore,
   publicKeyHash,
   TlsMaterialError,
 } from "../tls/authority.ts";
@@ -25,9 +23,6 @@ export const CA_LIFETIME_MS = 10 * 365 * 86_400_000;
 
 /** How long the control plane's and the agents' certificates last by default. */
 export const CERTIFICATE_LIFETIME_MS = 30 * 86_400_000;
-
-/** The fraction of a certificate's life after which it is renewed. */
-export const RENEW_AFTER_FRACTION = 2 / 3;
 
 /** The CA files in a state directory. */
 export function caPaths(stateDir: string): { cert: string; key: string } {
@@ -95,12 +90,6 @@ export function subjectNames(hosts: readonly string[]): SubjectNames {
     (isIP(h) === 0 ? dns : ips).add(h);
   }
   return { dns: [...dns].sort(), ips: [...ips].sort() };
-}
-
-/** When a certificate is due for renewal (ms since epoch). */
-export function renewalDue(certPem: string): number {
-  const from = notBefore(certPem);
-  return from + (notAfter(certPem) - from) * RENEW_AFTER_FRACTION;
 }
 
 /** The cluster's TLS: the CA and what the control plane issues with it. */

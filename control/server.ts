@@ -12,7 +12,8 @@ import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store.ts";
 import { hashToken } from "../http/tokens.ts";
-import { type ClusterTls, renewalDue } from "./cluster_tls.ts";
+import type { ClusterTls } from "./cluster_tls.ts";
+import { issuedCertificate, watchCertificate } from "../tls/certificate_source.ts";
 import { type KeyPairPem, notAfter } from "../tls/authority.ts";
 import { type HttpsServer, serveHttps } from "../tls/https_server.ts";
 import { RenewableFetch } from "../tls/trust.ts";
@@ -25,41 +26,6 @@ export interface RunningControl {
   cp: ControlPlane;
   /** Stops the server, the loop and the store. */
   close(): Promise<void>;
-}
-
-/**
- * Renews the control plane's certificate once it is two thirds through its
- * life: the server swaps it for the next handshake and calls to agents
- * present the new one; nothing restarts.
- */
-function renewOwnCertificate(
-  tls: ClusterTls,
-  first: KeyPairPem,
-  server: HttpsServer,
-  agentFetch: RenewableFetch,
-  log: (line: string) => void,
-): ReturnType<typeof setInterval> {
-  let current = first;
-  let busy = false;
-  const checkMs = Math.max(1_000, Math.min(tls.lifetimeMs / 20, 600_000));
-  return setInterval(async () => {
-    if (busy || Date.now() < renewalDue(current.cert)) return;
-    busy = true;
-    try {
-      current = await tls.controlCertificate(Date.now());
-      server.setCertificate(current);
-      agentFetch.update(tls.ca.certPem, current);
-      log(
-        `renewed the control plane's certificate; it expires ${
-          new Date(notAfter(current.cert)).toISOString()
-        }`,
-      );
-    } catch (e) {
-      log(`cannot renew the control plane's certificate: ${e instanceof Error ? e.message : e}`);
-    } finally {
-      busy = false;
-    }
-  }, checkMs);
 }
 
 /** Settings of {@link startControl}. */
@@ -102,7 +68,12 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
   const thresholds = Object.fromEntries(
     Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
   );
-  const own = o.tls === undefined ? null : await o.tls.controlCertificate(Date.now());
+  const tls = o.tls;
+  // The control plane's own certificate, renewed two thirds into its life.
+  const source = tls === undefined
+    ? null
+    : issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now()));
+  const own = source === null ? null : await source.load() as KeyPairPem;
   // Calls to agents verify them against the CA and present the control plane's certificate.
   const agentFetch = o.tls === undefined || own === null
     ? undefined
@@ -138,9 +109,24 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     o.store.close();
     throw bindErrorFrom(e, "the control API", o.hostname, o.port);
   }
-  const renewal = own === null || https === null || agentFetch === undefined
+  const log = o.log ?? (() => {});
+  const stopRenewal = source === null || own === null || https === null || tls === undefined
     ? null
-    : renewOwnCertificate(o.tls!, own, https, agentFetch, o.log ?? (() => {}));
+    : watchCertificate(
+      source,
+      own,
+      Math.max(1_000, Math.min(tls.lifetimeMs / 20, 600_000)),
+      (c) => {
+        https!.setCertificate(c);
+        agentFetch?.update(tls.ca.certPem, c as KeyPairPem);
+        log(
+          `renewed the control plane's certificate; it expires ${
+            new Date(notAfter(c.cert)).toISOString()
+          }`,
+        );
+      },
+      log,
+    );
   // The loop starts only once the API listens: a failed bind leaves nothing running.
   cp.start();
   const addr = server.addr;
@@ -149,7 +135,7 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     url: `${own === null ? "http" : "https"}://${host}:${addr.port}`,
     cp,
     async close() {
-      if (renewal !== null) clearInterval(renewal);
+      stopRenewal?.();
       await cp.stop();
       await server.shutdown();
       agentFetch?.close();

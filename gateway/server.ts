@@ -12,6 +12,8 @@ import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { followControlPlane } from "./follow.ts";
 import { createGateway, type GatewayOptions } from "./proxy.ts";
+import { type CertificateSource, watchCertificate } from "../tls/certificate_source.ts";
+import { type HttpsServer, serveHttps } from "../tls/https_server.ts";
 
 /** A running gateway, for the commands, tests and `llmgw dev`. */
 export interface RunningGateway {
@@ -27,6 +29,63 @@ export interface StartGatewayOptions extends GatewayOptions {
   hostname: string;
   /** Port (0: any free one). */
   port: number;
+}
+
+/** HTTPS for the gateway's own listener. */
+export interface GatewayTls {
+  /** Where the certificate comes from: an operator's files, or the cluster CA. */
+  source: CertificateSource;
+  /** How often the source is asked again, ms (default 60 000): a renewed certificate is swapped in. */
+  checkMs?: number;
+  /** Told when a renewal cannot be read; the gateway keeps serving the certificate it has. */
+  log?: (line: string) => void;
+}
+
+/**
+ * Serves the gateway over HTTPS: on `node:https`, so a renewed certificate is
+ * swapped in at the next handshake without a restart (tls/certificate_source.ts).
+ *
+ * @throws {BindError} When it cannot listen.
+ * @throws {TlsMaterialError} When the certificate cannot be read.
+ */
+export async function startGatewayTls(
+  table: EndpointTable,
+  o: StartGatewayOptions & { tls: GatewayTls },
+): Promise<RunningGateway> {
+  const first = await o.tls.source.load();
+  const app = createGateway(table, o);
+  let server: HttpsServer;
+  try {
+    server = await serveHttps(
+      { hostname: o.hostname, port: o.port, cert: first.cert, key: first.key },
+      (req, info) =>
+        app.fetch(
+          req,
+          { remoteAddr: { transport: "tcp", ...info.remoteAddr } } as Deno.ServeHandlerInfo,
+        ),
+    );
+  } catch (e) {
+    app.close();
+    throw bindErrorFrom(e, "the gateway", o.hostname, o.port);
+  }
+  const stop = watchCertificate(
+    o.tls.source,
+    first,
+    o.tls.checkMs ?? 60_000,
+    (c) => server.setCertificate(c),
+    o.tls.log ?? (() => {}),
+  );
+  const host = server.addr.hostname.includes(":")
+    ? `[${server.addr.hostname}]`
+    : server.addr.hostname;
+  return {
+    url: `https://${host}:${server.addr.port}`,
+    async close() {
+      stop();
+      await server.shutdown();
+      app.close();
+    },
+  };
 }
 
 /**
@@ -69,6 +128,12 @@ export interface FollowingGatewayOptions extends StartGatewayOptions {
   controlFetch?: typeof fetch;
 }
 
+/** Settings of {@link startFollowingGatewayTls}. */
+export interface FollowingGatewayTlsOptions extends FollowingGatewayOptions {
+  /** HTTPS for the gateway's listener. */
+  tls: GatewayTls;
+}
+
 /** A gateway following a control plane. */
 export interface FollowingGateway extends RunningGateway {
   /** Resolves after the first successful poll of the control plane (never rejects). */
@@ -83,16 +148,37 @@ export interface FollowingGateway extends RunningGateway {
  * @throws {BindError} When it cannot listen; nothing polls then.
  */
 export function startFollowingGateway(o: FollowingGatewayOptions): FollowingGateway {
-  const { controlUrl, token, intervalMs, controlFetch, ...serve } = o;
   const table = new EndpointTable();
-  const keys = serve.keys ?? new ApiKeyTable();
+  const keys = o.keys ?? new ApiKeyTable();
   // Listen first: when that fails (the port is taken) there is no poller to stop.
-  const running = startGateway(table, { ...serve, keys });
-  const follower = followControlPlane(controlUrl, token, table, {
-    intervalMs,
+  return follow(startGateway(table, { ...o, keys }), table, keys, o);
+}
+
+/**
+ * {@link startFollowingGateway} over HTTPS.
+ *
+ * @throws {BindError} When it cannot listen; nothing polls then.
+ * @throws {TlsMaterialError} When the certificate cannot be read.
+ */
+export async function startFollowingGatewayTls(
+  o: FollowingGatewayTlsOptions,
+): Promise<FollowingGateway> {
+  const table = new EndpointTable();
+  const keys = o.keys ?? new ApiKeyTable();
+  return follow(await startGatewayTls(table, { ...o, keys }), table, keys, o);
+}
+
+function follow(
+  running: RunningGateway,
+  table: EndpointTable,
+  keys: ApiKeyTable,
+  o: FollowingGatewayOptions,
+): FollowingGateway {
+  const follower = followControlPlane(o.controlUrl, o.token, table, {
+    intervalMs: o.intervalMs,
     log: o.log,
     keys,
-    fetch: controlFetch,
+    fetch: o.controlFetch,
   });
   return {
     url: running.url,
