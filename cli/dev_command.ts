@@ -24,7 +24,11 @@ import { newToken } from "../http/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_commands.ts";
-import { type FollowingGateway, startFollowingGateway } from "../gateway/server.ts";
+import { type FollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
+import { UpstreamClient } from "../gateway/upstream_client.ts";
+import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
+import { issuedCertificate } from "../tls/certificate_source.ts";
+import { pinnedFetch } from "../tls/trust.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
@@ -140,7 +144,8 @@ gateway and sample deployments. Ctrl-C stops everything it started.
 
 Options:
   --dir DIR          where its state lives (default: a new temporary directory);
-                     DIR/dev.env holds the URLs and the admin token
+                     DIR/dev.env holds the URLs, the admin token and LLMGW_CA
+                     (the cluster CA certificate; TLS as in production)
   --port P           every port it uses, all on 127.0.0.1 in P…P+${DEV_PORT_SPAN - 1}
                      (default ${DEV_DEFAULT_PORT}; from ${DEV_PORT_MIN} to ${DEV_PORT_MAX}):
 ${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${what}\n`).join("")}\
@@ -246,13 +251,18 @@ async function runCluster(
   const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
   Deno.mkdirSync(join(dir, "control"), { recursive: true });
   const adminToken = newToken("llmgw_admin");
-  const joinToken = newToken("llmgw_join");
+  const gatewayToken = newToken("llmgw_gateway");
+  // TLS as in production (design §13): the CA lives in the dev directory and survives restarts.
+  const { ca, certPath: caPath } = await loadOrCreateCa(join(dir, "control"), Date.now());
+  const tls = await ClusterTls.of(ca, [HOST]);
   const control = await startControl({
     hostname: HOST,
     port: ports.control,
     store: SqliteStore.open(join(dir, "control", "llmgw.db")),
     adminTokens: [adminToken],
-    joinTokens: [joinToken],
+    joinTokens: [],
+    gatewayTokens: [gatewayToken],
+    tls,
     thresholds: {
       heartbeat_interval_ms: 2_000,
       unreachable_after_ms: 10_000,
@@ -261,6 +271,7 @@ async function runCluster(
     reconcileMs: 500,
   });
   let gateway: FollowingGateway | null = null;
+  const trust = pinnedFetch(ca.certPem);
   const agents: Agent[] = [];
   let stopping = false;
   const stop = async () => {
@@ -269,17 +280,30 @@ async function runCluster(
     write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
     await gateway?.close();
+    trust.close();
     await control.close();
   };
   try {
     // The gateway follows the control plane's ready endpoints (design §12).
-    gateway = startFollowingGateway({
+    gateway = await startFollowingGatewayTls({
       hostname: HOST,
       port: ports.gateway,
       controlUrl: control.url,
-      token: adminToken,
+      token: gatewayToken,
       intervalMs: 500,
+      controlFetch: trust.fetch,
+      client: new UpstreamClient({ caCerts: [ca.certPem] }),
+      tls: {
+        source: issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now())),
+      },
     });
+    // Agents join as on a real host: a join token that pins the CA by its key hash.
+    const joinToken = `${
+      (await control.cp.tokens.create({
+        kind: "join",
+        description: "llmgw dev's simulated nodes",
+      })).token
+    }.${tls.caHash}`;
     for (const [i, [nodeId, machine]] of DEV_NODES.entries()) {
       const configPath = join(SIM, machine, "agent.json");
       const config = resolveConfigPaths(
@@ -327,8 +351,8 @@ async function runCluster(
     while (control.cp.inventory.listNodes().length < DEV_NODES.length && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    const env =
-      `LLMGW_URL=${control.url}\nLLMGW_TOKEN=${adminToken}\nLLMGW_GATEWAY_URL=${gateway.url}\n`;
+    const env = `LLMGW_URL=${control.url}\nLLMGW_TOKEN=${adminToken}\n` +
+      `LLMGW_GATEWAY_URL=${gateway.url}\nLLMGW_CA=${caPath}\n`;
     Deno.writeTextFileSync(join(dir, "dev.env"), env, { mode: 0o600 });
     write(
       `llmgw dev: a local cluster on simulated hardware (no GPU needed)\n` +
@@ -341,7 +365,8 @@ async function runCluster(
         `    deno task llmgw get replicas\n` +
         `    deno task llmgw explain llama-405b\n` +
         `  once a replica is ready, ask it through the gateway:\n` +
-        `    curl -s ${gateway.url}/v1/chat/completions -H 'content-type: application/json' \\\n` +
+        `    curl -s --cacert ${caPath} ${gateway.url}/v1/chat/completions \\\n` +
+        `      -H 'content-type: application/json' \\\n` +
         `      -d '{"model": "llama-8b", "messages": [{"role": "user", "content": "hi"}]}'\n\n`,
     );
     if (!values["no-samples"]) {

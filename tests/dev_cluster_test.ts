@@ -13,6 +13,7 @@ import fc from "fast-check";
 import { join } from "node:path";
 import { assertEquals, assertOk, assertRejects } from "./assert.ts";
 import { until } from "./until.ts";
+import { pinnedFetch } from "../tls/trust.ts";
 import {
   DEV_NODES,
   DEV_PORT_MAX,
@@ -103,6 +104,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-test-" });
     const [base] = freeDevBases(1);
+    let trust: ReturnType<typeof pinnedFetch> | undefined;
     let stop!: () => void;
     const stopped = new Promise<void>((r) => stop = r);
     let output = "";
@@ -120,8 +122,21 @@ Deno.test({
           /LLMGW_GATEWAY_URL=(\S+)/.exec(await Deno.readTextFile(join(dir, "dev.env")))?.[1],
         { timeoutMs: 60_000, intervalMs: 200, describe },
       );
-      assertEquals(gatewayUrl, `http://127.0.0.1:${devPorts(base).gateway}`);
-      const client = new OpenAI({ baseURL: `${gatewayUrl}/v1`, apiKey: "unused", maxRetries: 0 });
+      assertEquals(gatewayUrl, `https://127.0.0.1:${devPorts(base).gateway}`);
+      const env = (await readDevEnv(dir))!;
+      trust = pinnedFetch(Deno.readTextFileSync(env.ca));
+      // A client that does not trust the cluster CA is refused, and so is plain HTTP.
+      await assertRejects(() => fetch(`${gatewayUrl}/v1/models`), TypeError);
+      await assertRejects(
+        () => fetch(`${gatewayUrl.replace("https:", "http:")}/v1/models`),
+        TypeError,
+      );
+      const client = new OpenAI({
+        baseURL: `${gatewayUrl}/v1`,
+        apiKey: "unused",
+        maxRetries: 0,
+        fetch: trust.fetch,
+      });
       // The gateway lists only ready models: this waits for a llama-8b replica to load.
       await until(
         "llama-8b listed",
@@ -142,6 +157,7 @@ Deno.test({
       for await (const chunk of stream) if (chunk.choices[0]?.delta?.content) deltas++;
       assertOk(deltas > 1, `several deltas, got ${deltas}`);
     } finally {
+      trust?.close();
       stop();
       assertEquals(await running, 0);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -154,6 +170,8 @@ interface DevEnv {
   url: string;
   token: string;
   gatewayUrl: string;
+  /** The cluster CA certificate's path (LLMGW_CA). */
+  ca: string;
 }
 
 async function readDevEnv(dir: string): Promise<DevEnv | null> {
@@ -164,8 +182,13 @@ async function readDevEnv(dir: string): Promise<DevEnv | null> {
     return null;
   }
   const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
-  const [url, token, gatewayUrl] = [v("LLMGW_URL"), v("LLMGW_TOKEN"), v("LLMGW_GATEWAY_URL")];
-  return url && token && gatewayUrl ? { url, token, gatewayUrl } : null;
+  const [url, token, gatewayUrl, ca] = [
+    v("LLMGW_URL"),
+    v("LLMGW_TOKEN"),
+    v("LLMGW_GATEWAY_URL"),
+    v("LLMGW_CA"),
+  ];
+  return url && token && gatewayUrl && ca ? { url, token, gatewayUrl, ca } : null;
 }
 
 interface ShardSeen {
@@ -180,8 +203,10 @@ interface ReplicaSeen {
   shards: ShardSeen[];
 }
 
-async function admin<T>(env: DevEnv, path: string): Promise<T> {
-  const r = await fetch(`${env.url}${path}`, { headers: { authorization: `Bearer ${env.token}` } });
+async function admin<T>(env: DevEnv, trust: typeof fetch, path: string): Promise<T> {
+  const r = await trust(`${env.url}${path}`, {
+    headers: { authorization: `Bearer ${env.token}` },
+  });
   if (!r.ok) throw new Error(`GET ${path}: ${r.status} ${await r.text()}`);
   return await r.json() as T;
 }
@@ -206,6 +231,7 @@ Deno.test({
     );
     const devs: DevProcess[] = [];
     let running: DevProcess[] = [];
+    const pins: ReturnType<typeof pinnedFetch>[] = [];
     try {
       for (const [i, base] of bases.entries()) {
         devs.push(spawnDev(base, dirs[i], ["--load-seconds", "0.5"]));
@@ -222,16 +248,21 @@ Deno.test({
           })
         ),
       );
+      for (const env of envs) pins.push(pinnedFetch(Deno.readTextFileSync(env.ca)));
       const layouts = bases.map(devPorts);
       for (const [i, env] of envs.entries()) {
-        assertEquals(env.url, `http://127.0.0.1:${layouts[i].control}`);
-        assertEquals(env.gatewayUrl, `http://127.0.0.1:${layouts[i].gateway}`);
+        assertEquals(env.url, `https://127.0.0.1:${layouts[i].control}`);
+        assertEquals(env.gatewayUrl, `https://127.0.0.1:${layouts[i].gateway}`);
       }
       // Both reach ready: every llama-8b and qwen-7b replica (llama-405b cannot be placed).
       const ready = await Promise.all(
-        envs.map((env) =>
+        envs.map((env, i) =>
           until("every placeable sample replica ready", async () => {
-            const { replicas } = await admin<{ replicas: ReplicaSeen[] }>(env, "/v1/replicas");
+            const { replicas } = await admin<{ replicas: ReplicaSeen[] }>(
+              env,
+              pins[i].fetch,
+              "/v1/replicas",
+            );
             const placeable = replicas.filter((r) => r.deployment !== "llama-405b");
             return placeable.length === 4 && placeable.every((r) => r.state === "ready") &&
               placeable;
@@ -254,8 +285,12 @@ Deno.test({
       }
       // Each gateway routes to its own agents' engine proxies only.
       for (const [i, env] of envs.entries()) {
-        const { endpoints } = await admin<{ endpoints: { url: string }[] }>(env, "/v1/endpoints");
-        const proxies = new Set(layouts[i].agents.map((a) => `http://127.0.0.1:${a.proxy}`));
+        const { endpoints } = await admin<{ endpoints: { url: string }[] }>(
+          env,
+          pins[i].fetch,
+          "/v1/endpoints",
+        );
+        const proxies = new Set(layouts[i].agents.map((a) => `https://127.0.0.1:${a.proxy}`));
         assertOk(endpoints.length > 0);
         for (const e of endpoints) assertOk(proxies.has(e.url), `cluster ${bases[i]}: ${e.url}`);
       }
@@ -276,6 +311,7 @@ Deno.test({
           baseURL: `${env.gatewayUrl}/v1`,
           apiKey: "unused",
           maxRetries: 0,
+          fetch: pins[i].fetch,
         });
         // The gateway polls its control plane: wait until it lists the model too.
         await until(
@@ -309,6 +345,7 @@ Deno.test({
         "no engine outlives its cluster",
       );
     } finally {
+      for (const p of pins) p.close();
       await Promise.allSettled(running.map((d) => stopDev(d)));
       for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
