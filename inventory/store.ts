@@ -133,8 +133,8 @@ export interface AllocatedGpuProblem {
 
 /** What a heartbeat did. */
 export interface NodeUpdate {
-  /** The node afterwards (a copy). */
-  node: InventoryNode;
+  /** The node (a copy, made when read). */
+  readonly node: InventoryNode;
   /** The state change, e.g. `lost` → `ready`; `null` when the state did not change. */
   transition: StateTransition | null;
   /**
@@ -609,8 +609,12 @@ export class InventoryStore {
 
   #update(record: NodeRecord, from: NodeState, gpusReported: boolean): NodeUpdate {
     const to = this.#state(record);
+    // The copy is made when asked for, as of now: heartbeats, at fleet rate, mostly never ask.
+    const view = () => this.#view(record);
     return {
-      node: this.#view(record),
+      get node() {
+        return view();
+      },
       transition: from === to ? null : { node: record.reg.id, from, to },
       allocated_gpu_problems: gpusReported ? this.#gpuProblems(record) : [],
     };

@@ -61,7 +61,41 @@ export interface HttpsServer {
 /** Headers that belong to the connection, not the message. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"]);
 
-function toRequest(req: IncomingMessage, abort: AbortSignal): Request {
+/** Request bodies larger than this are refused (413) before the handler runs. */
+export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
+
+class BodyTooLarge extends Error {}
+
+/** The request body, whole: requests here are small JSON, and a buffer is far cheaper than a stream. */
+function readBody(req: IncomingMessage): Promise<Uint8Array<ArrayBuffer> | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_REQUEST_BYTES) {
+        req.destroy();
+        reject(new BodyTooLarge());
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (chunks.length === 0) resolve(null);
+      else if (chunks.length === 1) resolve(new Uint8Array(chunks[0]));
+      else {
+        const out = new Uint8Array(size);
+        let off = 0;
+        for (const c of chunks) {
+          out.set(c, off);
+          off += c.length;
+        }
+        resolve(out);
+      }
+    });
+    req.on("error", reject);
+  });
+}
+
+async function toRequest(req: IncomingMessage, abort: AbortSignal): Promise<Request> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
@@ -69,17 +103,13 @@ function toRequest(req: IncomingMessage, abort: AbortSignal): Request {
   }
   const host = req.headers.host ?? "localhost";
   const method = req.method ?? "GET";
-  const body = method === "GET" || method === "HEAD" ? null : new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.on("data", (chunk: Buffer) => controller.enqueue(new Uint8Array(chunk)));
-      req.on("end", () => controller.close());
-      req.on("error", (e) => controller.error(e));
-    },
-    cancel() {
-      req.destroy();
-    },
-  });
+  const body = method === "GET" || method === "HEAD" ? null : await readBody(req);
   return new Request(`https://${host}${req.url ?? "/"}`, { method, headers, body, signal: abort });
+}
+
+/** Streams only what streams (server-sent events); anything else is written in one piece. */
+function streams(answer: Response): boolean {
+  return (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
 }
 
 async function writeResponse(res: ServerResponse, answer: Response): Promise<void> {
@@ -88,11 +118,13 @@ async function writeResponse(res: ServerResponse, answer: Response): Promise<voi
     if (name === "set-cookie") headers[name] = answer.headers.getSetCookie();
     else headers[name] = value;
   });
-  res.writeHead(answer.status, headers);
-  if (answer.body === null) {
-    res.end();
+  if (answer.body === null || !streams(answer)) {
+    const body = answer.body === null ? null : new Uint8Array(await answer.arrayBuffer());
+    res.writeHead(answer.status, headers);
+    res.end(body ?? undefined);
     return;
   }
+  res.writeHead(answer.status, headers);
   const reader = answer.body.getReader();
   const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
   try {
@@ -142,11 +174,19 @@ export async function serveHttps(
       peerVerified: o.ca !== undefined && socket.authorized === true,
       peerCommonName: socket.authorized ? commonName(socket) : null,
     };
-    Promise.resolve()
-      .then(() => handler(toRequest(req, abort.signal), info))
+    toRequest(req, abort.signal)
+      .then((request) => handler(request, info))
       .then((answer) => writeResponse(res, answer))
-      .catch(() => {
-        if (!res.headersSent) {
+      .catch((e) => {
+        if (e instanceof BodyTooLarge && !res.headersSent) {
+          res.writeHead(413, { "content-type": "application/json", connection: "close" });
+          res.end(JSON.stringify({
+            error: {
+              code: "too_large",
+              message: `request body is larger than ${MAX_REQUEST_BYTES} bytes`,
+            },
+          }));
+        } else if (!res.headersSent) {
           res.writeHead(500, { "content-type": "application/json" });
           res.end(JSON.stringify({ error: { code: "internal", message: "internal error" } }));
         } else res.destroy();
