@@ -12,6 +12,7 @@ import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { AgentLogs, type Fetch } from "./agent_logs.ts";
 import { AccessTokenService } from "./access_tokens.ts";
 import type { ClusterTls } from "./cluster_tls.ts";
+import { NodeCertificates } from "./node_certificates.ts";
 import { ApiKeyService } from "./api_keys.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { DeploymentService, type EngineCatalog } from "./deployments.ts";
@@ -68,6 +69,8 @@ export class ControlPlane {
   readonly agentLogs: AgentLogs;
   /** The cluster's TLS, or null on plain HTTP. */
   readonly tls: ClusterTls | null;
+  /** The certificates signed for nodes, watched for missing renewals. */
+  readonly nodeCertificates: NodeCertificates;
   /** Events. */
   readonly events: EventLog;
 
@@ -87,6 +90,7 @@ export class ControlPlane {
     this.apiKeys = new ApiKeyService(this.state);
     this.tokens = new AccessTokenService(this.state);
     this.tls = options.tls ?? null;
+    this.nodeCertificates = new NodeCertificates(this.state);
     this.agentLogs = new AgentLogs(this.state, options.fetch);
     this.events = new EventLog(this.state);
   }

@@ -99,5 +99,15 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
     `llmgw_unschedulable_total ${cp.counters.unschedulable}`,
     ...http.render(),
   );
+  const expiries = cp.nodeCertificates.expiries();
+  if (expiries.length > 0) {
+    out.push(
+      "# HELP llmgw_node_certificate_expiry_timestamp_seconds When each node's certificate, as signed by this control plane, expires.",
+      "# TYPE llmgw_node_certificate_expiry_timestamp_seconds gauge",
+      ...expiries.map(([node, at]) =>
+        `llmgw_node_certificate_expiry_timestamp_seconds{node="${esc(node)}"} ${at / 1000}`
+      ),
+    );
+  }
   return out.join("\n") + "\n";
 }

@@ -84,6 +84,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
       ? await signNode(cp.tls, body.node_id, body.csr, body, cp.state.now())
       : undefined;
     const answer = await cp.nodes.register(body, c.req.header("x-llmgw-node-token") ?? null);
+    if (certificate !== undefined) cp.nodeCertificates.issued(answer.node_id, certificate);
     return certificate === undefined
       ? answer
       : { ...answer, certificate, ca_certificate: cp.tls!.ca.certPem };
@@ -103,6 +104,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     if (cp.tls === null) throw new NotFoundError("this control plane runs without TLS", "no_tls");
     const reg = cp.state.nodes.get(nodeId)!.registration;
     const certificate = await signNode(cp.tls, nodeId, body.csr, reg, cp.state.now());
+    cp.nodeCertificates.issued(nodeId, certificate);
     await cp.state.event("certificate_issued", `node/${nodeId}`, "serving certificate renewed");
     return { certificate, ca_certificate: cp.tls.ca.certPem };
   });
@@ -119,6 +121,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
   }, async ({ body, c }) => {
     await requireOwnNode(cp, c.req.header("authorization"), body.node_id);
     const answer = await cp.nodes.heartbeat(body);
+    await cp.nodeCertificates.check(body.node_id);
     return { ...answer, metrics_token_hashes: cp.tokens.metricsHashes() };
   });
   g.add({
