@@ -275,6 +275,13 @@ export class Agent {
     } catch (e) {
       throw new AgentError(errorText(e));
     }
+    if (this.#tls === null) {
+      this.#log.warn(
+        "plain HTTP: the control plane URL is http://, so the join token and node credential " +
+          "cross the network in clear and the agent's listeners serve plain HTTP (lab use only)",
+        { control_url: o.controlUrl },
+      );
+    }
     const mgmt = detectMgmt({ addr: o.mgmtAddr, iface: o.mgmtInterface });
     if ("error" in mgmt) throw new AgentError(mgmt.error);
     this.#mgmt = mgmt;

@@ -172,6 +172,13 @@ export async function gatewayServeCommand(
   out(
     `llmgw gateway listening on ${running.url}, following ${control}\n${openNotice(openToNetwork)}`,
   );
+  // Said at every start, once it runs (a failed bind stays one line).
+  if (!control.startsWith("https:")) {
+    err(
+      "llmgw: WARNING: the control plane URL is http://: the gateway token and the engine " +
+        "proxies' credentials cross the network in clear (lab use only)\n",
+    );
+  }
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     Deno.addSignalListener("SIGINT", stop);
