@@ -70,6 +70,11 @@ Deno.test("an agent joins with the CA pinned by the join token and serves with t
     await until("registered", () => running.cp.inventory.getNode("node-tls"), POLL);
     // The CA was pinned and the agent holds a certificate for its own key.
     const paths = agentTlsPaths(dir);
+    await until(
+      "the signed certificate stored",
+      () => a.metricsSnapshot().certificate_not_after_ms,
+      POLL,
+    );
     assertEquals(Deno.readTextFileSync(paths.ca), tls.ca.certPem);
     assertEquals(Deno.statSync(paths.key).mode! & 0o777, 0o600);
     const cert = Deno.readTextFileSync(paths.cert);
@@ -171,5 +176,34 @@ Deno.test("a malformed CSR is a 400 naming csr, and registers nothing", async ()
   } finally {
     trusting.close();
     await running.close();
+  }
+});
+
+Deno.test("an agent that pinned one CA refuses a control plane presenting another: nothing is sent", async () => {
+  const { running } = await tlsControl();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_tls_other_ca_" });
+  const logs: string[] = [];
+  const { ca: other } = await CertificateAuthority.create({
+    now: Date.now(),
+    lifetimeMs: 86_400_000,
+  });
+  // As if this agent had joined another cluster's control plane at this URL before.
+  Deno.mkdirSync(join(dir, "tls"), { recursive: true });
+  Deno.writeTextFileSync(agentTlsPaths(dir).ca, other.certPem);
+  const join_ = await running.cp.tokens.create({ kind: "join" });
+  const a = agent(running.url, join_.token, dir, logs);
+  try {
+    await a.start();
+    await until(
+      "a refused registration in the log",
+      () => logs.some((l) => l.includes("registration failed")),
+      POLL,
+    );
+    assertEquals(running.cp.inventory.listNodes(), [], "the server was refused before any request");
+    assertOk(!logs.join("\n").includes(join_.token.split(".")[2]), "the token is never logged");
+  } finally {
+    await a.stop({ stopEngines: true });
+    await running.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });
