@@ -19,6 +19,8 @@ export const AgentConfigSchema = z.object({
   fabrics: z.record(z.string(), z.array(z.string())).optional(),
   /** The ports the agent gives its engines, e.g. `{"from": 20000, "to": 28999}` (design §8). */
   ports: z.object({ from: z.number().int(), to: z.number().int() }).strict().optional(),
+  /** The agent's state directory (`--state-dir`). */
+  state_dir: z.string().min(1).optional(),
 }).strict();
 
 /** The parsed agent config. */
@@ -84,5 +86,6 @@ export function resolveConfigPaths(config: AgentConfig, configPath: string): Age
       ? config.nvidia_smi
       : resolve(base, config.nvidia_smi),
     sysfs_root: config.sysfs_root === undefined ? undefined : resolve(base, config.sysfs_root),
+    state_dir: config.state_dir === undefined ? undefined : resolve(base, config.state_dir),
   };
 }

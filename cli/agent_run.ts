@@ -44,7 +44,8 @@ Options:
   --nvidia-smi PATH      nvidia-smi executable (default: nvidia-smi on PATH)
   --sysfs-root DIR       sysfs root (default: /sys)
   --fabric NAME=HCA,...  assign adapters to an operator-named fabric (repeatable)
-  --config FILE          agent config file (JSON: nvidia_smi, sysfs_root, fabrics)
+  --config FILE          agent config file (JSON: nvidia_smi, sysfs_root, fabrics,
+                         ports, state_dir)
   --label KEY=VALUE      a node label for deployments' selectors (repeatable)
   --mgmt-addr ADDR       management address (default: the default route's)
   --mgmt-interface IF    management interface, NCCL's bootstrap interface
@@ -147,7 +148,7 @@ export async function runOptions(
     if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
   }
 
-  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts } = await discoverySettings(
+  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts, stateDir } = await discoverySettings(
     "agent run",
     values,
   );
@@ -165,7 +166,7 @@ export async function runOptions(
     joinToken,
     localToken,
     nodeId: values["node-id"],
-    stateDir: values["state-dir"] ?? DEFAULT_STATE_DIR,
+    stateDir: values["state-dir"] ?? stateDir ?? DEFAULT_STATE_DIR,
     discovery: { nvidiaSmi, sysfsRoot, fabrics },
     labels: parseLabels(values.label ?? []),
     mgmtAddr: values["mgmt-addr"],

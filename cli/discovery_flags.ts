@@ -38,6 +38,8 @@ export interface DiscoverySettings {
   fabrics: FabricConfig;
   /** The engines' port range from the config file, when set. */
   ports?: PortRange;
+  /** The state directory from the config file, when set. */
+  stateDir?: string;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function discoverySettings(
 ): Promise<DiscoverySettings> {
   let configFabrics: FabricConfig = {};
   let ports: PortRange | undefined;
+  let stateDir: string | undefined;
   let nvidiaSmi = values["nvidia-smi"];
   let sysfsRoot = values["sysfs-root"];
   if (values.config !== undefined) {
@@ -70,6 +73,7 @@ export async function discoverySettings(
       nvidiaSmi ??= config.nvidia_smi;
       sysfsRoot ??= config.sysfs_root;
       ports = config.ports;
+      stateDir = config.state_dir;
     } catch (e) {
       if (e instanceof AgentConfigError) throw new UsageError(e.message);
       throw e;
@@ -81,6 +85,7 @@ export async function discoverySettings(
       sysfsRoot,
       fabrics: mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag)),
       ...(ports === undefined ? {} : { ports }),
+      ...(stateDir === undefined ? {} : { stateDir }),
     };
   } catch (e) {
     if (e instanceof FabricConfigError) throw new UsageError(e.message);

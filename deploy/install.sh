@@ -216,7 +216,8 @@ EOF
     fi
   fi
 
-  keep 0644 "$here/examples/$role.json" "$etc/$role.json"
+  # The control plane's config is written by `llmgw-control init --config-out` (docs/deploy.md).
+  if [ "$role" != control ]; then keep 0644 "$here/examples/$role.json" "$etc/$role.json"; fi
   keep 0600 "$here/examples/$role.env" "$etc/$role.env"
   if [ -e "$etc/$role.env" ] && [ "$(($(stat -c '0%a' "$etc/$role.env") & 077))" != 0 ]; then
     say "warning: $etc/$role.env is readable by others (mode $(stat -c %a "$etc/$role.env")); it holds secrets: chmod 0600 it"
@@ -230,6 +231,22 @@ EOF
     esac
   fi
 done
+
+# The admin CLI (llmgw: main.ts) comes with the control role.
+case " ${wanted[*]} " in
+  *" control "*)
+    if [ -f "$dist/llmgw.js" ]; then
+      put 0644 "$lib/llmgw.js" <"$dist/llmgw.js" || true
+      put 0755 "$bin/llmgw" <<EOF || true
+#!/bin/sh
+# llmgw, the admin CLI, written by deploy/install.sh (a reinstall overwrites it).
+lib=\$(dirname "\$(dirname "\$(readlink -f "\$0")")")/lib/llmgw
+deno=\$(command -v deno 2>/dev/null) || deno=$deno_path
+exec "\$deno" run --no-prompt --no-config --unstable-no-legacy-abort --allow-net --allow-read --allow-env "\$lib/llmgw.js" "\$@"
+EOF
+    fi
+    ;;
+esac
 
 # control and gateway run as the llmgw system user (see their units).
 needs_user=0

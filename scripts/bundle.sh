@@ -11,6 +11,9 @@ for role in $ROLES; do
   deno bundle --quiet --platform deno -o "dist/llmgw-$role.js" "roles/$role.ts"
   echo "bundle: built dist/llmgw-$role.js"
 done
+# The admin CLI (llmgw tokens, nodes, apply, …), installed with the control role.
+deno bundle --quiet --platform deno -o dist/llmgw.js main.ts
+echo "bundle: built dist/llmgw.js"
 
 machine=tests/fixtures/machines/dgx_h100_8x_nics
 # shellcheck disable=SC2046

@@ -16,7 +16,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type CommandResult, runBounded } from "./bounded_command.ts";
-import type { Lab, LabHost, LabProcess } from "./lab.ts";
+import type { LabHost, LabProcess } from "./lab.ts";
 import { parseRunbook, preludeFor, type Role, type Runbook, type RunbookStep } from "./runbook.ts";
 import { serviceEnvironment, serviceSpec } from "./systemd_unit.ts";
 import { readPidFile } from "../../supervisor/pid_file.ts";
@@ -170,16 +170,24 @@ export function environOf(pid: number): Record<string, string> {
   return env;
 }
 
-/** Builds the role bundles (what `deno task bundle` makes) into `dist`, from this checkout. */
+/**
+ * Builds what `deno task bundle` makes into `dist`, from this checkout: the
+ * three role bundles, and the admin CLI `llmgw.js` (main.ts) that
+ * install.sh puts beside the control plane.
+ */
 export async function bundleRoles(dist: string): Promise<void> {
   await Deno.mkdir(dist, { recursive: true });
-  for (const role of ["agent", "control", "gateway"]) {
+  const entries = [
+    ...["agent", "control", "gateway"].map((r) => [`llmgw-${r}.js`, `roles/${r}.ts`]),
+    ["llmgw.js", "main.ts"],
+  ];
+  for (const [out, entry] of entries) {
     const r = await runBounded(
       Deno.execPath(),
-      ["bundle", "--quiet", "--platform", "deno", "-o", join(dist, `llmgw-${role}.js`), `roles/${role}.ts`],
+      ["bundle", "--quiet", "--platform", "deno", "-o", join(dist, out), entry],
       { cwd: REPO, timeoutMs: 120_000 },
     );
-    if (!r.success) throw new RehearsalError(`Cannot bundle ${role}: ${r.stderr}${r.stdout}`);
+    if (!r.success) throw new RehearsalError(`Cannot bundle ${entry}: ${r.stderr}${r.stdout}`);
   }
 }
 
@@ -233,7 +241,11 @@ export class Rehearsal {
   /** The environment of an operator's shell on `host`. */
   shellEnv(host: RehearsalHost): Record<string, string> {
     return {
-      PATH: host.path(`${join(Deno.execPath(), "..")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`),
+      PATH: host.path(
+        `${
+          join(Deno.execPath(), "..")
+        }:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+      ),
       HOME: host.work,
       LANG: "C.UTF-8",
       DENO_NO_UPDATE_CHECK: "1",
@@ -325,8 +337,7 @@ export async function hostDirs(dir: string, name: string): Promise<{ root: strin
 }
 
 /** Adds a default route through `host`'s management interface, as a real host has one. */
-export async function addDefaultRoute(lab: Lab, host: LabHost): Promise<void> {
-  void lab;
+export async function addDefaultRoute(host: LabHost): Promise<void> {
   const r = await host.run("ip", ["route", "add", "default", "dev", host.ifname.mgmt]);
   if (!r.success) {
     throw new RehearsalError(`Cannot add a default route on ${host.name}: ${r.stderr}`);

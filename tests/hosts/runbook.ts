@@ -7,7 +7,7 @@
  *   its step: `# on: ROLE (STEP)`, ROLE one of {@link ROLES} (`gpu` is every
  *   GPU host, `all` every host).
  * - A block whose step is `variables` sets variables: it is run at the top
- *   of every later block on its role (`all`: on every role), as a shell the
+ *   of every block on its role (`all`: on every role), as a shell the
  *   operator keeps open would have them.
  * - A block whose only command is `systemctl enable --now llmgw-X.service`
  *   starts a unit; the rehearsal runs the installed unit's `ExecStart`
