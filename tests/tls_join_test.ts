@@ -5,6 +5,7 @@
  * the agent's local API over TLS with its own client certificate; a wrong
  * CA hash stops the agent before any secret is sent; a malformed CSR is 400.
  */
+import nodeTls from "node:tls";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
@@ -201,6 +202,67 @@ Deno.test("an agent that pinned one CA refuses a control plane presenting anothe
     );
     assertEquals(running.cp.inventory.listNodes(), [], "the server was refused before any request");
     assertOk(!logs.join("\n").includes(join_.token.split(".")[2]), "the token is never logged");
+  } finally {
+    await a.stop({ stopEngines: true });
+    await running.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("certificates are renewed two thirds into their life with no restart and no missed heartbeat", async () => {
+  const now = Date.now();
+  const { ca } = await CertificateAuthority.create({ now, lifetimeMs: 86_400_000 });
+  // Certificates of a few seconds (a minute of back-dating for skew counts in their life).
+  const tls = await ClusterTls.of(ca, ["127.0.0.1"], 64_000);
+  const running = await startControl({
+    hostname: "127.0.0.1",
+    port: 0,
+    store: new MemoryStore(),
+    adminTokens: [],
+    joinTokens: [],
+    tls,
+    reconcileMs: 100,
+    thresholds: { heartbeat_interval_ms: 200, unreachable_after_ms: 5_000 },
+  });
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_tls_renew_" });
+  const join_ = await running.cp.tokens.create({ kind: "join" });
+  const a = agent(running.url, `${join_.token}.${tls.caHash}`, dir, []);
+  try {
+    await a.start();
+    const first = await until(
+      "the first certificate",
+      () => a.metricsSnapshot().certificate_not_after_ms,
+      POLL,
+    );
+    const renewed = await until(
+      "a renewed certificate",
+      () => {
+        const at = a.metricsSnapshot().certificate_not_after_ms;
+        return at !== null && at > first ? at : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    assertOk(renewed > first);
+    // Served at once: the local API presents the renewed certificate, no restart.
+    assertEquals(notAfter(Deno.readTextFileSync(agentTlsPaths(dir).cert)), renewed);
+    const served = await new Promise<number>((resolve, reject) => {
+      const socket = nodeTls.connect({
+        host: "127.0.0.1",
+        port: a.localAddr!.port,
+        ca: tls.ca.certPem,
+      }, () => {
+        resolve(Date.parse(socket.getPeerCertificate().valid_to));
+        socket.end();
+      });
+      socket.on("error", reject);
+    });
+    // valid_to has whole seconds.
+    assertEquals(Math.floor(served / 1000), Math.floor(renewed / 1000));
+    const events = await running.cp.events.list({});
+    assertOk(events.some((e) => e.kind === "certificate_issued"), "the renewal is an event");
+    assertEquals(events.filter((e) => e.kind === "node_unreachable"), [], "no heartbeat missed");
+    assertEquals(a.metricsSnapshot().certificate_renewal_failures, 0);
+    assertEquals(running.cp.inventory.getNode("node-tls")?.state, "ready");
   } finally {
     await a.stop({ stopEngines: true });
     await running.close();
