@@ -11,20 +11,12 @@
  *
  * @module
  */
+import { ShardReportSchema } from "../protocol/agent_protocol.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { ShardMetrics, ShardState, ShardStatus } from "../supervisor/types.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
-export const SHARD_STATES: readonly ShardState[] = [
-  "pending",
-  "starting",
-  "loading",
-  "ready",
-  "stopping",
-  "exited",
-  "failed",
-  "backoff",
-];
+export const SHARD_STATES: readonly ShardState[] = ShardReportSchema.shape.state.options;
 
 /** Where discovery reads the hardware from (design §5.5): the `source` label. */
 export type DiscoverySource = "nvidia_smi" | "sysfs";
