@@ -230,7 +230,7 @@ async function serve(
       );
     } catch (e) {
       if (!(e instanceof TlsMaterialError)) throw e;
-      store.close();
+      await store.close();
       err(`llmgw: ${e.message}\n`);
       return 1;
     }

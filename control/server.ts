@@ -106,7 +106,7 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     }
   } catch (e) {
     agentFetch?.close();
-    o.store.close();
+    await o.store.close();
     throw bindErrorFrom(e, "the control API", o.hostname, o.port);
   }
   const log = o.log ?? (() => {});
@@ -139,7 +139,7 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
       await cp.stop();
       await server.shutdown();
       agentFetch?.close();
-      o.store.close();
+      await o.store.close();
     },
   };
 }

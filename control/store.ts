@@ -207,8 +207,8 @@ export interface ControlStore {
   /** Deletes an access token; false when there was none. */
   deleteToken(id: string): Promise<boolean>;
 
-  /** Releases the store (closes files). */
-  close(): void;
+  /** Releases the store (closes files, ends connections); a promise where that takes time. */
+  close(): void | Promise<void>;
 }
 
 /** Raised when a store cannot be opened: damaged, or from a newer schema. Never run on partial state. */

@@ -297,15 +297,43 @@ const KINDS: Kind<any>[] = [
  * a fresh, empty store per test; its `cleanup` runs even when a test fails.
  */
 export function storeContract(name: string, open: () => Promise<OpenedStore>): void {
+  for (const c of contractCases()) {
+    Deno.test(`${name}: ${c.title}`, () => runCase(c, open));
+  }
+}
+
+/**
+ * The contract as steps of one test, for a store whose server the test
+ * starts and stops around them (PostgreSQL).
+ */
+export async function storeContractSteps(
+  t: Deno.TestContext,
+  open: () => Promise<OpenedStore>,
+): Promise<void> {
+  for (const c of contractCases()) await t.step(c.title, () => runCase(c, open));
+}
+
+/** One case of the contract. */
+interface ContractCase {
+  title: string;
+  fn: (store: ControlStore) => Promise<void>;
+}
+
+/** Runs a case on a fresh store; the store is cleaned up even when the case fails. */
+async function runCase(c: ContractCase, open: () => Promise<OpenedStore>): Promise<void> {
+  const { store, cleanup } = await open();
+  try {
+    await c.fn(store);
+  } finally {
+    await cleanup();
+  }
+}
+
+/** Every case of the contract. */
+function contractCases(): ContractCase[] {
+  const cases: ContractCase[] = [];
   const test = (title: string, fn: (store: ControlStore) => Promise<void>) =>
-    Deno.test(`${name}: ${title}`, async () => {
-      const { store, cleanup } = await open();
-      try {
-        await fn(store);
-      } finally {
-        await cleanup();
-      }
-    });
+    cases.push({ title, fn });
 
   test("a new store is empty", async (s) => {
     assertEquals(await s.listDeployments(), []);
@@ -441,4 +469,5 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     assertEquals(await s.listNodes(), [storedNode("x")]);
     assertEquals(await s.listApiKeys(), [apiKey("x", null)]);
   });
+  return cases;
 }

@@ -1,0 +1,111 @@
+/**
+ * The PostgreSQL store's schema (design §11, issue #15), as numbered
+ * migrations recorded in `llmgw_schema`. `PostgresStore.open` applies the
+ * pending ones in one transaction under `pg_advisory_xact_lock`, so two
+ * control planes starting on an empty database migrate it once: the second
+ * waits for the lock, then finds nothing left to do.
+ *
+ * The tables mirror the SQLite store's (control/sqlite_migrations.ts), with
+ * two columns more on every record: `epoch`, the leadership term of the
+ * write (design §11.3: a deposed leader's writes are refused, and the rows
+ * show it), and `seq`, from one sequence, so a follower can tell that
+ * something changed since it last looked. Structured parts are JSON text, not
+ * jsonb: text round-trips exactly what was written (jsonb rejects `\u0000`,
+ * which an engine's log tail may hold).
+ *
+ * @module
+ */
+
+/** The advisory lock key every migration takes ("llmgw" in ASCII). */
+export const MIGRATION_LOCK_KEY = 0x6c6c6d6777;
+
+/**
+ * The schema, one migration per version: `PG_MIGRATIONS[i]` takes a database
+ * from version `i` to `i + 1`. Append only; never edit a released one.
+ */
+export const PG_MIGRATIONS: readonly string[] = [
+  // 1: the records, the leader lease and the change sequence.
+  `
+  CREATE SEQUENCE llmgw_change_seq;
+  CREATE TABLE deployments (
+    name        TEXT PRIMARY KEY,
+    spec        TEXT NOT NULL,    -- Deployment, JSON
+    created_at  BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL,
+    epoch       BIGINT NOT NULL,
+    seq         BIGINT NOT NULL
+  );
+  CREATE TABLE replicas (
+    id            TEXT PRIMARY KEY,
+    deployment    TEXT NOT NULL,
+    replica_index INTEGER NOT NULL,
+    phase         TEXT NOT NULL,
+    placement     TEXT,           -- StoredPlacement, JSON; NULL when not placed
+    explanation   TEXT,           -- Explanation, JSON
+    failure       TEXT,           -- ReplicaFailure, JSON
+    created_at    BIGINT NOT NULL,
+    updated_at    BIGINT NOT NULL,
+    epoch         BIGINT NOT NULL,
+    seq           BIGINT NOT NULL
+  );
+  CREATE INDEX replicas_by_deployment ON replicas (deployment);
+  CREATE TABLE nodes (
+    id               TEXT PRIMARY KEY,
+    registration     TEXT NOT NULL,  -- RegisterRequest, JSON
+    token_hash       TEXT NOT NULL,
+    intent           TEXT NOT NULL,
+    label_overrides  TEXT NOT NULL,  -- Record<string, string>, JSON
+    fabric_overrides TEXT NOT NULL,  -- Record<string, string | null>, JSON
+    generation       BIGINT NOT NULL,
+    updated_at       BIGINT NOT NULL,
+    epoch            BIGINT NOT NULL,
+    seq              BIGINT NOT NULL
+  );
+  CREATE TABLE events (
+    id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at      BIGINT NOT NULL,
+    kind    TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    message TEXT NOT NULL,
+    epoch   BIGINT NOT NULL
+  );
+  CREATE INDEX events_by_subject ON events (subject, id);
+  CREATE TABLE api_keys (
+    id         TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    hash       TEXT NOT NULL,
+    models     TEXT,              -- string[], JSON; NULL for every model
+    created_at BIGINT NOT NULL,
+    epoch      BIGINT NOT NULL,
+    seq        BIGINT NOT NULL
+  );
+  CREATE TABLE tokens (
+    id          TEXT PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    hash        TEXT NOT NULL,
+    description TEXT NOT NULL,
+    created_at  BIGINT NOT NULL,
+    expires_at  BIGINT,           -- NULL: never
+    epoch       BIGINT NOT NULL,
+    seq         BIGINT NOT NULL
+  );
+  -- One row: who leads, until when by the database's clock, and the term.
+  CREATE TABLE llmgw_leader (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    holder      TEXT NOT NULL,
+    address     TEXT NOT NULL,
+    epoch       BIGINT NOT NULL,
+    expires_at  TIMESTAMPTZ NOT NULL,
+    acquired_at TIMESTAMPTZ
+  );
+  INSERT INTO llmgw_leader (id, holder, address, epoch, expires_at) VALUES (1, '', '', 0, '-infinity');
+  -- Cluster-wide facts every instance must agree on (the CA's key hash).
+  CREATE TABLE llmgw_cluster (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
+];
+
+/** The schema version this llmgw writes; a database with a larger one is refused. */
+export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS.length;

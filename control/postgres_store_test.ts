@@ -1,0 +1,247 @@
+/**
+ * PostgresStore against the store contract on a throwaway PostgreSQL
+ * cluster (testing/postgres_server.ts), plus what only a shared database
+ * has: migrating once under concurrent starts, fenced writes by epoch,
+ * change notifications with keys only, and recovery after the server
+ * restarts (design §11, issue #15).
+ *
+ * @module
+ */
+import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import {
+  postgresAvailable,
+  type PostgresServer,
+  startPostgres,
+} from "../testing/postgres_server.ts";
+import { until } from "../tests/until.ts";
+import { LeaderLease } from "./leader_lease.ts";
+import { PG_SCHEMA_VERSION } from "./postgres_migrations.ts";
+import { NotLeaderError, PostgresStore, redactUrl } from "./postgres_store.ts";
+import type { StoreChange } from "./postgres_changes.ts";
+import { storeContractSteps, storedDeployment, storedNode } from "./store_contract.ts";
+import { StoreError } from "./store.ts";
+
+const available = postgresAvailable();
+if (!available.ok) console.error(`PostgresStore tests ignored: ${available.reason}`);
+
+let serial = 0;
+/** A fresh database on `pg`, its store open and leading (a long lease, so no renewal is needed). */
+async function leadingStore(pg: PostgresServer): Promise<{ store: PostgresStore; url: string }> {
+  const url = await pg.createDatabase(`t${++serial}`);
+  const store = await PostgresStore.open(url, { log: () => {} });
+  const lease = new LeaderLease({ store, holder: "test", address: "", leaseMs: 600_000 });
+  const term = await lease.tryAcquire();
+  store.setEpoch(term!.epoch);
+  return { store, url };
+}
+
+Deno.test({
+  name: "PostgresStore",
+  ignore: !available.ok,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const pg = await startPostgres();
+    try {
+      await storeContractSteps(t, async () => {
+        const { store } = await leadingStore(pg);
+        return { store, cleanup: () => store.close() };
+      });
+
+      await t.step("two instances starting on an empty database migrate it once", async () => {
+        const url = await pg.createDatabase(`t${++serial}`);
+        const [a, b] = await Promise.all([
+          PostgresStore.open(url, { log: () => {} }),
+          PostgresStore.open(url, { log: () => {} }),
+        ]);
+        try {
+          assertEquals(
+            (await pg.psql(`t${serial}`, "SELECT version FROM llmgw_schema")).trim(),
+            String(PG_SCHEMA_VERSION),
+          );
+          assertEquals(
+            (await pg.psql(`t${serial}`, "SELECT count(*) FROM llmgw_leader")).trim(),
+            "1",
+          );
+        } finally {
+          await a.close();
+          await b.close();
+        }
+      });
+
+      await t.step(
+        "a database from a newer llmgw is refused, naming it without the password",
+        async () => {
+          const url = await pg.createDatabase(`t${++serial}`);
+          await (await PostgresStore.open(url, { log: () => {} })).close();
+          await pg.psql(`t${serial}`, "UPDATE llmgw_schema SET version = 99");
+          const withPassword = url.replace("postgres@", "postgres:hunter2@");
+          const e = await assertRejects(
+            () => PostgresStore.open(withPassword, { log: () => {} }),
+            StoreError,
+          );
+          assertStringIncludes(e.message, "schema version 99 is newer");
+          assertOk(!e.message.includes("hunter2"), e.message);
+          assertStringIncludes(e.message, "***");
+        },
+      );
+
+      await t.step(
+        "an unreachable database: a clear error once the open timeout passes",
+        async () => {
+          const e = await assertRejects(
+            () =>
+              PostgresStore.open("postgres://u:secret@127.0.0.1:1/db", {
+                openTimeoutMs: 600,
+                log: () => {},
+              }),
+            StoreError,
+          );
+          assertStringIncludes(e.message, "connection refused");
+          assertOk(!e.message.includes("secret"), e.message);
+        },
+      );
+
+      await t.step("writes without a term are refused and change nothing", async () => {
+        const url = await pg.createDatabase(`t${++serial}`);
+        const store = await PostgresStore.open(url, { log: () => {} });
+        try {
+          await assertRejects(() => store.putDeployment(storedDeployment("a")), NotLeaderError);
+          assertEquals(await store.listDeployments(), []);
+        } finally {
+          await store.close();
+        }
+      });
+
+      await t.step(
+        "a deposed leader's writes are refused: the rows keep the new epoch",
+        async () => {
+          const url = await pg.createDatabase(`t${++serial}`);
+          const db = `t${serial}`;
+          const a = await PostgresStore.open(url, { log: () => {} });
+          const b = await PostgresStore.open(url, { log: () => {} });
+          try {
+            const leaseA = new LeaderLease({
+              store: a,
+              holder: "a",
+              address: "https://a",
+              leaseMs: 300,
+            });
+            const leaseB = new LeaderLease({
+              store: b,
+              holder: "b",
+              address: "https://b",
+              leaseMs: 60_000,
+            });
+            const termA = (await leaseA.tryAcquire())!;
+            a.setEpoch(termA.epoch);
+            assertEquals(await leaseB.tryAcquire(), null, "a running lease is not taken");
+            await a.putDeployment(storedDeployment("llama"));
+            // A stops renewing (frozen); once its lease expires by the database's clock, B takes over.
+            const termB = await until("B takes the expired lease", () => leaseB.tryAcquire(), {
+              timeoutMs: 5_000,
+              intervalMs: 50,
+            });
+            assertEquals(termB.epoch, termA.epoch + 1);
+            b.setEpoch(termB.epoch);
+            assertEquals((await leaseB.read()).address, "https://b");
+            const changed = { ...storedDeployment("llama"), updated_at: 2 };
+            await b.putDeployment(changed);
+            // A wakes up and writes as if it still led: every kind of write is refused.
+            await assertRejects(() => a.putDeployment(storedDeployment("llama")), NotLeaderError);
+            await assertRejects(() => a.deleteDeployment("llama"), NotLeaderError);
+            await assertRejects(() => a.putNode(storedNode("n1")), NotLeaderError);
+            await assertRejects(
+              () => a.addEvent({ at: 1, kind: "x", subject: "node/n1", message: "stale" }),
+              NotLeaderError,
+            );
+            assertEquals(await leaseA.renew(termA), null, "a lapsed term is not revived");
+            assertEquals(await b.listDeployments(), [changed]);
+            assertEquals(await b.listNodes(), []);
+            assertEquals(await b.listEvents(), []);
+            assertEquals(
+              (await pg.psql(db, "SELECT name || ':' || epoch FROM deployments")).trim(),
+              `llama:${termB.epoch}`,
+            );
+            // A clean shutdown hands over at once.
+            await leaseB.release(termB);
+            const termA2 = await leaseA.tryAcquire();
+            assertEquals(termA2?.epoch, termB.epoch + 1);
+          } finally {
+            await a.close();
+            await b.close();
+          }
+        },
+      );
+
+      await t.step("followers hear of changes by table and key, never the record", async () => {
+        const { store: leader, url } = await leadingStore(pg);
+        const follower = await PostgresStore.open(url, { log: () => {} });
+        const heard: StoreChange[] = [];
+        const stop = follower.listen((c) => heard.push(c));
+        try {
+          const before = await follower.changeSeq();
+          // The listener connects in the background: write until it hears.
+          await until("the follower hears a write", async () => {
+            await leader.putDeployment(storedDeployment("llama"));
+            return heard.length > 0;
+          }, { timeoutMs: 5_000, intervalMs: 100 });
+          assertEquals(heard[0], { table: "deployments", keys: ["llama"] });
+          await leader.deleteDeployment("llama");
+          await until(
+            "the delete is heard",
+            () => heard.length > 1 && heard.at(-1)?.keys?.[0] === "llama",
+          );
+          assertOk((await follower.changeSeq()) > before, "the change sequence moved");
+        } finally {
+          await stop();
+          await follower.close();
+          await leader.close();
+        }
+      });
+
+      await t.step("after PostgreSQL restarts, queries and notifications resume", async () => {
+        const { store, url } = await leadingStore(pg);
+        const follower = await PostgresStore.open(url, { log: () => {} });
+        const heard: StoreChange[] = [];
+        const stop = follower.listen((c) => heard.push(c));
+        try {
+          await store.putDeployment(storedDeployment("before"));
+          await pg.stopServer();
+          await assertRejects(() => store.listDeployments(), StoreError);
+          await pg.startServer();
+          const listed = await until(
+            "queries work again",
+            () => store.listDeployments().catch(() => null),
+            { timeoutMs: 10_000 },
+          );
+          assertEquals(listed.map((d) => d.name), ["before"]);
+          // The listener reconnects and says anything may have changed.
+          await until("the listener reconnects", () => heard.some((c) => c.table === "*"), {
+            timeoutMs: 10_000,
+          });
+          await store.putDeployment(storedDeployment("after"));
+          await until(
+            "a write after the restart is heard",
+            () => heard.some((c) => c.keys?.[0] === "after"),
+            { timeoutMs: 5_000 },
+          );
+        } finally {
+          await stop();
+          await follower.close();
+          await store.close();
+        }
+      });
+
+      await t.step("redactUrl hides passwords in the URL and its parameters", () => {
+        assertEquals(
+          redactUrl("postgres://llmgw:s3cret@db:5432/llmgw?sslmode=require&password=x"),
+          "postgres://llmgw:***@db:5432/llmgw?sslmode=require&password=***",
+        );
+        assertEquals(redactUrl("postgres://db/llmgw"), "postgres://db/llmgw");
+      });
+    } finally {
+      await pg.stop();
+    }
+  },
+});
