@@ -32,6 +32,7 @@ import {
   NotSettledError,
 } from "./errors.ts";
 import { HttpStats } from "./metrics.ts";
+import { NotLeaderError, StoreError } from "./store.ts";
 import { openApiDocument } from "./openapi.ts";
 
 export type { ApiAuth };
@@ -52,6 +53,19 @@ const STATUS: readonly [new (...args: never[]) => ControlError, number][] = [
 /** The status and body of an error, or null for an unexpected one. */
 function errorAnswer(err: unknown): { status: number; body: unknown } | null {
   if (err instanceof ApiError) return { status: err.status, body: err.body() };
+  // NotLeaderError is a StoreError: the more precise answer first.
+  if (err instanceof NotLeaderError) {
+    return {
+      status: 503,
+      body: { error: { code: "not_leader", message: err.message, path: null } },
+    };
+  }
+  if (err instanceof StoreError) {
+    return {
+      status: 503,
+      body: { error: { code: "store_unavailable", message: err.message, path: null } },
+    };
+  }
   for (const [cls, status] of STATUS) {
     if (err instanceof cls) {
       return { status, body: { error: { code: err.code, message: err.message, path: err.path } } };

@@ -7,6 +7,7 @@
  * @module
  */
 import { noPorts } from "../engines/launch.ts";
+import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { AgentLogs, type Fetch } from "./agent_logs.ts";
@@ -47,7 +48,28 @@ export interface ControlPlaneOptions {
   fetch?: Fetch;
   /** The cluster's TLS (the CA, issuing certificates); absent: plain HTTP. */
   tls?: ClusterTls;
+  /**
+   * A shared store's leadership term (issue #15): every node's generation
+   * starts at `epoch × GENERATION_STRIDE` at least, so a desired state handed
+   * out in an earlier term never looks newer than one from this term. Absent
+   * or 0: a store of its own.
+   */
+  epoch?: number;
+  /**
+   * Opens the books to read, not to act: nothing is written (a follower's
+   * view of a shared store). A restored placement that no longer fits is
+   * left for the leader to rebuild.
+   */
+  readOnly?: boolean;
+  /** Whether the control plane may act now (see {@link ControlState.leading}). */
+  leading?: () => boolean;
 }
+
+/**
+ * Generations per leadership term. A node's desired state changes far
+ * fewer than a million times in one term; numbers stay exact past 9 × 10⁹ terms.
+ */
+export const GENERATION_STRIDE = 1_000_000;
 
 /** The control plane. */
 export class ControlPlane {
@@ -73,6 +95,8 @@ export class ControlPlane {
   readonly nodeCertificates: NodeCertificates;
   /** Events. */
   readonly events: EventLog;
+  /** Who leads, for `GET /v1/leader`: a store of its own leads alone; HA control sets this. */
+  leadership: () => Leadership = () => singleLeadership("this control plane");
 
   private constructor(options: ControlPlaneOptions) {
     this.state = new ControlState({
@@ -103,11 +127,15 @@ export class ControlPlane {
   static async open(options: ControlPlaneOptions): Promise<ControlPlane> {
     const cp = new ControlPlane(options);
     const state = cp.state;
+    if (options.leading !== undefined) state.leading = options.leading;
+    const floor = (options.epoch ?? 0) * GENERATION_STRIDE;
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);
     for (const t of await state.store.listTokens()) state.tokens.set(t.id, t);
     for (const n of await state.store.listNodes()) {
+      // In memory only: the next change stores floor + 1, and a later term starts higher still.
+      n.generation = Math.max(n.generation, floor);
       state.nodes.set(n.id, n);
       state.byTokenHash.set(n.token_hash, n.id);
       // Every known node gets the full unreachable/lost window from now.
@@ -137,6 +165,7 @@ export class ControlPlane {
       } catch (e) {
         // The node or its GPUs are gone: rebuild the replica whole.
         state.inventory.releaseReplica(r.id);
+        if (options.readOnly) continue;
         await state.rebuild(r, `restored placement is no longer valid: ${errorMessage(e)}`);
       }
     }

@@ -41,6 +41,7 @@ import {
   type EventQuery,
   type EventRecord,
   type NodeIntent,
+  NotLeaderError,
   type ReplicaPhase,
   type StoredDeployment,
   type StoredNode,
@@ -48,14 +49,7 @@ import {
   StoreError,
 } from "./store.ts";
 
-/** Raised by a write when this instance does not hold the lease it writes under. */
-export class NotLeaderError extends StoreError {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "NotLeaderError";
-  }
-}
+export { NotLeaderError };
 
 /** Options for {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {

@@ -333,6 +333,8 @@ export class Reconciler {
   /** One pass, alone under the lock. */
   reconcile(): Promise<void> {
     return this.#state.locked(async () => {
+      // A control plane whose leadership lapsed acts on nothing (its writes would be refused).
+      if (!this.#state.leading()) return;
       const pass: Pass = {
         state: this.#state,
         desired: this.#desired,

@@ -7,7 +7,8 @@
  * @module
  */
 import { bindErrorFrom } from "../http/bind_error.ts";
-import { createControlApi } from "./api.ts";
+import { type ApiAuth, createControlApi } from "./api.ts";
+import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store.ts";
@@ -58,6 +59,110 @@ export interface StartControlOptions {
   log?: (line: string) => void;
 }
 
+/** The control plane's own TLS material: its certificate, kept renewed, and its client to agents. */
+export interface ControlTlsParts {
+  /** Where its certificate comes from. */
+  source: ReturnType<typeof issuedCertificate>;
+  /** Its certificate now. */
+  own: KeyPairPem;
+  /** Calls to agents: verifies them against the CA, presents the control plane's certificate. */
+  agentFetch: RenewableFetch;
+  /** The cluster TLS. */
+  tls: ClusterTls;
+}
+
+/** The control plane's certificate and agent client, or null on plain HTTP. */
+export async function controlTlsParts(
+  tls: ClusterTls | undefined,
+): Promise<ControlTlsParts | null> {
+  if (tls === undefined) return null;
+  // The control plane's own certificate, renewed two thirds into its life.
+  const source = issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now()));
+  const own = await source.load() as KeyPairPem;
+  return { source, own, agentFetch: new RenewableFetch(tls.ca.certPem, own), tls };
+}
+
+/** A listening control API. */
+export interface ControlListener {
+  /** Its base URL. */
+  url: string;
+  /** Stops renewing, stops listening and closes the agent client. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `handler` on the control API's address: HTTPS with the control
+ * plane's certificate (swapped on renewal, no restart) or plain HTTP.
+ *
+ * @throws {BindError} When the address cannot be bound; nothing is left running.
+ */
+export async function listenControl(
+  o: { hostname: string; port: number; log?: (line: string) => void },
+  parts: ControlTlsParts | null,
+  handler: (req: Request) => Response | Promise<Response>,
+): Promise<ControlListener> {
+  let server: { addr: Deno.NetAddr; shutdown(): Promise<void> };
+  let https: HttpsServer | null = null;
+  try {
+    if (parts === null) {
+      server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, handler);
+    } else {
+      https = await serveHttps({ hostname: o.hostname, port: o.port, ...parts.own }, handler);
+      server = https;
+    }
+  } catch (e) {
+    parts?.agentFetch.close();
+    throw bindErrorFrom(e, "the control API", o.hostname, o.port);
+  }
+  const log = o.log ?? (() => {});
+  const stopRenewal = parts === null || https === null ? null : watchCertificate(
+    parts.source,
+    parts.own,
+    Math.max(1_000, Math.min(parts.tls.lifetimeMs / 20, 600_000)),
+    (c) => {
+      https!.setCertificate(c);
+      parts.agentFetch.update(parts.tls.ca.certPem, c as KeyPairPem);
+      log(
+        `renewed the control plane's certificate; it expires ${
+          new Date(notAfter(c.cert)).toISOString()
+        }`,
+      );
+    },
+    log,
+  );
+  const addr = server.addr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  return {
+    url: `${parts === null ? "http" : "https"}://${host}:${addr.port}`,
+    async close() {
+      stopRenewal?.();
+      await server.shutdown();
+      parts?.agentFetch.close();
+    },
+  };
+}
+
+/** The operator-set tokens of `o`, hashed, and the CA hash join tokens carry. */
+export async function apiAuthOf(
+  o: Pick<StartControlOptions, "adminTokens" | "joinTokens" | "gatewayTokens" | "tls">,
+): Promise<ApiAuth> {
+  return {
+    adminTokenHashes: await Promise.all(o.adminTokens.map(hashToken)),
+    joinTokenHashes: await Promise.all(o.joinTokens.map(hashToken)),
+    gatewayTokenHashes: await Promise.all((o.gatewayTokens ?? []).map(hashToken)),
+    caHash: o.tls?.caHash ?? null,
+  };
+}
+
+/** The liveness thresholds of `o` without the undefined ones. */
+export function thresholdsOf(
+  o: Pick<StartControlOptions, "thresholds">,
+): Partial<LivenessThresholds> {
+  return Object.fromEntries(
+    Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
+  );
+}
+
 /**
  * Starts a control plane and its API.
  *
@@ -65,80 +170,31 @@ export interface StartControlOptions {
  *   port and its holder); the store is closed then and nothing runs.
  */
 export async function startControl(o: StartControlOptions): Promise<RunningControl> {
-  const thresholds = Object.fromEntries(
-    Object.entries(o.thresholds ?? {}).filter(([, v]) => v !== undefined),
-  );
-  const tls = o.tls;
-  // The control plane's own certificate, renewed two thirds into its life.
-  const source = tls === undefined
-    ? null
-    : issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now()));
-  const own = source === null ? null : await source.load() as KeyPairPem;
-  // Calls to agents verify them against the CA and present the control plane's certificate.
-  const agentFetch = o.tls === undefined || own === null
-    ? undefined
-    : new RenewableFetch(o.tls.ca.certPem, own);
+  const parts = await controlTlsParts(o.tls);
   const cp = await ControlPlane.open({
     store: o.store,
-    thresholds,
+    thresholds: thresholdsOf(o),
     engines: o.engines,
     reconcileMs: o.reconcileMs,
     tls: o.tls,
-    fetch: agentFetch?.fetch,
+    fetch: parts?.agentFetch.fetch,
   });
-  const app = createControlApi(cp, {
-    adminTokenHashes: await Promise.all(o.adminTokens.map(hashToken)),
-    joinTokenHashes: await Promise.all(o.joinTokens.map(hashToken)),
-    gatewayTokenHashes: await Promise.all((o.gatewayTokens ?? []).map(hashToken)),
-    caHash: o.tls?.caHash ?? null,
-  });
-  let server: { addr: Deno.NetAddr; shutdown(): Promise<void> };
-  let https: HttpsServer | null = null;
+  const app = createControlApi(cp, await apiAuthOf(o));
+  let listener: ControlListener;
   try {
-    if (own === null) {
-      server = Deno.serve({ hostname: o.hostname, port: o.port, onListen: () => {} }, app.fetch);
-    } else {
-      https = await serveHttps(
-        { hostname: o.hostname, port: o.port, ...own },
-        (req) => app.fetch(req),
-      );
-      server = https;
-    }
+    listener = await listenControl(o, parts, (req) => app.fetch(req));
   } catch (e) {
-    agentFetch?.close();
     await o.store.close();
-    throw bindErrorFrom(e, "the control API", o.hostname, o.port);
+    throw e;
   }
-  const log = o.log ?? (() => {});
-  const stopRenewal = source === null || own === null || https === null || tls === undefined
-    ? null
-    : watchCertificate(
-      source,
-      own,
-      Math.max(1_000, Math.min(tls.lifetimeMs / 20, 600_000)),
-      (c) => {
-        https!.setCertificate(c);
-        agentFetch?.update(tls.ca.certPem, c as KeyPairPem);
-        log(
-          `renewed the control plane's certificate; it expires ${
-            new Date(notAfter(c.cert)).toISOString()
-          }`,
-        );
-      },
-      log,
-    );
   // The loop starts only once the API listens: a failed bind leaves nothing running.
   cp.start();
-  const addr = server.addr;
-  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   return {
-    url: `${own === null ? "http" : "https"}://${host}:${addr.port}`,
+    url: listener.url,
     cp,
     async close() {
-      stopRenewal?.();
       await cp.stop();
-      await server.shutdown();
-      agentFetch?.close();
+      await listener.close();
       await o.store.close();
     },
   };

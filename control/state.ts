@@ -57,6 +57,11 @@ export class ControlState {
   readonly dirty: Set<string> = new Set();
   /** When this control plane started. */
   readonly startedAt: number;
+  /**
+   * Whether this control plane may act: always, on a store of its own; while
+   * its leadership term certainly holds, on a shared one (control/ha_control.ts).
+   */
+  leading: () => boolean = () => true;
   /** Asks for a reconcile soon; set by the reconciler's loop. */
   kick: () => void = () => {};
   #lock: Promise<unknown> = Promise.resolve();

@@ -219,3 +219,12 @@ export class StoreError extends Error {
     this.name = "StoreError";
   }
 }
+
+/** Raised by a write when this instance does not hold the lease it writes under. */
+export class NotLeaderError extends StoreError {
+  /** Creates the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "NotLeaderError";
+  }
+}

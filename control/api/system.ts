@@ -6,6 +6,7 @@
 import type { ControlPlane } from "../control_plane.ts";
 import { type HttpStats, renderMetrics } from "../metrics.ts";
 import { RouteGroup } from "./route.ts";
+import { LeadershipAnswer } from "../../protocol/leadership.ts";
 import { NotFoundError } from "../errors.ts";
 import { CaAnswer, HealthAnswer, MetricsAnswer, OpenApiAnswer } from "./schemas.ts";
 
@@ -25,6 +26,15 @@ export function systemRoutes(
     auth: "open",
     response: HealthAnswer,
   }, () => ({ status: "ok" }));
+  g.add({
+    method: "get",
+    path: "/v1/leader",
+    operationId: "leadership",
+    summary: "This control plane's role and who leads (no secret: for clients and load balancers)",
+    tag: "system",
+    auth: "open",
+    response: LeadershipAnswer,
+  }, () => cp.leadership());
   g.add({
     method: "get",
     path: "/v1/ca",
