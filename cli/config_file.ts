@@ -84,7 +84,11 @@ function configFlags(
   for (const [key, value] of Object.entries(parsed.data)) {
     if (value === undefined || value === false) continue;
     const flag = `--${key.replaceAll("_", "-")}`;
-    const path = (v: string) => pathKeys.includes(key) && v !== ":memory:" ? resolve(base, v) : v;
+    // A path resolves against the file; ":memory:" and URLs (postgres://…) stay as written.
+    const path = (v: string) =>
+      pathKeys.includes(key) && v !== ":memory:" && !/^[a-z][a-z0-9+.-]*:\/\//i.test(v)
+        ? resolve(base, v)
+        : v;
     if (value === true) flags.push(flag);
     else if (Array.isArray(value)) { for (const v of value) flags.push(flag, path(String(v))); }
     else flags.push(flag, path(String(value)));

@@ -10,7 +10,11 @@ import { join } from "node:path";
 import { z } from "zod";
 import { expandConfig } from "./config_file.ts";
 import { MemoryStore } from "../control/memory_store.ts";
-import { type RunningControl, startControl, type StartControlOptions } from "../control/server.ts";
+import { startControl, type StartControlOptions } from "../control/server.ts";
+import type { ControlPlane } from "../control/control_plane.ts";
+import { startHaControl } from "../control/ha_control.ts";
+import { isPostgresUrl, PostgresStore } from "../control/postgres_store.ts";
+import { agreeOnCa, assertCaPresentFor, recordedCaHash } from "../control/shared_ca.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store.ts";
 import { newToken } from "../http/tokens.ts";
@@ -32,10 +36,10 @@ import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
  * The token itself is never printed: terminals and logs keep what they see.
  */
 export async function writeFirstAdminToken(
-  running: RunningControl,
+  cp: ControlPlane,
   dir: string | null,
 ): Promise<string> {
-  const created = await running.cp.tokens.create({
+  const created = await cp.tokens.create({
     kind: "admin",
     description: "first admin token, written at the first start",
   });
@@ -55,6 +59,9 @@ export const ControlConfigSchema = z.object({
   lost_after: z.number().positive(),
   engine_plugins: z.array(z.string()),
   insecure_http: z.boolean(),
+  state_dir: z.string(),
+  advertise_url: z.string(),
+  lease: z.number().positive(),
 }).partial().strict();
 
 /** Usage of the command. */
@@ -65,8 +72,19 @@ Runs the control plane: inventory, deployments, placement, reconciler, API.
 
 Options:
   --listen HOST:PORT       where the API listens (default 127.0.0.1:7070)
-  --store DIR              state directory (SQLite, WAL); ":memory:" for none
+  --store DIR|URL          state directory (SQLite, WAL); ":memory:" for none;
+                           or postgres://… for several control planes on one
+                           database (docs/ha.md); also LLMGW_STORE_URL, which
+                           keeps a password out of ps (default ./llmgw-state)
+  --state-dir DIR          with a postgres:// store: where the cluster CA
+                           (tls/) and the first admin token live
                            (default ./llmgw-state)
+  --advertise-url URL      with a postgres:// store: the URL other control
+                           planes and clients reach this one at (default:
+                           the first --tls-san or the listen address)
+  --lease S                with a postgres:// store: the leader's lease; a
+                           new leader takes over within S + 1 seconds of a
+                           crash (default 10)
   --heartbeat-interval S   agents heartbeat every S seconds (default 5)
   --unreachable-after S    a node is unreachable after S seconds of silence (default 15)
   --lost-after S           … and lost after S seconds (default 60)
@@ -124,6 +142,9 @@ export async function controlServeCommand(
   const { values, positionals } = parseFlags("control serve", args, {
     listen: { type: "string" },
     store: { type: "string" },
+    "state-dir": { type: "string" },
+    "advertise-url": { type: "string" },
+    lease: { type: "string" },
     "heartbeat-interval": { type: "string" },
     "unreachable-after": { type: "string" },
     "lost-after": { type: "string" },
@@ -147,6 +168,26 @@ export async function controlServeCommand(
     unreachable_after_ms: seconds(values["unreachable-after"], "--unreachable-after"),
     lost_after_ms: seconds(values["lost-after"], "--lost-after"),
   };
+  const store = values.store ?? Deno.env.get("LLMGW_STORE_URL") ?? "llmgw-state";
+  const shared = isPostgresUrl(store);
+  if (!shared) {
+    for (const f of ["state-dir", "advertise-url", "lease"] as const) {
+      if (values[f] !== undefined) {
+        throw new UsageError(
+          `control serve: --${f} is for a postgres:// store; a directory store keeps ` +
+            `everything in its directory and runs alone`,
+        );
+      }
+    }
+  }
+  const tlsSans = values["insecure-http"] ? null : [listen.hostname, ...(values["tls-san"] ?? [])];
+  const advertiseUrl = shared ? advertiseUrlOf(values["advertise-url"], listen, tlsSans) : null;
+  if (argvHasStorePassword(argv)) {
+    err(
+      "llmgw: warning: the --store URL holds a password, which every user sees in ps; " +
+        "set LLMGW_STORE_URL (or PGPASSWORD, or ~/.pgpass) instead\n",
+    );
+  }
   const gatewayFlag = values["gateway-listen"] ?? "127.0.0.1:8080";
   const gatewayListen = gatewayFlag === "off" ? null : parseListen(gatewayFlag, "--gateway-listen");
   try {
@@ -155,9 +196,12 @@ export async function controlServeCommand(
         listen,
         gatewayListen,
         thresholds,
-        dir: values.store ?? "llmgw-state",
+        store,
+        dir: shared ? values["state-dir"] ?? "llmgw-state" : store,
         pluginDirs: values["engine-plugins"] ?? [],
-        tlsSans: values["insecure-http"] ? null : [listen.hostname, ...(values["tls-san"] ?? [])],
+        tlsSans,
+        advertiseUrl,
+        leaseMs: seconds(values.lease, "--lease"),
       },
       out,
       err,
@@ -174,7 +218,14 @@ interface ServeSettings {
   listen: { hostname: string; port: number };
   gatewayListen: { hostname: string; port: number } | null;
   thresholds: StartControlOptions["thresholds"];
+  /** A directory, ":memory:" or a postgres:// URL. */
+  store: string;
+  /** The state directory: the store's own, or --state-dir beside a postgres:// store. */
   dir: string;
+  /** With a postgres:// store: the URL others reach this instance at. */
+  advertiseUrl: string | null;
+  /** With a postgres:// store: the lease (ms), or the default. */
+  leaseMs: number | undefined;
   pluginDirs: string[];
   /** Names for the control plane's certificate; null: plain HTTP (`--insecure-http`). */
   tlsSans: string[] | null;
@@ -182,19 +233,23 @@ interface ServeSettings {
 
 /** @throws {BindError} When a listener cannot bind; whatever had started is stopped. */
 async function serve(
-  { listen, gatewayListen, thresholds, dir, pluginDirs, tlsSans }: ServeSettings,
+  settings: ServeSettings,
   out: (t: string) => void,
   err: (t: string) => void,
 ): Promise<number> {
+  const { listen, gatewayListen, thresholds, dir, pluginDirs, tlsSans } = settings;
   // Both listeners are checked before the store opens or a token is printed;
   // the binds themselves still report a port taken in between.
   assertBindable("the control API", listen.hostname, listen.port);
   if (gatewayListen !== null) {
     assertBindable("the gateway", gatewayListen.hostname, gatewayListen.port);
   }
+  const shared = isPostgresUrl(settings.store);
   let store: ControlStore;
   try {
-    if (dir === ":memory:") store = new MemoryStore();
+    if (shared) {
+      store = await PostgresStore.open(settings.store, { log: (l) => err(`llmgw: ${l}\n`) });
+    } else if (dir === ":memory:") store = new MemoryStore();
     else {
       Deno.mkdirSync(dir, { recursive: true });
       store = SqliteStore.open(join(dir, "llmgw.db"));
@@ -206,6 +261,7 @@ async function serve(
     }
     throw e;
   }
+  const storeName = store instanceof PostgresStore ? store.name : dir;
   const tokens = (name: string): string[] =>
     Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
   const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
@@ -218,18 +274,29 @@ async function serve(
     );
   } else {
     try {
+      if (store instanceof PostgresStore) {
+        Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        assertCaPresentFor(dir, await recordedCaHash(store));
+      }
       const { ca, created, certPath } = await loadOrCreateCa(
         dir === ":memory:" ? null : dir,
         Date.now(),
       );
-      tls = await ClusterTls.of(ca, tlsSans);
+      tls = await ClusterTls.of(
+        ca,
+        settings.advertiseUrl === null ? tlsSans : [
+          ...tlsSans,
+          new URL(settings.advertiseUrl).hostname.replace(/^\[|\]$/g, ""),
+        ],
+      );
+      if (store instanceof PostgresStore) await agreeOnCa(store, tls.caHash, dir);
       out(
         `${created ? "created the cluster CA" : "cluster CA"}${
           certPath === null ? " (in memory)" : ` ${certPath}`
         }; CA key hash sha256:${tls.caHash}\n`,
       );
     } catch (e) {
-      if (!(e instanceof TlsMaterialError)) throw e;
+      if (!(e instanceof TlsMaterialError) && !(e instanceof StoreError)) throw e;
       await store.close();
       err(`llmgw: ${e.message}\n`);
       return 1;
@@ -238,21 +305,42 @@ async function serve(
   const adminTokens = tokens("LLMGW_ADMIN_TOKEN");
   // The embedded gateway's token lives in this process only: nothing to store or leak.
   const gatewayToken = newToken("llmgw_gateway");
-  const running = await startControl({
+  const common = {
     ...listen,
-    store,
     adminTokens,
     joinTokens: tokens("LLMGW_JOIN_TOKEN"),
     gatewayTokens: [gatewayToken],
     engines: registry,
     thresholds,
     tls,
-    log: (line) => err(`llmgw: ${line}\n`),
-  });
-  out(`llmgw control plane listening on ${running.url} (store: ${dir})\n`);
-  if (adminTokens.length === 0 && !running.cp.tokens.hasLive("admin")) {
-    const path = await writeFirstAdminToken(running, dir === ":memory:" ? null : dir);
+    log: (line: string) => err(`llmgw: ${line}\n`),
+  };
+  /** The first admin token, once, by whichever instance finds none. */
+  const firstAdminToken = async (cp: ControlPlane) => {
+    if (adminTokens.length > 0 || cp.tokens.hasLive("admin")) return;
+    const path = await writeFirstAdminToken(cp, dir === ":memory:" ? null : dir);
     out(`first admin token written to ${path} (readable by its owner only)\n`);
+  };
+  let running: { url: string; close(): Promise<void> };
+  if (store instanceof PostgresStore) {
+    const ha = await startHaControl({
+      ...common,
+      store,
+      advertiseUrl: settings.advertiseUrl ?? undefined,
+      leaseMs: settings.leaseMs,
+      onLeading: firstAdminToken,
+    });
+    running = ha;
+    out(
+      `llmgw control plane listening on ${ha.url} (store: ${storeName}; ` +
+        `${ha.leadership().role}, epoch ${ha.leadership().epoch}; advertised as ` +
+        `${settings.advertiseUrl ?? ha.url})\n`,
+    );
+  } else {
+    const single = await startControl({ ...common, store });
+    running = single;
+    out(`llmgw control plane listening on ${single.url} (store: ${storeName})\n`);
+    await firstAdminToken(single.cp);
   }
   const controlTrust = tls === undefined ? null : pinnedFetch(tls.ca.certPem);
   // The gateway runs inside the control plane by default (design §12),
@@ -296,4 +384,60 @@ async function serve(
   controlTrust?.close();
   await running.close();
   return 0;
+}
+
+/**
+ * The advertised URL of an instance on a shared store: the flag, else the
+ * scheme, the first --tls-san (or the listen host) and the port.
+ *
+ * @throws {UsageError} When it cannot be derived (0.0.0.0 and no name), or does not parse.
+ */
+function advertiseUrlOf(
+  flag: string | undefined,
+  listen: { hostname: string; port: number },
+  tlsSans: string[] | null,
+): string {
+  if (flag !== undefined) {
+    let u: URL;
+    try {
+      u = new URL(flag);
+    } catch {
+      throw new UsageError(`control serve: --advertise-url "${flag}" is not a URL`);
+    }
+    if (u.protocol !== "https:" && u.protocol !== "http:") {
+      throw new UsageError(
+        `control serve: --advertise-url must be http(s)://HOST:PORT, got "${flag}"`,
+      );
+    }
+    return u.origin;
+  }
+  const names = (tlsSans ?? [listen.hostname]).filter((n) => n !== listen.hostname);
+  const host = names[0] ?? listen.hostname;
+  if (host === "0.0.0.0" || host === "::" || listen.port === 0) {
+    throw new UsageError(
+      "control serve: --advertise-url is required with a postgres:// store when listening on " +
+        "every address or on port 0 (other control planes forward requests to it)",
+    );
+  }
+  const h = host.includes(":") ? `[${host}]` : host;
+  return `${tlsSans === null ? "http" : "https"}://${h}:${listen.port}`;
+}
+
+/** Whether the command line (not a config file) gives --store a URL with a password. */
+function argvHasStorePassword(argv: readonly string[]): boolean {
+  for (let i = 0; i < argv.length; i++) {
+    const v = argv[i].startsWith("--store=")
+      ? argv[i].slice(8)
+      : argv[i] === "--store"
+      ? argv[i + 1]
+      : undefined;
+    if (v !== undefined && isPostgresUrl(v)) {
+      try {
+        if (new URL(v).password !== "") return true;
+      } catch {
+        // the store open reports it
+      }
+    }
+  }
+  return false;
 }
