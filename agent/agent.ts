@@ -46,6 +46,7 @@ import { groupMembers } from "../supervisor/proc.ts";
 import { type PrepareShard, Supervisor } from "../supervisor/supervisor.ts";
 import type { DesiredShard, LaunchedShard } from "../supervisor/types.ts";
 import { DEFAULT_PORT_RANGE, PortAllocator } from "../supervisor/port_allocator.ts";
+import { FailoverFetch } from "../http/failover_fetch.ts";
 import { ControlClient, ControlError } from "./control_client.ts";
 import {
   loadOrCreateLocalToken,
@@ -184,12 +185,17 @@ export class Agent {
     if (problem !== null) throw new AgentError(problem);
     this.#registeredId = this.#nodeId;
     try {
+      const control = new FailoverFetch(
+        options.controlUrls ?? [options.controlUrl],
+        // Over TLS every call trusts the pinned CA only (agent_tls.ts).
+        (input, init) => (this.#tls?.client.fetch ?? fetch)(input, init),
+        (line) => this.#log.warn(line),
+      );
       this.#client = new ControlClient({
         url: options.controlUrl,
         joinToken: options.joinToken,
         timeoutMs: options.requestTimeoutMs,
-        // Over TLS every call trusts the pinned CA only (agent_tls.ts).
-        fetch: (input, init) => (this.#tls?.client.fetch ?? fetch)(input, init),
+        fetch: control.fetch,
       });
     } catch (e) {
       throw new AgentError(
@@ -268,6 +274,7 @@ export class Agent {
       this.#tls = await AgentTls.prepare({
         stateDir: o.stateDir,
         controlUrl: o.controlUrl,
+        controlUrls: o.controlUrls,
         joinToken: o.joinToken,
         caFile: o.caFile,
         log: (message, fields) => this.#log.info(message, fields),

@@ -14,6 +14,12 @@ import type { SupervisorOptions } from "../supervisor/types.ts";
 export interface AgentOptions {
   /** The control plane's URL. */
   controlUrl: string;
+  /**
+   * Every control plane's URL, `controlUrl` first (issue #15): calls move to
+   * the next on a connection failure or a "not the leader" answer.
+   * Default: `[controlUrl]`.
+   */
+  controlUrls?: readonly string[];
   /** The join token, used only to register. */
   joinToken: string;
   /** A CA certificate file to trust for an https control plane (`LLMGW_CA`); default: pinned by the join token. */

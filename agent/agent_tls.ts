@@ -69,6 +69,8 @@ export interface AgentTlsOptions {
   stateDir: string;
   /** The control plane's URL. */
   controlUrl: string;
+  /** Every control plane's URL (the first is `controlUrl`); the CA is fetched from the first that answers. */
+  controlUrls?: readonly string[];
   /** The join token (its fourth part may be the CA hash). */
   joinToken: string;
   /** A CA certificate file the operator gives (`LLMGW_CA`); it wins over everything else. */
@@ -239,9 +241,18 @@ async function trustedCa(o: AgentTlsOptions, pinnedPath: string): Promise<string
         `use a token from "llmgw tokens create join" or set LLMGW_CA to the CA certificate`,
     );
   }
-  const pem = await fetchPinnedCa(o.controlUrl, hash).catch((e) => {
-    throw new AgentTlsError(e instanceof Error ? e.message : String(e));
-  });
+  // Any control plane serves the cluster's one CA: the first that answers and matches the hash.
+  let pem: string | null = null;
+  const failures: string[] = [];
+  for (const url of o.controlUrls ?? [o.controlUrl]) {
+    try {
+      pem = await fetchPinnedCa(url, hash);
+      break;
+    } catch (e) {
+      failures.push(e instanceof Error ? e.message : String(e));
+    }
+  }
+  if (pem === null) throw new AgentTlsError(failures.join("; "));
   Deno.writeTextFileSync(pinnedPath, pem);
   o.log("pinned the control plane's CA", { path: pinnedPath, ca_hash: hash });
   return pem;

@@ -21,6 +21,8 @@ export const AgentConfigSchema = z.object({
   ports: z.object({ from: z.number().int(), to: z.number().int() }).strict().optional(),
   /** The agent's state directory (`--state-dir`). */
   state_dir: z.string().min(1).optional(),
+  /** The control planes' URLs, in order of preference (`--control`; issue #15). */
+  control: z.array(z.string().min(1)).min(1).optional(),
 }).strict();
 
 /** The parsed agent config. */

@@ -12,11 +12,13 @@ import { pinnedFetch } from "../tls/trust.ts";
 import { parse as parseYaml } from "yaml";
 import { renderTable } from "../agent/inventory_table.ts";
 import { explanationLines } from "../placement/place.ts";
-import { parseFlags, UsageError } from "./usage_error.ts";
+import { controlUrlsOf, parseFlags, UsageError } from "./usage_error.ts";
+import { FailoverFetch } from "../http/failover_fetch.ts";
 
 /** Usage of the admin commands. */
 export const ADMIN_USAGE =
-  `Admin commands (control plane from --url/--token or LLMGW_URL/LLMGW_TOKEN):
+  `Admin commands (control plane from --url/--token or LLMGW_URL/LLMGW_TOKEN;
+  several control planes: URLs comma-separated, tried in order):
   nodes [--json]                       list nodes with state and GPUs
   cordon|uncordon|drain NODE           operator intent (survives re-registration)
   apply -f FILE                        create or update a deployment (YAML or JSON)
@@ -237,7 +239,12 @@ export async function adminCommand(
   out: (t: string) => void,
 ): Promise<number> {
   const { values, positionals } = parseAdmin(verb, args);
-  const url = values.url ?? (Deno.env.get("LLMGW_URL") || undefined);
+  // Several URLs, comma-separated (issue #15): a request moves to the next on a failure.
+  const urls = controlUrlsOf(verb, "--url", [
+    values.url === undefined ? undefined : [values.url],
+    Deno.env.get("LLMGW_URL") ? [Deno.env.get("LLMGW_URL")!] : undefined,
+  ]);
+  const url = urls[0];
   const tokenFile = values["token-file"] ?? (Deno.env.get("LLMGW_TOKEN_FILE") || undefined);
   const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined) ??
     (tokenFile === undefined ? undefined : readTokenFile(verb, tokenFile));
@@ -258,7 +265,8 @@ export async function adminCommand(
     throw e;
   }
   try {
-    return await run(verb, { url, token, fetch: trust?.fetch }, positionals, values, out);
+    const failover = new FailoverFetch(urls, trust?.fetch ?? fetch);
+    return await run(verb, { url, token, fetch: failover.fetch }, positionals, values, out);
   } finally {
     trust?.close();
   }

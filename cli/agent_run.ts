@@ -23,7 +23,7 @@ import {
 import { createLogger } from "../agent/log.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
 import { discoverySettings } from "./discovery_flags.ts";
-import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
+import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** The state directory when none is given. */
 export const DEFAULT_STATE_DIR = "/var/lib/llmgw/agent";
@@ -37,7 +37,10 @@ Logs are JSON lines on stderr. SIGTERM or SIGINT stops the agent and leaves the
 engines running (the next agent adopts them); to stop a node's engines, drain it.
 
 Options:
-  --control URL          the control plane's URL (env LLMGW_CONTROL_URL)
+  --control URL[,URL]    the control planes' URLs, in order of preference
+                         (repeatable; env LLMGW_CONTROL_URL; "control" in the
+                         config file): calls move to the next on a connection
+                         failure or a "not the leader" answer
   --token T              join token (prefer env LLMGW_JOIN_TOKEN: flags show in ps)
   --node-id ID           node id (default: the host name)
   --state-dir DIR        node token, pid files, engine logs (default: ${DEFAULT_STATE_DIR})
@@ -106,7 +109,7 @@ export async function runOptions(
   env: (name: string) => string | undefined,
 ): Promise<AgentOptions | "help"> {
   const { values, positionals } = parseFlags("agent run", args, {
-    control: { type: "string" },
+    control: { type: "string", multiple: true },
     token: { type: "string" },
     "node-id": { type: "string" },
     "state-dir": { type: "string" },
@@ -128,16 +131,6 @@ export async function runOptions(
   if (positionals.length > 0) {
     throw new UsageError(`agent run: unexpected argument "${positionals[0]}"`);
   }
-  const controlUrl = values.control ?? env("LLMGW_CONTROL_URL");
-  if (controlUrl === undefined || controlUrl === "") {
-    throw new UsageError("agent run: --control URL is required (or env LLMGW_CONTROL_URL)");
-  }
-  try {
-    const u = new URL(controlUrl);
-    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
-  } catch {
-    throw new UsageError(`agent run: --control "${controlUrl}" is not an http(s) URL`);
-  }
   const joinToken = token("join token", values.token, env("LLMGW_JOIN_TOKEN"));
   if (joinToken === undefined) {
     throw new UsageError("agent run: a join token is required: env LLMGW_JOIN_TOKEN or --token");
@@ -148,10 +141,17 @@ export async function runOptions(
     if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
   }
 
-  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts, stateDir } = await discoverySettings(
-    "agent run",
-    values,
-  );
+  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts, stateDir, control } =
+    await discoverySettings("agent run", values);
+  const controlUrls = controlUrlsOf("agent run", "--control", [
+    values.control,
+    env("LLMGW_CONTROL_URL") === undefined ? undefined : [env("LLMGW_CONTROL_URL")!],
+    control,
+  ]);
+  if (controlUrls.length === 0) {
+    throw new UsageError("agent run: --control URL is required (or env LLMGW_CONTROL_URL)");
+  }
+  const controlUrl = controlUrls[0];
   let ports = configPorts;
   if (values.ports !== undefined) {
     try {
@@ -163,6 +163,7 @@ export async function runOptions(
   }
   return {
     controlUrl,
+    controlUrls,
     joinToken,
     localToken,
     nodeId: values["node-id"],

@@ -40,6 +40,8 @@ export interface DiscoverySettings {
   ports?: PortRange;
   /** The state directory from the config file, when set. */
   stateDir?: string;
+  /** The control planes' URLs from the config file, when set. */
+  control?: string[];
 }
 
 /**
@@ -54,6 +56,7 @@ export async function discoverySettings(
   let configFabrics: FabricConfig = {};
   let ports: PortRange | undefined;
   let stateDir: string | undefined;
+  let control: string[] | undefined;
   let nvidiaSmi = values["nvidia-smi"];
   let sysfsRoot = values["sysfs-root"];
   if (values.config !== undefined) {
@@ -74,6 +77,7 @@ export async function discoverySettings(
       sysfsRoot ??= config.sysfs_root;
       ports = config.ports;
       stateDir = config.state_dir;
+      control = config.control;
     } catch (e) {
       if (e instanceof AgentConfigError) throw new UsageError(e.message);
       throw e;
@@ -86,6 +90,7 @@ export async function discoverySettings(
       fabrics: mergeFabrics(configFabrics, (values.fabric ?? []).map(parseFabricFlag)),
       ...(ports === undefined ? {} : { ports }),
       ...(stateDir === undefined ? {} : { stateDir }),
+      ...(control === undefined ? {} : { control }),
     };
   } catch (e) {
     if (e instanceof FabricConfigError) throw new UsageError(e.message);

@@ -16,7 +16,8 @@ import { fileCertificate } from "../tls/certificate_source.ts";
 import { z } from "zod";
 import { expandConfig } from "./config_file.ts";
 import { BindError } from "../http/bind_error.ts";
-import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
+import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";
+import { FailoverFetch } from "../http/failover_fetch.ts";
 
 /** `gateway serve --config FILE`: the flags' settings, snake_case (cli/config_file.ts). */
 export const GatewayConfigSchema = z.object({
@@ -35,7 +36,9 @@ Runs the OpenAI-compatible gateway (/v1/models, /v1/chat/completions,
 /v1/completions, /v1/embeddings), routing by model to ready replicas.
 
 Options:
-  --control URL        the control plane's URL (or env LLMGW_URL)
+  --control URL[,URL]  the control planes' URLs, in order of preference
+                       (repeatable; or env LLMGW_URL, comma-separated); polls
+                       move to the next on a failure or "not the leader"
   --listen HOST:PORT   where to listen (default 127.0.0.1:8080)
   --poll-interval S    poll the control plane every S seconds (default 2)
   --allow-open         while no API key is configured, serve clients from
@@ -89,14 +92,16 @@ export async function gatewayServeCommand(
   if (positionals.length > 0) {
     throw new UsageError(`gateway serve: unexpected argument "${positionals[0]}"`);
   }
-  // Several URLs may be given (high availability, design §11.1); the first is followed.
-  const control = values.control?.[0] ?? (Deno.env.get("LLMGW_URL") || undefined);
-  if (control === undefined) {
+  // Several URLs may be given (issue #15): calls move to the next on a failure or "not the leader".
+  const env = Deno.env.get("LLMGW_URL") || undefined;
+  const controlUrls = controlUrlsOf("gateway serve", "--control", [
+    values.control,
+    env === undefined ? undefined : [env],
+  ]);
+  if (controlUrls.length === 0) {
     throw new UsageError("gateway serve: --control URL is required (or env LLMGW_URL)");
   }
-  if (!/^https?:\/\/[^/]+/.test(control)) {
-    throw new UsageError(`gateway serve: --control must be an http(s) URL, got "${control}"`);
-  }
+  const control = controlUrls[0];
   const token = Deno.env.get("LLMGW_TOKEN") ?? "";
   if (token === "") {
     throw new UsageError(
@@ -147,7 +152,11 @@ export async function gatewayServeCommand(
       intervalMs,
       log: (line: string) => err(`${line}\n`),
       openToNetwork,
-      controlFetch: trust?.fetch,
+      controlFetch: new FailoverFetch(
+        controlUrls,
+        trust?.fetch ?? fetch,
+        (line) => err(`llmgw: ${line}\n`),
+      ).fetch,
       client: caPem === undefined ? undefined : new UpstreamClient({ caCerts: [caPem] }),
     };
     running = certFile === undefined || keyFile === undefined

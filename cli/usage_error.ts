@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { ControlUrlError, parseControlUrls } from "../http/failover_fetch.ts";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
 /** A mistake on the command line: printed without a stack trace, exit code 2. */
@@ -41,4 +42,28 @@ export function parseListen(value: string, flag = "--listen"): { hostname: strin
     throw new UsageError(`${flag} "${value}": expected HOST:PORT, e.g. 127.0.0.1:7070`);
   }
   return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port };
+}
+
+/**
+ * The control planes' URLs from the first source that has any (flag, then
+ * environment, then config file), comma-separated or repeated (issue #15).
+ *
+ * @throws {UsageError} Naming the command, the flag and the entry that is not an http(s) URL.
+ */
+export function controlUrlsOf(
+  command: string,
+  flag: string,
+  sources: readonly (readonly string[] | undefined)[],
+): string[] {
+  for (const source of sources) {
+    if (source === undefined) continue;
+    try {
+      const urls = parseControlUrls(source, `${command}: ${flag}`);
+      if (urls.length > 0) return urls;
+    } catch (e) {
+      if (e instanceof ControlUrlError) throw new UsageError(e.message);
+      throw e;
+    }
+  }
+  return [];
 }

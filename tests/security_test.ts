@@ -231,10 +231,11 @@ Deno.test("auth matrix: every control plane route × every kind of token (unknow
     [...documented.keys()].sort(),
     "the app's routes and the OpenAPI document",
   );
-  // Only liveness and the (public) CA certificate are open.
+  // Only liveness, who leads (for load balancers) and the (public) CA certificate are open.
   assertEquals(routes.filter((r) => documented.get(r) === "open").sort(), [
     "GET /healthz",
     "GET /v1/ca",
+    "GET /v1/leader",
   ]);
   const count = (f: Family) => routes.filter((r) => documented.get(r) === f).length;
   assertEquals([count("join"), count("node"), count("gateway"), count("metrics")], [1, 3, 1, 1]);
