@@ -11,11 +11,12 @@
  *
  * @module
  */
+import { PROXY_REFUSED_HEADER, SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { forwardHeaders } from "../http/forward_headers.ts";
 
 /** The header that names the shard a request is for. */
-export const SHARD_HEADER = "x-llmgw-shard";
+export { SHARD_HEADER };
 
 /** The routes forwarded, as "METHOD /path": what the gateway and llmgw's probes use. */
 export const PROXY_ROUTES: ReadonlySet<string> = new Set([
@@ -53,7 +54,10 @@ const REQUEST_DROP = ["authorization", SHARD_HEADER, "host", "content-length"];
 const RESPONSE_DROP = ["content-length"];
 
 function error(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
+  return Response.json({ error: { code, message } }, {
+    status,
+    headers: { [PROXY_REFUSED_HEADER]: code },
+  });
 }
 
 /**

@@ -64,6 +64,10 @@ Options:
                          generated once into <state-dir>/local_token)
   --engine-plugins DIR   directory of executable engine plugins (repeatable;
                          also env LLMGW_ENGINE_PLUGINS, colon-separated)
+
+Trust of an https control plane: env LLMGW_CA (the cluster CA certificate
+file), else the CA pinned on an earlier start, else the CA whose hash the
+join token carries (llmgw tokens create join).
 `;
 
 const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9._/-]{0,251}[A-Za-z0-9])?$/;
@@ -165,6 +169,8 @@ export async function runOptions(
     controlUrl,
     controlUrls,
     joinToken,
+    // The cluster CA as a file (docs/security.md), else the one the join token's hash pins.
+    ...(env("LLMGW_CA") ? { caFile: env("LLMGW_CA") } : {}),
     localToken,
     nodeId: values["node-id"],
     stateDir: values["state-dir"] ?? stateDir ?? DEFAULT_STATE_DIR,

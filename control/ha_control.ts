@@ -120,6 +120,8 @@ class HaControl implements RunningHaControl {
   #leading: { cp: ControlPlane; app: Hono } | null = null;
   #readModel: { cp: ControlPlane; app: Hono } | null = null;
   #leaderUrl: string | null = null;
+  /** Aborts the requests forwarded to the leader at #leaderUrl when it changes or is gone. */
+  #forwarding = new AbortController();
   #leaderSeen = -Infinity;
   #epochSeen = 0;
   #storeOk = true;
@@ -257,12 +259,10 @@ class HaControl implements RunningHaControl {
       if (term === null) {
         const row = await this.#lease.read();
         this.#epochSeen = row.epoch;
-        if (row.expiresInMs > 0 && row.holder !== this.holder) {
-          this.#leaderUrl = row.address;
-          this.#leaderSeen = performance.now();
-        } else {
-          this.#leaderUrl = null;
-        }
+        const url = row.expiresInMs > 0 && row.holder !== this.holder ? row.address : null;
+        if (url !== this.#leaderUrl) this.#abortForwarded();
+        this.#leaderUrl = url;
+        if (url !== null) this.#leaderSeen = performance.now();
       }
       if (!this.#storeOk) this.#log("leadership: the store answers again");
       this.#storeOk = true;
@@ -275,8 +275,18 @@ class HaControl implements RunningHaControl {
     await this.#pollChanges();
   }
 
+  /**
+   * Ends the requests in flight to the previous leader: one frozen with
+   * connections open would hold them until each client's own timeout.
+   */
+  #abortForwarded(): void {
+    this.#forwarding.abort();
+    this.#forwarding = new AbortController();
+  }
+
   /** Opens the books for a new term and starts acting. */
   async #lead(term: LeaseTerm): Promise<void> {
+    this.#abortForwarded();
     this.#term = term;
     this.#nextRenew = performance.now() + this.#leaseMs / 3;
     this.#o.store.setEpoch(term.epoch);
@@ -435,18 +445,30 @@ class HaControl implements RunningHaControl {
     headers.delete("host");
     headers.set(FORWARDED_BY_HEADER, this.holder);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const replaced = this.#forwarding.signal;
     try {
       const res = await fetch(target, {
         method: req.method,
         headers,
         body: hasBody ? await req.arrayBuffer() : undefined,
         redirect: "manual",
-        signal: req.signal,
+        signal: AbortSignal.any([req.signal, replaced]),
         ...(this.#forwardClient === null ? {} : { client: this.#forwardClient }),
       });
       return new Response(res.body, { status: res.status, headers: res.headers });
     } catch (e) {
       if (req.signal.aborted) return new Response(null, { status: 499 });
+      if (replaced.aborted) {
+        // The leader changed while this was in flight: the client may send it again.
+        return Response.json({
+          error: {
+            code: "not_leader",
+            message: `the leader at ${leaderUrl} was replaced while this request was forwarded`,
+            path: null,
+            leader: this.#leaderUrlNow(),
+          },
+        }, { status: 503 });
+      }
       this.#log(`follower: cannot reach the leader at ${leaderUrl}: ${errorMessage(e)}`);
       return null;
     }

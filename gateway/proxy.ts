@@ -24,6 +24,11 @@
  *
  * @module
  */
+import {
+  PROXY_REFUSED_HEADER,
+  RETRYABLE_REFUSALS,
+  SHARD_HEADER,
+} from "../protocol/engine_proxy_protocol.ts";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { BodyTooLarge, readBodyLimited } from "./body.ts";
@@ -332,6 +337,23 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           "upstream_error",
         );
       }
+      const refused = upstream.headers.get(PROXY_REFUSED_HEADER);
+      if (refused !== null && RETRYABLE_REFUSALS.includes(refused)) {
+        // The node's proxy runs no engine of that shard (stopped by a scale-down
+        // this gateway has not heard of yet): nothing was generated, try another.
+        await upstream.body?.cancel().catch(() => {});
+        release();
+        metrics.replicaRequest(
+          model,
+          e.replica_id,
+          "upstream_unreachable",
+          (performance.now() - tAttempt) / 1000,
+        );
+        table.markSuspect(e);
+        lastError = `the node runs no engine of shard ${e.shard ?? "?"} (${refused})`;
+        log(`gateway: ${model}: ${e.url}: ${lastError}; marked suspect`);
+        continue;
+      }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       const status = upstream.status;
       if (upstream.body === null) {
@@ -425,6 +447,6 @@ function viaProxy(headers: Headers, e: EndpointSpec): Headers {
   if (e.token === undefined || e.shard === undefined) return headers;
   const out = new Headers(headers);
   out.set("authorization", `Bearer ${e.token}`);
-  out.set("x-llmgw-shard", e.shard);
+  out.set(SHARD_HEADER, e.shard);
   return out;
 }

@@ -434,3 +434,38 @@ Deno.test("gateway: a whole answer broken off mid-body is a 502 and the replica 
     }
   }
 });
+
+Deno.test("gateway: an engine proxy running no engine of the shard (a scale-down not yet heard of) is retried on another", async () => {
+  // A node's engine proxy whose shard was stopped: its own refusal, marked as such.
+  const proxy = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () =>
+      Response.json({ error: { code: "unknown_shard", message: "no engine" } }, {
+        status: 404,
+        headers: { "x-llmgw-proxy-refused": "unknown_shard" },
+      }),
+  );
+  try {
+    const stopped = {
+      model: "demo",
+      replica_id: "stopped",
+      url: `http://127.0.0.1:${proxy.addr.port}`,
+      shard: "demo-r1.1/0",
+    };
+    await withGateway(
+      [{ model: "demo" }],
+      ([a], table) => table.setEndpoints([stopped, a.spec("r0")]),
+      { random: () => 0 },
+      async (gw, _engines, table) => {
+        const r = await post(gw, "/v1/chat/completions", chat("demo"));
+        assertEquals(r.status, 200);
+        await r.body?.cancel();
+        const [gone, live] = table.all();
+        assertEquals([gone.dispatched, live.dispatched], [1, 1]);
+        assertOk(gone.suspectSince !== null, "the refusing endpoint is suspect");
+      },
+    );
+  } finally {
+    await proxy.shutdown();
+  }
+});

@@ -55,7 +55,8 @@ export function spawnAgent(
       ...env,
     },
     stdout: "null",
-    stderr: "null",
+    // LLMGW_TEST_AGENT_STDERR=1 shows the agents' logs, to debug a test.
+    stderr: Deno.env.get("LLMGW_TEST_AGENT_STDERR") ? "inherit" : "null",
     detached: true,
   }).spawn();
 }
