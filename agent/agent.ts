@@ -556,7 +556,11 @@ export class Agent {
         this.#engineVersions = v;
         if (!this.#stopped) this.#log.info("engine versions", { engines: v });
       });
-      const stored = readSession(this.#opts.stateDir, this.#opts.controlUrl, this.#nodeId);
+      const stored = readSession(
+        this.#opts.stateDir,
+        this.#opts.controlUrls ?? [this.#opts.controlUrl],
+        this.#nodeId,
+      );
       if (stored !== null) this.#useSession(stored, "reusing the stored node token");
       await Promise.all([
         this.#heartbeatLoop(),

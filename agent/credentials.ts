@@ -56,9 +56,11 @@ export function localTokenPath(stateDir: string): string {
  */
 export function readSession(
   stateDir: string,
-  controlUrl: string,
+  controlUrl: string | readonly string[],
   nodeId: string,
 ): StoredSession | null {
+  // Any of the control planes' URLs: a list reordered, or grown, keeps the node's credential.
+  const urls: readonly string[] = typeof controlUrl === "string" ? [controlUrl] : controlUrl;
   let raw: unknown;
   try {
     raw = JSON.parse(Deno.readTextFileSync(nodeTokenPath(stateDir)));
@@ -68,7 +70,7 @@ export function readSession(
   const parsed = StoredSessionSchema.safeParse(raw);
   if (!parsed.success) return null;
   const s = parsed.data;
-  if (s.control_url !== controlUrl || s.node_id !== nodeId) return null;
+  if (!urls.includes(s.control_url) || s.node_id !== nodeId) return null;
   return {
     control_url: s.control_url,
     node_id: s.node_id,

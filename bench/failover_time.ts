@@ -1,5 +1,5 @@
 /**
- * Failover time of highly available control planes (design §11.3, issue
+ * Failover time of highly available control planes (design §11.1, issue
  * #15): two `llmgw control serve` processes on one throwaway PostgreSQL
  * database (testing/postgres_server.ts), plain HTTP, no embedded gateway.
  * Each round finds the leader through `GET /v1/leader`, SIGKILLs it, and

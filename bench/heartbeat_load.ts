@@ -14,7 +14,7 @@
  * - `store`: each size runs over plain HTTP on SQLite (`SqliteStore` in a
  *   temporary directory, one control plane) and on PostgreSQL (a throwaway
  *   cluster from testing/postgres_server.ts, one HA instance holding the
- *   lease, design §11.3), then once more with the heartbeats sent to a second
+ *   lease, design §11.1), then once more with the heartbeats sent to a second
  *   HA instance, a follower, which forwards each to the leader. Registration
  *   time is reported too: every registration writes its node row (and an
  *   event) to the store, one at a time. The CPU column is this process's,

@@ -36,7 +36,8 @@ export const ADMIN_USAGE =
   tokens list [KIND]                   tokens without their secrets
   tokens revoke ID                     stops working on its next request
 The token may also come from a file: --token-file PATH or LLMGW_TOKEN_FILE
-(the first start writes STORE/admin.token).
+(the first start writes STORE/admin.token, or the state directory with a
+postgres:// store).
 `;
 
 /** Raised when the control plane answers with an error; the message is its message. */
@@ -265,7 +266,10 @@ export async function adminCommand(
     throw e;
   }
   try {
-    const failover = new FailoverFetch(urls, trust?.fetch ?? fetch);
+    // A command that only reads moves past a silent control plane after 5 s.
+    const failover = new FailoverFetch(urls, trust?.fetch ?? fetch, () => {}, {
+      readAttemptTimeoutMs: 5_000,
+    });
     return await run(verb, { url, token, fetch: failover.fetch }, positionals, values, out);
   } finally {
     trust?.close();

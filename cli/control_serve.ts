@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { z } from "zod";
 import { expandConfig } from "./config_file.ts";
@@ -23,7 +24,7 @@ import { startFollowingGateway, startFollowingGatewayTls } from "../gateway/serv
 import { issuedCertificate } from "../tls/certificate_source.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
-import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
+import { caPaths, ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
 import { TlsMaterialError } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
@@ -83,8 +84,8 @@ Options:
                            planes and clients reach this one at (default:
                            the first --tls-san or the listen address)
   --lease S                with a postgres:// store: the leader's lease; a
-                           new leader takes over within S + 1 seconds of a
-                           crash (default 10)
+                           new leader takes over within about S + 2 seconds
+                           of a crash (default 10)
   --heartbeat-interval S   agents heartbeat every S seconds (default 5)
   --unreachable-after S    a node is unreachable after S seconds of silence (default 15)
   --lost-after S           … and lost after S seconds (default 60)
@@ -103,7 +104,8 @@ Options:
                            loopback clients only.
 
 Tokens: on the first start the control plane creates an admin token and
-writes it to STORE/admin.token (readable by its owner only), printing the
+writes it to STORE/admin.token (with a postgres:// store: to the state
+directory of the first instance to lead; readable by its owner only), printing the
 path, never the token. Create the others with llmgw tokens create
 gateway|metrics|join|admin. Operator-set tokens may also come from the
 environment, never from flags (flags show in ps):
@@ -137,6 +139,7 @@ export async function controlServeCommand(
 ): Promise<number> {
   const args = expandConfig("control serve", argv, ControlConfigSchema, [
     "store",
+    "state_dir",
     "engine_plugins",
   ]);
   const { values, positionals } = parseFlags("control serve", args, {
@@ -168,7 +171,9 @@ export async function controlServeCommand(
     unreachable_after_ms: seconds(values["unreachable-after"], "--unreachable-after"),
     lost_after_ms: seconds(values["lost-after"], "--lost-after"),
   };
-  const store = values.store ?? Deno.env.get("LLMGW_STORE_URL") ?? "llmgw-state";
+  // The command line first, then LLMGW_STORE_URL, then the config file's "store".
+  const store = (argvHasFlag(argv, "--store") ? values.store : undefined) ??
+    (Deno.env.get("LLMGW_STORE_URL") || undefined) ?? values.store ?? "llmgw-state";
   const shared = isPostgresUrl(store);
   if (!shared) {
     for (const f of ["state-dir", "advertise-url", "lease"] as const) {
@@ -303,8 +308,12 @@ async function serve(
     }
   }
   const adminTokens = tokens("LLMGW_ADMIN_TOKEN");
-  // The embedded gateway's token lives in this process only: nothing to store or leak.
-  const gatewayToken = newToken("llmgw_gateway");
+  // The embedded gateway's token lives in memory only: nothing to store or leak. On a shared
+  // store every instance derives the same one from the CA key they all hold, so the leader
+  // accepts the feed requests a follower's embedded gateway sends through it.
+  const gatewayToken = shared && tls !== undefined
+    ? embeddedGatewayToken(Deno.readTextFileSync(caPaths(dir).key))
+    : newToken("llmgw_gateway");
   const common = {
     ...listen,
     adminTokens,
@@ -440,4 +449,19 @@ function argvHasStorePassword(argv: readonly string[]): boolean {
     }
   }
   return false;
+}
+
+/**
+ * The embedded gateways' token on a shared store: an HMAC of a fixed label
+ * under the cluster CA's key. Whoever can read the CA key can sign any
+ * certificate already, so this grants nothing more; nobody else can compute it.
+ */
+export function embeddedGatewayToken(caKeyPem: string): string {
+  const mac = createHmac("sha256", caKeyPem).update("llmgw embedded gateway token v1").digest();
+  return `llmgw_gateway_${mac.toString("base64url")}`;
+}
+
+/** Whether the command line itself (not a config file) gives `flag`. */
+function argvHasFlag(argv: readonly string[], flag: string): boolean {
+  return argv.some((a) => a === flag || a.startsWith(`${flag}=`));
 }

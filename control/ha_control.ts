@@ -1,5 +1,5 @@
 /**
- * A highly available control plane (design §11.3, issue #15): several
+ * A highly available control plane (design §11.1, issue #15): several
  * instances on one PostgreSQL database, one leader at a time.
  *
  * - **Leader.** Holds the lease (control/leader_lease.ts), runs the
@@ -53,7 +53,7 @@ export interface StartHaControlOptions extends Omit<StartControlOptions, "store"
    * it listens on (right for a specific address, not for 0.0.0.0).
    */
   advertiseUrl?: string;
-  /** This instance's id (default: the advertised URL and a random suffix). */
+  /** This instance's id, shown in `GET /v1/leader` and the lease row (default: 8 random hex digits). */
   holder?: string;
   /** How long a term lasts without renewal (ms). Default 10,000. */
   leaseMs?: number;
@@ -289,7 +289,7 @@ class HaControl implements RunningHaControl {
     this.#abortForwarded();
     this.#term = term;
     this.#nextRenew = performance.now() + this.#leaseMs / 3;
-    this.#o.store.setEpoch(term.epoch);
+    this.#o.store.setEpoch(term.epoch, this.holder);
     this.#epochSeen = term.epoch;
     let cp: ControlPlane;
     try {

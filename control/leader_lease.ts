@@ -1,5 +1,5 @@
 /**
- * Leadership among control planes on one PostgreSQL database (design §11.3,
+ * Leadership among control planes on one PostgreSQL database (design §11.1,
  * issue #15): one lease row whose expiry is computed by the database's
  * clock, and an epoch that every takeover increments.
  *

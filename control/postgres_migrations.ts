@@ -7,7 +7,7 @@
  *
  * The tables mirror the SQLite store's (control/sqlite_migrations.ts), with
  * two columns more on every record: `epoch`, the leadership term of the
- * write (design §11.3: a deposed leader's writes are refused, and the rows
+ * write (design §11.1: a deposed leader's writes are refused, and the rows
  * show it), and `seq`, from one sequence, so a follower can tell that
  * something changed since it last looked. Structured parts are JSON text, not
  * jsonb: text round-trips exactly what was written (jsonb rejects `\u0000`,

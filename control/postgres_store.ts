@@ -12,7 +12,8 @@
  *   that row) therefore waits for writes in flight, and a deposed leader's
  *   later writes change nothing: they fail with {@link NotLeaderError}. Each
  *   row records the epoch that wrote it.
- * - **Changes.** The same statement sends `NOTIFY llmgw_changes` with the
+ * - **Changes.** The same statement of every record write (events are read
+ *   from the store directly, so they send none) sends `NOTIFY llmgw_changes` with the
  *   table and the keys only (PostgreSQL refuses payloads of 8,000 bytes or
  *   more) and takes a number from `llmgw_change_seq`, which followers poll.
  * - **Secrets.** The URL's password appears in no message: errors name the
@@ -106,6 +107,7 @@ export class PostgresStore implements ControlStore {
   readonly #name: string;
   readonly #log: (line: string) => void;
   #epoch: number | null = null;
+  #holder = "";
   #closed = false;
   #listener: ChangeListener | null = null;
 
@@ -175,8 +177,9 @@ export class PostgresStore implements ControlStore {
   }
 
   /** Sets the term writes are made under (the lease sets it on taking over, clears it on losing). */
-  setEpoch(epoch: number | null): void {
+  setEpoch(epoch: number | null, holder = ""): void {
     this.#epoch = epoch;
+    this.#holder = holder;
   }
 
   /**
@@ -515,7 +518,7 @@ export class PostgresStore implements ControlStore {
   }
 
   /**
-   * Runs a statement whose `fence` CTE reads the epoch from $1; refuses with
+   * Runs a statement whose `fence` CTE reads the term from $1; refuses with
    * {@link NotLeaderError} when this instance holds no term, or the fence
    * found the term ended (nothing was written then).
    */
@@ -526,7 +529,7 @@ export class PostgresStore implements ControlStore {
         `Store ${this.#name}: ${what} refused: this control plane is not the leader`,
       );
     }
-    const rows = await this.query(what, sql, [epoch, ...values]);
+    const rows = await this.query(what, sql, [`${epoch}/${this.#holder}`, ...values]);
     if ((rows[0]?.fenced as number) !== 1) {
       throw new NotLeaderError(
         `Store ${this.#name}: ${what} refused: the leadership of epoch ${epoch} has ended`,
@@ -560,9 +563,13 @@ export class PostgresStore implements ControlStore {
   }
 }
 
-/** The fence: the lease row, locked against a takeover, if it still names this term ($1). */
-const FENCE =
-  "SELECT epoch FROM llmgw_leader WHERE id = 1 AND epoch = $1 AND expires_at > now() FOR SHARE";
+/**
+ * The fence: the lease row, locked against a takeover, if it still names this
+ * term and holder ($1 is `epoch/holder`: an epoch alone could repeat if a
+ * database failover lost the commit of a takeover).
+ */
+const FENCE = `SELECT epoch FROM llmgw_leader
+   WHERE id = 1 AND epoch::text || '/' || holder = $1 AND expires_at > now() FOR SHARE`;
 
 /** `value` as JSON text, or SQL NULL for null. */
 function nullableJson(value: unknown): string | null {

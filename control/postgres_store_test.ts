@@ -20,6 +20,7 @@ import { NotLeaderError, PostgresStore, redactUrl } from "./postgres_store.ts";
 import type { StoreChange } from "./postgres_changes.ts";
 import { storeContractSteps, storedDeployment, storedNode } from "./store_contract.ts";
 import { StoreError } from "./store.ts";
+import { CertificateAuthority } from "../tls/authority.ts";
 
 const available = postgresAvailable();
 if (!available.ok) console.error(`PostgresStore tests ignored: ${available.reason}`);
@@ -31,7 +32,7 @@ async function leadingStore(pg: PostgresServer): Promise<{ store: PostgresStore;
   const store = await PostgresStore.open(url, { log: () => {} });
   const lease = new LeaderLease({ store, holder: "test", address: "", leaseMs: 600_000 });
   const term = await lease.tryAcquire();
-  store.setEpoch(term!.epoch);
+  store.setEpoch(term!.epoch, "test");
   return { store, url };
 }
 
@@ -134,7 +135,7 @@ Deno.test({
               leaseMs: 60_000,
             });
             const termA = (await leaseA.tryAcquire())!;
-            a.setEpoch(termA.epoch);
+            a.setEpoch(termA.epoch, "a");
             assertEquals(await leaseB.tryAcquire(), null, "a running lease is not taken");
             await a.putDeployment(storedDeployment("llama"));
             // A stops renewing (frozen); once its lease expires by the database's clock, B takes over.
@@ -143,7 +144,7 @@ Deno.test({
               intervalMs: 50,
             });
             assertEquals(termB.epoch, termA.epoch + 1);
-            b.setEpoch(termB.epoch);
+            b.setEpoch(termB.epoch, "b");
             assertEquals((await leaseB.read()).address, "https://b");
             const changed = { ...storedDeployment("llama"), updated_at: 2 };
             await b.putDeployment(changed);
@@ -242,6 +243,57 @@ Deno.test({
       });
     } finally {
       await pg.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "PostgresStore over TLS: verify-full against the database's CA; another CA is refused",
+  ignore: !available.ok,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const now = Date.now();
+    const { ca } = await CertificateAuthority.create({ now, lifetimeMs: 86_400_000 });
+    const server = await ca.issueWithKey({
+      commonName: "postgres",
+      ipAddresses: ["127.0.0.1"],
+      use: "server",
+      now,
+      lifetimeMs: 86_400_000,
+    });
+    const { ca: other } = await CertificateAuthority.create({ now, lifetimeMs: 86_400_000 });
+    const pg = await startPostgres({ tls: { certPem: server.cert, keyPem: server.key } });
+    const dir = await Deno.makeTempDir({ prefix: "llmgw-pg-tls-" });
+    try {
+      const url = await pg.createDatabase("tls");
+      await Deno.writeTextFile(`${dir}/ca.crt`, ca.certPem);
+      await Deno.writeTextFile(`${dir}/other.crt`, other.certPem);
+      const store = await PostgresStore.open(
+        `${url}?sslmode=verify-full&sslrootcert=${dir}/ca.crt`,
+        { log: () => {} },
+      );
+      try {
+        const [row] = await store.query(
+          "check TLS",
+          "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+        );
+        assertEquals(row.ssl, true, "the session is encrypted");
+      } finally {
+        await store.close();
+      }
+      const e = await assertRejects(
+        () =>
+          PostgresStore.open(`${url}?sslmode=verify-full&sslrootcert=${dir}/other.crt`, {
+            log: () => {},
+            openTimeoutMs: 500,
+          }),
+        StoreError,
+      );
+      assertStringIncludes(e.message, "Cannot open store");
+    } finally {
+      await pg.stop();
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });

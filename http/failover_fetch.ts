@@ -59,11 +59,24 @@ function base(url: string): string {
   return u.href.endsWith("/") ? u.href : `${u.href}/`;
 }
 
+/** Settings of a {@link FailoverFetch}. */
+export interface FailoverOptions {
+  /**
+   * How long a read (GET or HEAD) may wait for one control plane before it
+   * is sent to the next (ms): for a one-shot client like the CLI, so one
+   * frozen instance first in the list does not fail every command. Never
+   * for other methods (they might have been acted on), nor for long polls.
+   * Default: none.
+   */
+  readAttemptTimeoutMs?: number;
+}
+
 /** Sends requests to one of several control planes. */
 export class FailoverFetch {
   readonly #bases: string[];
   readonly #inner: Fetch;
   readonly #log: (line: string) => void;
+  readonly #attemptTimeoutMs: number | null;
   #current = 0;
 
   /**
@@ -75,11 +88,13 @@ export class FailoverFetch {
     urls: readonly string[],
     inner: Fetch = fetch,
     log: (line: string) => void = () => {},
+    options: FailoverOptions = {},
   ) {
     if (urls.length === 0) throw new ControlUrlError("no control-plane URL");
     this.#bases = urls.map(base);
     this.#inner = inner;
     this.#log = log;
+    this.#attemptTimeoutMs = options.readAttemptTimeoutMs ?? null;
   }
 
   /** The URL in use. */
@@ -109,9 +124,22 @@ export class FailoverFetch {
       const index = (this.#current + i) % n;
       const url = this.#bases[index] + rest;
       let res: Response;
+      const read = method === "GET" || method === "HEAD";
+      const patience = read && n > 1 && this.#attemptTimeoutMs !== null
+        ? AbortSignal.timeout(this.#attemptTimeoutMs)
+        : null;
       try {
-        res = await this.#inner(url, { ...init, method, headers, body, signal });
+        const attemptSignal = patience === null
+          ? signal
+          : signal === undefined || signal === null
+          ? patience
+          : AbortSignal.any([signal, patience]);
+        res = await this.#inner(url, { ...init, method, headers, body, signal: attemptSignal });
       } catch (e) {
+        if (patience?.aborted && !signal?.aborted) {
+          lastError = e;
+          continue;
+        }
         if (signal?.aborted) {
           // The caller gave up on this one: the next request tries the next URL.
           if (n > 1) this.#use((index + 1) % n, "it did not answer in time");

@@ -120,3 +120,31 @@ Deno.test("parseControlUrls: comma-separated and repeated; a bad entry is named"
   assertEquals(e.message, '--control: "ftp://b" is not an http(s) URL');
   assertThrows(() => new FailoverFetch([]), ControlUrlError);
 });
+
+Deno.test("FailoverFetch: a read a silent control plane does not answer in time goes to the next", async () => {
+  const silent: Fetch = (input, init) => {
+    if (String(input).startsWith("http://a:1")) {
+      return new Promise((_, reject) =>
+        init?.signal?.addEventListener(
+          "abort",
+          () => reject(new DOMException("aborted", "AbortError")),
+        )
+      );
+    }
+    return Promise.resolve(new Response("b"));
+  };
+  const f = new FailoverFetch(["http://a:1", "http://b:1"], silent, () => {}, {
+    readAttemptTimeoutMs: 30,
+  });
+  assertEquals(await (await f.fetch("http://a:1/v1/nodes")).text(), "b");
+  assertEquals(f.current, "http://b:1");
+  // A write is never sent twice: it waits on the silent one until the caller gives up.
+  const g = new FailoverFetch(["http://a:1", "http://b:1"], silent, () => {}, {
+    readAttemptTimeoutMs: 30,
+  });
+  await assertRejects(
+    () =>
+      g.fetch("http://a:1/v1/x", { method: "POST", body: "{}", signal: AbortSignal.timeout(100) }),
+    DOMException,
+  );
+});

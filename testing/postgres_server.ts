@@ -141,7 +141,10 @@ function alive(pid: number): boolean {
  *
  * @throws {Error} When PostgreSQL is unavailable or does not start (nothing is left running).
  */
-export async function startPostgres(): Promise<PostgresServer> {
+export async function startPostgres(
+  options: { tls?: { certPem: string; keyPem: string } } = {},
+): Promise<PostgresServer> {
+  const tls = options.tls;
   const available = postgresAvailable();
   if (!available.ok) throw new Error(`Cannot start PostgreSQL: ${available.reason}`);
   const bin = available.bin;
@@ -172,7 +175,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     await Deno.remove(root, { recursive: true }).catch(() => {});
   };
   const start = async () => {
-    const options = [
+    const serverOptions = [
       `-p ${port}`,
       "-h 127.0.0.1",
       `-k ${socketDir}`,
@@ -180,6 +183,11 @@ export async function startPostgres(): Promise<PostgresServer> {
       "-c synchronous_commit=off",
       "-c full_page_writes=off",
       "-c max_connections=200",
+      ...(tls === undefined ? [] : [
+        "-c ssl=on",
+        `-c ssl_cert_file=${join(root, "server.crt")}`,
+        `-c ssl_key_file=${join(root, "server.key")}`,
+      ]),
     ].join(" ");
     await run(
       bin,
@@ -188,7 +196,7 @@ export async function startPostgres(): Promise<PostgresServer> {
         "-D",
         dataDir,
         "-o",
-        options,
+        serverOptions,
         "-l",
         join(root, "server.log"),
         "-w",
@@ -206,6 +214,16 @@ export async function startPostgres(): Promise<PostgresServer> {
       ["-D", dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
       "initdb",
     );
+    if (options.tls !== undefined) {
+      // PostgreSQL refuses a key file others can read.
+      await Deno.writeTextFile(join(root, "server.crt"), options.tls.certPem);
+      await Deno.writeTextFile(join(root, "server.key"), options.tls.keyPem, { mode: 0o600 });
+      if (Deno.uid() === 0) {
+        const { uid, gid } = pgUser();
+        await Deno.chown(join(root, "server.crt"), uid, gid);
+        await Deno.chown(join(root, "server.key"), uid, gid);
+      }
+    }
     // Loopback and the socket only: trust is for this throwaway cluster alone.
     await Deno.writeTextFile(
       join(dataDir, "pg_hba.conf"),
