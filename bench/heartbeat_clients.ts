@@ -5,7 +5,11 @@
  * SECONDS, trusting CA_FILE when the URL is https, and prints
  * `{"sent": N, "failed": N, "seconds": S}`.
  *
- * Run by heartbeat_load.ts: `deno run -A bench/heartbeat_clients.ts URL CA_FILE|- TOKENS_FILE SECONDS`.
+ * With SECONDS `once`, sends one heartbeat per node and stops: the warm-up
+ * before a measurement of the steady state (every node's first heartbeat
+ * after registration may change its liveness, which writes an event).
+ *
+ * Run by heartbeat_load.ts: `deno run -A bench/heartbeat_clients.ts URL CA_FILE|- TOKENS_FILE SECONDS|once`.
  */
 import { pinnedFetch } from "../tls/trust.ts";
 
@@ -16,10 +20,15 @@ const send = client?.fetch ?? fetch;
 const CONCURRENCY = 64;
 let sent = 0;
 let failed = 0;
-const deadline = performance.now() + Number(secondsText) * 1000;
+const once = secondsText === "once";
+const deadline = performance.now() + (once ? 3_600_000 : Number(secondsText) * 1000);
 const t0 = performance.now();
 await Promise.all(Array.from({ length: CONCURRENCY }, async (_, worker) => {
-  for (let i = worker; performance.now() < deadline; i += CONCURRENCY) {
+  for (
+    let i = worker;
+    performance.now() < deadline && (!once || i < nodes.length);
+    i += CONCURRENCY
+  ) {
     const [nodeId, token] = nodes[i % nodes.length];
     const res = await send(`${url}/v1/agent/heartbeat`, {
       method: "POST",

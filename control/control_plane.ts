@@ -179,9 +179,10 @@ export class ControlPlane {
   }
 
   /** Stops the loop and wakes every long poll; resolves once a running pass has finished. */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.desired.wakeAll();
-    return this.reconciler.stop();
+    await this.reconciler.stop();
+    await this.state.flushEvents();
   }
 
   /** One reconcile pass now. */

@@ -37,8 +37,9 @@ export class EventLog {
     this.#state = state;
   }
 
-  /** Recent events, oldest first. */
-  list(q: EventQuery = {}): Promise<EventRecord[]> {
-    return this.#state.store.listEvents(q);
+  /** Recent events, oldest first, including those still queued for the store. */
+  async list(q: EventQuery = {}): Promise<EventRecord[]> {
+    await this.#state.flushEvents();
+    return await this.#state.store.listEvents(q);
   }
 }

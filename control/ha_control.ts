@@ -323,11 +323,13 @@ class HaControl implements RunningHaControl {
     const term = this.#term;
     this.#term = null;
     this.#leading = null;
-    this.#o.store.setEpoch(null);
-    if (term === null) return;
+    if (term === null) return this.#o.store.setEpoch(null);
     this.#log(`stepped down from epoch ${term.epoch}: ${reason}`);
+    // A pass already running finishes under the old term (the database refuses its writes
+    // if the term has ended); none starts, since leading() is false from here.
+    await leading?.cp.stop();
+    this.#o.store.setEpoch(null);
     if (leading === null) return;
-    await leading.cp.stop();
     const previous = this.#readModel;
     this.#readModel = leading;
     await previous?.cp.stop();

@@ -97,6 +97,14 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
     "# HELP llmgw_unschedulable_total Placement attempts that found no fit (new explanations only).",
     "# TYPE llmgw_unschedulable_total counter",
     `llmgw_unschedulable_total ${cp.counters.unschedulable}`,
+    "# HELP llmgw_events_dropped_total Events not written: the queue for a shared store was full, or the store refused them.",
+    "# TYPE llmgw_events_dropped_total counter",
+    `llmgw_events_dropped_total ${cp.state.droppedEvents}`,
+    "# HELP llmgw_control_leader Whether this control plane leads (1) or not (0), with its leadership term.",
+    "# TYPE llmgw_control_leader gauge",
+    `llmgw_control_leader{epoch="${cp.leadership().epoch}"} ${
+      cp.leadership().role === "leader" ? 1 : 0
+    }`,
     ...http.render(),
   );
   const expiries = cp.nodeCertificates.expiries();

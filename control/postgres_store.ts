@@ -26,6 +26,13 @@
 import pg from "pg";
 import { MAX_EVENTS } from "./memory_store.ts";
 import {
+  apiKeyColumns,
+  deploymentColumns,
+  nodeColumns,
+  replicaColumns,
+  tokenColumns,
+} from "./store_columns.ts";
+import {
   CHANGE_CHANNEL,
   ChangeListener,
   type ChangeTable,
@@ -235,7 +242,7 @@ export class PostgresStore implements ControlStore {
        SELECT $3, $4, $5, $6, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at,
          updated_at = excluded.updated_at, epoch = excluded.epoch, seq = excluded.seq`,
-      [d.name, JSON.stringify(d.spec), d.created_at, d.updated_at],
+      deploymentColumns(d),
     );
   }
 
@@ -270,17 +277,7 @@ export class PostgresStore implements ControlStore {
          placement = excluded.placement, explanation = excluded.explanation,
          failure = excluded.failure, created_at = excluded.created_at,
          updated_at = excluded.updated_at, epoch = excluded.epoch, seq = excluded.seq`,
-      [
-        r.id,
-        r.deployment,
-        r.index,
-        r.phase,
-        nullableJson(r.placement),
-        nullableJson(r.explanation),
-        nullableJson(r.failure ?? null),
-        r.created_at,
-        r.updated_at,
-      ],
+      replicaColumns(r),
     );
   }
 
@@ -314,16 +311,7 @@ export class PostgresStore implements ControlStore {
          label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
          generation = excluded.generation, updated_at = excluded.updated_at,
          epoch = excluded.epoch, seq = excluded.seq`,
-      [
-        n.id,
-        JSON.stringify(n.registration),
-        n.token_hash,
-        n.intent,
-        JSON.stringify(n.label_overrides),
-        JSON.stringify(n.fabric_overrides ?? {}),
-        n.generation,
-        n.updated_at,
-      ],
+      nodeColumns(n),
     );
   }
 
@@ -344,6 +332,29 @@ export class PostgresStore implements ControlStore {
       [e.at, e.kind, e.subject, e.message],
     );
     return { id: row.id as number, at: e.at, kind: e.kind, subject: e.subject, message: e.message };
+  }
+
+  /** Appends events in order in one statement, keeping the newest {@link MAX_EVENTS}. */
+  async addEvents(events: readonly Omit<EventRecord, "id">[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.#fenced(
+      "add events",
+      `WITH fence AS (${FENCE}),
+       w AS (INSERT INTO events (at, kind, subject, message, epoch)
+             SELECT e.at, e.kind, e.subject, e.message, fence.epoch
+             FROM fence, unnest($2::bigint[], $3::text[], $4::text[], $5::text[])
+               WITH ORDINALITY AS e(at, kind, subject, message, n)
+             ORDER BY e.n RETURNING id),
+       prune AS (DELETE FROM events WHERE id <= (SELECT max(id) FROM w) - ${MAX_EVENTS} RETURNING 1)
+       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n,
+         (SELECT count(*) FROM prune)::int AS pruned`,
+      [
+        events.map((e) => e.at),
+        events.map((e) => e.kind),
+        events.map((e) => e.subject),
+        events.map((e) => e.message),
+      ],
+    );
   }
 
   async listEvents(q: EventQuery = {}): Promise<EventRecord[]> {
@@ -395,7 +406,7 @@ export class PostgresStore implements ControlStore {
        ON CONFLICT (id) DO UPDATE SET name = excluded.name, hash = excluded.hash,
          models = excluded.models, created_at = excluded.created_at,
          epoch = excluded.epoch, seq = excluded.seq`,
-      [k.id, k.name, k.hash, nullableJson(k.models), k.created_at],
+      apiKeyColumns(k),
     );
   }
 
@@ -424,7 +435,7 @@ export class PostgresStore implements ControlStore {
        ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, hash = excluded.hash,
          description = excluded.description, created_at = excluded.created_at,
          expires_at = excluded.expires_at, epoch = excluded.epoch, seq = excluded.seq`,
-      [t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at],
+      tokenColumns(t),
     );
   }
 
@@ -570,8 +581,3 @@ export class PostgresStore implements ControlStore {
  */
 const FENCE = `SELECT epoch FROM llmgw_leader
    WHERE id = 1 AND epoch::text || '/' || holder = $1 AND expires_at > now() FOR SHARE`;
-
-/** `value` as JSON text, or SQL NULL for null. */
-function nullableJson(value: unknown): string | null {
-  return value === null ? null : JSON.stringify(value);
-}

@@ -27,6 +27,13 @@ import { MIGRATIONS, SCHEMA_VERSION } from "./sqlite_migrations.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { MAX_EVENTS } from "./memory_store.ts";
 import {
+  apiKeyColumns,
+  deploymentColumns,
+  nodeColumns,
+  replicaColumns,
+  tokenColumns,
+} from "./store_columns.ts";
+import {
   type AccessTokenKind,
   type AccessTokenRecord,
   type ApiKeyRecord,
@@ -149,7 +156,7 @@ export class SqliteStore implements ControlStore {
         `INSERT INTO deployments (name, spec, created_at, updated_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET spec = excluded.spec,
            created_at = excluded.created_at, updated_at = excluded.updated_at`,
-      ).run(d.name, JSON.stringify(d.spec), d.created_at, d.updated_at);
+      ).run(...deploymentColumns(d));
     });
   }
 
@@ -211,17 +218,7 @@ export class SqliteStore implements ControlStore {
            replica_index = excluded.replica_index, phase = excluded.phase,
            placement = excluded.placement, explanation = excluded.explanation,
            failure = excluded.failure, created_at = excluded.created_at, updated_at = excluded.updated_at`,
-      ).run(
-        r.id,
-        r.deployment,
-        r.index,
-        r.phase,
-        nullableJson(r.placement),
-        nullableJson(r.explanation),
-        nullableJson(r.failure ?? null),
-        r.created_at,
-        r.updated_at,
-      );
+      ).run(...replicaColumns(r));
     });
   }
 
@@ -270,16 +267,7 @@ export class SqliteStore implements ControlStore {
            token_hash = excluded.token_hash, intent = excluded.intent,
            label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
            generation = excluded.generation, updated_at = excluded.updated_at`,
-      ).run(
-        n.id,
-        JSON.stringify(n.registration),
-        n.token_hash,
-        n.intent,
-        JSON.stringify(n.label_overrides),
-        JSON.stringify(n.fabric_overrides ?? {}),
-        n.generation,
-        n.updated_at,
-      );
+      ).run(...nodeColumns(n));
     });
   }
 
@@ -361,7 +349,7 @@ export class SqliteStore implements ControlStore {
         `INSERT INTO api_keys (id, name, hash, models, created_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, hash = excluded.hash,
            models = excluded.models, created_at = excluded.created_at`,
-      ).run(k.id, k.name, k.hash, nullableJson(k.models), k.created_at);
+      ).run(...apiKeyColumns(k));
     });
   }
 
@@ -395,7 +383,7 @@ export class SqliteStore implements ControlStore {
          ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, hash = excluded.hash,
            description = excluded.description, created_at = excluded.created_at,
            expires_at = excluded.expires_at`,
-      ).run(t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at);
+      ).run(...tokenColumns(t));
     });
   }
 
@@ -482,11 +470,6 @@ export class SqliteStore implements ControlStore {
     if (!ok) throw new StoreError(`${where} holds JSON that is not an ${shape}; damaged?`);
     return value as T;
   }
-}
-
-/** `value` as JSON text, or SQL NULL for null. */
-function nullableJson(value: unknown): string | null {
-  return value === null ? null : JSON.stringify(value);
 }
 
 /** The file's schema version (0 for a new file). */

@@ -14,10 +14,17 @@ import type {
   AccessTokenRecord,
   ApiKeyRecord,
   ControlStore,
+  EventRecord,
   StoredDeployment,
   StoredNode,
   StoredReplica,
 } from "./store.ts";
+
+/** The most events queued for a batching store; past it the oldest are dropped (and counted). */
+const MAX_PENDING_EVENTS = 10_000;
+
+/** Events written per round trip. */
+const EVENT_BATCH = 500;
 
 /** Settings of the state. */
 export interface ControlStateOptions {
@@ -64,7 +71,11 @@ export class ControlState {
   leading: () => boolean = () => true;
   /** Asks for a reconcile soon; set by the reconciler's loop. */
   kick: () => void = () => {};
+  /** Events queued and then given up (the queue was full, or the store refused them). */
+  droppedEvents = 0;
   #lock: Promise<unknown> = Promise.resolve();
+  readonly #pendingEvents: Omit<EventRecord, "id">[] = [];
+  #flushing: Promise<void> | null = null;
 
   /** Creates empty books. */
   constructor(options: ControlStateOptions) {
@@ -86,9 +97,50 @@ export class ControlState {
     return run;
   }
 
-  /** Records an event. */
+  /**
+   * Records an event. On a store that batches (PostgreSQL) it is queued and
+   * written behind the lock, in order, so a burst of them (every node coming
+   * back after a partition) never holds heartbeats behind database round
+   * trips; {@link flushEvents} waits for the queue. Elsewhere it is written
+   * at once.
+   */
   async event(kind: string, subject: string, message: string): Promise<void> {
-    await this.store.addEvent({ at: this.now(), kind, subject, message });
+    const e = { at: this.now(), kind, subject, message };
+    if (this.store.addEvents === undefined) {
+      await this.store.addEvent(e);
+      return;
+    }
+    if (this.#pendingEvents.length >= MAX_PENDING_EVENTS) {
+      this.#pendingEvents.shift();
+      this.droppedEvents++;
+    }
+    this.#pendingEvents.push(e);
+    this.#flushing ??= this.#flush();
+  }
+
+  /** Waits until every queued event is written (or its write failed). */
+  async flushEvents(): Promise<void> {
+    while (this.#flushing !== null) await this.#flushing;
+  }
+
+  async #flush(): Promise<void> {
+    // One turn of the event loop first: the events of one pass go together.
+    await new Promise((r) => setTimeout(r, 0));
+    try {
+      while (this.#pendingEvents.length > 0) {
+        const batch = this.#pendingEvents.splice(0, EVENT_BATCH);
+        try {
+          await this.store.addEvents!(batch);
+        } catch (e) {
+          // A deposed leader's or an unreachable store's events are lost, never retried
+          // forever; the next leader writes its own.
+          this.droppedEvents += batch.length;
+          this.warn("events not written", `${batch.length}: ${(e as Error).message}`);
+        }
+      }
+    } finally {
+      this.#flushing = null;
+    }
   }
 
   /** A warning for the operator's log: never a secret. */

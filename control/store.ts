@@ -190,6 +190,12 @@ export interface ControlStore {
 
   /** Appends an event; returns it with its id. Old events are pruned past a bound. */
   addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord>;
+  /**
+   * Appends several events in order, in one round trip: a store whose
+   * writes cross a network has it, and the control plane then writes events
+   * behind the lock instead of under it (control/state.ts).
+   */
+  addEvents?(events: readonly Omit<EventRecord, "id">[]): Promise<void>;
   /** Events, oldest first. */
   listEvents(q?: EventQuery): Promise<EventRecord[]>;
 

@@ -458,6 +458,18 @@ function contractCases(): ContractCase[] {
     assertEquals((await s.listEvents({ limit: MAX_EVENTS * 2 })).length, MAX_EVENTS);
   });
 
+  test("events: a batch, where the store takes one, lands in order after single ones", async (s) => {
+    if (s.addEvents === undefined) return;
+    const one = await s.addEvent(event("node/n0", 1));
+    await s.addEvents([event("node/n1", 2), event("node/n2", 3), event("node/n3", 4)]);
+    await s.addEvents([]);
+    const listed = await s.listEvents();
+    assertEquals(listed.map((e) => e.subject), ["node/n0", "node/n1", "node/n2", "node/n3"]);
+    assertEquals(listed[0], one);
+    for (let i = 1; i < listed.length; i++) assertOk(listed[i].id > listed[i - 1].id);
+    assertEquals(listed[3], { id: listed[3].id, ...event("node/n3", 4) });
+  });
+
   test("record types are independent of each other", async (s) => {
     // The same key in every table, and a replica whose deployment is not stored.
     await s.putDeployment(storedDeployment("x"));

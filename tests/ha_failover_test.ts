@@ -246,10 +246,21 @@ Deno.test({
           // The new leader places: a second replica, through the CLI's URL list.
           const scaled = await admin("POST", "/v1/deployments/demo/scale", { replicas: 2 });
           assertEquals(scaled.status, 200, JSON.stringify(scaled.body));
-          await until("two replicas ready", async () => (await readyReplicas()).length === 2, POLL);
+          await until("two replicas placed", async () => {
+            const r = await admin("GET", "/v1/replicas");
+            return r.status === 200 && r.body.replicas.length === 2 &&
+              r.body.replicas.every((x: { phase?: string; state: string }) =>
+                x.state !== "pending"
+              );
+          }, POLL);
           const placedAfter = performance.now() - killedAt;
+          assertOk(
+            placedAfter <= TAKEOVER_BOUND_MS,
+            `the new leader placed the new replica ${placedAfter.toFixed(0)} ms after the kill`,
+          );
+          await until("two replicas ready", async () => (await readyReplicas()).length === 2, POLL);
           console.log(
-            `leader killed: new leader after ${tookOver.toFixed(0)} ms; 2nd replica ready after ${
+            `leader killed: new leader after ${tookOver.toFixed(0)} ms; 2nd replica placed after ${
               placedAfter.toFixed(0)
             } ms`,
           );
@@ -294,8 +305,22 @@ Deno.test({
               const r = await admin("GET", "/v1/replicas");
               return r.status === 200 && r.body.replicas.length === 1;
             }, POLL);
+            // A change sent to the frozen leader itself: it is read only when it thaws, still
+            // believing it leads. Either its write is refused by the fence (503) or, once it has
+            // stepped down, it forwards the request to the new leader (200).
+            const toFrozen = direct(b.url, "/v1/deployments/demo/scale", {
+              method: "POST",
+              body: JSON.stringify({ replicas: 3 }),
+              signal: AbortSignal.timeout(20_000),
+            }).then(async (r) => ({ status: r.status, body: await r.json() }));
             b.proc!.kill("SIGCONT");
             thawed = true;
+            const late = await toFrozen;
+            console.log(
+              `a change sent to the frozen leader, answered after it thawed: ${late.status}`,
+            );
+            assertOk([200, 503].includes(late.status), JSON.stringify(late.body));
+            if (late.status === 503) assertEquals(late.body.error.code, "not_leader");
             await until("b steps down", async () => {
               const l = await leadership(b).catch(() => null);
               return l !== null && l.role !== "leader";
@@ -322,11 +347,22 @@ Deno.test({
               `SELECT count(*) FROM events WHERE epoch = ${before.epoch} AND at >= ${takeoverMs}`,
             );
             assertEquals(staleEvents.trim(), "0");
-            // The scale made under the new leader is in the row, stamped with its term.
+            // The deployment's row is the new term's: replicas 1, or 3 when the thawed instance
+            // forwarded the late change to the new leader.
             assertEquals(
               (await pg!.psql("ha", "SELECT epoch FROM deployments WHERE name = 'demo'")).trim(),
               String(after.epoch),
             );
+            const spec = JSON.parse(
+              await pg!.psql("ha", "SELECT spec FROM deployments WHERE name = 'demo'"),
+            );
+            assertEquals(spec.replicas, late.status === 200 ? 3 : 1);
+            if (late.status === 200) {
+              assertEquals(
+                (await admin("POST", "/v1/deployments/demo/scale", { replicas: 1 })).status,
+                200,
+              );
+            }
             sameEnginesOf(enginePids(agentDir), engines[0]);
           } finally {
             if (!thawed) b.proc?.kill("SIGCONT");

@@ -1,0 +1,67 @@
+/**
+ * A record's column values, in the order both SQL stores' tables declare
+ * them (control/sqlite_migrations.ts, control/postgres_migrations.ts):
+ * keys and scalars as they are, structured parts as JSON text. One list per
+ * record type, so the two stores cannot write a field differently.
+ *
+ * @module
+ */
+import type {
+  AccessTokenRecord,
+  ApiKeyRecord,
+  StoredDeployment,
+  StoredNode,
+  StoredReplica,
+} from "./store.ts";
+
+/** A column value. */
+export type ColumnValue = string | number | null;
+
+/** `value` as JSON text, or SQL NULL for null. */
+export function nullableJson(value: unknown): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
+/** name, spec, created_at, updated_at. */
+export function deploymentColumns(d: StoredDeployment): ColumnValue[] {
+  return [d.name, JSON.stringify(d.spec), d.created_at, d.updated_at];
+}
+
+/** id, deployment, replica_index, phase, placement, explanation, failure, created_at, updated_at. */
+export function replicaColumns(r: StoredReplica): ColumnValue[] {
+  return [
+    r.id,
+    r.deployment,
+    r.index,
+    r.phase,
+    nullableJson(r.placement),
+    nullableJson(r.explanation),
+    nullableJson(r.failure ?? null),
+    r.created_at,
+    r.updated_at,
+  ];
+}
+
+/** id, registration, token_hash, intent, label_overrides, fabric_overrides, generation, updated_at. */
+export function nodeColumns(n: StoredNode): ColumnValue[] {
+  return [
+    n.id,
+    JSON.stringify(n.registration),
+    n.token_hash,
+    n.intent,
+    JSON.stringify(n.label_overrides),
+    JSON.stringify(n.fabric_overrides ?? {}),
+    n.generation,
+    n.updated_at,
+  ];
+}
+
+/** id, name, hash, models, created_at. */
+export function apiKeyColumns(k: ApiKeyRecord): ColumnValue[] {
+  return [k.id, k.name, k.hash, nullableJson(k.models), k.created_at];
+}
+
+/** id, kind, hash, description, created_at, expires_at. */
+export function tokenColumns(t: AccessTokenRecord): ColumnValue[] {
+  return [t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at];
+}
