@@ -112,6 +112,14 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
       });
     } catch (e) {
       if (req.signal.aborted) return error(499, "client_closed", "the caller went away");
+      // No connection at all (the engine is stopping, or gone): nothing reached it.
+      if (neverConnected(e)) {
+        return error(
+          502,
+          "engine_refused",
+          `the engine of shard ${shard} refused the connection (stopping or gone)`,
+        );
+      }
       return error(
         502,
         "engine_unreachable",
@@ -124,4 +132,13 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
       headers: forwardHeaders(res.headers, RESPONSE_DROP),
     });
   };
+}
+
+/**
+ * Whether a fetch failed before any connection was made: Deno reports a
+ * refused or failed connect as "client error (Connect)" in the error's cause.
+ */
+function neverConnected(e: unknown): boolean {
+  const text = `${e}|${(e as { cause?: unknown } | null)?.cause ?? ""}`;
+  return /client error \(Connect\)|Connection refused/i.test(text);
 }

@@ -90,16 +90,32 @@ Deno.test("engine proxy: an unknown or unnamed shard, and an engine that does no
   const { call } = setup();
   assertEquals((await call("GET", "/v1/models", `Bearer ${TOKEN}`, "nope")).status, 404);
   assertEquals((await call("GET", "/v1/models", `Bearer ${TOKEN}`, null)).status, 400);
-  const down = engineProxy({
-    token: TOKEN,
-    target: () => ({ port: 1, key: null }),
-    fetch: () => Promise.reject(new TypeError("connection refused")),
+  const unknown = await call("GET", "/v1/models", `Bearer ${TOKEN}`, "nope");
+  assertEquals(unknown.headers.get("x-llmgw-proxy-refused"), "unknown_shard");
+  // Refused before any connection (Deno's error, with its cause): the gateway may try another.
+  const refused = new TypeError("fetch failed", {
+    cause: new Error(
+      "client error (Connect): tcp connect error: Connection refused (os error 111)",
+    ),
   });
-  const res = await down(
-    new Request("http://agent/v1/models", {
-      headers: { authorization: `Bearer ${TOKEN}`, [SHARD_HEADER]: "s1" },
-    }),
-  );
+  const down = (error: Error) =>
+    engineProxy({
+      token: TOKEN,
+      target: () => ({ port: 1, key: null }),
+      fetch: () => Promise.reject(error),
+    })(
+      new Request("http://agent/v1/models", {
+        headers: { authorization: `Bearer ${TOKEN}`, [SHARD_HEADER]: "s1" },
+      }),
+    );
+  const res = await down(refused);
   assertEquals(res.status, 502);
-  assertStringIncludes((await res.json()).error.message, "connection refused");
+  assertEquals(res.headers.get("x-llmgw-proxy-refused"), "engine_refused");
+  assertStringIncludes((await res.json()).error.message, "refused the connection");
+  // Broken after connecting: not known to be unsent, so not marked retryable.
+  const broken = await down(new TypeError("connection reset by peer"));
+  assertEquals(broken.status, 502);
+  const body = await broken.json();
+  assertEquals(body.error.code, "engine_unreachable");
+  assertStringIncludes(body.error.message, "connection reset");
 });

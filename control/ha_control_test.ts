@@ -50,6 +50,7 @@ async function instance(url: string, name: string): Promise<RunningHaControl> {
     leaseMs: 1_500,
     retryMs: 100,
     pollMs: 300,
+    reloadEveryMs: 150,
     reconcileMs: 200,
   });
 }

@@ -350,7 +350,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           (performance.now() - tAttempt) / 1000,
         );
         table.markSuspect(e);
-        lastError = `the node runs no engine of shard ${e.shard ?? "?"} (${refused})`;
+        lastError = `the node did not reach an engine of shard ${e.shard ?? "?"} (${refused})`;
         log(`gateway: ${model}: ${e.url}: ${lastError}; marked suspect`);
         continue;
       }

@@ -3,7 +3,10 @@
  * and the CLI address the first URL, and this sends each request to the one
  * in use, moving to the next on a connection failure or on a refusal that
  * says "not here" (`503` with a code in {@link FAILOVER_CODES}). It stays on
- * the URL that answered, so a failover costs one extra attempt, once.
+ * the URL that answered, so a failover costs one extra attempt, once; and
+ * when a follower's answer names the leader (`x-llmgw-leader`) and the
+ * leader is listed, it moves there, so clients talk to the leader directly
+ * and forwarding is only the way through a failover.
  *
  * A request that timed out (its signal aborted) is not sent again, since the
  * caller gave up; the next request starts at the next URL, which is what
@@ -15,7 +18,7 @@
  *
  * @module
  */
-import { errorCode, FAILOVER_CODES } from "../protocol/leadership.ts";
+import { errorCode, FAILOVER_CODES, LEADER_HEADER } from "../protocol/leadership.ts";
 
 /** The `fetch` signature this wraps and provides. */
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -155,6 +158,9 @@ export class FailoverFetch {
       }
       if (index !== this.#current) this.#use(index, "the previous one did not serve");
       await lastRefusal?.body?.cancel().catch(() => {});
+      // A follower forwarded this: talk to the leader itself next time, when it is listed.
+      const leader = this.#indexOf(res.headers.get(LEADER_HEADER));
+      if (leader !== null) this.#use(leader, "it leads");
       return res;
     }
     if (lastRefusal !== null) return lastRefusal;
@@ -165,6 +171,18 @@ export class FailoverFetch {
     if (index === this.#current) return;
     this.#current = index;
     this.#log(`control plane: now using ${this.current} (${why})`);
+  }
+
+  /** The index of the listed URL with `url`'s origin, or null. */
+  #indexOf(url: string | null): number | null {
+    if (url === null) return null;
+    try {
+      const origin = new URL(url).origin;
+      const i = this.#bases.findIndex((b) => new URL(b).origin === origin);
+      return i === -1 ? null : i;
+    } catch {
+      return null;
+    }
   }
 
   /** The part of `url` after a listed base, or null when it is under none. */

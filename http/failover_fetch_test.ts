@@ -148,3 +148,23 @@ Deno.test("FailoverFetch: a read a silent control plane does not answer in time 
     DOMException,
   );
 });
+
+Deno.test("FailoverFetch: an answer forwarded by a follower moves the client to the leader it names", async () => {
+  const net = network({
+    "http://a:1": () => new Response("via a", { headers: { "x-llmgw-leader": "http://b:1" } }),
+    "http://b:1": () => new Response("b"),
+  });
+  const f = new FailoverFetch(["http://a:1", "http://b:1"], net.fetch);
+  assertEquals(await (await f.fetch("http://a:1/v1/nodes")).text(), "via a");
+  assertEquals(f.current, "http://b:1");
+  assertEquals(await (await f.fetch("http://a:1/v1/nodes")).text(), "b");
+  // A leader the client does not list changes nothing.
+  const g = new FailoverFetch(
+    ["http://a:1"],
+    network({
+      "http://a:1": () => new Response("x", { headers: { "x-llmgw-leader": "http://c:1" } }),
+    }).fetch,
+  );
+  await (await g.fetch("http://a:1/v1/x")).body?.cancel();
+  assertEquals(g.current, "http://a:1");
+});

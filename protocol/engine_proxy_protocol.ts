@@ -15,7 +15,7 @@ export const PROXY_REFUSED_HEADER = "x-llmgw-proxy-refused";
 
 /**
  * Refusals after which the request may go to another replica: no engine of
- * that shard runs on the node (stopped, or never placed there), so nothing
- * was generated.
+ * that shard runs on the node (stopped, or never placed there), or its
+ * engine refused the connection (stopping), so nothing was generated.
  */
-export const RETRYABLE_REFUSALS: readonly string[] = ["unknown_shard"];
+export const RETRYABLE_REFUSALS: readonly string[] = ["unknown_shard", "engine_refused"];

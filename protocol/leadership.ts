@@ -14,6 +14,12 @@ export const FAILOVER_CODES: readonly string[] = ["not_leader", "store_unavailab
 /** The header a follower marks a request it forwards with (never forwarded twice). */
 export const FORWARDED_BY_HEADER = "x-llmgw-forwarded-by";
 
+/**
+ * The header on an answer a follower forwarded: the leader's URL, so a
+ * client that lists it talks to the leader directly from then on.
+ */
+export const LEADER_HEADER = "x-llmgw-leader";
+
 /** The header on an answer served from a control plane's last known state. */
 export const READ_ONLY_HEADER = "x-llmgw-read-only";
 
