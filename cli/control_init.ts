@@ -56,6 +56,12 @@ export async function controlInitCommand(
   if (dir === undefined || dir === "" || dir === ":memory:") {
     throw new UsageError("control init: --store DIR is required (a directory, not :memory:)");
   }
+  if (/^postgres(ql)?:\/\//i.test(dir)) {
+    throw new UsageError(
+      "control init: prepares a directory store; with a postgres:// store, start the first " +
+        "control plane with control serve (LLMGW_STORE_URL, --state-dir) as docs/ha.md shows",
+    );
+  }
   const listen = values.listen ?? "0.0.0.0:7070";
   parseListen(listen);
   const sans = values["tls-san"] ?? [];

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
+import { postgresAvailable, startPostgres } from "../testing/postgres_server.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -143,4 +144,65 @@ Deno.test("role permissions: control and gateway serve under their compiled perm
     }
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+});
+
+Deno.test({
+  name: "role permissions: control serves a shared PostgreSQL store under its compiled permissions",
+  ignore: !postgresAvailable().ok,
+  async fn() {
+    const pg = await startPostgres();
+    const dir = await Deno.makeTempDir({ prefix: "llmgw_role_perms_pg_" });
+    const port = freePort();
+    let proc: Deno.ChildProcess | null = null;
+    try {
+      const url = await pg.createDatabase("perms");
+      proc = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-prompt",
+          "--unstable-no-legacy-abort",
+          ...permsFor("control"),
+          join(ROOT, "roles/control.ts"),
+          "serve",
+          "--insecure-http",
+          "--listen",
+          `127.0.0.1:${port}`,
+          "--state-dir",
+          dir,
+          "--gateway-listen",
+          "off",
+        ],
+        env: { LLMGW_STORE_URL: url, LLMGW_ADMIN_TOKEN: "perm-admin" },
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      const control = `http://127.0.0.1:${port}`;
+      await until("the instance leads", async () => {
+        const r = await fetch(`${control}/v1/leader`);
+        return r.ok && (await r.json()).role === "leader";
+      }, POLL);
+      const applied = await fetch(`${control}/v1/deployments`, {
+        method: "POST",
+        headers: { authorization: "Bearer perm-admin", "content-type": "application/json" },
+        body: JSON.stringify({
+          name: "demo",
+          model: "org/demo",
+          replicas: 1,
+          profiles: [{ name: "p", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 1 }],
+        }),
+      });
+      assertEquals(applied.status, 201, "the database is written");
+      await applied.body?.cancel();
+      assertEquals((await pg.psql("perms", "SELECT name FROM deployments")).trim(), "demo");
+    } finally {
+      try {
+        proc?.kill("SIGKILL");
+      } catch {
+        // Gone.
+      }
+      await proc?.output();
+      await pg.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
