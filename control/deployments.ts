@@ -7,7 +7,7 @@
  * @module
  */
 import { DeploymentError, type LoadedDeployment, parseDeployment } from "../deployment/load.ts";
-import type { Deployment } from "../deployment/schema.ts";
+import { DEFAULT_ROUTING, type Deployment, type RoutingPolicy } from "../deployment/schema.ts";
 import { classFacts, type DeploymentIssue } from "../deployment/validate.ts";
 import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
@@ -52,6 +52,15 @@ export class DeploymentService {
   servedNames(): string[] {
     return [...new Set([...this.#state.deployments.values()].map((d) => d.spec.served_model_name))]
       .sort();
+  }
+
+  /** Each served model's routing policy, for gateways (design §12). */
+  routing(): Record<string, RoutingPolicy> {
+    const out: Record<string, RoutingPolicy> = {};
+    for (const d of this.#state.deployments.values()) {
+      out[d.spec.served_model_name] = d.spec.routing ?? DEFAULT_ROUTING;
+    }
+    return out;
   }
 
   /** One deployment, or a NotFoundError. */

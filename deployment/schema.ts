@@ -53,6 +53,20 @@ export const ProfileSchema = z.object({
     .default({}).describe("Node labels that must all match."),
 }).strict();
 
+/**
+ * How gateways pick a replica for a request (design §12): the least
+ * outstanding of two drawn at random, the replica that holds the
+ * conversation's KV cache (consistent hashing with bounded loads), or
+ * uniformly at random (a baseline for benchmarks).
+ */
+export const ROUTING_POLICIES = ["least_outstanding", "prefix_affinity", "random"] as const;
+
+/** One of {@link ROUTING_POLICIES}. */
+export type RoutingPolicy = typeof ROUTING_POLICIES[number];
+
+/** The policy of a deployment that names none. */
+export const DEFAULT_ROUTING: RoutingPolicy = "least_outstanding";
+
 /** A deployment: a model, how many replicas, and profiles in priority order (design §6.1). */
 export const DeploymentSchema = z.object({
   name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
@@ -67,6 +81,11 @@ export const DeploymentSchema = z.object({
     ),
   profiles: z.array(ProfileSchema).min(1).max(32)
     .describe("Profiles in priority order: the first that fits is used."),
+  routing: z.enum(ROUTING_POLICIES).optional()
+    .describe(
+      "How gateways pick a replica: least_outstanding (default), prefix_affinity (the replica " +
+        "holding the conversation's cache, within a load bound) or random.",
+    ),
 }).strict();
 
 /** A profile with defaults applied and `gpus_per_node` resolved (design §6.1). */
@@ -111,6 +130,8 @@ export interface Deployment {
   placement: "pack" | "spread";
   /** Profiles in priority order: the first that fits is used. */
   profiles: Profile[];
+  /** How gateways pick a replica; absent: {@link DEFAULT_ROUTING}. */
+  routing?: RoutingPolicy;
 }
 
 /** The deployment file's JSON Schema, generated from {@link DeploymentSchema}. */

@@ -1,7 +1,10 @@
 /**
  * The gateway's table of ready endpoints (design §12): where traffic for each
  * served model may go, with per-endpoint outstanding-request counters and a
- * "suspect" mark, and the least-outstanding, power-of-two-choices pick.
+ * "suspect" mark, and each model's pick by its deployment's routing policy:
+ * least outstanding of two random choices (the default), prefix affinity
+ * (consistent hashing with bounded loads over the request's affinity key,
+ * gateway/bounded_ring.ts, gateway/affinity_key.ts), or random.
  *
  * Only endpoints the control plane reports READY enter the table (design §1.1
  * rule 5: traffic goes only to a replica whose weights are loaded); the table
@@ -18,6 +21,9 @@
  *
  * @module
  */
+
+import { HashRing, pickBounded } from "./bounded_ring.ts";
+import { DEFAULT_ROUTING, type RoutingPolicy } from "../deployment/schema.ts";
 
 /** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
 export interface EndpointSpec {
@@ -58,6 +64,11 @@ export interface EndpointTableOptions {
   suspectMs?: number;
 }
 
+/** Whether two sorted key lists are equal. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((k, i) => k === b[i]);
+}
+
 /** The identity of an endpoint across updates. */
 export function endpointKey(e: EndpointSpec): string {
   return `${e.replica_id} ${e.url} ${e.shard ?? ""}`;
@@ -89,6 +100,8 @@ export class EndpointTable {
   #byModel = new Map<string, Endpoint[]>();
   #models = new Set<string>();
   #loaded = false;
+  #rings = new Map<string, HashRing>();
+  #routing = new Map<string, RoutingPolicy>();
   readonly #random: RandomSource;
   readonly #now: () => number;
   readonly #suspectMs: number;
@@ -108,7 +121,11 @@ export class EndpointTable {
    * ready endpoint answers 503 rather than 404. Models of `list` are always
    * known; without `knownModels`, models known before stay known.
    */
-  setEndpoints(list: readonly EndpointSpec[], knownModels?: Iterable<string>): void {
+  setEndpoints(
+    list: readonly EndpointSpec[],
+    knownModels?: Iterable<string>,
+    routing?: Readonly<Record<string, RoutingPolicy>>,
+  ): void {
     const old = new Map<string, Endpoint>();
     for (const eps of this.#byModel.values()) for (const e of eps) old.set(e.key, e);
     const now = this.#now();
@@ -134,9 +151,26 @@ export class EndpointTable {
     }
     const models = knownModels === undefined ? new Set(this.#models) : new Set(knownModels);
     for (const m of next.keys()) models.add(m);
+    // A model's ring depends on its set of endpoints only: rebuilt when that set changes.
+    const rings = new Map<string, HashRing>();
+    for (const [model, eps] of next) {
+      const keys = eps.map((e) => e.key).sort();
+      const old = this.#rings.get(model);
+      rings.set(
+        model,
+        old !== undefined && sameKeys(old.members, keys) ? old : new HashRing(keys),
+      );
+    }
     this.#byModel = next;
     this.#models = models;
+    this.#rings = rings;
+    if (routing !== undefined) this.#routing = new Map(Object.entries(routing));
     this.#loaded = true;
+  }
+
+  /** The routing policy of `model`. */
+  routing(model: string): RoutingPolicy {
+    return this.#routing.get(model) ?? DEFAULT_ROUTING;
   }
 
   /** Whether {@link EndpointTable.setEndpoints} was called at least once (the first sync). */
@@ -167,13 +201,39 @@ export class EndpointTable {
   /**
    * Picks an endpoint for `model` (design §12): among endpoints whose key is
    * not in `exclude`, the non-suspect ones if any, else the suspect ones;
-   * then {@link pickTwoChoices}. Does not count the request: call
-   * {@link EndpointTable.acquire} on the result.
+   * then by the model's routing policy. Prefix affinity walks the model's
+   * ring from `affinity` (gateway/affinity_key.ts) to the first endpoint
+   * under the load bound; without a key it is least outstanding. Does not
+   * count the request: call {@link EndpointTable.acquire} on the result.
    */
-  choose(model: string, exclude: ReadonlySet<string> = new Set()): Endpoint | null {
+  choose(
+    model: string,
+    exclude: ReadonlySet<string> = new Set(),
+    affinity: string | null = null,
+  ): Endpoint | null {
     const open = this.endpoints(model).filter((e) => !exclude.has(e.key));
     const healthy = open.filter((e) => e.suspectSince === null);
-    return pickTwoChoices(healthy.length > 0 ? healthy : open, this.#random);
+    const candidates = healthy.length > 0 ? healthy : open;
+    switch (this.routing(model)) {
+      case "random":
+        return candidates.length === 0 ? null : candidates[
+          Math.min(candidates.length - 1, Math.floor(this.#random() * candidates.length))
+        ];
+      case "prefix_affinity": {
+        const ring = this.#rings.get(model);
+        if (affinity !== null && ring !== undefined) {
+          return pickBounded(
+            ring,
+            affinity,
+            new Map(candidates.map((e) => [e.key, e])),
+            (e) => e.outstanding,
+          );
+        }
+        return pickTwoChoices(candidates, this.#random);
+      }
+      default:
+        return pickTwoChoices(candidates, this.#random);
+    }
   }
 
   /** Counts a request dispatched to `e`; returns a release function that is safe to call twice. */

@@ -126,3 +126,42 @@ Deno.test("setEndpoints: known models, ready models", () => {
   assertEquals(t.readyModels(), []);
   assertOk(t.isKnown("a") && !t.isKnown("d"));
 });
+
+Deno.test("choose: prefix affinity keeps a conversation on one replica until it is over the bound", () => {
+  const t = new EndpointTable({ random: replay(0.1, 0.9) });
+  t.setEndpoints([ep("r1"), ep("r2"), ep("r3"), ep("r4")], ["m"], { m: "prefix_affinity" });
+  assertEquals(t.routing("m"), "prefix_affinity");
+  const first = t.choose("m", new Set(), "user:plan a trip")!;
+  for (let i = 0; i < 5; i++) assertEquals(t.choose("m", new Set(), "user:plan a trip"), first);
+  // Busy past max(1.25 × mean, mean + 2): the next replica on the ring takes it.
+  t.acquire(first);
+  t.acquire(first);
+  t.acquire(first);
+  const spilled = t.choose("m", new Set(), "user:plan a trip")!;
+  assertOk(spilled !== first);
+  // Excluded (a retry) or suspect: passed over, the affinity of others unchanged.
+  assertOk(t.choose("m", new Set([spilled.key]), "user:plan a trip") !== spilled);
+  // No key: least outstanding of two.
+  assertOk(t.choose("m", new Set(), null) !== null);
+});
+
+Deno.test("choose: the same ring after an update with the same endpoints, and in another gateway", () => {
+  const list = [ep("r1"), ep("r2"), ep("r3")];
+  const a = new EndpointTable();
+  const b = new EndpointTable();
+  a.setEndpoints(list, ["m"], { m: "prefix_affinity" });
+  b.setEndpoints([...list].reverse(), ["m"], { m: "prefix_affinity" });
+  const keys = Array.from({ length: 50 }, (_, i) => `user:conversation ${i}`);
+  const homes = keys.map((k) => a.choose("m", new Set(), k)!.replica_id);
+  assertEquals(keys.map((k) => b.choose("m", new Set(), k)!.replica_id), homes);
+  a.setEndpoints(list, ["m"]); // a later poll: routing kept, ring kept
+  assertEquals(keys.map((k) => a.choose("m", new Set(), k)!.replica_id), homes);
+});
+
+Deno.test("choose: random and the default policy", () => {
+  const t = new EndpointTable({ random: replay(0.99) });
+  t.setEndpoints([ep("r1"), ep("r2"), ep("m1", "other")], ["m", "other"], { m: "random" });
+  assertEquals(t.choose("m")?.replica_id, "r2");
+  assertEquals(t.routing("other"), "least_outstanding");
+  assertEquals(t.choose("nope", new Set(), "user:x"), null);
+});

@@ -13,6 +13,7 @@ import { parseEndpointListAnswer } from "../protocol/gateway_protocol.ts";
 import { WireFormatError } from "../protocol/wire_error.ts";
 import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
+import type { RoutingPolicy } from "../deployment/schema.ts";
 
 /** What one poll of the control plane returned. */
 export interface ControlSnapshot {
@@ -22,6 +23,8 @@ export interface ControlSnapshot {
   models: string[];
   /** API keys (hashes and allowed models). */
   apiKeys: ApiKeySpec[];
+  /** Each served model's routing policy (absent: the default). */
+  routing: Record<string, RoutingPolicy>;
 }
 
 /**
@@ -60,7 +63,12 @@ export async function fetchSnapshot(
     }
   };
   const list = await get("/v1/endpoints", parseEndpointListAnswer);
-  return { endpoints: list.endpoints, models: list.models, apiKeys: list.api_keys };
+  return {
+    endpoints: list.endpoints,
+    models: list.models,
+    apiKeys: list.api_keys,
+    routing: list.routing,
+  };
 }
 
 /** Settings of {@link followControlPlane}. */
@@ -114,7 +122,7 @@ export function followControlPlane(
       try {
         const snap = await fetchSnapshot(url, token, options);
         if (stopped) break;
-        table.setEndpoints(snap.endpoints, snap.models);
+        table.setEndpoints(snap.endpoints, snap.models, snap.routing);
         options.keys?.set(snap.apiKeys);
         if (lastError !== null) log(`gateway: control plane reachable again at ${url}`);
         lastError = null;

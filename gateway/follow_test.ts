@@ -98,6 +98,8 @@ Deno.test("fetchSnapshot: endpoints, served names and API keys from valid answer
       { id: "key-1", hash: HASH, models: ["a"] },
       { id: "key-2", hash: HASH.replace("a", "b"), models: null },
     ],
+    // An older control plane sends no routing: every model gets the default.
+    routing: {},
   });
 });
 

@@ -15,6 +15,7 @@
  * @module
  */
 import { z } from "zod";
+import { ROUTING_POLICIES, type RoutingPolicy } from "../deployment/schema.ts";
 import type { ApiKeySpec } from "../gateway/api_keys.ts";
 import type { EndpointSpec } from "../gateway/endpoints.ts";
 import type { Assert, Same } from "./same_type.ts";
@@ -57,6 +58,8 @@ export const EndpointListAnswerSchema = z.object({
   endpoints: z.array(EndpointSpecSchema).max(MAX_ENDPOINTS),
   api_keys: z.array(ApiKeySpecSchema).max(MAX_API_KEYS),
   models: z.array(ServedModelName).max(MAX_ENDPOINTS),
+  /** Each served model's routing policy; a model not named (or an older control plane) gets the default. */
+  routing: z.record(ServedModelName, z.enum(ROUTING_POLICIES)).default({}),
 });
 
 /** The answer to `GET /v1/endpoints`: what the control plane sends and gateways parse. */
@@ -67,6 +70,8 @@ export interface EndpointListAnswer {
   api_keys: ApiKeySpec[];
   /** Every deployment's served model name, ready or not. */
   models: string[];
+  /** Each served model's routing policy (absent: the default). */
+  routing: Record<string, RoutingPolicy>;
 }
 
 // `deno check` fails here when the gateway's types and the schema drift apart.

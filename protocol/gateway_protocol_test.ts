@@ -17,6 +17,7 @@ function answer(): EndpointListAnswer {
       { id: "key-4567cdef", hash: HASH, models: null },
     ],
     models: ["llama-8b", "qwen-7b"],
+    routing: { "llama-8b": "prefix_affinity" },
   };
 }
 
@@ -35,10 +36,12 @@ Deno.test("endpoint list: a valid answer parses to itself; unknown fields are dr
     endpoints: a.endpoints.map((e) => ({ ...e, state: "ready" })),
   };
   assertEquals(parseEndpointListAnswer(extra), answer());
+  // An older control plane sends no routing: the default for every model.
   assertEquals(parseEndpointListAnswer({ endpoints: [], api_keys: [], models: [] }), {
     endpoints: [],
     api_keys: [],
     models: [],
+    routing: {},
   });
 });
 
@@ -58,6 +61,11 @@ Deno.test("endpoint list: engine URLs are http(s) origins", () => {
 Deno.test("endpoint list: each bad field is refused with its path", () => {
   const cases: [string, (a: EndpointListAnswer) => void, string][] = [
     ["empty model", (a) => a.endpoints[0].model = "", "endpoints[0].model"],
+    [
+      "unknown routing policy",
+      (a) => (a.routing as Record<string, string>)["llama-8b"] = "round_robin",
+      "routing.llama-8b",
+    ],
     [
       "long replica id",
       (a) => a.endpoints[1].replica_id = "r".repeat(257),

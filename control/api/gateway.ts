@@ -39,6 +39,7 @@ export function gatewayRoutes(cp: ControlPlane): RouteGroup {
       endpoints: cp.readyEndpoints(),
       api_keys: cp.apiKeys.hashes(),
       models: cp.deployments.servedNames(),
+      routing: cp.deployments.routing(),
     };
   });
   return g;
