@@ -23,6 +23,7 @@ export const PROXY_ROUTES: ReadonlySet<string> = new Set([
   "POST /v1/chat/completions",
   "POST /v1/completions",
   "POST /v1/embeddings",
+  "POST /v1/responses",
   "GET /v1/models",
   "GET /health",
   "GET /metrics",

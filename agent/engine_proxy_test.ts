@@ -86,6 +86,31 @@ Deno.test("engine proxy: only llmgw's routes are forwarded, with the engine's ke
   assertEquals(sent[0].headers.get(SHARD_HEADER), null);
 });
 
+Deno.test("engine proxy: the Responses API is forwarded, its per-response routes are not", async () => {
+  const { call, sent } = setup();
+  const res = await call("POST", "/v1/responses", `Bearer ${TOKEN}`);
+  assertEquals(res.status, 200);
+  await res.body?.cancel();
+  assertEquals(sent.map((s) => [s.method, s.url, s.headers.get("authorization")]), [
+    ["POST", "http://127.0.0.1:20000/v1/responses", "Bearer k1-engine-key"],
+  ]);
+  // Stored responses (retrieve, cancel, delete) are not routed by model: not llmgw's.
+  for (
+    const [method, path] of [
+      ["GET", "/v1/responses/resp_1"],
+      ["POST", "/v1/responses/resp_1/cancel"],
+      ["DELETE", "/v1/responses/resp_1"],
+      ["GET", "/v1/responses"],
+    ]
+  ) {
+    const refused = await call(method, path, `Bearer ${TOKEN}`);
+    assertEquals(refused.status, 404, `${method} ${path}`);
+    assertEquals(refused.headers.get("x-llmgw-proxy-refused"), "route_not_allowed");
+    await refused.body?.cancel();
+  }
+  assertEquals(sent.length, 1);
+});
+
 Deno.test("engine proxy: an unknown or unnamed shard, and an engine that does not answer", async () => {
   const { call } = setup();
   assertEquals((await call("GET", "/v1/models", `Bearer ${TOKEN}`, "nope")).status, 404);

@@ -1,7 +1,8 @@
 /**
  * The gateway's Prometheus metrics (design §12): requests and errors by kind,
  * latency and time-to-first-token histograms per model; the same per model and
- * replica, with in-flight requests.
+ * replica, with in-flight requests; tokens engines reported, per model and API
+ * key.
  *
  * @module
  */
@@ -42,7 +43,11 @@ export type Outcome =
   | "upstream_unreachable"
   | "upstream_error"
   | "mid_stream_failure"
-  | "client_closed";
+  | "client_closed"
+  | "unsupported_endpoint";
+
+/** What a token count is of. */
+export type TokenKind = "prompt" | "completion";
 
 /** The gateway's counters and histograms. */
 export class GatewayMetrics {
@@ -53,10 +58,12 @@ export class GatewayMetrics {
   readonly #replicaRequests = new Map<string, number>();
   readonly #replicaLatency = new Map<string, Histogram>();
   readonly #replicaTtft = new Map<string, Histogram>();
+  readonly #tokens = new Map<string, number>();
   // Escaped label sets, built once per model and replica (this is per
   // request). Only deployed model names reach here (see proxy.ts).
   readonly #modelLabels = new Map<string, string>();
   readonly #replicaLabels = new Map<string, string>();
+  readonly #tokenLabels = new Map<string, string>();
 
   #modelLabel(model: string): string {
     let l = this.#modelLabels.get(model);
@@ -113,6 +120,23 @@ export class GatewayMetrics {
     hr.observe(seconds);
   }
 
+  /**
+   * Adds the tokens an engine reported for one answer. `apiKey` is the
+   * caller's key id ("none" for an open gateway), never the secret; keys and
+   * deployed models are both bounded sets.
+   */
+  tokens(model: string, apiKey: string, prompt: number, completion: number): void {
+    const key = `${model}\u0000${apiKey}`;
+    let l = this.#tokenLabels.get(key);
+    if (l === undefined) {
+      this.#tokenLabels.set(key, l = `model="${esc(model)}",api_key="${esc(apiKey)}"`);
+    }
+    for (const [kind, n] of [["prompt", prompt], ["completion", completion]] as const) {
+      const k = `${l},kind="${kind satisfies TokenKind}"`;
+      this.#tokens.set(k, (this.#tokens.get(k) ?? 0) + n);
+    }
+  }
+
   /** Adds `delta` to the in-flight gauge of a model's replica. */
   inflight(model: string, replica: string, delta: number): void {
     const key = this.#replicaLabel(model, replica);
@@ -166,6 +190,11 @@ export class GatewayMetrics {
     for (const [k, h] of this.#replicaTtft) {
       out.push(...h.render("llmgw_gateway_replica_time_to_first_token_seconds", k));
     }
+    out.push(
+      "# HELP llmgw_gateway_tokens_total Tokens engines reported using, by model, API key and kind.",
+      "# TYPE llmgw_gateway_tokens_total counter",
+    );
+    for (const [k, v] of this.#tokens) out.push(`llmgw_gateway_tokens_total{${k}} ${v}`);
     return out.join("\n") + "\n";
   }
 }

@@ -1,8 +1,10 @@
 /**
  * The gateway's OpenAI-compatible proxy (design §12): `GET /v1/models` and
- * `POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, routed by
- * the body's `model` to a ready endpoint of that served name
- * ({@link EndpointTable.choose}), streamed through without buffering.
+ * `/v1/models/{id}`; `POST /v1/chat/completions`, `/v1/completions`,
+ * `/v1/embeddings` and `/v1/responses`, routed by the body's `model` to a
+ * ready endpoint of that served name ({@link EndpointTable.choose}),
+ * streamed through without buffering; `/healthz` and `/readyz` for load
+ * balancers (gateway/probes.ts).
  *
  * Rules:
  * - malformed JSON or a missing `model` → 400; a body over the limit → 413;
@@ -21,9 +23,16 @@
  *   error event and a clean end (gateway/relay.ts).
  * - outstanding requests are counted from dispatch until the response body
  *   finishes, fails or is cancelled.
+ * - the request body goes to the engine byte for byte (`n`,
+ *   `stream_options` and every other field untouched).
+ * - an engine 404 on `/v1/responses` that is not an OpenAI error is a 404
+ *   `unsupported_endpoint` (gateway/unsupported_route.ts).
+ * - token usage an engine reports is counted per model and API key
+ *   (gateway/usage.ts), from a bounded look at the bytes passing.
  *
  * @module
  */
+import { affinityKey } from "./affinity_key.ts";
 import {
   PROXY_REFUSED_HEADER,
   RETRYABLE_REFUSALS,
@@ -45,6 +54,22 @@ import {
   UpstreamUnreachable,
 } from "./upstream_client.ts";
 import { isLoopback } from "./loopback.ts";
+import { healthzResponse, readyzResponse } from "./probes.ts";
+import {
+  STREAM_TAIL_BYTES,
+  TailBuffer,
+  tapTail,
+  type TokenUsage,
+  usageOfWhole,
+  WHOLE_TAIL_BYTES,
+} from "./usage.ts";
+import {
+  lacksRoute,
+  MAX_NOT_FOUND_BYTES,
+  readUpTo,
+  RESPONSES_ROUTE,
+  unsupportedEndpoint,
+} from "./unsupported_route.ts";
 
 /** Default request body limit: 10 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -84,7 +109,13 @@ export const MODEL_ROUTES: readonly string[] = [
   "/v1/chat/completions",
   "/v1/completions",
   "/v1/embeddings",
+  RESPONSES_ROUTE,
 ];
+
+/** A model as `/v1/models` and `/v1/models/{id}` show it. */
+function modelObject(id: string) {
+  return { id, object: "model", created: 0, owned_by: "llmgw" };
+}
 
 /** Settings of {@link createGateway}. */
 export interface GatewayOptions {
@@ -152,6 +183,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       : status < 500
       ? "bad_request"
       : "upstream_error";
+  // Open to anyone, keys or not: load balancers probe without credentials.
+  app.get("/healthz", () => healthzResponse());
+  app.get("/readyz", () => readyzResponse(table));
   app.get(
     "/metrics",
     () =>
@@ -194,13 +228,27 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     if (caller instanceof Response) return caller;
     return c.json({
       object: "list",
-      data: table.readyModels().filter((id) => mayUse(caller, id)).map((id) => ({
-        id,
-        object: "model",
-        created: 0,
-        owned_by: "llmgw",
-      })),
+      data: table.readyModels().filter((id) => mayUse(caller, id)).map(modelObject),
     });
+  });
+  // `{.+}`: served names may hold slashes (`meta-llama/Llama-3.1-8B`), sent
+  // as is or escaped as `%2F` (the official clients do).
+  app.get("/v1/models/:id{.+}", async (c) => {
+    const caller = await authorize(c);
+    if (caller instanceof Response) return caller;
+    const id = c.req.param("id");
+    // Like the list: a model with no ready replica, or one the key may not use, is not there.
+    if (table.endpoints(id).length === 0 || !mayUse(caller, id)) {
+      return errorResponse(
+        404,
+        openAiError(
+          `The model \`${id}\` does not exist or you do not have access to it`,
+          "invalid_request_error",
+          "model_not_found",
+        ),
+      );
+    }
+    return c.json(modelObject(id));
   });
 
   const proxy = async (c: Context): Promise<Response> => {
@@ -262,6 +310,10 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       ));
     }
     label = model;
+    const keyLabel = caller.open ? "none" : caller.id;
+    const count = (usage: TokenUsage | null) => {
+      if (usage !== null) metrics.tokens(model, keyLabel, usage.prompt, usage.completion);
+    };
     if (table.endpoints(model).length === 0) {
       return done(errorResponse(
         503,
@@ -284,10 +336,14 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       proto: url.protocol.slice(0, -1),
     });
     const tried = new Set<string>();
+    // Only prefix-affinity deployments hash the conversation (gateway/affinity_key.ts).
+    const affinity = table.routing(model) === "prefix_affinity"
+      ? affinityKey(url.pathname, req.headers, body)
+      : null;
     let lastError = "";
     // design §12: a connection failure before any response retries on another replica.
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      const e = table.choose(model, tried);
+      const e = table.choose(model, tried, affinity);
       if (e === null) break;
       tried.add(e.key);
       const counted = table.acquire(e);
@@ -356,6 +412,26 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
       const status = upstream.status;
+      if (status === 404 && url.pathname === RESPONSES_ROUTE) {
+        // Small, and needed whole to tell "no such route" from the engine's own 404.
+        const answer = upstream.body === null
+          ? new Uint8Array(0)
+          : await readUpTo(upstream.body, MAX_NOT_FOUND_BYTES);
+        release();
+        const unsupported = answer !== null && lacksRoute(upstream.headers, answer);
+        const outcome = answer === null
+          ? "upstream_error"
+          : unsupported
+          ? "unsupported_endpoint"
+          : "model_not_found";
+        metrics.replicaRequest(model, e.replica_id, outcome, (performance.now() - tAttempt) / 1000);
+        if (answer === null) {
+          return done(brokenUpstream(`replica of \`${model}\` sent a broken 404`), outcome);
+        }
+        if (unsupported) return done(unsupportedEndpoint(model, RESPONSES_ROUTE), outcome);
+        return done(new Response(answer, { status, headers: outHeaders }), outcome);
+      }
+      const ok = status >= 200 && status < 300;
       if (upstream.body === null) {
         release();
         metrics.replicaRequest(
@@ -385,9 +461,12 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
             "mid_stream_failure",
           );
         }
+        if (ok) count(usageOfWhole(whole));
         return done(new Response(whole, { status, headers: outHeaders }));
       }
-      const body = relayBody(upstream.body, {
+      // A stream's tail lives as long as the stream: small. Other bodies are short-lived.
+      const tail = ok ? new TailBuffer(sse ? STREAM_TAIL_BYTES : WHOLE_TAIL_BYTES) : null;
+      const body = relayBody(tail === null ? upstream.body : tapTail(upstream.body, tail), {
         sse,
         onFirstChunk: () =>
           metrics.firstToken(model, e.replica_id, (performance.now() - t0) / 1000),
@@ -401,6 +480,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           const now = performance.now();
           metrics.request(model, outcome, (now - t0) / 1000);
           metrics.replicaRequest(model, e.replica_id, outcome, (now - tAttempt) / 1000);
+          if (tail !== null) count(tail.usage());
           if (end === "error") {
             table.markSuspect(e);
             log(`gateway: ${model}: ${e.url} died mid-response (${String(error)}); marked suspect`);

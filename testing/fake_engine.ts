@@ -23,7 +23,9 @@
  *   200; `/v1/models` 200 from the start. Ranks ≥ 1: a dummy health server once
  *   loaded.
  * - The OpenAI surface (`/v1/models`, chat and text completions with SSE
- *   streaming, embeddings) and `/metrics` with the engines' real metric names.
+ *   streaming, `n` choices and `stream_options.include_usage`, embeddings;
+ *   vLLM's `/v1/responses`, plain and streamed) and `/metrics` with the
+ *   engines' real metric names.
  * - API keys as each engine takes and checks them (engine reference §6):
  *   vLLM's `--api-key` or `VLLM_API_KEY` on `/v1`, `/v2`, `/inference` and
  *   `/cohere`; SGLang's `--api-key` on everything but `/health*`, `/ready*`
@@ -1169,6 +1171,9 @@ function checkModel(rt: Runtime, body: Record<string, unknown>): string | Respon
   return model;
 }
 
+/** The most choices (`n`) one request may ask for. */
+const MAX_CHOICES = 128;
+
 async function completion(
   rt: Runtime,
   req: Request,
@@ -1203,6 +1208,20 @@ async function completion(
   ) {
     return apiError(400, "BadRequestError", "max_tokens must be a positive integer", "max_tokens");
   }
+  const nRaw = body.n;
+  if (
+    nRaw !== undefined && nRaw !== null &&
+    (typeof nRaw !== "number" || !Number.isInteger(nRaw) || nRaw < 1 || nRaw > MAX_CHOICES)
+  ) {
+    return apiError(
+      400,
+      "BadRequestError",
+      `n must be an integer from 1 to ${MAX_CHOICES}, got ${JSON.stringify(nRaw)}`,
+      "n",
+    );
+  }
+  // n choices, as vLLM and SGLang generate them: each its own sequence (here the same words).
+  const n = typeof nRaw === "number" ? nRaw : 1;
   const max = typeof maxRaw === "number" ? maxRaw : Infinity;
   const count = Math.min(rt.knobs.tokens, max);
   const finish = count < rt.knobs.tokens ? "length" : "stop";
@@ -1211,8 +1230,8 @@ async function completion(
   const created = Math.floor(Date.now() / 1000);
   const usage = {
     prompt_tokens: promptTokens,
-    total_tokens: promptTokens + count,
-    completion_tokens: count,
+    total_tokens: promptTokens + count * n,
+    completion_tokens: count * n,
   };
   const stream = body.stream === true;
   const includeUsage = stream &&
@@ -1234,27 +1253,28 @@ async function completion(
       for (let i = 0; i < count; i++) {
         await sleep(rt.knobs.token_delay_ms);
         text += token(i);
-        rt.sched.generation_tokens++;
+        rt.sched.generation_tokens += n;
       }
     } finally {
       rt.sched.release();
     }
-    const choice = kind === "chat"
-      ? {
-        index: 0,
-        message: { role: "assistant", content: text, tool_calls: [] },
-        logprobs: null,
-        finish_reason: finish,
-        stop_reason: null,
-      }
-      : { index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null };
+    const choice = (index: number) =>
+      kind === "chat"
+        ? {
+          index,
+          message: { role: "assistant", content: text, tool_calls: [] },
+          logprobs: null,
+          finish_reason: finish,
+          stop_reason: null,
+        }
+        : { index, text, logprobs: null, finish_reason: finish, stop_reason: null };
     finished();
     return json(200, {
       id,
       object: kind === "chat" ? "chat.completion" : "text_completion",
       created,
       model,
-      choices: [choice],
+      choices: Array.from({ length: n }, (_, index) => choice(index)),
       usage,
     });
   }
@@ -1278,35 +1298,42 @@ async function completion(
       const run = async () => {
         await rt.sched.acquire();
         try {
+          // One chunk per choice and step, each naming its choice's index.
           if (kind === "chat") {
-            controller.enqueue(
-              chunk({
-                index: 0,
-                delta: { role: "assistant", content: "" },
-                logprobs: null,
-                finish_reason: null,
-              }),
-            );
+            for (let index = 0; index < n; index++) {
+              controller.enqueue(
+                chunk({
+                  index,
+                  delta: { role: "assistant", content: "" },
+                  logprobs: null,
+                  finish_reason: null,
+                }),
+              );
+            }
           }
           for (let i = 0; i < count; i++) {
             await sleep(rt.knobs.token_delay_ms);
             if (cancelled) return;
-            rt.sched.generation_tokens++;
+            rt.sched.generation_tokens += n;
+            for (let index = 0; index < n; index++) {
+              controller.enqueue(
+                chunk(
+                  kind === "chat"
+                    ? { index, delta: { content: token(i) }, logprobs: null, finish_reason: null }
+                    : { index, text: token(i), logprobs: null, finish_reason: null },
+                ),
+              );
+            }
+          }
+          for (let index = 0; index < n; index++) {
             controller.enqueue(
               chunk(
                 kind === "chat"
-                  ? { index: 0, delta: { content: token(i) }, logprobs: null, finish_reason: null }
-                  : { index: 0, text: token(i), logprobs: null, finish_reason: null },
+                  ? { index, delta: {}, logprobs: null, finish_reason: finish, stop_reason: null }
+                  : { index, text: "", logprobs: null, finish_reason: finish, stop_reason: null },
               ),
             );
           }
-          controller.enqueue(
-            chunk(
-              kind === "chat"
-                ? { index: 0, delta: {}, logprobs: null, finish_reason: finish, stop_reason: null }
-                : { index: 0, text: "", logprobs: null, finish_reason: finish, stop_reason: null },
-            ),
-          );
           if (includeUsage) controller.enqueue(chunk(null, { usage }));
           controller.enqueue(encoder.encode("data: [DONE]\n\n"));
           controller.close();
@@ -1324,6 +1351,179 @@ async function completion(
     },
   });
   return new Response(body$, {
+    status: 200,
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+    },
+  });
+}
+
+/**
+ * `POST /v1/responses` of vLLM (the fake SGLang does not serve it): one
+ * assistant message of `output_text`, usage in input/output tokens, and with
+ * `stream: true` the `response.*` SSE events (each with `event:` and
+ * `data:` lines and no `[DONE]`, as vLLM and OpenAI send them).
+ */
+async function responses(rt: Runtime, req: Request): Promise<Response> {
+  const body = await readBody(req);
+  if (body instanceof Response) return body;
+  const model = checkModel(rt, body);
+  if (model instanceof Response) return model;
+  const input = body.input;
+  if (typeof input !== "string" && !(Array.isArray(input) && input.length > 0)) {
+    return apiError(
+      400,
+      "BadRequestError",
+      "input: Field required (a string or a non-empty list of input items)",
+      "input",
+    );
+  }
+  const instructions = body.instructions ?? null;
+  if (instructions !== null && typeof instructions !== "string") {
+    return apiError(400, "BadRequestError", "instructions must be a string", "instructions");
+  }
+  const maxRaw = body.max_output_tokens ?? null;
+  if (
+    maxRaw !== null && (typeof maxRaw !== "number" || !Number.isInteger(maxRaw) || maxRaw < 1)
+  ) {
+    return apiError(
+      400,
+      "BadRequestError",
+      "max_output_tokens must be a positive integer",
+      "max_output_tokens",
+    );
+  }
+  const count = Math.min(rt.knobs.tokens, maxRaw ?? Infinity);
+  const status = count < rt.knobs.tokens ? "incomplete" : "completed";
+  const inputTokens = approxTokens(textOf(input)) +
+    (instructions === null ? 0 : approxTokens(instructions));
+  const id = `resp_${hexId()}`;
+  const itemId = `msg_${hexId()}`;
+  const createdAt = Math.floor(Date.now() / 1000);
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: count,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + count,
+  };
+  const part = (text: string) => ({ type: "output_text", text, annotations: [] });
+  const message = (text: string | null, itemStatus: string) => ({
+    type: "message",
+    id: itemId,
+    status: itemStatus,
+    role: "assistant",
+    content: text === null ? [] : [part(text)],
+  });
+  const response = (
+    state: string,
+    output: unknown[],
+    used: typeof usage | null,
+  ) => ({
+    id,
+    object: "response",
+    created_at: createdAt,
+    model,
+    status: state,
+    incomplete_details: state === "incomplete" ? { reason: "max_output_tokens" } : null,
+    instructions,
+    max_output_tokens: maxRaw,
+    output,
+    parallel_tool_calls: true,
+    temperature: null,
+    top_p: null,
+    tool_choice: "auto",
+    tools: [],
+    text: { format: { type: "text" } },
+    error: null,
+    metadata: {},
+    usage: used,
+  });
+  const finished = () => {
+    rt.sched.completed++;
+    rt.sched.prompt_tokens += inputTokens;
+    rt.onCompleted();
+  };
+
+  if (body.stream !== true) {
+    await rt.sched.acquire();
+    let text = "";
+    try {
+      for (let i = 0; i < count; i++) {
+        await sleep(rt.knobs.token_delay_ms);
+        text += token(i);
+        rt.sched.generation_tokens++;
+      }
+    } finally {
+      rt.sched.release();
+    }
+    finished();
+    return json(200, response(status, [message(text, status)], usage));
+  }
+
+  let cancelled = false;
+  let sequence = 0;
+  const event = (type: string, fields: Record<string, unknown>) =>
+    encoder.encode(
+      `event: ${type}\ndata: ${
+        JSON.stringify({ type, sequence_number: sequence++, ...fields })
+      }\n\n`,
+    );
+  const at = { item_id: itemId, output_index: 0, content_index: 0 };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const run = async () => {
+        await rt.sched.acquire();
+        try {
+          controller.enqueue(
+            event("response.created", { response: response("in_progress", [], null) }),
+          );
+          controller.enqueue(
+            event("response.in_progress", { response: response("in_progress", [], null) }),
+          );
+          controller.enqueue(
+            event("response.output_item.added", {
+              output_index: 0,
+              item: message(null, "in_progress"),
+            }),
+          );
+          controller.enqueue(event("response.content_part.added", { ...at, part: part("") }));
+          let text = "";
+          for (let i = 0; i < count; i++) {
+            await sleep(rt.knobs.token_delay_ms);
+            if (cancelled) return;
+            rt.sched.generation_tokens++;
+            text += token(i);
+            controller.enqueue(
+              event("response.output_text.delta", { ...at, delta: token(i), logprobs: [] }),
+            );
+          }
+          controller.enqueue(event("response.output_text.done", { ...at, text, logprobs: [] }));
+          controller.enqueue(event("response.content_part.done", { ...at, part: part(text) }));
+          controller.enqueue(
+            event("response.output_item.done", { output_index: 0, item: message(text, status) }),
+          );
+          controller.enqueue(
+            event(`response.${status}`, {
+              response: response(status, [message(text, status)], usage),
+            }),
+          );
+          controller.close();
+          finished();
+        } catch {
+          // The client went away (enqueue on a cancelled stream).
+        } finally {
+          rt.sched.release();
+        }
+      };
+      void run();
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  return new Response(stream, {
     status: 200,
     headers: {
       "content-type": "text/event-stream; charset=utf-8",
@@ -1654,6 +1854,9 @@ function mainRoutes(engine: EngineName): Map<string, Map<string, Route>> {
   add("POST", "/v1/chat/completions", (rt, req) => notReady(rt) ?? completion(rt, req, "chat"));
   add("POST", "/v1/completions", (rt, req) => notReady(rt) ?? completion(rt, req, "text"));
   add("POST", "/v1/embeddings", (rt, req) => notReady(rt) ?? embeddings(rt, req));
+  // vLLM serves it (engine reference §6.1); the fake SGLang answers FastAPI's 404
+  // there, so gateways are tested against an engine without the Responses API.
+  if (engine === "vllm") add("POST", "/v1/responses", (rt, req) => responses(rt, req));
   add("GET", "/metrics", (rt) => rt.cfg.metrics ? metricsResponse(rt) : NOT_FOUND());
   return r;
 }
@@ -2135,7 +2338,7 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
     log.api(
       "INFO",
       "launcher.py:36",
-      "Available routes are: /health, /ping, /version, /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /metrics",
+      "Available routes are: /health, /ping, /version, /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /metrics",
     );
     listen(rt, mainRoutes("vllm"), cfg.api_keys, uvicornUp);
     return;

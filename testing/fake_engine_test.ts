@@ -973,6 +973,183 @@ Deno.test("vLLM: chat and text completions, streaming, embeddings and OpenAI err
   );
 });
 
+Deno.test("vLLM: n choices, plain and streamed, and the Responses API", async (t) => {
+  const port = freePort();
+  await withEngine(
+    vllmArgv(port),
+    { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_TOKENS: "4", FAKE_ENGINE_TOKEN_DELAY_MS: "1" },
+    port,
+    async (e) => {
+      await until(
+        "/health 200",
+        () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
+      );
+      const messages = [{ role: "user", content: "Say something." }];
+
+      await t.step("n choices, each counted in usage", async () => {
+        const r = JSON.parse(
+          (await e.post("/v1/chat/completions", { model: "fake-model", messages, n: 3 }))!.body,
+        );
+        assertEquals(r.choices.map((c: { index: number }) => c.index), [0, 1, 2]);
+        assertOk(
+          r.choices.every((c: { message: { content: string } }) =>
+            c.message.content === "This is a reply"
+          ),
+        );
+        assertEquals([r.usage.completion_tokens, r.usage.total_tokens], [
+          12,
+          r.usage.prompt_tokens + 12,
+        ]);
+        const text = JSON.parse(
+          (await e.post("/v1/completions", { model: "fake-model", prompt: "x", n: 2 }))!.body,
+        );
+        assertEquals(text.choices.map((c: { text: string }) => c.text), [
+          "This is a reply",
+          "This is a reply",
+        ]);
+        for (const n of [0, 1.5, "2", 129]) {
+          const bad = await e.post("/v1/chat/completions", { model: "fake-model", messages, n });
+          assertEquals(bad?.status, 400, `n=${JSON.stringify(n)}`);
+          assertEquals(JSON.parse(bad!.body).error.param, "n");
+        }
+      });
+
+      await t.step("n streamed choices, then the usage chunk", async () => {
+        const reader = await e.stream("/v1/chat/completions", {
+          model: "fake-model",
+          messages,
+          n: 2,
+          stream: true,
+          stream_options: { include_usage: true },
+        });
+        const chunks = (await readAll(reader)).slice(0, -1).map((x) => JSON.parse(x));
+        const usage = chunks.at(-1);
+        assertEquals([usage.choices, usage.usage.completion_tokens], [[], 8]);
+        for (const index of [0, 1]) {
+          const mine = chunks.slice(0, -1).map((c) => c.choices[0]).filter((c) =>
+            c.index === index
+          );
+          assertEquals(mine[0].delta, { role: "assistant", content: "" });
+          assertEquals(mine.map((c) => c.delta.content ?? "").join(""), "This is a reply");
+          assertEquals(mine.at(-1).finish_reason, "stop");
+        }
+      });
+
+      await t.step("a response: one assistant message of output_text, with usage", async () => {
+        const r = await e.post("/v1/responses", {
+          model: "fake-model",
+          input: [{ role: "user", content: [{ type: "input_text", text: "Say something." }] }],
+          instructions: "Be brief.",
+        });
+        assertEquals(r?.status, 200);
+        const b = JSON.parse(r!.body);
+        assertEquals([b.object, b.model, b.status, b.incomplete_details], [
+          "response",
+          "fake-model",
+          "completed",
+          null,
+        ]);
+        assertOk(b.id.startsWith("resp_"), b.id);
+        assertEquals(b.output.length, 1);
+        assertEquals([b.output[0].type, b.output[0].role, b.output[0].status], [
+          "message",
+          "assistant",
+          "completed",
+        ]);
+        assertEquals(b.output[0].content, [
+          { type: "output_text", text: "This is a reply", annotations: [] },
+        ]);
+        assertEquals(b.usage.output_tokens, 4);
+        assertEquals(b.usage.total_tokens, b.usage.input_tokens + 4);
+        const short = JSON.parse(
+          (await e.post("/v1/responses", { input: "x", max_output_tokens: 2 }))!.body,
+        );
+        assertEquals([short.model, short.status, short.incomplete_details], [
+          "fake-model",
+          "incomplete",
+          { reason: "max_output_tokens" },
+        ]);
+        assertEquals(short.output[0].content[0].text, "This is");
+        for (
+          const body of [{ model: "fake-model" }, { input: [] }, { input: "x", instructions: 1 }, {
+            input: "x",
+            max_output_tokens: 0,
+          }]
+        ) {
+          assertEquals((await e.post("/v1/responses", body))?.status, 400, JSON.stringify(body));
+        }
+        assertEquals((await e.post("/v1/responses", { model: "other", input: "x" }))?.status, 404);
+      });
+
+      await t.step("a streamed response: response.* events, named and numbered", async () => {
+        const reader = await e.stream("/v1/responses", { input: "x", stream: true });
+        let text = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += value;
+        }
+        assertOk(!text.includes("[DONE]"), "the Responses API sends no [DONE]");
+        const events = text.split("\n\n").filter((x) => x !== "").map((x) => {
+          const m = /^event: (\S+)\ndata: (.*)$/.exec(x);
+          assertOk(m !== null, `not an event: ${x}`);
+          const data = JSON.parse(m[2]);
+          assertEquals(data.type, m[1]);
+          return data;
+        });
+        assertEquals(events.map((x) => x.type), [
+          "response.created",
+          "response.in_progress",
+          "response.output_item.added",
+          "response.content_part.added",
+          ...Array(4).fill("response.output_text.delta"),
+          "response.output_text.done",
+          "response.content_part.done",
+          "response.output_item.done",
+          "response.completed",
+        ]);
+        assertEquals(events.map((x) => x.sequence_number), events.map((_, i) => i));
+        const deltas = events.filter((x) => x.type === "response.output_text.delta");
+        assertEquals(deltas.map((x) => x.delta).join(""), "This is a reply");
+        assertEquals(events[0].response.usage, null);
+        const done = events.at(-1).response;
+        assertEquals([done.status, done.output[0].content[0].text, done.usage.output_tokens], [
+          "completed",
+          "This is a reply",
+          4,
+        ]);
+      });
+    },
+  );
+});
+
+Deno.test("SGLang: no Responses API (FastAPI's 404), n choices served", async () => {
+  const port = freePort();
+  await withEngine(
+    sglangArgv(port),
+    { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_TOKENS: "2", FAKE_ENGINE_TOKEN_DELAY_MS: "1" },
+    port,
+    async (e) => {
+      await until(
+        "/health 200",
+        () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
+      );
+      const r = await e.post("/v1/responses", { model: "fake-model", input: "x" });
+      assertEquals([r?.status, r && JSON.parse(r.body)], [404, { detail: "Not Found" }]);
+      const chat = JSON.parse(
+        (await e.post("/v1/chat/completions", {
+          model: "fake-model",
+          messages: [{ role: "user", content: "x" }],
+          n: 2,
+        }))!.body,
+      );
+      assertEquals(chat.choices.length, 2);
+    },
+  );
+});
+
 /** Two slow streams with one slot: one runs, one waits; disconnects free the slots. */
 async function runningAndWaiting(
   e: Engine,

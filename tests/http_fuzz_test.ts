@@ -942,6 +942,13 @@ function gatewayRoutes(auth: string | null): Route[] {
       auth,
       bodies: gatewayBodies({ model: "llama", input: ["hi", "there"] }),
     },
+    {
+      method: "POST",
+      path: "/v1/responses",
+      auth,
+      bodies: gatewayBodies({ model: "llama", input: "hi" }),
+    },
+    { method: "GET", path: "/v1/models/llama", auth },
     { method: "GET", path: "/metrics", auth: null },
   ];
 }
