@@ -32,12 +32,31 @@
  *   and `/metrics*`. The key never appears in the fake's output.
  * - A worker child in the same process group that outlives a SIGKILLed leader,
  *   as vLLM's EngineCore and SGLang's schedulers do.
+ * - Optionally (off by default), a prefix cache, a time to first token that
+ *   grows with the uncached part of the prompt, and the engines' cache
+ *   counters: testing/fake_prefix_cache.ts.
  *
- * This file has no imports, so it runs from any working directory without a
- * deno.json or network access.
+ * Its one import, fake_prefix_cache.ts, has none, so it runs from any working
+ * directory without a deno.json or network access.
  *
  * @module
  */
+
+import {
+  DEFAULT_BLOCK_TOKENS,
+  EngineLoad,
+  loadMetricsText,
+  type LoadState,
+  loadState,
+  PrefixCache,
+  PrefixCacheKnobError,
+  type PrefixCacheKnobs,
+  type PrefixCacheSettings,
+  type PromptBlocks,
+  promptBlocks,
+  readPrefixCacheKnobs,
+  ttftMs,
+} from "./fake_prefix_cache.ts";
 
 // ---------------------------------------------------------------------------
 // Command-line parsing (a small argparse)
@@ -1034,33 +1053,41 @@ class Logger {
 // ---------------------------------------------------------------------------
 // Request accounting
 
-/** In-flight requests and counters, behind /metrics. */
+/** In-flight requests and counters, behind /metrics; who runs and who waits is {@link EngineLoad}'s. */
 class Scheduler {
-  running = 0;
-  waiting = 0;
   completed = 0;
   prompt_tokens = 0;
   generation_tokens = 0;
-  #queue: (() => void)[] = [];
-  constructor(readonly max: number) {}
-
-  /** Waits for a slot (counted as waiting meanwhile). */
-  async acquire(): Promise<void> {
-    if (this.running < this.max && this.#queue.length === 0) {
-      this.running++;
-      return;
-    }
-    this.waiting++;
-    await new Promise<void>((resolve) => this.#queue.push(resolve));
-    this.waiting--;
-    // release() handed its slot over: running was not decremented.
+  readonly load: EngineLoad;
+  #wake = new Map<number, () => void>();
+  /** `pool`: the prefix cache's KV pool, which running requests' blocks must fit; null without one. */
+  constructor(readonly max: number, pool: PrefixCacheSettings | null) {
+    this.load = new EngineLoad(max, pool);
   }
 
-  /** Frees a slot, handing it to the next waiter if any. */
-  release(): void {
-    const next = this.#queue.shift();
-    if (next !== undefined) next();
-    else this.running--;
+  get running(): number {
+    return this.load.running;
+  }
+
+  get waiting(): number {
+    return this.load.waiting;
+  }
+
+  /** Waits for a slot for a request holding `tokens` (counted as waiting meanwhile); returns its ticket. */
+  async acquire(tokens: number): Promise<number> {
+    const ticket = this.load.arrive(tokens);
+    if (!this.load.isRunning(ticket)) {
+      await new Promise<void>((resolve) => this.#wake.set(ticket, resolve));
+    }
+    return ticket;
+  }
+
+  /** Ends a request, handing its slot to the waiters that now fit. */
+  release(ticket: number): void {
+    for (const next of this.load.finish(ticket)) {
+      this.#wake.get(next)!();
+      this.#wake.delete(next);
+    }
   }
 }
 
@@ -1072,6 +1099,10 @@ interface Runtime {
   knobs: Knobs;
   log: Logger;
   sched: Scheduler;
+  /** The prefix cache; null when FAKE_ENGINE_PREFIX_CACHE_BLOCKS is unset or 0. */
+  cache: PrefixCache | null;
+  /** The prefix-cache and TTFT knobs. */
+  prefix: PrefixCacheKnobs;
   /** SGLang rank 0: loaded and warm. vLLM: listening implies ready. */
   ready: boolean;
   version: string;
@@ -1126,6 +1157,24 @@ function textOf(value: unknown): string {
     if ("content" in o) return textOf(o.content);
   }
   return typeof value === "number" ? "x" : "";
+}
+
+/**
+ * A request's prefill, once it runs: looks its prompt up in the prefix cache,
+ * waits the modelled time to first token, then caches its blocks. With the
+ * knobs off it sets no timer, so timing is as before.
+ */
+/** The prefill: looks the prompt up, waits the TTFT model's time, caches it; returns the cached tokens. */
+async function prefill(
+  rt: Runtime,
+  blocks: PromptBlocks | null,
+  promptTokens: number,
+): Promise<number> {
+  const found = rt.cache === null || blocks === null ? null : rt.cache.lookup(blocks);
+  const ms = ttftMs(rt.prefix.ttft, found?.uncachedTokens ?? promptTokens);
+  if (ms > 0) await sleep(ms);
+  if (rt.cache !== null && blocks !== null) rt.cache.insert(blocks);
+  return found?.cachedTokens ?? 0;
 }
 
 function hexId(): string {
@@ -1226,12 +1275,30 @@ async function completion(
   const count = Math.min(rt.knobs.tokens, max);
   const finish = count < rt.knobs.tokens ? "length" : "stop";
   const promptTokens = approxTokens(promptText);
+  // Token ids are cached as ids; anything else as the text the fake reads.
+  const ids = kind === "text" && Array.isArray(body.prompt) && body.prompt.length > 0 &&
+      body.prompt.every((x) => Number.isSafeInteger(x))
+    ? body.prompt as number[]
+    : null;
+  const blocks = rt.cache === null ? null : promptBlocks(ids ?? promptText, rt.cache.blockTokens);
+  // What the request holds in the KV cache while it runs: its prompt and every choice's output.
+  const held = promptTokens + count * n;
   const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${hexId()}`;
   const created = Math.floor(Date.now() / 1000);
-  const usage = {
+  // With the prefix cache on, the cached part is reported as vLLM does
+  // (`--enable-prompt-tokens-details`): usage.prompt_tokens_details.cached_tokens.
+  const usage: {
+    prompt_tokens: number;
+    total_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+  } = {
     prompt_tokens: promptTokens,
     total_tokens: promptTokens + count * n,
     completion_tokens: count * n,
+  };
+  const cachedUsage = (cached: number) => {
+    if (rt.cache !== null) usage.prompt_tokens_details = { cached_tokens: cached };
   };
   const stream = body.stream === true;
   const includeUsage = stream &&
@@ -1247,16 +1314,17 @@ async function completion(
   };
 
   if (!stream) {
-    await rt.sched.acquire();
+    const ticket = await rt.sched.acquire(held);
     let text = "";
     try {
+      cachedUsage(await prefill(rt, blocks, promptTokens));
       for (let i = 0; i < count; i++) {
         await sleep(rt.knobs.token_delay_ms);
         text += token(i);
         rt.sched.generation_tokens += n;
       }
     } finally {
-      rt.sched.release();
+      rt.sched.release(ticket);
     }
     const choice = (index: number) =>
       kind === "chat"
@@ -1296,8 +1364,11 @@ async function completion(
   const body$ = new ReadableStream<Uint8Array>({
     start(controller) {
       const run = async () => {
-        await rt.sched.acquire();
+        const ticket = await rt.sched.acquire(held);
         try {
+          // The role chunk, like every chunk, comes after the prefill.
+          cachedUsage(await prefill(rt, blocks, promptTokens));
+          if (cancelled) return;
           // One chunk per choice and step, each naming its choice's index.
           if (kind === "chat") {
             for (let index = 0; index < n; index++) {
@@ -1341,7 +1412,7 @@ async function completion(
         } catch {
           // The client went away (enqueue on a cancelled stream).
         } finally {
-          rt.sched.release();
+          rt.sched.release(ticket);
         }
       };
       void run();
@@ -1398,6 +1469,11 @@ async function responses(rt: Runtime, req: Request): Promise<Response> {
   const status = count < rt.knobs.tokens ? "incomplete" : "completed";
   const inputTokens = approxTokens(textOf(input)) +
     (instructions === null ? 0 : approxTokens(instructions));
+  const blocks = rt.cache === null ? null : promptBlocks(
+    instructions === null ? textOf(input) : `${instructions} ${textOf(input)}`,
+    rt.cache.blockTokens,
+  );
+  const held = inputTokens + count;
   const id = `resp_${hexId()}`;
   const itemId = `msg_${hexId()}`;
   const createdAt = Math.floor(Date.now() / 1000);
@@ -1447,16 +1523,17 @@ async function responses(rt: Runtime, req: Request): Promise<Response> {
   };
 
   if (body.stream !== true) {
-    await rt.sched.acquire();
+    const ticket = await rt.sched.acquire(held);
     let text = "";
     try {
+      usage.input_tokens_details.cached_tokens = await prefill(rt, blocks, inputTokens);
       for (let i = 0; i < count; i++) {
         await sleep(rt.knobs.token_delay_ms);
         text += token(i);
         rt.sched.generation_tokens++;
       }
     } finally {
-      rt.sched.release();
+      rt.sched.release(ticket);
     }
     finished();
     return json(200, response(status, [message(text, status)], usage));
@@ -1474,8 +1551,10 @@ async function responses(rt: Runtime, req: Request): Promise<Response> {
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       const run = async () => {
-        await rt.sched.acquire();
+        const ticket = await rt.sched.acquire(held);
         try {
+          usage.input_tokens_details.cached_tokens = await prefill(rt, blocks, inputTokens);
+          if (cancelled) return;
           controller.enqueue(
             event("response.created", { response: response("in_progress", [], null) }),
           );
@@ -1514,7 +1593,7 @@ async function responses(rt: Runtime, req: Request): Promise<Response> {
         } catch {
           // The client went away (enqueue on a cancelled stream).
         } finally {
-          rt.sched.release();
+          rt.sched.release(ticket);
         }
       };
       void run();
@@ -1610,16 +1689,6 @@ function promLabel(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
-function compareVersion(a: string, b: string): number {
-  const pa = a.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
-  const pb = b.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** Live counts behind /metrics. */
 export interface MetricCounts {
   /** Requests running. */
@@ -1634,6 +1703,8 @@ export interface MetricCounts {
   prompt_tokens: number;
   /** Tokens generated. */
   generation_tokens: number;
+  /** The load and prefix-cache state; without it, KV usage is running / max and no cache is shown. */
+  load?: LoadState;
 }
 
 /** Prometheus text with the engine's metric names, from the live request counts. */
@@ -1643,35 +1714,17 @@ export function metricsText(
   modelName: string,
   s: MetricCounts,
 ): string {
-  const usage = Math.min(1, s.running / s.max);
+  const load: LoadState = s.load ?? {
+    running: s.running,
+    waiting: s.waiting,
+    kvUsage: Math.min(1, s.running / s.max),
+    usedTokens: s.running * 64,
+    cache: null,
+  };
   const m = promLabel(modelName);
   // [name, type, help, value]; null values are left out.
   const rows: [string, string, string, number | null][] = engine === "vllm"
     ? [
-      [
-        "vllm:num_requests_running",
-        "gauge",
-        "Number of requests in model execution batches.",
-        s.running,
-      ],
-      [
-        "vllm:num_requests_waiting",
-        "gauge",
-        "Number of requests waiting to be processed.",
-        s.waiting,
-      ],
-      [
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        compareVersion(version, "0.10.0") >= 0 ? usage : null,
-      ],
-      [
-        "vllm:gpu_cache_usage_perc",
-        "gauge",
-        "GPU KV-cache usage. 1 means 100 percent usage.",
-        compareVersion(version, "0.11.0") < 0 ? usage : null,
-      ],
       [
         "vllm:prompt_tokens_total",
         "counter",
@@ -1692,10 +1745,6 @@ export function metricsText(
       ],
     ]
     : [
-      ["sglang:num_running_reqs", "gauge", "The number of running requests.", s.running],
-      ["sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", s.waiting],
-      ["sglang:token_usage", "gauge", "The token usage.", usage],
-      ["sglang:num_used_tokens", "gauge", "The number of used tokens.", s.running * 64],
       ["sglang:gen_throughput", "gauge", "The generation throughput (token/s).", 0],
       [
         "sglang:prompt_tokens_total",
@@ -1720,7 +1769,7 @@ export function metricsText(
       `${name}{${labels}} ${promNumber(value)}`,
     );
   }
-  return lines.join("\n") + "\n";
+  return loadMetricsText(engine, version, modelName, load) + lines.join("\n") + "\n";
 }
 
 function metricsResponse(rt: Runtime): Response {
@@ -1732,6 +1781,7 @@ function metricsResponse(rt: Runtime): Response {
       completed: rt.sched.completed,
       prompt_tokens: rt.sched.prompt_tokens,
       generation_tokens: rt.sched.generation_tokens,
+      load: loadState(rt.sched.load, rt.cache),
     }),
     { status: 200, headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } },
   );
@@ -2174,19 +2224,21 @@ function listen(
   }
 }
 
-async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
+async function serve(cfg: EngineConfig, knobs: Knobs, prefix: PrefixCacheKnobs): Promise<void> {
   const started = Date.now();
   // Signal listeners and a pending promise do not keep Deno alive on their own.
   setInterval(() => {}, 1 << 30);
   const worker = knobs.worker ? spawnWorker(cfg) : null;
   const log = new Logger(cfg, worker?.pid ?? Deno.pid, knobs.progress);
   const version = knobVersion(cfg.engine);
-  const sched = new Scheduler(cfg.max_running);
+  const sched = new Scheduler(cfg.max_running, prefix.cache);
   const rt: Runtime = {
     cfg,
     knobs,
     log,
     sched,
+    cache: prefix.cache === null ? null : new PrefixCache(prefix.cache),
+    prefix,
     ready: false,
     version,
     started_ms: started,
@@ -2373,6 +2425,24 @@ async function serve(cfg: EngineConfig, knobs: Knobs): Promise<void> {
   log.api("INFO", "", "The server is fired up and ready to roll!");
 }
 
+/**
+ * The prefix-cache knobs with the engine's own flags: vLLM's `--block-size`
+ * sets the block size FAKE_ENGINE_BLOCK_TOKENS overrides, and vLLM's
+ * `--no-enable-prefix-caching` or SGLang's `--disable-radix-cache` turns the
+ * cache off.
+ */
+function prefixKnobs(command: Command): PrefixCacheKnobs {
+  const flags = command.kind === "serve" ? command.config.flags : new Map<string, FlagValue>();
+  const blockTokens = int(flags, "--block-size", DEFAULT_BLOCK_TOKENS);
+  if (!Number.isSafeInteger(blockTokens) || blockTokens < 1) {
+    throw new ConfigError(`--block-size must be a whole number ≥ 1, got ${blockTokens}`);
+  }
+  const knobs = readPrefixCacheKnobs(envGet, { blockTokens });
+  const off = flags.get("--enable-prefix-caching") === false ||
+    flags.get("--disable-radix-cache") === true;
+  return off ? { ...knobs, cache: null } : knobs;
+}
+
 /** Entry point: `fake_engine.ts <vllm|sglang> ARGS…` or `fake_engine.ts --worker ENGINE LEADER_PID`. */
 export async function main(args: string[]): Promise<void> {
   if (args[0] === "--worker") {
@@ -2381,15 +2451,17 @@ export async function main(args: string[]): Promise<void> {
   }
   let command: Command;
   let knobs: Knobs;
+  let prefix: PrefixCacheKnobs;
   try {
     command = parseCommandLine(args);
     knobs = readKnobs();
+    prefix = prefixKnobs(command);
   } catch (e) {
     if (e instanceof UsageError) {
       writeAll(Deno.stderr, e.render());
       Deno.exit(2);
     }
-    if (e instanceof KnobError) {
+    if (e instanceof KnobError || e instanceof PrefixCacheKnobError) {
       writeAll(Deno.stderr, `fake_engine.ts: error: ${e.message}\n`);
       Deno.exit(2);
     }
@@ -2403,7 +2475,7 @@ export async function main(args: string[]): Promise<void> {
     writeAll(Deno.stdout, command.text);
     return;
   }
-  await serve(command.config, knobs);
+  await serve(command.config, knobs, prefix);
 }
 
 if (import.meta.main) {

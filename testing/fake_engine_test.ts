@@ -1636,3 +1636,42 @@ Deno.test("the python3 shim never runs itself again when no other python3 is on 
     },
   );
 });
+
+Deno.test("vLLM with a prefix cache: a repeated conversation is served from cache, and the counters say so", async () => {
+  const port = freePort();
+  await withEngine(
+    vllmArgv(port),
+    {
+      FAKE_ENGINE_LOAD_SECONDS: "0",
+      FAKE_ENGINE_TOKENS: "2",
+      FAKE_ENGINE_TOKEN_DELAY_MS: "0",
+      FAKE_ENGINE_PREFIX_CACHE_BLOCKS: "1000",
+    },
+    port,
+    async (e) => {
+      await until(
+        "/health 200",
+        () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
+      );
+      const messages = [
+        { role: "system", content: "You are a helpful assistant. ".repeat(20) },
+        { role: "user", content: "Plan a trip to Lisbon." },
+      ];
+      const cached = async () => {
+        const r = await e.post("/v1/chat/completions", { model: "fake-model", messages });
+        assertEquals(r?.status, 200);
+        const usage = JSON.parse(r!.body).usage;
+        return [usage.prompt_tokens, usage.prompt_tokens_details.cached_tokens];
+      };
+      const [tokens, first] = await cached();
+      assertEquals(first, 0, "nothing cached at first");
+      const [, second] = await cached();
+      // Every full block of 16 tokens is found the second time.
+      assertEquals(second, Math.floor(tokens / 16) * 16);
+      const metrics = (await e.request("/metrics"))!.body;
+      const hits = /^vllm:prefix_cache_hits_total\{[^}]*\} (\S+)$/m.exec(metrics);
+      assertEquals(Number(hits?.[1]), second);
+    },
+  );
+});
