@@ -23,7 +23,7 @@
  */
 
 import { HashRing, pickBounded } from "./bounded_ring.ts";
-import { DEFAULT_ROUTING, type RoutingPolicy } from "../deployment/schema.ts";
+import type { RoutingPolicy } from "../deployment/schema.ts";
 
 /** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
 export interface EndpointSpec {
@@ -168,9 +168,13 @@ export class EndpointTable {
     this.#loaded = true;
   }
 
-  /** The routing policy of `model`. */
+  /**
+   * The routing policy of `model`. A model the feed names no policy for
+   * comes from a control plane older than routing policies: it keeps the
+   * balancing it had then, least outstanding.
+   */
   routing(model: string): RoutingPolicy {
-    return this.#routing.get(model) ?? DEFAULT_ROUTING;
+    return this.#routing.get(model) ?? "least_outstanding";
   }
 
   /** Whether {@link EndpointTable.setEndpoints} was called at least once (the first sync). */
