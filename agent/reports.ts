@@ -69,6 +69,11 @@ export function shardReport(s: ShardStatus): ShardReport {
     notice: s.notice === null || s.notice === undefined
       ? null
       : { at: finiteOrNull(s.notice.at) ?? 0, message: clip(s.notice.message, 1024) },
+    load_metrics: s.load_metrics === null || s.load_metrics === undefined ? null : {
+      running: s.load_metrics.running.slice(0, 8).map((n) => clip(n, 128)),
+      waiting: s.load_metrics.waiting.slice(0, 8).map((n) => clip(n, 128)),
+      kv_cache_usage: s.load_metrics.kv_cache_usage.slice(0, 8).map((n) => clip(n, 128)),
+    },
   };
 }
 

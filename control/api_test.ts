@@ -66,6 +66,17 @@ Deno.test("an agent registers, gets its desired shards and reports them ready", 
     adopted: false,
     last_failure: null,
     spec_hash: "x",
+    // The plugin's load metric names reach gateways with the endpoint (the second shard's
+    // agent is older and sends none).
+    ...(i === 0
+      ? {
+        load_metrics: {
+          running: ["vllm:num_requests_running"],
+          waiting: ["vllm:num_requests_waiting"],
+          kv_cache_usage: ["vllm:kv_cache_usage_perc"],
+        },
+      }
+      : {}),
   }));
   const hb = await call("POST", "/v1/agent/heartbeat", node_token, {
     node_id: "n1",
@@ -79,6 +90,9 @@ Deno.test("an agent registers, gets its desired shards and reports them ready", 
     "http://127.0.0.1:20000",
     "http://127.0.0.1:20010",
   ]);
+  const [first, second] = cp.readyEndpoints();
+  assertEquals(first.load_metrics?.running, ["vllm:num_requests_running"]);
+  assertEquals(second.load_metrics, undefined);
 });
 
 Deno.test("the desired state long-polls until it changes", async () => {

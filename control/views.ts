@@ -63,6 +63,8 @@ export interface ReadyEndpoint {
   shard?: string;
   /** The engine proxy's credential. */
   token?: string;
+  /** The engine's load metric names, as rank 0's agent reported them. */
+  load_metrics?: { running: string[]; waiting: string[]; kv_cache_usage: string[] };
 }
 
 /** A replica's view. */
@@ -124,6 +126,8 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
     );
     if (!ready) continue;
     const reg = node.registration;
+    const names = state.reports.get(leader.node)?.get(leader.shard_id)?.load_metrics;
+    const load = names === null || names === undefined ? {} : { load_metrics: names };
     // Through the node's engine proxy when it has one: engines listen on loopback.
     out.push(
       reg.proxy_url !== undefined && reg.proxy_url !== null && reg.proxy_token !== undefined
@@ -133,11 +137,13 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
           url: reg.proxy_url.replace(/\/$/, ""),
           shard: leader.shard_id,
           token: reg.proxy_token,
+          ...load,
         }
         : {
           model: d.spec.served_model_name,
           replica_id: r.id,
           url: `http://${reg.mgmt_addr}:${r.placement.ports.http[leader.shard_id]}`,
+          ...load,
         },
     );
   }

@@ -23,6 +23,7 @@
  */
 
 import { HashRing, pickBounded } from "./bounded_ring.ts";
+import { effectiveLoad, type EngineLoad } from "./engine_load.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
 
 /** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
@@ -37,6 +38,8 @@ export interface EndpointSpec {
   shard?: string;
   /** The engine proxy's credential; absent: a direct engine. */
   token?: string;
+  /** The engine's load metric names (from its plugin); absent: its load is not read. */
+  load_metrics?: { running: string[]; waiting: string[]; kv_cache_usage: string[] };
 }
 
 /** An endpoint in the table, with its live counters. */
@@ -49,6 +52,8 @@ export interface Endpoint extends EndpointSpec {
   dispatched: number;
   /** When it was marked suspect (ms since epoch), or null. */
   suspectSince: number | null;
+  /** The engine's own last load reading (gateway/engine_load.ts), or null. */
+  engineLoad: EngineLoad | null;
 }
 
 /** A uniform random number in [0, 1), like `Math.random`. */
@@ -83,6 +88,7 @@ export function endpointKey(e: EndpointSpec): string {
 export function pickTwoChoices<T extends { outstanding: number }>(
   candidates: readonly T[],
   random: RandomSource,
+  load: (t: T) => number = (t) => t.outstanding,
 ): T | null {
   const n = candidates.length;
   if (n === 0) return null;
@@ -92,7 +98,7 @@ export function pickTwoChoices<T extends { outstanding: number }>(
   if (j >= i) j++;
   const a = candidates[i];
   const b = candidates[j];
-  return b.outstanding < a.outstanding ? b : a;
+  return load(b) < load(a) ? b : a;
 }
 
 /** The in-memory endpoint table (design §12). */
@@ -137,10 +143,11 @@ export class EndpointTable {
       seen.add(`${spec.model}\n${key}`);
       let e = old.get(key);
       if (e === undefined || e.model !== spec.model) {
-        e = { ...spec, key, outstanding: 0, dispatched: 0, suspectSince: null };
+        e = { ...spec, key, outstanding: 0, dispatched: 0, suspectSince: null, engineLoad: null };
       } else {
         // A re-registered agent's proxy has a new credential: the next request uses it.
         e.token = spec.token;
+        e.load_metrics = spec.load_metrics;
         if (e.suspectSince !== null && now - e.suspectSince >= this.#suspectMs) {
           e.suspectSince = null;
         }
@@ -218,6 +225,8 @@ export class EndpointTable {
     const open = this.endpoints(model).filter((e) => !exclude.has(e.key));
     const healthy = open.filter((e) => e.suspectSince === null);
     const candidates = healthy.length > 0 ? healthy : open;
+    const now = this.#now();
+    const load = (e: Endpoint) => effectiveLoad(e, now);
     switch (this.routing(model)) {
       case "random":
         return candidates.length === 0 ? null : candidates[
@@ -226,17 +235,12 @@ export class EndpointTable {
       case "prefix_affinity": {
         const ring = this.#rings.get(model);
         if (affinity !== null && ring !== undefined) {
-          return pickBounded(
-            ring,
-            affinity,
-            new Map(candidates.map((e) => [e.key, e])),
-            (e) => e.outstanding,
-          );
+          return pickBounded(ring, affinity, new Map(candidates.map((e) => [e.key, e])), load);
         }
-        return pickTwoChoices(candidates, this.#random);
+        return pickTwoChoices(candidates, this.#random, load);
       }
       default:
-        return pickTwoChoices(candidates, this.#random);
+        return pickTwoChoices(candidates, this.#random, load);
     }
   }
 

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { clientMetrics, fetchMetrics, scrapeEngineLoads } from "./engine_load.ts";
 import { bindErrorFrom } from "../http/bind_error.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
@@ -180,10 +181,15 @@ function follow(
     keys,
     fetch: o.controlFetch,
   });
+  // Engines' own load, read beside the requests, never in their way (gateway/engine_load.ts).
+  const stopScraping = scrapeEngineLoads(table, {
+    get: o.client === undefined ? fetchMetrics : clientMetrics(o.client),
+  });
   return {
     url: running.url,
     synced: follower.synced,
     async close() {
+      stopScraping();
       await follower.stop();
       await running.close();
     },

@@ -133,6 +133,13 @@ export const CertificateAnswerSchema = z.object({
 export type CertificateAnswer = z.infer<typeof CertificateAnswerSchema>;
 
 /** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
+/** Metric names an engine reports its load under (engines/types.ts `MetricNames`). */
+export const LoadMetricNamesSchema = z.object({
+  running: z.array(z.string().min(1).max(128)).max(8),
+  waiting: z.array(z.string().min(1).max(128)).max(8),
+  kv_cache_usage: z.array(z.string().min(1).max(128)).max(8),
+});
+
 export const ShardReportSchema = z.object({
   id: z.string().min(1).max(256),
   state: z.enum([
@@ -179,6 +186,11 @@ export const ShardReportSchema = z.object({
    * skipped. Absent from older agents.
    */
   notice: z.object({ at: z.number(), message: z.string().max(1024) }).nullable().optional(),
+  /**
+   * The engine's load metric names for its version, from its plugin, so
+   * gateways can read its load (design §12). Absent from older agents.
+   */
+  load_metrics: LoadMetricNamesSchema.nullable().optional(),
 });
 
 /** What an agent sends every heartbeat interval. */

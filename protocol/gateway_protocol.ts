@@ -15,6 +15,7 @@
  * @module
  */
 import { z } from "zod";
+import { LoadMetricNamesSchema } from "./agent_protocol.ts";
 import { ROUTING_POLICIES, type RoutingPolicy } from "../deployment/schema.ts";
 import type { ApiKeySpec } from "../gateway/api_keys.ts";
 import type { EndpointSpec } from "../gateway/endpoints.ts";
@@ -44,6 +45,8 @@ export const EndpointSpecSchema = z.object({
   shard: z.string().min(1).max(256).optional(),
   /** The proxy's credential, sent as `Authorization: Bearer …`; absent for a direct engine. */
   token: z.string().min(16).max(256).optional(),
+  /** The engine's load metric names, for reading its `/metrics`; absent when unknown. */
+  load_metrics: LoadMetricNamesSchema.optional(),
 });
 
 /** One API key as gateways see it (gateway/api_keys.ts `ApiKeySpec`). */

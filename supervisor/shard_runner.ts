@@ -136,6 +136,7 @@ export class ShardRunner {
         ? null
         : { ...this.#lastFailure, log_tail: [...this.#lastFailure.log_tail] },
       spec_hash: this.hash,
+      load_metrics: this.#spec?.metrics ?? null,
     };
   }
 

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { MetricNames } from "../engines/types.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
 import type { PortAllocator } from "./port_allocator.ts";
@@ -92,6 +93,8 @@ export interface ShardStatus {
   last_failure: ShardFailure | null;
   /** Hash of the launch, to tell a changed shard from the same one. */
   spec_hash: string;
+  /** The engine's load metric names for its version (from the plugin); null when unknown. */
+  load_metrics?: MetricNames | null;
 }
 
 /** What the agent's metrics need of one shard beyond its status. */

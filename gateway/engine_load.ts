@@ -1,0 +1,179 @@
+/**
+ * Engine load read from each replica's `/metrics` (design §12, issue #16):
+ * the engine's own running and waiting requests and its KV-cache usage,
+ * under the names its plugin gives for its version (vLLM
+ * `vllm:num_requests_running`, `vllm:num_requests_waiting`,
+ * `vllm:kv_cache_usage_perc`; SGLang `sglang:num_running_reqs`,
+ * `sglang:num_queue_reqs`, `sglang:token_usage`), carried by the endpoint feed.
+ *
+ * The engine counts the requests of every gateway, where a gateway's own
+ * in-flight count sees only its own, so a replica's load for routing is the
+ * larger of the two while the reading is fresh. A scrape runs on its own
+ * loop, bounded in time: a stale or failing one is simply not used, and
+ * never delays or fails a request.
+ *
+ * @module
+ */
+import type { Endpoint, EndpointTable } from "./endpoints.ts";
+import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
+import type { UpstreamClient } from "./upstream_client.ts";
+
+/** One reading of an engine's load. */
+export interface EngineLoad {
+  /** Requests running. */
+  running: number;
+  /** Requests waiting in its queue. */
+  waiting: number;
+  /** KV-cache usage, 0–1; null when the engine reports none. */
+  kvUsage: number | null;
+  /** When it was read (ms since epoch). */
+  at: number;
+}
+
+/** A reading older than this is not used. */
+export const STALE_MS = 5_000;
+
+/**
+ * The sum over every series of the first of `names` the text has (a name
+ * may be written with labels, e.g. `vllm:num_requests_running{model_name="m"} 3`);
+ * null when it has none of them.
+ */
+export function metricValue(text: string, names: readonly string[]): number | null {
+  for (const name of names) {
+    let sum = 0;
+    let found = false;
+    for (const line of text.split("\n")) {
+      if (!line.startsWith(name)) continue;
+      const rest = line.slice(name.length);
+      if (rest[0] !== " " && rest[0] !== "{") continue;
+      const value = Number(
+        rest.slice(rest[0] === "{" ? rest.indexOf("}") + 1 : 0).trim().split(" ")[0],
+      );
+      if (!Number.isFinite(value)) continue;
+      sum += value;
+      found = true;
+    }
+    if (found) return sum;
+  }
+  return null;
+}
+
+/** An engine's load from its metrics text, or null when running or waiting is missing. */
+export function parseEngineLoad(
+  text: string,
+  names: NonNullable<Endpoint["load_metrics"]>,
+  at: number,
+): EngineLoad | null {
+  const running = metricValue(text, names.running);
+  const waiting = metricValue(text, names.waiting);
+  if (running === null || waiting === null) return null;
+  return { running, waiting, kvUsage: metricValue(text, names.kv_cache_usage), at };
+}
+
+/** The load routing uses: the larger of the gateway's own count and a fresh engine reading. */
+export function effectiveLoad(e: Endpoint, now: number): number {
+  const l = e.engineLoad;
+  if (l === null || now - l.at > STALE_MS) return e.outstanding;
+  return Math.max(e.outstanding, l.running + l.waiting);
+}
+
+/** Reads `origin`'s `/metrics` with `headers`: the status and, when 200, the text. */
+export type MetricsGet = (
+  origin: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+) => Promise<{ status: number; text: string }>;
+
+/** The most of a metrics answer read (an engine's is a few tens of KiB). */
+const MAX_METRICS_BYTES = 1024 * 1024;
+
+/** {@link MetricsGet} over `fetch`. */
+export const fetchMetrics: MetricsGet = async (origin, headers, signal) => {
+  const res = await fetch(`${origin}/metrics`, { headers, signal });
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return { status: res.status, text: "" };
+  }
+  return { status: 200, text: (await res.text()).slice(0, MAX_METRICS_BYTES) };
+};
+
+/** {@link MetricsGet} over the gateway's own engine client (its TLS trust included). */
+export function clientMetrics(client: UpstreamClient): MetricsGet {
+  return async (origin, headers, signal) => {
+    const res = await client.request({
+      origin,
+      method: "GET",
+      target: "/metrics",
+      headers: new Headers(headers),
+      body: new Uint8Array(0),
+      signal,
+    });
+    if (res.status !== 200 || res.body === null) {
+      await res.body?.cancel();
+      return { status: res.status, text: "" };
+    }
+    const decoder = new TextDecoder();
+    let text = "";
+    for (;;) {
+      const { done, value } = await res.body.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (text.length > MAX_METRICS_BYTES) {
+        await res.body.cancel();
+        break;
+      }
+    }
+    return { status: 200, text };
+  };
+}
+
+/** Settings of {@link scrapeEngineLoads}. */
+export interface ScrapeOptions {
+  /** Between two rounds (ms). Default 1,000. */
+  intervalMs?: number;
+  /** One scrape's bound (ms). Default 500. */
+  timeoutMs?: number;
+  /** How a replica's `/metrics` is read (default: `fetch`). */
+  get?: MetricsGet;
+  /** The clock (ms). */
+  now?: () => number;
+}
+
+/** Reads every endpoint's engine load once; resolves when all have answered or given up. */
+export async function scrapeOnce(table: EndpointTable, options: ScrapeOptions = {}): Promise<void> {
+  const get = options.get ?? fetchMetrics;
+  const now = options.now ?? Date.now;
+  await Promise.all(
+    table.all().map(async (e) => {
+      const names = e.load_metrics;
+      if (names === undefined) return;
+      const headers: Record<string, string> = {};
+      if (e.shard !== undefined) headers[SHARD_HEADER] = e.shard;
+      if (e.token !== undefined) headers.authorization = `Bearer ${e.token}`;
+      try {
+        const res = await get(e.url, headers, AbortSignal.timeout(options.timeoutMs ?? 500));
+        if (res.status !== 200) return;
+        const load = parseEngineLoad(res.text, names, now());
+        if (load !== null) e.engineLoad = load;
+      } catch {
+        // Unreachable or slow: the last reading goes stale and stops counting.
+      }
+    }),
+  );
+}
+
+/** Scrapes every endpoint's engine load on a loop until the returned stop is called. */
+export function scrapeEngineLoads(table: EndpointTable, options: ScrapeOptions = {}): () => void {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const loop = async () => {
+    if (stopped) return;
+    await scrapeOnce(table, options);
+    if (!stopped) timer = setTimeout(loop, options.intervalMs ?? 1_000);
+  };
+  timer = setTimeout(loop, 0);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

@@ -1,0 +1,115 @@
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import {
+  effectiveLoad,
+  metricValue,
+  parseEngineLoad,
+  scrapeOnce,
+  STALE_MS,
+} from "./engine_load.ts";
+import { type Endpoint, EndpointTable } from "./endpoints.ts";
+
+const VLLM = {
+  running: ["vllm:num_requests_running"],
+  waiting: ["vllm:num_requests_waiting"],
+  kv_cache_usage: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+};
+
+const TEXT = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:num_requests_running_extra{model_name="m"} 100
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 4
+vllm:gpu_cache_usage_perc{model_name="m"} 0.5
+`;
+
+Deno.test("metricValue: sums a name's series, skips longer names, takes the first name present", () => {
+  assertEquals(metricValue(TEXT, ["vllm:num_requests_running"]), 5);
+  assertEquals(metricValue(TEXT, ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"]), 0.5);
+  assertEquals(metricValue(TEXT, ["sglang:num_running_reqs"]), null);
+  assertEquals(metricValue("sglang:num_queue_reqs 7\n", ["sglang:num_queue_reqs"]), 7);
+  assertEquals(metricValue('x{a="1"} NaN\nx 2\n', ["x"]), 2);
+});
+
+Deno.test("parseEngineLoad and effectiveLoad: the larger of own and engine counts while fresh", () => {
+  const load = parseEngineLoad(TEXT, VLLM, 1_000)!;
+  assertEquals(load, { running: 5, waiting: 4, kvUsage: 0.5, at: 1_000 });
+  assertEquals(parseEngineLoad("vllm:num_requests_running 1\n", VLLM, 0), null, "waiting missing");
+  const e = { outstanding: 2, engineLoad: load } as Endpoint;
+  assertEquals(effectiveLoad(e, 1_000 + STALE_MS), 9);
+  assertEquals(effectiveLoad(e, 1_001 + STALE_MS), 2, "a stale reading is not used");
+  assertEquals(effectiveLoad({ ...e, outstanding: 12 }, 1_000), 12);
+  assertEquals(effectiveLoad({ ...e, engineLoad: null }, 1_000), 2);
+});
+
+Deno.test("scrapeOnce: reads each endpoint through its proxy credential; failures leave the reading alone", async () => {
+  const seen: { origin: string; headers: Record<string, string> }[] = [];
+  const table = new EndpointTable();
+  table.setEndpoints([
+    {
+      model: "m",
+      replica_id: "r1",
+      url: "https://a:9181",
+      shard: "r1.1/0",
+      token: "t".repeat(20),
+      load_metrics: VLLM,
+    },
+    { model: "m", replica_id: "r2", url: "https://b:9181", load_metrics: VLLM },
+    { model: "m", replica_id: "r3", url: "https://c:9181" },
+  ]);
+  await scrapeOnce(table, {
+    now: () => 5,
+    get: (origin, headers) => {
+      seen.push({ origin, headers });
+      if (origin === "https://b:9181") return Promise.reject(new TypeError("refused"));
+      return Promise.resolve({ status: 200, text: TEXT });
+    },
+  });
+  assertEquals(
+    seen.map((s) => s.origin).sort(),
+    ["https://a:9181", "https://b:9181"],
+    "no names, no scrape",
+  );
+  assertEquals(seen.find((s) => s.origin === "https://a:9181")!.headers, {
+    "x-llmgw-shard": "r1.1/0",
+    authorization: `Bearer ${"t".repeat(20)}`,
+  });
+  const [a, b, c] = table.all();
+  assertEquals(a.engineLoad?.running, 5);
+  assertEquals([b.engineLoad, c.engineLoad], [null, null]);
+});
+
+Deno.test("choose: the engine's own queue steers least outstanding and prefix affinity alike", () => {
+  const now = 1_000;
+  const t = new EndpointTable({
+    now: () => now,
+    random: (() => {
+      let i = 0;
+      return () => [0.1, 0.6][i++ % 2];
+    })(),
+  });
+  t.setEndpoints(
+    [
+      { model: "m", replica_id: "r1", url: "http://a:1" },
+      { model: "m", replica_id: "r2", url: "http://b:1" },
+    ],
+    ["m"],
+    { m: "least_outstanding" },
+  );
+  const [r1, r2] = t.all();
+  // Equal in this gateway; another gateway keeps r1's engine busy.
+  r1.engineLoad = { running: 8, waiting: 6, kvUsage: 0.9, at: now };
+  r2.engineLoad = { running: 1, waiting: 0, kvUsage: 0.1, at: now };
+  for (let i = 0; i < 4; i++) assertEquals(t.choose("m")?.replica_id, "r2");
+  // Prefix affinity: a key whose home is the busy replica spills to the other.
+  t.setEndpoints(t.all(), ["m"], { m: "prefix_affinity" });
+  let homeOnR1: string | null = null;
+  for (let i = 0; i < 100 && homeOnR1 === null; i++) {
+    r1.engineLoad = null;
+    if (t.choose("m", new Set(), `user:${i}`)?.replica_id === "r1") homeOnR1 = `user:${i}`;
+  }
+  assertOk(homeOnR1 !== null);
+  r1.engineLoad = { running: 8, waiting: 6, kvUsage: 0.9, at: now };
+  assertEquals(t.choose("m", new Set(), homeOnR1)?.replica_id, "r2");
+});
