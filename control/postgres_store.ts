@@ -28,6 +28,7 @@ import { MAX_EVENTS } from "./memory_store.ts";
 import {
   apiKeyColumns,
   deploymentColumns,
+  eventFromRow,
   nodeColumns,
   replicaColumns,
   tokenColumns,
@@ -377,13 +378,7 @@ export class PostgresStore implements ControlStore {
       } ORDER BY id DESC LIMIT $${params.length}`,
       params,
     );
-    return rows.reverse().map((row): EventRecord => ({
-      id: row.id as number,
-      at: row.at as number,
-      kind: row.kind as string,
-      subject: row.subject as string,
-      message: row.message as string,
-    }));
+    return rows.reverse().map(eventFromRow);
   }
 
   listApiKeys(): Promise<ApiKeyRecord[]> {

@@ -29,6 +29,7 @@ import { MAX_EVENTS } from "./memory_store.ts";
 import {
   apiKeyColumns,
   deploymentColumns,
+  eventFromRow,
   nodeColumns,
   replicaColumns,
   tokenColumns,
@@ -314,13 +315,7 @@ export class SqliteStore implements ControlStore {
         `SELECT id, at, kind, subject, message FROM events
          ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`,
       ).all(...params) as Row[];
-      return rows.reverse().map((row): EventRecord => ({
-        id: row.id as number,
-        at: row.at as number,
-        kind: row.kind as string,
-        subject: row.subject as string,
-        message: row.message as string,
-      }));
+      return rows.reverse().map(eventFromRow);
     });
   }
 

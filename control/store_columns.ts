@@ -9,6 +9,7 @@
 import type {
   AccessTokenRecord,
   ApiKeyRecord,
+  EventRecord,
   StoredDeployment,
   StoredNode,
   StoredReplica,
@@ -64,4 +65,15 @@ export function apiKeyColumns(k: ApiKeyRecord): ColumnValue[] {
 /** id, kind, hash, description, created_at, expires_at. */
 export function tokenColumns(t: AccessTokenRecord): ColumnValue[] {
   return [t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at];
+}
+
+/** An event from its row (id, at, kind, subject, message), as both SQL stores select it. */
+export function eventFromRow(row: Record<string, unknown>): EventRecord {
+  return {
+    id: row.id as number,
+    at: row.at as number,
+    kind: row.kind as string,
+    subject: row.subject as string,
+    message: row.message as string,
+  };
 }
