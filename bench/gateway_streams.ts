@@ -1,15 +1,39 @@
 /**
  * Gateway memory with many concurrent open streams (design §16: thousands of
- * concurrent streams). Starts the fake engine (long, slow streams) and the
- * gateway as processes, opens N streaming chat completions through the
- * gateway, waits until each has delivered its first chunk, and reads the
- * gateway's resident memory from /proc before and while they are open.
+ * concurrent streams), beside the floor Deno itself sets, in one invocation:
  *
- * Run: `deno run -A bench/gateway_streams.ts [N]` (default 5000).
+ * - **gateway**: the fake engine (long, slow streams) and the gateway
+ *   (bench/gateway_fixed.ts) as processes; N streaming chat completions
+ *   through the gateway.
+ * - **floor**: a bare `Deno.serve` server (bench/minimal_stream_server.ts)
+ *   in a process of its own, holding N SSE streams open, one small chunk
+ *   every 100 ms; N streams straight to it.
+ *
+ * For each, once every stream has delivered its first chunk (and 2 s more),
+ * the server's resident memory is read from /proc 15 times over 7.5 s (the
+ * median and the least are printed: it moves with the GC), and before the
+ * streams; last, after a full garbage collection (SIGUSR2, both servers run
+ * with `--v8-flags=--expose-gc`: bench/gc_on_signal.ts), what the streams
+ * hold alive.
+ * One after the other, so neither shares the machine with the other's
+ * streams. Every process is started under `ulimit -n` of the hard limit:
+ * the gateway holds two sockets per stream.
+ *
+ * Run: `deno run -A bench/gateway_streams.ts [N] [both|gateway|floor]`
+ * (default 5000, both).
  */
 const N = Number(Deno.args[0] ?? 5000);
+const which = Deno.args[1] ?? "both";
+if (!Number.isInteger(N) || N < 1) {
+  throw new Error(`Cannot parse the stream count: ${Deno.args[0]} is not a positive integer`);
+}
+if (!["both", "gateway", "floor"].includes(which)) {
+  throw new Error(`Cannot parse the target: ${which} is not one of both, gateway, floor`);
+}
 const ENGINE = 19501;
 const GATEWAY = 19502;
+const FLOOR = 19503;
+const SAMPLES = 15;
 const root = new URL("../", import.meta.url).pathname;
 
 function rssMiB(pid: number): number {
@@ -30,8 +54,104 @@ async function waitUp(port: number): Promise<void> {
   throw new Error(`port ${port} never answered`);
 }
 
-const engine = new Deno.Command(`${root}testing/bin/vllm`, {
-  args: [
+/** `argv` in a process group of its own, with as many open files as the hard limit allows. */
+function spawn(argv: string[], env: Record<string, string> = {}): Deno.ChildProcess {
+  const quoted = argv.map((a) => `'${a.replaceAll("'", `'\\''`)}'`).join(" ");
+  return new Deno.Command("sh", {
+    // `exec`: the pid is the server's own, for /proc and for the kill.
+    args: ["-c", `ulimit -n "$(ulimit -Hn)"; exec ${quoted}`],
+    env,
+    stdout: "null",
+    stderr: "null",
+    detached: true,
+  }).spawn();
+}
+
+async function stop(procs: Deno.ChildProcess[]): Promise<void> {
+  for (const p of procs) {
+    try {
+      Deno.kill(-p.pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  await Promise.all(procs.map((p) => p.status));
+}
+
+interface Figures {
+  open: number;
+  failed: number;
+  idle: number;
+  /** The median RSS with the streams open. */
+  loaded: number;
+  /** The least. */
+  least: number;
+  /** After a full garbage collection. */
+  collected: number;
+}
+
+/** Opens N streams to `port`, and reads `pid`'s RSS before and while they are open. */
+async function measure(port: number, pid: number): Promise<Figures> {
+  const aborts: AbortController[] = [];
+  try {
+    const idle = rssMiB(pid);
+    let open = 0;
+    const body = JSON.stringify({
+      model: "bench",
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const results = await Promise.allSettled(Array.from({ length: N }, async () => {
+      const ac = new AbortController();
+      aborts.push(ac);
+      const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        signal: ac.signal,
+      });
+      const reader = res.body!.getReader();
+      await reader.read(); // the first chunk: the stream is open end to end
+      open++;
+      // Keep reading in the background so the stream stays live.
+      (async () => {
+        try {
+          while (!(await reader.read()).done) { /* drain */ }
+        } catch {
+          // Aborted at the end.
+        }
+      })();
+    }));
+    await new Promise((r) => setTimeout(r, 2000));
+    // RSS moves with the GC as the streams make garbage: SAMPLES reads, half
+    // a second apart; the median and the least.
+    const reads: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      reads.push(rssMiB(pid));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    if (Deno.env.get("STREAMS_TRACE")) console.error(reads.map((r) => r.toFixed(0)).join(" "));
+    reads.sort((a, b) => a - b);
+    // And once more after a full collection: what the streams hold alive.
+    Deno.kill(pid, "SIGUSR2");
+    await new Promise((r) => setTimeout(r, 1500));
+    const collected = rssMiB(pid);
+    return {
+      collected,
+      open,
+      failed: results.filter((r) => r.status === "rejected").length,
+      idle,
+      loaded: reads[Math.floor(SAMPLES / 2)],
+      least: reads[0],
+    };
+  } finally {
+    for (const a of aborts) a.abort();
+  }
+}
+
+async function gatewayRun(): Promise<Figures> {
+  const engine = spawn([
+    `${root}testing/bin/vllm`,
     "serve",
     "org/bench",
     "--served-model-name",
@@ -46,76 +166,68 @@ const engine = new Deno.Command(`${root}testing/bin/vllm`, {
     "1",
     "--max-num-seqs",
     "1000000",
-  ],
-  env: {
+  ], {
     FAKE_ENGINE_LOAD_SECONDS: "0",
     FAKE_ENGINE_TOKENS: "600",
     FAKE_ENGINE_TOKEN_DELAY_MS: "100",
     FAKE_ENGINE_ACCESS_LOG: "0",
-  },
-  stdout: "null",
-  stderr: "null",
-  detached: true,
-}).spawn();
-const gateway = new Deno.Command(Deno.execPath(), {
-  args: [
+  });
+  const gateway = spawn([
+    Deno.execPath(),
     "run",
     "-A",
-    `${root}bench/gateway_fixed.ts`,
+    "--v8-flags=--expose-gc",
+    `${root}bench/gateway_fixed_gc.ts`,
     String(GATEWAY),
     `http://127.0.0.1:${ENGINE}`,
-  ],
-  stdout: "null",
-  stderr: "null",
-  detached: true,
-}).spawn();
-const aborts: AbortController[] = [];
-try {
-  await waitUp(ENGINE);
-  await waitUp(GATEWAY);
-  const idle = rssMiB(gateway.pid);
-  let open = 0;
-  const body = JSON.stringify({
-    model: "bench",
-    stream: true,
-    messages: [{ role: "user", content: "hi" }],
-  });
-  await Promise.all(Array.from({ length: N }, async () => {
-    const ac = new AbortController();
-    aborts.push(ac);
-    const res = await fetch(`http://127.0.0.1:${GATEWAY}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      signal: ac.signal,
-    });
-    const reader = res.body!.getReader();
-    await reader.read(); // the first chunk: the stream is open end to end
-    open++;
-    // Keep reading in the background so the stream stays live.
-    (async () => {
-      try {
-        while (!(await reader.read()).done) { /* drain */ }
-      } catch {
-        // Aborted at the end.
-      }
-    })();
-  }));
-  await new Promise((r) => setTimeout(r, 2000));
-  const loaded = rssMiB(gateway.pid);
-  console.log(
-    `| ${N} | ${open} | ${idle.toFixed(0)} MiB | ${loaded.toFixed(0)} MiB | ${
-      ((loaded - idle) * 1024 / N).toFixed(1)
-    } KiB |`,
-  );
-} finally {
-  for (const a of aborts) a.abort();
-  for (const p of [engine, gateway]) {
-    try {
-      Deno.kill(-p.pid, "SIGKILL");
-    } catch {
-      // Gone.
-    }
+  ]);
+  try {
+    await waitUp(ENGINE);
+    await waitUp(GATEWAY);
+    return await measure(GATEWAY, gateway.pid);
+  } finally {
+    await stop([engine, gateway]);
   }
-  await Promise.all([engine.status, gateway.status]);
+}
+
+async function floorRun(): Promise<Figures> {
+  const server = spawn([
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--v8-flags=--expose-gc",
+    `${root}bench/minimal_stream_server.ts`,
+    String(FLOOR),
+  ]);
+  try {
+    await waitUp(FLOOR);
+    return await measure(FLOOR, server.pid);
+  } finally {
+    await stop([server]);
+  }
+}
+
+const perStream = (f: Figures, rss = f.loaded) => (rss - f.idle) * 1024 / N;
+const row = (name: string, f: Figures) =>
+  `| ${name} | ${N} | ${f.open} | ${f.failed} | ${f.idle.toFixed(0)} MiB | ${
+    f.loaded.toFixed(0)
+  } MiB (least ${f.least.toFixed(0)}) | ${perStream(f).toFixed(1)} KiB (least ${
+    perStream(f, f.least).toFixed(1)
+  }) | ${f.collected.toFixed(0)} MiB | ${perStream(f, f.collected).toFixed(1)} KiB |`;
+
+const gw = which === "floor" ? null : await gatewayRun();
+const floor = which === "gateway" ? null : await floorRun();
+console.log(
+  "| server | streams | established | failed | RSS idle | RSS with the streams open, median | per stream, median | RSS after a full GC | per stream after a full GC |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+if (gw !== null) console.log(row("llmgw gateway", gw));
+if (floor !== null) console.log(row("bare Deno.serve", floor));
+if (gw !== null && floor !== null) {
+  const ratio = (f: (x: Figures) => number) => (f(gw) / f(floor)).toFixed(2);
+  console.log(
+    `\ngateway / floor per stream: ${ratio((x) => perStream(x))}× (median), ${
+      ratio((x) => perStream(x, x.collected))
+    }× (after a full GC)`,
+  );
 }

@@ -58,7 +58,6 @@ import { healthzResponse, readyzResponse } from "./probes.ts";
 import {
   STREAM_TAIL_BYTES,
   TailBuffer,
-  tapTail,
   type TokenUsage,
   usageOfWhole,
   WHOLE_TAIL_BYTES,
@@ -466,8 +465,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       }
       // A stream's tail lives as long as the stream: small. Other bodies are short-lived.
       const tail = ok ? new TailBuffer(sse ? STREAM_TAIL_BYTES : WHOLE_TAIL_BYTES) : null;
-      const body = relayBody(tail === null ? upstream.body : tapTail(upstream.body, tail), {
+      const body = relayBody(upstream.body, {
         sse,
+        onChunk: tail === null ? undefined : (chunk) => tail.push(chunk),
         onFirstChunk: () =>
           metrics.firstToken(model, e.replica_id, (performance.now() - t0) / 1000),
         onEnd(end, error) {

@@ -25,6 +25,11 @@ export interface RelayOptions {
   onEnd(end: RelayEnd, error?: unknown): void;
   /** Called once, with the first chunk of the body (time to first token, for metrics). */
   onFirstChunk?: () => void;
+  /**
+   * Called with every chunk before it is passed on (the usage tail): in the
+   * relay's own step, so watching the bytes costs no promise per chunk.
+   */
+  onChunk?: (chunk: Uint8Array) => void;
 }
 
 const encoder = new TextEncoder();
@@ -62,8 +67,10 @@ export function relayBody(
     ended = true;
     options.onEnd(how, error);
   };
-  // The last two bytes sent, to know whether an SSE event is half-sent.
-  let tail = "\n\n";
+  // The last two bytes sent, to know whether an SSE event is half-sent:
+  // numbers, not a string, so a chunk allocates nothing here.
+  let last1 = 0x0a;
+  let last2 = 0x0a;
   let seenFirst = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -75,7 +82,7 @@ export function relayBody(
         if (ended) return;
         end("error", e);
         if (options.sse) {
-          if (!tail.endsWith("\n\n")) controller.enqueue(encoder.encode("\n\n"));
+          if (last1 !== 0x0a || last2 !== 0x0a) controller.enqueue(encoder.encode("\n\n"));
           const why = e instanceof Error ? e.message : String(e);
           controller.enqueue(sseErrorEvent(`upstream stream failed: ${why}`));
           controller.close();
@@ -94,9 +101,15 @@ export function relayBody(
         seenFirst = true;
         options.onFirstChunk?.();
       }
-      if (chunk.byteLength >= 2) {
-        tail = String.fromCharCode(chunk[chunk.byteLength - 2], chunk[chunk.byteLength - 1]);
-      } else if (chunk.byteLength === 1) tail = tail.slice(-1) + String.fromCharCode(chunk[0]);
+      const n = chunk.byteLength;
+      if (n >= 2) {
+        last1 = chunk[n - 2];
+        last2 = chunk[n - 1];
+      } else if (n === 1) {
+        last1 = last2;
+        last2 = chunk[0];
+      }
+      options.onChunk?.(chunk);
       controller.enqueue(chunk);
     },
     async cancel(reason) {

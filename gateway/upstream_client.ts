@@ -90,8 +90,15 @@ export interface UpstreamClientOptions {
   caCerts?: string[];
 }
 
-/** Bytes asked for per socket read. */
-const READ_BYTES = 16 * 1024;
+/**
+ * Bytes asked for per socket read, at first and at most. A pending read
+ * holds its buffer, so every open stream holds one: an SSE token event is a
+ * few hundred bytes, so it starts small, and doubles each time a read fills
+ * it (a large answer); a connection back in the pool starts small again.
+ */
+export const MIN_READ_BYTES = 1024;
+/** See {@link MIN_READ_BYTES}. */
+export const MAX_READ_BYTES = 16 * 1024;
 
 interface Origin {
   hostname: string;
@@ -107,7 +114,7 @@ interface Origin {
 interface Conn {
   readonly key: string;
   readonly tcp: Deno.TcpConn | Deno.TlsConn;
-  readonly buf: Uint8Array;
+  buf: Uint8Array;
   closed: boolean;
   idleTimer?: ReturnType<typeof setTimeout>;
 }
@@ -240,7 +247,7 @@ export class UpstreamClient {
       if ("setNoDelay" in tcp) tcp.setNoDelay(true);
       // A TLS handshake that fails (another CA) is a failure to connect: try elsewhere.
       if ("handshake" in tcp) await Promise.race([tcp.handshake(), gaveUp]);
-      return { key, tcp, buf: new Uint8Array(READ_BYTES), closed: false };
+      return { key, tcp, buf: new Uint8Array(MIN_READ_BYTES), closed: false };
     } catch (e) {
       connecting.then((c) => c.close(), () => {});
       if (signal?.aborted || e instanceof UpstreamUnreachable) throw e;
@@ -253,8 +260,12 @@ export class UpstreamClient {
 
   /** Reads once from `c`; null at end of stream. The bytes are a fresh copy. */
   async #read(c: Conn): Promise<Uint8Array | null> {
-    const n = await c.tcp.read(c.buf);
-    return n === null ? null : c.buf.slice(0, n);
+    const buf = c.buf;
+    const n = await c.tcp.read(buf);
+    if (n === null) return null;
+    const out = buf.slice(0, n);
+    if (n === buf.length && buf.length < MAX_READ_BYTES) c.buf = new Uint8Array(buf.length * 2);
+    return out;
   }
 
   async #exchange(
@@ -378,6 +389,7 @@ export class UpstreamClient {
       this.#destroy(c);
       return;
     }
+    if (c.buf.length > MIN_READ_BYTES) c.buf = new Uint8Array(MIN_READ_BYTES);
     list.push(c);
     this.#idle.set(c.key, list);
     const timer = setTimeout(() => {

@@ -9,6 +9,8 @@ import { until } from "../tests/until.ts";
 import { Http1ParseError } from "./http1_response.ts";
 import {
   type BodyReader,
+  MAX_READ_BYTES,
+  MIN_READ_BYTES,
   UpstreamBodyError,
   UpstreamClient,
   type UpstreamRequest,
@@ -353,5 +355,38 @@ Deno.test("upstream client: https engines are verified against the given CA only
     trusting.close();
     system.close();
     await server.shutdown();
+  }
+});
+
+Deno.test("upstream client: reads start small and grow while a large body fills them", async () => {
+  const size = 8 * MAX_READ_BYTES;
+  const payload = "x".repeat(size);
+  const server = rawServer(async (conn) => {
+    await readRequest(conn);
+    const bytes = enc.encode(`HTTP/1.1 200 OK\r\ncontent-length: ${size}\r\n\r\n${payload}`);
+    for (let off = 0; off < bytes.length;) off += await conn.write(bytes.subarray(off));
+  });
+  const client = new UpstreamClient();
+  try {
+    const res = await client.request(post(server.origin));
+    // The whole answer waits in the socket: every read can fill its buffer.
+    await server.ended(0);
+    const sizes: number[] = [];
+    let text = "";
+    for (;;) {
+      const r = await res.body!.read();
+      if (r.done) break;
+      sizes.push(r.value.length);
+      text += dec.decode(r.value, { stream: true });
+    }
+    assertEquals(text, payload);
+    assertOk(
+      sizes[0] <= MIN_READ_BYTES,
+      `the first body bytes came from a small read: ${sizes[0]}`,
+    );
+    assertEquals(Math.max(...sizes), MAX_READ_BYTES);
+  } finally {
+    client.close();
+    await server.close();
   }
 });

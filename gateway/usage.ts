@@ -177,15 +177,3 @@ export interface ChunkReader {
   /** Stops reading. */
   cancel(reason?: unknown): Promise<void>;
 }
-
-/** `reader`, with every chunk it yields also pushed into `tail`. */
-export function tapTail<R extends ChunkReader>(reader: R, tail: TailBuffer): ChunkReader {
-  return {
-    read: () =>
-      reader.read().then((r) => {
-        if (!r.done) tail.push(r.value);
-        return r;
-      }),
-    cancel: (reason) => reader.cancel(reason),
-  };
-}

@@ -4,7 +4,6 @@ import {
   findUsage,
   STREAM_TAIL_BYTES,
   TailBuffer,
-  tapTail,
   type TokenUsage,
   usageCounts,
   usageOfWhole,
@@ -168,23 +167,4 @@ Deno.test("TailBuffer: keeps the last bytes of any chunking (property)", () => {
   );
   assertEquals(new TailBuffer().size, STREAM_TAIL_BYTES);
   assertThrows(() => new TailBuffer(0), RangeError, "Cannot keep a tail of 0 bytes");
-});
-
-Deno.test("tapTail: chunks pass through unchanged and the tail finds a stream's usage", async () => {
-  const events = [
-    'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',
-    'data: {"choices":[],"usage":{"prompt_',
-    'tokens":4,"completion_tokens":1}}\n\ndata: [DONE]\n\n',
-  ];
-  const source = ReadableStream.from(events.map((e) => enc.encode(e))).getReader();
-  const tail = new TailBuffer();
-  const reader = tapTail(source, tail);
-  const seen: string[] = [];
-  for (;;) {
-    const r = await reader.read();
-    if (r.done) break;
-    seen.push(new TextDecoder().decode(r.value));
-  }
-  assertEquals(seen, events);
-  assertEquals(tail.usage(), { prompt: 4, completion: 1 });
 });
