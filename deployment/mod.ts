@@ -3,7 +3,14 @@
  *
  * @module
  */
-export { type Deployment, deploymentJsonSchema, type Profile } from "./schema.ts";
+export {
+  DEFAULT_ROUTING,
+  type Deployment,
+  deploymentJsonSchema,
+  type Profile,
+  ROUTING_POLICIES,
+  type RoutingPolicy,
+} from "./schema.ts";
 export {
   DeploymentError,
   type LoadedDeployment,
