@@ -45,9 +45,6 @@
 import {
   DEFAULT_BLOCK_TOKENS,
   EngineLoad,
-  loadMetricsText,
-  type LoadState,
-  loadState,
   PrefixCache,
   PrefixCacheKnobError,
   type PrefixCacheKnobs,
@@ -57,6 +54,14 @@ import {
   readPrefixCacheKnobs,
   ttftMs,
 } from "./fake_prefix_cache.ts";
+import {
+  loadMetricsText,
+  type LoadState,
+  loadState,
+  metricFamilies,
+  type MetricRow,
+  promLabel,
+} from "./fake_load_metrics.ts";
 
 // ---------------------------------------------------------------------------
 // Command-line parsing (a small argparse)
@@ -1681,14 +1686,6 @@ function modelList(rt: Runtime): Response {
   });
 }
 
-function promNumber(n: number): string {
-  return Number.isInteger(n) ? `${n}.0` : String(n);
-}
-
-function promLabel(value: string): string {
-  return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
-}
-
 /** Live counts behind /metrics. */
 export interface MetricCounts {
   /** Requests running. */
@@ -1723,7 +1720,7 @@ export function metricsText(
   };
   const m = promLabel(modelName);
   // [name, type, help, value]; null values are left out.
-  const rows: [string, string, string, number | null][] = engine === "vllm"
+  const rows: MetricRow[] = engine === "vllm"
     ? [
       [
         "vllm:prompt_tokens_total",
@@ -1760,16 +1757,7 @@ export function metricsText(
       ],
     ];
   const labels = engine === "vllm" ? `engine="0",model_name="${m}"` : `model_name="${m}"`;
-  const lines: string[] = [];
-  for (const [name, type, help, value] of rows) {
-    if (value === null) continue;
-    lines.push(
-      `# HELP ${name} ${help}`,
-      `# TYPE ${name} ${type}`,
-      `${name}{${labels}} ${promNumber(value)}`,
-    );
-  }
-  return loadMetricsText(engine, version, modelName, load) + lines.join("\n") + "\n";
+  return loadMetricsText(engine, version, modelName, load) + metricFamilies(rows, labels);
 }
 
 function metricsResponse(rt: Runtime): Response {

@@ -11,9 +11,6 @@ import { lintExposition, parseExposition } from "./prometheus_lint.ts";
 import {
   CHARS_PER_TOKEN,
   EngineLoad,
-  loadMetricsText,
-  type LoadState,
-  loadState,
   PrefixCache,
   PrefixCacheKnobError,
   type PrefixCacheKnobs,
@@ -22,6 +19,7 @@ import {
   readPrefixCacheKnobs,
   ttftMs,
 } from "./fake_prefix_cache.ts";
+import { loadMetricsText, type LoadState, loadState } from "./fake_load_metrics.ts";
 
 /** `n` code units of text from `ch` repeated. */
 function fill(ch: string, n: number): string {
