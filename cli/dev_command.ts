@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { formatInventory } from "../agent/inventory_table.ts";
+import type { ControlPlane } from "../control/control_plane.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
@@ -153,6 +154,8 @@ ${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${wh
                      ${DEV_PORT_SPAN} apart, and different --dir.
   --load-seconds S   how long the fake engine takes to load (default 4)
   --no-samples       apply no sample deployment
+                     (samples are applied on a directory's first start only:
+                     later starts keep the operator's changes)
   --quiet            do not print replica states as they change
 `;
 
@@ -369,14 +372,7 @@ async function runCluster(
         `      -H 'content-type: application/json' \\\n` +
         `      -d '{"model": "llama-8b", "messages": [{"role": "user", "content": "hi"}]}'\n\n`,
     );
-    if (!values["no-samples"]) {
-      for (const file of [...Deno.readDirSync(SAMPLES)].map((e) => e.name).sort()) {
-        const path = join(SAMPLES, file);
-        const { deployment } = parseDeploymentText(Deno.readTextFileSync(path), path);
-        await control.cp.deployments.apply(deployment);
-        write(`applied ${file}: ${deployment.name} (${deployment.replicas} replicas)\n`);
-      }
-    }
+    if (!values["no-samples"]) await applySamplesOnce(dir, control.cp, write);
     // Show every change of a replica's state until stopped.
     let last = "";
     let done = false;
@@ -392,6 +388,43 @@ async function runCluster(
     await stop();
   }
   return 0;
+}
+
+/** The file that records a directory's first start: samples are applied once, then never again. */
+export const SAMPLES_MARKER = "samples-applied";
+
+/**
+ * Applies the sample deployments on a directory's first start only: later
+ * starts keep what the operator made of them (a scale to 1 stays 1, a
+ * deleted sample stays deleted). A directory whose store already holds
+ * deployments counts as started before.
+ */
+async function applySamplesOnce(
+  dir: string,
+  cp: ControlPlane,
+  write: (t: string) => void,
+): Promise<void> {
+  const marker = join(dir, SAMPLES_MARKER);
+  let applied: string | null = null;
+  try {
+    applied = Deno.readTextFileSync(marker).trim();
+  } catch {
+    // First start of this directory.
+  }
+  if (applied !== null || cp.deployments.list().length > 0) {
+    write(
+      `keeping this directory's deployments: the samples were applied on its first start` +
+        `${applied ? ` (${applied})` : ""} and are not applied again\n`,
+    );
+    return;
+  }
+  for (const file of [...Deno.readDirSync(SAMPLES)].map((e) => e.name).sort()) {
+    const path = join(SAMPLES, file);
+    const { deployment } = parseDeploymentText(Deno.readTextFileSync(path), path);
+    await cp.deployments.apply(deployment);
+    write(`applied ${file}: ${deployment.name} (${deployment.replicas} replicas)\n`);
+  }
+  Deno.writeTextFileSync(marker, `${new Date().toISOString()}\n`);
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */

@@ -351,3 +351,82 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "llmgw dev: a restart on the same --dir keeps the operator's changes (samples applied once)",
+  // The agents' engines are stopped by the dev command's own shutdown.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-keep-" });
+    const [base] = freeDevBases(1);
+    const start = () => {
+      let stop!: () => void;
+      const stopped = new Promise<void>((r) => stop = r);
+      let output = "";
+      const running = devCommand(
+        ["--dir", dir, "--port", String(base), "--load-seconds", "0.5", "--quiet"],
+        (t) => output += t,
+        stopped,
+        (t) => output += t,
+      );
+      return { stop, running, output: () => output };
+    };
+    type Deployments = { deployments: { name: string; spec: { replicas: number } }[] };
+    const replicasOf = async (env: DevEnv, trust: typeof fetch, name: string) =>
+      (await admin<Deployments>(env, trust, "/v1/deployments")).deployments
+        .find((d) => d.name === name)?.spec.replicas;
+    let dev = start();
+    let trust: ReturnType<typeof pinnedFetch> | undefined;
+    try {
+      const describe = () => `output:\n${dev.output()}`;
+      await until("the samples applied", () => /applied .*llama-8b/.test(dev.output()), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        describe,
+      });
+      let env = (await readDevEnv(dir))!;
+      trust = pinnedFetch(Deno.readTextFileSync(env.ca));
+      const sample = (await replicasOf(env, trust.fetch, "llama-8b"))!;
+      assertOk(sample > 1, `the llama-8b sample asks for more than 1 replica, got ${sample}`);
+      // The operator scales a sample down and deletes another.
+      const post = await trust.fetch(`${env.url}/v1/deployments/llama-8b/scale`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${env.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ replicas: 1 }),
+      });
+      assertEquals(post.status, 200, await post.text());
+      const del = await trust.fetch(`${env.url}/v1/deployments/qwen-7b`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${env.token}` },
+      });
+      assertEquals(del.status, 200, await del.text());
+      trust.close();
+      trust = undefined;
+      dev.stop();
+      assertEquals(await dev.running, 0);
+      // The same directory again: nothing re-applied, the changes kept.
+      dev = start();
+      await until(
+        "the restart said it keeps the deployments",
+        () => /keeping this directory's deployments/.test(dev.output()),
+        {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          describe,
+        },
+      );
+      assertOk(!/applied .*\.yaml/.test(dev.output()), dev.output());
+      env = (await readDevEnv(dir))!;
+      trust = pinnedFetch(Deno.readTextFileSync(env.ca));
+      assertEquals(await replicasOf(env, trust.fetch, "llama-8b"), 1);
+      assertEquals(await replicasOf(env, trust.fetch, "qwen-7b"), undefined);
+    } finally {
+      trust?.close();
+      dev.stop();
+      assertEquals(await dev.running, 0);
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
