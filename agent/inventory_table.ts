@@ -4,13 +4,7 @@
  * @module
  */
 import type { Inventory } from "../discovery/mod.ts";
-
-/** Renders columns left-aligned with two spaces between them. */
-export function renderTable(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
-  return [line(header), ...rows.map(line)].join("\n");
-}
+import { renderTable } from "../text/table.ts";
 
 const show = (v: string | number | null): string => v === null ? "-" : String(v);
 

@@ -1,600 +1,399 @@
 /**
- * The admin CLI (design §3, §13): `llmgw nodes`, `cordon|uncordon|drain`,
- * `apply -f`, `get deployments|replicas`, `scale`, `delete`, `explain`,
- * `events`. It talks to the control plane's admin API; the URL and token come
- * from `--url`/`--token` or `LLMGW_URL`/`LLMGW_TOKEN` (prefer the
- * environment: flags show in `ps`).
+ * The admin CLI (design §3, §13): `get`, `describe`, `explain`, `logs`,
+ * `apply`, `scale`, `delete`, `rollout`, `cordon|uncordon|drain`, `events`,
+ * `apikeys`, `tokens`. It talks to the control plane's admin API; the URL and
+ * token come from `--url`/`--token-file` or `LLMGW_URL`/`LLMGW_TOKEN` (prefer
+ * the environment or a file: flags show in `ps`). Every command takes
+ * `--help` and `--json` (mutations print the object they changed).
  *
  * @module
  */
-import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
-import { pinnedFetch } from "../tls/trust.ts";
-import { parse as parseYaml } from "yaml";
-import { renderTable } from "../agent/inventory_table.ts";
-import { explanationLines } from "../placement/place.ts";
-import { controlUrlsOf, parseFlags, UsageError } from "./usage_error.ts";
-import { FailoverFetch } from "../http/failover_fetch.ts";
+import { type AdminCall, adminRequest, openAdminTarget } from "./admin_client.ts";
+import { adminHelp } from "./admin_help.ts";
+import {
+  type DeploymentRow,
+  deploymentTable,
+  type EventRow,
+  eventTable,
+  explainLines,
+  type LiveExplanationRow,
+  type NodeRow,
+  nodeTable,
+  type ReplicaRow,
+  replicaTable,
+} from "./admin_views.ts";
+import { readApplySources } from "./apply_sources.ts";
+import { describe, describedText } from "./describe_command.ts";
+import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
+import { newLogLines } from "./log_follow.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
 
-/** Usage of the admin commands. */
-export const ADMIN_USAGE =
-  `Admin commands (control plane from --url/--token or LLMGW_URL/LLMGW_TOKEN;
-  several control planes: URLs comma-separated, tried in order):
-  nodes [--json]                       list nodes with state and GPUs
-  cordon|uncordon|drain NODE           operator intent (survives re-registration)
-  apply -f FILE                        create or update a deployment (YAML or JSON)
-  get deployments|replicas [--json]    list them
-  scale DEPLOYMENT N                   change the replica count
-  delete DEPLOYMENT                    stop its replicas and free their GPUs
-  explain DEPLOYMENT                   why its replicas are where they are, or pending
-  events [--json] [--limit N]          recent events
-  logs REPLICA [--shard N] [--lines N] a shard's recent log lines, from its agent
-  apikeys create NAME [--models a,b]   a gateway API key (shown once); list; delete ID
-  tokens create KIND [--ttl D] [--description T]
-                                       an access token (shown once): admin, gateway
-                                       (the endpoint feed only), metrics (GET /metrics
-                                       only) or join; --ttl 30m|12h|7d|never (join: 24h)
-  tokens list [KIND]                   tokens without their secrets
-  tokens revoke ID                     stops working on its next request
-The token may also come from a file: --token-file PATH or LLMGW_TOKEN_FILE
-(the first start writes STORE/admin.token, or the state directory with a
-postgres:// store).
-`;
+export { AdminError } from "./admin_client.ts";
+export { ADMIN_USAGE } from "./admin_help.ts";
 
-/** Raised when the control plane answers with an error; the message is its message. */
-export class AdminError extends Error {
-  /** Creates the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "AdminError";
-  }
-}
-
-interface Target {
-  url: string;
-  token: string;
-  /** Trusts the cluster CA only (LLMGW_CA); absent: the system's roots. */
-  fetch?: typeof fetch;
-}
-
-async function request(t: Target, method: string, path: string, body?: unknown): Promise<unknown> {
-  let res: Response;
-  try {
-    res = await (t.fetch ?? fetch)(`${t.url.replace(/\/$/, "")}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${t.token}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-  } catch (e) {
-    throw new AdminError(
-      `cannot reach the control plane at ${t.url}: ${e instanceof Error ? e.message : e}`,
-    );
-  }
-  const text = await res.text();
-  let json: unknown = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON: reported below.
-  }
-  if (!res.ok) {
-    const err = (json as { error?: { message?: string } } | null)?.error?.message;
-    throw new AdminError(`${method} ${path}: ${res.status}: ${err ?? text.slice(0, 200)}`);
-  }
-  return json;
-}
-
-const FLAGS = {
+/** Flags every admin command takes. */
+const COMMON = {
   url: { type: "string" },
   token: { type: "string" },
-  json: { type: "boolean" },
-  file: { type: "string", short: "f" },
-  limit: { type: "string" },
-  shard: { type: "string" },
-  lines: { type: "string" },
-  models: { type: "string" },
-  ttl: { type: "string" },
-  description: { type: "string" },
   "token-file": { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
 } as const;
 
-const TOKEN_KINDS = ["admin", "gateway", "metrics", "join"];
+/** Each command's own flags, beside {@link COMMON}. */
+const FLAGS = {
+  nodes: { output: { type: "string", short: "o" } },
+  get: { output: { type: "string", short: "o" }, limit: { type: "string" } },
+  describe: {},
+  explain: {},
+  logs: {
+    follow: { type: "boolean", short: "f" },
+    shard: { type: "string" },
+    lines: { type: "string" },
+    interval: { type: "string" },
+  },
+  apply: { file: { type: "string", short: "f", multiple: true } },
+  scale: {},
+  delete: {},
+  cordon: {},
+  uncordon: {},
+  drain: {},
+  events: { limit: { type: "string" } },
+  apikeys: { models: { type: "string" } },
+  tokens: { ttl: { type: "string" }, description: { type: "string" } },
+} as const;
 
-/**
- * A lifetime such as `30m`, `12h`, `7d` or `90s` in seconds; null for `never`.
- *
- * @throws {UsageError} For anything else.
- */
-export function parseTtl(text: string): number | null {
-  if (text === "never") return null;
-  const m = /^(\d+)(s|m|h|d)$/.exec(text);
-  const n = m === null ? 0 : Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as "s"];
-  if (n <= 0) {
-    throw new UsageError(
-      `tokens: --ttl must be a positive duration such as 30m, 12h or 7d, or "never"; got "${text}"`,
-    );
-  }
-  return n;
-}
+type Verb = keyof typeof FLAGS;
 
 /** The admin verbs this module handles. */
-export const ADMIN_VERBS: ReadonlySet<string> = new Set([
-  "nodes",
-  "cordon",
-  "uncordon",
-  "drain",
-  "apply",
-  "get",
-  "scale",
-  "delete",
-  "explain",
-  "events",
-  "logs",
-  "apikeys",
-  "tokens",
-]);
+export const ADMIN_VERBS: ReadonlySet<string> = new Set(Object.keys(FLAGS));
 
-function readTokenFile(verb: string, path: string): string {
-  try {
-    return Deno.readTextFileSync(path).trim();
-  } catch (e) {
-    throw new UsageError(
-      `${verb}: cannot read the token file ${path}: ${e instanceof Error ? e.message : e}`,
-    );
-  }
+/** What a running command may be told from outside: tests stop `logs -f` with it. */
+export interface AdminOptions {
+  /** Ends a command that follows (`logs -f`). */
+  signal?: AbortSignal;
 }
-
-interface TokenRow {
-  id: string;
-  kind: string;
-  description: string;
-  created_at: number;
-  expires_at: number | null;
-}
-
-/** `tokens create|list|revoke`. */
-async function tokensCommand(
-  t: Target,
-  positionals: string[],
-  values: { json?: boolean; ttl?: string; description?: string },
-  out: (t: string) => void,
-): Promise<number> {
-  const [sub, arg] = positionals;
-  const kindOf = (what: string | undefined, required: boolean): string | undefined => {
-    if (what === undefined && !required) return undefined;
-    if (what === undefined || !TOKEN_KINDS.includes(what)) {
-      throw new UsageError(
-        `tokens ${sub}: KIND must be one of ${TOKEN_KINDS.join(", ")}, got "${what ?? ""}"`,
-      );
-    }
-    return what;
-  };
-  if (sub === "create") {
-    const kind = kindOf(arg, true);
-    const ttl = values.ttl === undefined ? undefined : parseTtl(values.ttl);
-    const created = await request(t, "POST", "/v1/tokens", {
-      kind,
-      ...(values.description === undefined ? {} : { description: values.description }),
-      ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
-    }) as TokenRow & { token: string };
-    const expiry = created.expires_at === null
-      ? "never expires"
-      : `expires ${new Date(created.expires_at).toISOString()}`;
-    out(
-      values.json
-        ? JSON.stringify(created, null, 2) + "\n"
-        : `${kind} token ${created.id} (${expiry}; shown once, keep it):\n${created.token}\n`,
-    );
-    return 0;
-  }
-  if (sub === "list") {
-    const kind = kindOf(arg, false);
-    const { tokens } = await request(
-      t,
-      "GET",
-      `/v1/tokens${kind === undefined ? "" : `?kind=${kind}`}`,
-    ) as { tokens: TokenRow[] };
-    out(
-      values.json ? JSON.stringify(tokens, null, 2) + "\n" : renderTable(
-        ["ID", "KIND", "EXPIRES", "DESCRIPTION"],
-        tokens.map((k) => [
-          k.id,
-          k.kind,
-          k.expires_at === null ? "never" : new Date(k.expires_at).toISOString(),
-          cutAtWord(k.description, 60),
-        ]),
-      ) + "\n",
-    );
-    return 0;
-  }
-  if (sub === "revoke") {
-    if (arg === undefined) {
-      throw new UsageError("tokens revoke: ID is required (llmgw tokens list)");
-    }
-    const { revoked } = await request(t, "DELETE", `/v1/tokens/${encodeURIComponent(arg)}`) as {
-      revoked: TokenRow;
-    };
-    out(
-      values.json
-        ? JSON.stringify(revoked, null, 2) + "\n"
-        : `${revoked.kind} token ${revoked.id} revoked\n`,
-    );
-    return 0;
-  }
-  throw new UsageError(`tokens: expected create, list or revoke, got "${sub ?? ""}"`);
-}
-
-function parseAdmin(verb: string, args: string[]) {
-  return parseFlags(verb, args, FLAGS);
-}
-
-type AdminValues = ReturnType<typeof parseAdmin>["values"];
 
 /** Runs one admin verb; returns the exit code. */
 export async function adminCommand(
   verb: string,
   args: string[],
   out: (t: string) => void,
+  options: AdminOptions = {},
 ): Promise<number> {
-  const { values, positionals } = parseAdmin(verb, args);
-  // Several URLs, comma-separated (issue #15): a request moves to the next on a failure.
-  const urls = controlUrlsOf(verb, "--url", [
-    values.url === undefined ? undefined : [values.url],
-    Deno.env.get("LLMGW_URL") ? [Deno.env.get("LLMGW_URL")!] : undefined,
-  ]);
-  const url = urls[0];
-  const tokenFile = values["token-file"] ?? (Deno.env.get("LLMGW_TOKEN_FILE") || undefined);
-  const token = values.token ?? (Deno.env.get("LLMGW_TOKEN") || undefined) ??
-    (tokenFile === undefined ? undefined : readTokenFile(verb, tokenFile));
-  if (url === undefined) {
-    throw new UsageError(`${verb}: no control plane: set LLMGW_URL or pass --url`);
+  if (!ADMIN_VERBS.has(verb)) throw new UsageError(`unknown admin command "${verb}"`);
+  const v = verb as Verb;
+  const { values, positionals } = parseFlags(verb, args, { ...COMMON, ...FLAGS[v] });
+  if (values.help) {
+    out(adminHelp(verb)!);
+    return 0;
   }
-  if (token === undefined) {
-    throw new UsageError(
-      `${verb}: no admin token: set LLMGW_TOKEN or LLMGW_TOKEN_FILE, or pass --token-file`,
-    );
-  }
-  const caFile = Deno.env.get("LLMGW_CA") || undefined;
-  let trust: ReturnType<typeof pinnedFetch> | null = null;
+  // Usage is checked before any connection is needed.
+  const plan = checkUsage(v, positionals, values as Values);
+  const { target, close } = openAdminTarget(verb, values);
   try {
-    trust = caFile === undefined ? null : pinnedFetch(readCaFile(caFile));
-  } catch (e) {
-    if (e instanceof TlsMaterialError) throw new UsageError(`${verb}: LLMGW_CA: ${e.message}`);
-    throw e;
-  }
-  try {
-    // A command that only reads moves past a silent control plane after 5 s.
-    const failover = new FailoverFetch(urls, trust?.fetch ?? fetch, () => {}, {
-      readAttemptTimeoutMs: 5_000,
-    });
-    return await run(verb, { url, token, fetch: failover.fetch }, positionals, values, out);
+    const call: AdminCall = (method, path, body) => adminRequest(target, method, path, body);
+    return await run(v, plan, call, values as Values, out, options);
   } finally {
-    trust?.close();
+    close();
   }
 }
 
+interface Values {
+  json?: boolean;
+  output?: string;
+  limit?: string;
+  follow?: boolean;
+  shard?: string;
+  lines?: string;
+  interval?: string;
+  file?: string[];
+  models?: string;
+  ttl?: string;
+  description?: string;
+  "to-revision"?: string;
+}
+
+/** A command's arguments after the usage checks. */
+interface Plan {
+  positionals: string[];
+  wide: boolean;
+  json: boolean;
+}
+
+const GET_KINDS = ["nodes", "deployments", "replicas", "events"];
+const DESCRIBE_KINDS = ["node", "deployment", "replica"];
+
+/** The positional each command needs, in order, as shown in its usage. */
+const NEEDS: Partial<Record<Verb, string[]>> = {
+  get: ["nodes, deployments, replicas or events"],
+  describe: ["node, deployment or replica", "NAME"],
+  explain: ["DEPLOYMENT or REPLICA"],
+  logs: ["REPLICA"],
+  scale: ["DEPLOYMENT", "N"],
+  delete: ["DEPLOYMENT"],
+  cordon: ["NODE"],
+  uncordon: ["NODE"],
+  drain: ["NODE"],
+};
+
+const WHOLE = /^\d+$/;
+
+/**
+ * Checks a command's arguments before anything is sent.
+ *
+ * @throws {UsageError} One line naming what is wrong and the fix.
+ */
+function checkUsage(verb: Verb, positionals: string[], values: Values): Plan {
+  for (const [i, what] of (NEEDS[verb] ?? []).entries()) {
+    if (positionals[i] === undefined) {
+      throw new UsageError(`${verb}: ${what} is required`, verb);
+    }
+  }
+  const output = values.output;
+  if (output !== undefined && output !== "wide" && output !== "json") {
+    throw new UsageError(`${verb}: -o must be wide or json, got "${output}"`, verb);
+  }
+  if (verb === "get" && !GET_KINDS.includes(positionals[0])) {
+    throw new UsageError(
+      `get: expected ${GET_KINDS.join(", ")}, got "${positionals[0]}"`,
+      verb,
+    );
+  }
+  if (verb === "describe" && !DESCRIBE_KINDS.includes(positionals[0].replace(/s$/, ""))) {
+    throw new UsageError(
+      `describe: expected node, deployment or replica, got "${positionals[0]}"`,
+      verb,
+    );
+  }
+  if (verb === "scale" && !WHOLE.test(positionals[1])) {
+    throw new UsageError(`scale: N must be a whole number, got "${positionals[1]}"`, verb);
+  }
+  for (const flag of ["limit", "shard", "lines", "interval", "to-revision"] as const) {
+    const value = values[flag];
+    if (value !== undefined && !WHOLE.test(value)) {
+      throw new UsageError(`${verb}: --${flag} must be a whole number, got "${value}"`, verb);
+    }
+  }
+  if (verb === "apply" && (values.file ?? []).length === 0) {
+    throw new UsageError("apply: -f FILE|DIR|- is required", verb);
+  }
+  return { positionals, wide: output === "wide", json: values.json === true || output === "json" };
+}
+
 async function run(
-  verb: string,
-  t: Target,
-  positionals: string[],
-  values: AdminValues,
+  verb: Verb,
+  plan: Plan,
+  call: AdminCall,
+  values: Values,
   out: (t: string) => void,
+  options: AdminOptions,
 ): Promise<number> {
-  const arg = (i: number, what: string) => {
-    const v = positionals[i];
-    if (v === undefined) throw new UsageError(`${verb}: ${what} is required`);
-    return v;
-  };
-  const print = (json: unknown, table: () => string) =>
-    out(values.json ? JSON.stringify(json, null, 2) + "\n" : table() + "\n");
+  const [first, second] = plan.positionals;
+  const print = (json: unknown, text: () => string) =>
+    out(plan.json ? JSON.stringify(json, null, 2) + "\n" : text().replace(/\n?$/, "\n"));
   switch (verb) {
-    case "nodes": {
-      const { nodes } = await request(t, "GET", "/v1/nodes") as { nodes: NodeRow[] };
-      print(nodes, () =>
-        renderTable(
-          ["NODE", "STATE", "GPUS", "FREE", "CLASSES", "FABRICS", "ADDRESS"],
-          nodes.map((n) => [
-            n.id,
-            n.state,
-            String(n.gpus.length),
-            String(
-              n.gpus.filter((g) => g.health.problems.length === 0).length -
-                n.allocations.reduce((s, a) => s + a.gpu_indices.length, 0),
-            ),
-            [...new Set(n.gpus.map((g) => g.class ?? "?"))].join(","),
-            n.fabrics.map((f) => f.fabric).join(",") || "-",
-            n.mgmt_addr,
-          ]),
-        ));
+    case "nodes":
+      return await get(call, "nodes", undefined, plan, values, print);
+    case "events":
+      return await get(call, "events", undefined, plan, values, print);
+    case "get":
+      return await get(call, first, second, plan, values, print);
+    case "describe": {
+      const d = await describe(call, first, second);
+      print(d, () => describedText(d));
+      return 0;
+    }
+    case "explain": {
+      const all = await explain(call, first);
+      print(all, () => all.map((x) => explainLines(x).join("\n")).join("\n\n"));
+      return 0;
+    }
+    case "logs":
+      return await logs(call, first, values, plan, out, options.signal);
+    case "apply": {
+      const docs = await readApplySources(values.file ?? []);
+      const applied = [];
+      for (const { source, doc } of docs) {
+        const r = await call("POST", "/v1/deployments", doc).catch((e) => {
+          throw new (e.constructor as typeof Error)(`${source}: ${e.message}`);
+        }) as {
+          deployment: { name: string; replicas: number };
+          created: boolean;
+          warnings: { message: string }[];
+        };
+        applied.push({ source, ...r });
+        if (!plan.json) {
+          for (const w of r.warnings) out(`warning: ${source}: ${w.message}\n`);
+          out(
+            `deployment ${r.deployment.name} ${
+              r.created ? "created" : "updated"
+            } (${r.deployment.replicas} replica${r.deployment.replicas === 1 ? "" : "s"})\n`,
+          );
+        }
+      }
+      if (plan.json) out(JSON.stringify(applied, null, 2) + "\n");
+      return 0;
+    }
+    case "scale": {
+      const name = encodeURIComponent(first);
+      await call("POST", `/v1/deployments/${name}/scale`, { replicas: Number(second) });
+      const d = await call("GET", `/v1/deployments/${name}`);
+      print(d, () => `deployment ${first} scaled to ${second}`);
+      return 0;
+    }
+    case "delete": {
+      const name = encodeURIComponent(first);
+      const d = await call("GET", `/v1/deployments/${name}`);
+      await call("DELETE", `/v1/deployments/${name}`);
+      print(d, () => `deployment ${first} deleted`);
       return 0;
     }
     case "cordon":
     case "uncordon":
     case "drain": {
-      const node = arg(0, "NODE");
-      const n = await request(
-        t,
+      const n = await call(
         "POST",
-        `/v1/nodes/${encodeURIComponent(node)}/${verb}`,
+        `/v1/nodes/${encodeURIComponent(first)}/${verb}`,
       ) as NodeRow;
-      out(`node ${n.id}: ${n.state}\n`);
+      print(n, () => `node ${n.id}: ${n.state}`);
       return 0;
     }
-    case "apply": {
-      if (values.file === undefined) throw new UsageError("apply: -f FILE is required");
-      let text: string;
-      try {
-        text = await Deno.readTextFile(values.file);
-      } catch {
-        throw new UsageError(`apply: cannot read ${values.file}`);
-      }
-      let doc: unknown;
-      try {
-        doc = values.file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
-      } catch (e) {
-        throw new UsageError(
-          `apply: ${values.file} is not valid YAML or JSON: ${
-            e instanceof Error ? e.message.split("\n")[0] : e
-          }`,
-        );
-      }
-      const r = await request(t, "POST", "/v1/deployments", doc) as {
-        deployment: { name: string; replicas: number };
-        created: boolean;
-        warnings: { message: string }[];
-      };
-      for (const w of r.warnings) out(`warning: ${w.message}\n`);
-      out(
-        `deployment ${r.deployment.name} ${
-          r.created ? "created" : "updated"
-        } (${r.deployment.replicas} replicas)\n`,
-      );
-      return 0;
-    }
-    case "get": {
-      const what = arg(0, "deployments or replicas");
-      if (what === "deployments") {
-        const { deployments } = await request(t, "GET", "/v1/deployments") as {
-          deployments: {
-            name: string;
-            spec: { model: string; served_model_name: string; replicas: number };
-          }[];
-        };
-        print(deployments, () =>
-          renderTable(
-            ["DEPLOYMENT", "MODEL", "SERVED AS", "REPLICAS"],
-            deployments.map((
-              d,
-            ) => [d.name, d.spec.model, d.spec.served_model_name, String(d.spec.replicas)]),
-          ));
-        return 0;
-      }
-      if (what === "replicas") {
-        const { replicas } = await request(t, "GET", "/v1/replicas") as { replicas: ReplicaRow[] };
-        print(replicas, () => replicaTable(replicas));
-        return 0;
-      }
-      throw new UsageError(`get: expected deployments or replicas, got "${what}"`);
-    }
-    case "scale": {
-      const name = arg(0, "DEPLOYMENT");
-      const n = arg(1, "N");
-      if (!/^\d+$/.test(n)) throw new UsageError(`scale: N must be a whole number, got "${n}"`);
-      await request(t, "POST", `/v1/deployments/${encodeURIComponent(name)}/scale`, {
-        replicas: Number(n),
-      });
-      out(`deployment ${name} scaled to ${n}\n`);
-      return 0;
-    }
-    case "delete": {
-      const name = arg(0, "DEPLOYMENT");
-      await request(t, "DELETE", `/v1/deployments/${encodeURIComponent(name)}`);
-      out(`deployment ${name} deleted\n`);
-      return 0;
-    }
-    case "explain": {
-      const name = arg(0, "DEPLOYMENT");
-      const { replicas } = await request(t, "GET", "/v1/replicas") as { replicas: ReplicaRow[] };
-      const mine = replicas.filter((r) => r.deployment === name);
-      if (mine.length === 0) {
-        throw new AdminError(`deployment ${name} has no replicas (does it exist?)`);
-      }
-      print(
-        mine,
-        () =>
-          mine.map((r) =>
-            [
-              `replica ${r.id}: ${r.state}${r.profile ? ` (profile ${r.profile})` : ""}`,
-              ...failureLines(r),
-              ...(r.explanation ? explanationLines(r.explanation).map((l) => `  ${l}`) : []),
-            ]
-              .join("\n")
-          ).join("\n\n"),
-      );
-      return 0;
-    }
-    case "logs": {
-      const replica = arg(0, "REPLICA");
-      const shard = values.shard ?? "0";
-      const lines = values.lines ?? "100";
-      if (!/^\d+$/.test(shard) || !/^\d+$/.test(lines)) {
-        throw new UsageError("logs: --shard and --lines must be whole numbers");
-      }
-      const r = await request(
-        t,
-        "GET",
-        `/v1/replicas/${encodeURIComponent(replica)}/logs?shard=${shard}&lines=${lines}`,
-      ) as {
-        shard_id: string;
-        node: string;
-        state: string;
-        lines: string[];
-      };
-      if (values.json) out(JSON.stringify(r, null, 2) + "\n");
-      else out(`# shard ${r.shard_id} on ${r.node} (${r.state})\n${r.lines.join("\n")}\n`);
-      return 0;
-    }
-    case "apikeys": {
-      const sub = arg(0, "create, list or delete");
-      if (sub === "create") {
-        const name = arg(1, "NAME");
-        const models = values.models === undefined
-          ? null
-          : values.models.split(",").map((m) => m.trim()).filter((m) => m !== "");
-        const k = await request(t, "POST", "/v1/apikeys", { name, models }) as {
-          id: string;
-          key: string;
-        };
-        out(
-          values.json
-            ? JSON.stringify(k, null, 2) + "\n"
-            : `API key ${k.id} (shown once, keep it): ${k.key}\n`,
-        );
-        return 0;
-      }
-      if (sub === "list") {
-        const { api_keys } = await request(t, "GET", "/v1/apikeys") as {
-          api_keys: { id: string; name: string; models: string[] | null; created_at: number }[];
-        };
-        print(api_keys, () =>
-          renderTable(
-            ["ID", "NAME", "MODELS", "CREATED"],
-            api_keys.map((
-              k,
-            ) => [
-              k.id,
-              k.name,
-              k.models === null ? "all" : k.models.join(","),
-              new Date(k.created_at).toISOString(),
-            ]),
-          ));
-        return 0;
-      }
-      if (sub === "delete") {
-        const id = arg(1, "ID");
-        await request(t, "DELETE", `/v1/apikeys/${encodeURIComponent(id)}`);
-        out(`API key ${id} deleted\n`);
-        return 0;
-      }
-      throw new UsageError(`apikeys: expected create, list or delete, got "${sub}"`);
-    }
+    case "apikeys":
+      return await apiKeysCommand(call, plan.positionals, { ...values, json: plan.json }, out);
     case "tokens":
-      return await tokensCommand(t, positionals, values, out);
-    case "events": {
-      const limit = values.limit ?? "50";
-      if (!/^\d+$/.test(limit)) {
-        throw new UsageError(`events: --limit must be a whole number, got "${limit}"`);
+      return await tokensCommand(call, plan.positionals, { ...values, json: plan.json }, out);
+  }
+}
+
+async function get(
+  call: AdminCall,
+  kind: string,
+  name: string | undefined,
+  plan: Plan,
+  values: Values,
+  print: (json: unknown, text: () => string) => void,
+): Promise<number> {
+  const one = name === undefined ? "" : `/${encodeURIComponent(name)}`;
+  switch (kind) {
+    case "nodes": {
+      const nodes = name === undefined
+        ? (await call("GET", "/v1/nodes") as { nodes: NodeRow[] }).nodes
+        : [await call("GET", `/v1/nodes${one}`) as NodeRow];
+      print(name === undefined ? nodes : nodes[0], () => nodeTable(nodes, plan.wide));
+      return 0;
+    }
+    case "deployments": {
+      const deployments = name === undefined
+        ? (await call("GET", "/v1/deployments") as { deployments: DeploymentRow[] }).deployments
+        : [await call("GET", `/v1/deployments${one}`) as DeploymentRow];
+      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      print(
+        name === undefined ? deployments : deployments[0],
+        () => deploymentTable(deployments, replicas, plan.wide),
+      );
+      return 0;
+    }
+    case "replicas": {
+      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      const chosen = name === undefined
+        ? replicas
+        : replicas.filter((r) => r.id === name || r.deployment === name);
+      if (name !== undefined && chosen.length === 0) {
+        throw new UsageError(`get replicas: no replica or deployment named ${name}`, "get");
       }
-      const { events } = await request(t, "GET", `/v1/events?limit=${limit}`) as {
-        events: { at: number; kind: string; subject: string; message: string }[];
+      print(chosen, () => replicaTable(chosen, plan.wide));
+      return 0;
+    }
+    default: {
+      const limit = values.limit ?? "50";
+      const subject = name === undefined ? "" : `&subject=${encodeURIComponent(name)}`;
+      const { events } = await call("GET", `/v1/events?limit=${limit}${subject}`) as {
+        events: EventRow[];
       };
-      print(events, () =>
-        renderTable(
-          ["TIME", "KIND", "SUBJECT", "MESSAGE"],
-          events.map((e) => [new Date(e.at).toISOString(), e.kind, e.subject, e.message]),
-        ));
+      print(events, () => eventTable(events, plan.wide ? 200 : 80));
       return 0;
     }
   }
-  throw new UsageError(`unknown admin command "${verb}"`);
 }
 
-interface NodeRow {
-  id: string;
-  state: string;
-  mgmt_addr: string;
-  gpus: { class: string | null; health: { problems: string[] } }[];
-  fabrics: { fabric: string }[];
-  allocations: { gpu_indices: number[] }[];
-}
-
-interface ReplicaRow {
-  id: string;
-  deployment: string;
-  state: string;
-  profile: string | null;
-  shards: {
-    rank: number;
-    node: string;
-    gpu_indices: number[];
-    state: string;
-    progress: { percent: number | null } | null;
-    last_failure?: { reason: string; log_tail: string[] } | null;
-  }[];
-  explanation: Parameters<typeof explanationLines>[0] | null;
-  failure?: { reason: string; log_tail: string[]; attempts: number } | null;
-}
-
-/** Cuts text to at most `max` characters at a word boundary, marking the cut. */
-export function cutAtWord(text: string, max: number): string {
-  const line = text.split("\n")[0];
-  if (line.length <= max && line === text) return text;
-  if (line.length <= max) return `${line} …`;
-  const cut = line.slice(0, max - 1);
-  const space = cut.lastIndexOf(" ");
-  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
-}
-
-/** What explain says of a replica's failures: the given-up reason or each shard's last one. */
-export function failureLines(
-  r: ReplicaRow & {
-    shards: { rank: number; last_failure?: { reason: string; log_tail: string[] } | null }[];
-  },
-): string[] {
-  const out: string[] = [];
-  const tail = (lines: readonly string[]) =>
-    lines.length === 0 ? [] : ["    log tail:", ...lines.slice(-20).map((l) => `      ${l}`)];
-  if (r.failure) {
-    out.push(
-      r.state === "failed"
-        ? `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`
-        : `  refused for a reason retrying cannot change (placement ${r.failure.attempts} of at most 3); placing it again:`,
-      `    ${r.failure.reason}`,
-      ...tail(r.failure.log_tail),
+/** Each replica of a deployment (or the one replica named) explained on the live inventory. */
+async function explain(call: AdminCall, name: string): Promise<LiveExplanationRow[]> {
+  const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+  const ids = replicas.filter((r) => r.deployment === name || r.id === name).map((r) => r.id);
+  if (ids.length === 0) {
+    throw new UsageError(
+      `explain: no replica or deployment named ${name} (llmgw get deployments)`,
+      "explain",
     );
   }
-  for (const s of r.shards) {
-    if (!s.last_failure) continue;
+  const out: LiveExplanationRow[] = [];
+  for (const id of ids) {
     out.push(
-      `  rank ${s.rank} last failure: ${s.last_failure.reason}`,
-      ...tail(s.last_failure.log_tail),
+      await call("GET", `/v1/replicas/${encodeURIComponent(id)}/explanation`) as LiveExplanationRow,
     );
   }
   return out;
 }
 
-/** Replicas as a table: one line per shard. */
-export function replicaTable(replicas: readonly ReplicaRow[]): string {
-  return renderTable(
-    ["REPLICA", "STATE", "PROFILE", "RANK", "NODE", "GPUS", "SHARD", "PROGRESS"],
-    replicas.flatMap((r) =>
-      r.shards.length === 0
-        ? [[
-          r.id,
-          r.state,
-          r.profile ?? "-",
-          "-",
-          "-",
-          "-",
-          "-",
-          cutAtWord(
-            (r.state === "failed" ? r.failure?.reason : undefined) ?? r.explanation?.summary ?? "-",
-            80,
-          ),
-        ]]
-        : r.shards.map((s) => [
-          r.id,
-          r.state,
-          r.profile ?? "-",
-          String(s.rank),
-          s.node,
-          s.gpu_indices.join(","),
-          s.state,
-          s.progress?.percent === null || s.progress === null ? "-" : `${s.progress.percent}%`,
-        ])
-    ),
-  );
+interface ShardLogs {
+  shard_id: string;
+  node: string;
+  state: string;
+  lines: string[];
+}
+
+/** `logs REPLICA [-f]`: the tail once, or followed until the signal (Ctrl-C). */
+async function logs(
+  call: AdminCall,
+  replica: string,
+  values: Values,
+  plan: Plan,
+  out: (t: string) => void,
+  signal?: AbortSignal,
+): Promise<number> {
+  const path = `/v1/replicas/${encodeURIComponent(replica)}/logs?shard=${
+    values.shard ?? "0"
+  }&lines=${values.lines ?? "100"}`;
+  const first = await call("GET", path) as ShardLogs;
+  if (!values.follow) {
+    if (plan.json) out(JSON.stringify(first, null, 2) + "\n");
+    else {out(
+        `# shard ${first.shard_id} on ${first.node} (${first.state})\n${first.lines.join("\n")}\n`,
+      );}
+    return 0;
+  }
+  const emit = (lines: string[]) => {
+    for (const line of lines) out(plan.json ? JSON.stringify({ line }) + "\n" : `${line}\n`);
+  };
+  if (!plan.json) out(`# shard ${first.shard_id} on ${first.node}, following (Ctrl-C stops)\n`);
+  emit(first.lines);
+  const stop = signal ?? interruptSignal();
+  const intervalMs = Number(values.interval ?? "1000");
+  let shown = first.lines;
+  while (!stop.aborted) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, intervalMs);
+      stop.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+    if (stop.aborted) break;
+    const next = await call("GET", path) as ShardLogs;
+    emit(newLogLines(shown, next.lines));
+    shown = next.lines;
+  }
+  return 0;
+}
+
+/** Aborts on Ctrl-C. */
+function interruptSignal(): AbortSignal {
+  const ac = new AbortController();
+  const onInt = () => {
+    Deno.removeSignalListener("SIGINT", onInt);
+    ac.abort();
+  };
+  Deno.addSignalListener("SIGINT", onInt);
+  return ac.signal;
 }

@@ -24,7 +24,7 @@ import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
-import { replicaTable } from "./admin_commands.ts";
+import { replicaTable } from "./admin_views.ts";
 import { type FollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
 import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
@@ -157,6 +157,14 @@ ${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${wh
                      (samples are applied on a directory's first start only:
                      later starts keep the operator's changes)
   --quiet            do not print replica states as they change
+`;
+
+/** Usage of `llmgw dev machines`. */
+export const DEV_MACHINES_USAGE = `Usage: llmgw dev machines [--node NAME]
+
+Prints what discovery sees on each recorded and simulated machine that
+llmgw dev runs (GPUs, adapters, fabrics, problems).
+  --node NAME   one machine only
 `;
 
 /** Parses `--port`: a whole number whose whole span of ports exists. */
@@ -437,7 +445,14 @@ function stopSignalFromOs(): Promise<void> {
 
 /** `llmgw dev machines`: what discovery sees on each recorded or simulated machine. */
 async function machinesCommand(args: string[], write: (t: string) => void): Promise<number> {
-  const { values } = parseFlags("dev machines", args, { node: { type: "string" } });
+  const { values } = parseFlags("dev machines", args, {
+    node: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    write(DEV_MACHINES_USAGE);
+    return 0;
+  }
   const all: [string, string][] = [];
   for (const root of [MACHINES, SIM]) {
     for (const e of Deno.readDirSync(root)) {

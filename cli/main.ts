@@ -12,7 +12,7 @@ import { controlInitCommand } from "./control_init.ts";
 import { devCommand } from "./dev_command.ts";
 import { GATEWAY_USAGE, gatewayServeCommand } from "./gateway_serve.ts";
 import { planCommand } from "./plan_command.ts";
-import { UsageError } from "./usage_error.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
 
 /** The version printed by `llmgw version`. */
 export const VERSION = "0.1.0";
@@ -38,7 +38,20 @@ Roles and commands:
   control serve     run the control plane (API, reconciler, store)
   gateway serve     run the OpenAI-compatible gateway in front of ready replicas
 ${ADMIN_USAGE}
-Run 'llmgw agent inventory --help' or 'llmgw agent run --help' for their options.
+Every command has its own help: 'llmgw COMMAND --help' or 'llmgw help COMMAND'.
+`;
+
+/** Usage of `llmgw version`. */
+export const VERSION_USAGE = `Usage: llmgw version [--json]
+
+Prints llmgw's version.
+  --json   as {"version": "…"}
+`;
+
+/** Usage of `llmgw schema`. */
+export const SCHEMA_USAGE = `Usage: llmgw schema deployment
+
+Prints the JSON Schema of deployment files (for editors and CI checks).
 `;
 
 /** Output sinks, injectable for tests. */
@@ -64,7 +77,10 @@ export async function main(args: string[], io: Io = STD_IO): Promise<number> {
     return await dispatch(args, io);
   } catch (e) {
     if (e instanceof UsageError) {
-      io.err(`llmgw: ${e.message}\nRun 'llmgw help' for usage.\n`);
+      const command = e.command ?? commandOf(e.message);
+      const help = command === undefined ? "llmgw help" : `llmgw ${command} --help`;
+      // One line: what was wrong, where, and where the fix is.
+      io.err(`llmgw: ${e.message.replace(/\s*\n\s*/g, " ")}; run '${help}' for usage\n`);
       return 2;
     }
     const detail = Deno.env.get("LLMGW_DEBUG") && e instanceof Error ? `\n${e.stack}` : "";
@@ -73,19 +89,54 @@ export async function main(args: string[], io: Io = STD_IO): Promise<number> {
   }
 }
 
+/** Every command path that has its own `--help`. */
+export const COMMAND_PATHS: readonly string[] = [
+  "agent inventory",
+  "agent run",
+  "plan",
+  "schema deployment",
+  "dev",
+  "dev machines",
+  "version",
+  "control serve",
+  "control init",
+  "gateway serve",
+  ...ADMIN_VERBS,
+];
+
+/** The command a usage message names first ("dev machines: …" → "dev machines"). */
+function commandOf(message: string): string | undefined {
+  const head = /^([a-z]+(?: [a-z]+)?):/.exec(message)?.[1];
+  if (head === undefined) return undefined;
+  if (COMMAND_PATHS.includes(head)) return head;
+  const first = head.split(" ")[0];
+  return COMMAND_PATHS.includes(first) ? first : undefined;
+}
+
 async function dispatch(args: string[], io: Io): Promise<number> {
   const [role, command, ...rest] = args;
   switch (role) {
-    case undefined:
     case "help":
+      // `llmgw help get` is `llmgw get --help`.
+      if (command !== undefined) return await dispatch([command, ...rest, "--help"], io);
+      io.out(USAGE);
+      return 0;
+    case undefined:
     case "--help":
     case "-h":
       io.out(USAGE);
       return 0;
     case "version":
-    case "--version":
-      io.out(`llmgw ${VERSION}\n`);
+    case "--version": {
+      const { values } = parseFlags("version", command === undefined ? rest : [command, ...rest], {
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      });
+      if (values.help) io.out(VERSION_USAGE);
+      else if (values.json) io.out(JSON.stringify({ version: VERSION }) + "\n");
+      else io.out(`llmgw ${VERSION}\n`);
       return 0;
+    }
     case "agent":
       if (command === "inventory") return await inventoryCommand(rest, io.out);
       if (command === "run") return await agentRunCommand(rest, io, VERSION);
@@ -93,13 +144,22 @@ async function dispatch(args: string[], io: Io): Promise<number> {
         io.out(INVENTORY_USAGE);
         return 0;
       }
-      throw new UsageError(`agent: unknown command "${command}" (known: inventory, run)`);
-    case "schema":
-      if (command === "deployment" && rest.length === 0) {
-        io.out(JSON.stringify(deploymentJsonSchema(), null, 2) + "\n");
+      throw new UsageError(`agent: unknown command "${command}" (known: inventory, run)`, "agent");
+    case "schema": {
+      if (command === undefined || command === "--help" || command === "-h") {
+        io.out(SCHEMA_USAGE);
         return 0;
       }
-      throw new UsageError('schema: expected "schema deployment"');
+      if (command !== "deployment") {
+        throw new UsageError(`schema: expected "schema deployment", got "${command}"`, "schema");
+      }
+      const { values } = parseFlags("schema deployment", rest, {
+        help: { type: "boolean", short: "h" },
+      });
+      if (values.help) io.out(SCHEMA_USAGE);
+      else io.out(JSON.stringify(deploymentJsonSchema(), null, 2) + "\n");
+      return 0;
+    }
     case "plan":
       return await planCommand(command === undefined ? rest : [command, ...rest], io.out, io.err);
     case "dev":
@@ -116,14 +176,14 @@ async function dispatch(args: string[], io: Io): Promise<number> {
         io.out(CONTROL_USAGE);
         return 0;
       }
-      throw new UsageError(`control: unknown command "${command}" (known: serve, init)`);
+      throw new UsageError(`control: unknown command "${command}" (known: serve, init)`, "control");
     case "gateway":
       if (command === "serve") return await gatewayServeCommand(rest, io.out, io.err);
       if (command === undefined || command === "help" || command === "--help") {
         io.out(GATEWAY_USAGE);
         return 0;
       }
-      throw new UsageError(`gateway: unknown command "${command}" (known: serve)`);
+      throw new UsageError(`gateway: unknown command "${command}" (known: serve)`, "gateway");
     default:
       if (ADMIN_VERBS.has(role)) {
         try {

@@ -1,5 +1,5 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { main } from "./main.ts";
+import { COMMAND_PATHS, main } from "./main.ts";
 
 async function run(args: string[]) {
   let out = "";
@@ -34,7 +34,8 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
     const r = await run(args);
     assertEquals(r.code, 2, args.join(" "));
     assertStringIncludes(r.err, message);
-    assertStringIncludes(r.err, "Run 'llmgw help' for usage.");
+    assertStringIncludes(r.err, "; run 'llmgw ");
+    assertEquals(r.err.trimEnd().split("\n").length, 1, `one line: ${r.err}`);
     assertOk(!r.err.includes("    at "));
   }
 });
@@ -46,4 +47,58 @@ Deno.test("dev discovers one simulated node through the production path", async 
   assertStringIncludes(r.out, "=== h200_sxm_vm ===");
   assertStringIncludes(r.out, "h200-140g");
   assertStringIncludes(r.out, "roce-a");
+});
+
+Deno.test("every command and subcommand has its own --help, also as help COMMAND", async () => {
+  for (const path of COMMAND_PATHS) {
+    const args = path.split(" ");
+    const r = await run([...args, "--help"]);
+    assertEquals(r.code, 0, `${path} --help: ${r.err}`);
+    assertEquals(r.err, "", path);
+    assertStringIncludes(r.out, "Usage:", path);
+    assertStringIncludes(r.out, `llmgw ${path}`, path);
+    const viaHelp = await run(["help", ...args]);
+    assertEquals(viaHelp.out, r.out, `help ${path}`);
+    assertEquals((await run([...args, "-h"])).out, r.out, `${path} -h`);
+  }
+});
+
+Deno.test("a usage error of every command is one line naming the flag and where the fix is", async () => {
+  for (const path of COMMAND_PATHS) {
+    const args = path.split(" ");
+    const r = await run([...args, "--no-such-flag"]);
+    assertEquals(r.code, 2, `${path}: ${r.out}${r.err}`);
+    assertEquals(r.out, "", path);
+    assertEquals(
+      r.err,
+      `llmgw: ${path}: unknown flag --no-such-flag; run 'llmgw ${path} --help' for usage\n`,
+    );
+  }
+  // Flags that need a value, values that are not numbers, missing arguments.
+  const cases: [string[], string][] = [
+    [
+      ["logs", "x", "--lines"],
+      "logs: --lines needs a value, e.g. --lines VALUE; run 'llmgw logs --help'",
+    ],
+    [["logs", "x", "--lines", "many"], 'logs: --lines must be a whole number, got "many"'],
+    [["get"], "get: nodes, deployments, replicas or events is required; run 'llmgw get --help'"],
+    [["get", "pods"], 'get: expected nodes, deployments, replicas, events, got "pods"'],
+    [["get", "nodes", "-o", "yaml"], 'get: -o must be wide or json, got "yaml"'],
+    [["describe", "pod", "x"], 'describe: expected node, deployment or replica, got "pod"'],
+    [["describe", "node"], "describe: NAME is required"],
+    [["scale", "d", "three"], 'scale: N must be a whole number, got "three"'],
+    [["apply"], "apply: -f FILE|DIR|- is required; run 'llmgw apply --help'"],
+    [["version", "--json=yes"], "version: --json takes no value; write --json alone"],
+    [["schema", "table"], 'schema: expected "schema deployment", got "table"'],
+  ];
+  for (const [args, message] of cases) {
+    const r = await run(args);
+    assertEquals(r.code, 2, args.join(" "));
+    assertStringIncludes(r.err, message);
+    assertEquals(r.err.trimEnd().split("\n").length, 1, `one line: ${r.err}`);
+  }
+});
+
+Deno.test("version --json", async () => {
+  assertEquals(JSON.parse((await run(["version", "--json"])).out), { version: "0.1.0" });
 });

@@ -12,7 +12,7 @@ import { classFacts } from "../deployment/validate.ts";
 import { ClusterFileError, parseClusterFile } from "../inventory/cluster_file.ts";
 import { applyPlacement, explanationLines, indexCluster, place } from "../placement/mod.ts";
 import { formatPath } from "../validation/issues.ts";
-import { renderTable } from "../agent/inventory_table.ts";
+import { renderTable } from "../text/table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { checkEngines } from "../engines/check_deployment.ts";

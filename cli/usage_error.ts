@@ -7,12 +7,37 @@
 import { ControlUrlError, parseControlUrls } from "../http/failover_fetch.ts";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
-/** A mistake on the command line: printed without a stack trace, exit code 2. */
+/** A mistake on the command line: printed on one line without a stack trace, exit code 2. */
 export class UsageError extends Error {
+  /** The command whose `--help` tells the fix, e.g. `get`; absent: top-level help. */
+  readonly command?: string;
   /** Creates the error; `message` says what was wrong and where. */
-  constructor(message: string) {
+  constructor(message: string, command?: string) {
     super(message);
     this.name = "UsageError";
+    this.command = command;
+  }
+}
+
+/**
+ * node:util's parse errors in our words: one line naming the flag and the
+ * fix (its own text quotes unevenly and speaks of positionals).
+ */
+export function flagErrorMessage(command: string, error: unknown): string {
+  const code = (error as { code?: string }).code;
+  const text = error instanceof Error ? error.message : String(error);
+  const flag = /'[^']*?(--[\w-]+)/.exec(text)?.[1] ?? /'(-\w)/.exec(text)?.[1] ?? "a flag";
+  switch (code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `${command}: unknown flag ${flag}`;
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      return /argument missing/.test(text)
+        ? `${command}: ${flag} needs a value, e.g. ${flag} VALUE`
+        : `${command}: ${flag} takes no value; write ${flag} alone`;
+    case "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL":
+      return `${command}: unexpected argument`;
+    default:
+      return `${command}: ${text.replace(/\s*\n\s*/g, " ")}`;
   }
 }
 
@@ -25,8 +50,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (e) {
-    const message = e instanceof Error ? e.message.replace(/\s*\n\s*/g, " ") : String(e);
-    throw new UsageError(`${command}: ${message}`);
+    throw new UsageError(flagErrorMessage(command, e), command);
   }
 }
 

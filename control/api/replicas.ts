@@ -1,10 +1,12 @@
 /**
- * Replicas: their state, placement, explanation and last failure, and a
- * shard's log lines from its agent.
+ * Replicas: their state, placement, explanation and last failure, the
+ * explanation on the live inventory, and a shard's log lines from its agent.
  *
  * @module
  */
 import type { ControlPlane } from "../control_plane.ts";
+import { liveExplanation } from "../live_explanation.ts";
+import { LiveExplanationAnswer } from "./explanation_schemas.ts";
 import { RouteGroup } from "./route.ts";
 import { LogsQuery, ReplicaListSchema, ReplicaParams, ShardLogsAnswer } from "./schemas.ts";
 
@@ -20,6 +22,17 @@ export function replicaRoutes(cp: ControlPlane): RouteGroup {
     auth: "admin",
     response: ReplicaListSchema,
   }, () => ({ replicas: cp.replicas() }));
+  g.add({
+    method: "get",
+    path: "/:id/explanation",
+    operationId: "explainReplica",
+    summary: "Explain a replica on the live inventory, with its last failures",
+    tag: "replicas",
+    auth: "admin",
+    params: ReplicaParams,
+    response: LiveExplanationAnswer,
+    answers: { 404: "No such replica" },
+  }, ({ params }) => liveExplanation(cp.state, params.id));
   g.add({
     method: "get",
     path: "/:id/logs",

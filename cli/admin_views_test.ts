@@ -1,5 +1,5 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { cutAtWord, failureLines, replicaTable } from "./admin_commands.ts";
+import { deploymentTable, eventTable, failureLines, replicaTable } from "./admin_views.ts";
 
 const REASON =
   "exited with code 2: the engine refused its arguments: unrecognized arguments: --max-model-lenn";
@@ -56,9 +56,36 @@ Deno.test("explain: the reason and the log tail of a failed replica and of faili
   ]);
 });
 
-Deno.test("cutAtWord: short text whole, long text at a word, other lines marked", () => {
-  assertEquals(cutAtWord("short", 80), "short");
-  assertEquals(cutAtWord("one two three four", 10), "one two…");
-  assertEquals(cutAtWord("first line\nsecond line", 80), "first line …");
-  assertEquals(cutAtWord("x".repeat(20), 10), `${"x".repeat(9)}…`);
+Deno.test("get deployments: READY is ready replicas over desired", () => {
+  const d = {
+    name: "llama-8b",
+    spec: {
+      model: "m",
+      served_model_name: "llama-8b",
+      replicas: 3,
+      profiles: [{ name: "p", engine: "vllm" }],
+    },
+    created_at: 0,
+    updated_at: 0,
+  };
+  const replica = (id: string, state: string) => ({ ...failed, id, state });
+  const table = deploymentTable([d], [
+    replica("llama-8b-r0", "ready"),
+    replica("llama-8b-r1", "loading"),
+    replica("llama-8b-r2", "ready"),
+  ]);
+  const [header, row] = table.split("\n");
+  assertOk(header.startsWith("DEPLOYMENT  READY"), header);
+  assertOk(/^llama-8b\s+2\/3\s/.test(row), row);
+});
+
+Deno.test("get events: a multi-line or long message stays on one line, cut at a word", () => {
+  const table = eventTable([
+    { at: 0, kind: "replica_failed", subject: "replica/x-r0", message: "line one\nline two" },
+    { at: 0, kind: "replica_placed", subject: "replica/x-r1", message: "word ".repeat(40).trim() },
+  ]);
+  const lines = table.split("\n");
+  assertEquals(lines.length, 3, table);
+  assertOk(lines[1].endsWith("line one …"), lines[1]);
+  assertOk(lines[2].endsWith("…") && !lines[2].endsWith(" …"), lines[2]);
 });

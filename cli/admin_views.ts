@@ -1,0 +1,269 @@
+/**
+ * What the admin commands print: tables and blocks built from the admin
+ * API's JSON, as pure functions (tested without a control plane).
+ *
+ * @module
+ */
+import { DEFAULT_ROUTING } from "../deployment/schema.ts";
+import { explanationLines } from "../placement/place.ts";
+import type { Explanation } from "../placement/types.ts";
+import { cutAtWord, renderTable } from "../text/table.ts";
+
+/** A node as `GET /v1/nodes` lists it (the fields printed). */
+export interface NodeRow {
+  id: string;
+  hostname?: string;
+  state: string;
+  mgmt_addr: string;
+  intent?: string;
+  agent_version?: string;
+  engine_versions?: Record<string, string>;
+  last_seen_ms?: number;
+  labels?: Record<string, string>;
+  gpus: {
+    index?: number;
+    class: string | null;
+    name?: string | null;
+    memory_total_mb?: number | null;
+    memory_used_mb?: number | null;
+    health: { problems: string[] };
+  }[];
+  fabrics: { fabric: string; hcas?: string[]; rate_gbps?: number | null }[];
+  allocations: { replica_id?: string; shard_id?: string; gpu_indices: number[] }[];
+}
+
+/** A shard of a replica as listed. */
+export interface ShardRow {
+  shard_id?: string;
+  rank: number;
+  node: string;
+  gpu_indices: number[];
+  port?: number;
+  state: string;
+  progress: { percent: number | null } | null;
+  last_failure?: { reason: string; log_tail: string[] } | null;
+}
+
+/** A replica as `GET /v1/replicas` lists it. */
+export interface ReplicaRow {
+  id: string;
+  deployment: string;
+  state: string;
+  profile: string | null;
+  shards: ShardRow[];
+  explanation: Explanation | null;
+  failure?: { reason: string; log_tail: string[]; attempts: number } | null;
+  revision?: number;
+}
+
+/** A deployment as `GET /v1/deployments` lists it. */
+export interface DeploymentRow {
+  name: string;
+  spec: {
+    model: string;
+    served_model_name: string;
+    replicas: number;
+    routing?: string;
+    profiles: { name: string; engine: string; gpu_class?: string; tensor_parallel?: number }[];
+  };
+  created_at: number;
+  updated_at: number;
+  revision?: number;
+}
+
+/** An event as listed. */
+export interface EventRow {
+  id?: number;
+  at: number;
+  kind: string;
+  subject: string;
+  message: string;
+}
+
+/** GPUs free on a node: healthy and not held. */
+export function freeGpus(n: NodeRow): number {
+  const held = new Set(n.allocations.flatMap((a) => a.gpu_indices));
+  return n.gpus.filter((g, i) => g.health.problems.length === 0 && !held.has(g.index ?? i)).length;
+}
+
+/** Nodes as a table; `wide` adds agent, engines and what they hold. */
+export function nodeTable(nodes: readonly NodeRow[], wide = false): string {
+  const header = ["NODE", "STATE", "GPUS", "FREE", "CLASSES", "FABRICS", "ADDRESS"];
+  if (wide) header.push("AGENT", "ENGINES", "REPLICAS");
+  return renderTable(
+    header,
+    nodes.map((n) => {
+      const row = [
+        n.id,
+        n.state,
+        String(n.gpus.length),
+        String(freeGpus(n)),
+        [...new Set(n.gpus.map((g) => g.class ?? "?"))].join(",") || "-",
+        n.fabrics.map((f) => f.fabric).join(",") || "-",
+        n.mgmt_addr,
+      ];
+      if (wide) {
+        row.push(
+          n.agent_version ?? "-",
+          Object.entries(n.engine_versions ?? {}).map(([e, v]) => `${e} ${v}`).join(",") || "-",
+          [...new Set(n.allocations.map((a) => a.replica_id ?? "?"))].join(",") || "-",
+        );
+      }
+      return row;
+    }),
+  );
+}
+
+/** Ready replicas of a deployment / desired, e.g. `2/3`. */
+export function readyColumn(d: DeploymentRow, replicas: readonly ReplicaRow[]): string {
+  const ready = replicas.filter((r) => r.deployment === d.name && r.state === "ready").length;
+  return `${ready}/${d.spec.replicas}`;
+}
+
+/** Deployments as a table with READY; `wide` adds routing, profiles and revision. */
+export function deploymentTable(
+  deployments: readonly DeploymentRow[],
+  replicas: readonly ReplicaRow[],
+  wide = false,
+): string {
+  const header = ["DEPLOYMENT", "READY", "MODEL", "SERVED AS"];
+  if (wide) header.push("ROUTING", "PROFILES", "REVISION", "UPDATED");
+  return renderTable(
+    header,
+    deployments.map((d) => {
+      const row = [d.name, readyColumn(d, replicas), d.spec.model, d.spec.served_model_name];
+      if (wide) {
+        row.push(
+          d.spec.routing ?? `${DEFAULT_ROUTING} (default)`,
+          d.spec.profiles.map((p) => p.name).join(","),
+          d.revision === undefined ? "-" : String(d.revision),
+          new Date(d.updated_at).toISOString(),
+        );
+      }
+      return row;
+    }),
+  );
+}
+
+function progressCell(s: ShardRow): string {
+  return s.progress?.percent === null || s.progress === null || s.progress === undefined
+    ? "-"
+    : `${s.progress.percent}%`;
+}
+
+/** Replicas as a table: one line per shard; `wide` adds the port and shard id. */
+export function replicaTable(replicas: readonly ReplicaRow[], wide = false): string {
+  const header = ["REPLICA", "STATE", "PROFILE", "RANK", "NODE", "GPUS", "SHARD", "PROGRESS"];
+  if (wide) header.push("PORT", "SHARD ID");
+  return renderTable(
+    header,
+    replicas.flatMap((r) => {
+      if (r.shards.length === 0) {
+        const why = (r.state === "failed" ? r.failure?.reason : undefined) ??
+          r.explanation?.summary ?? "-";
+        const row = [r.id, r.state, r.profile ?? "-", "-", "-", "-", "-", cutAtWord(why, 80)];
+        if (wide) row.push("-", "-");
+        return [row];
+      }
+      return r.shards.map((s) => {
+        const row = [
+          r.id,
+          r.state,
+          r.profile ?? "-",
+          String(s.rank),
+          s.node,
+          s.gpu_indices.join(","),
+          s.state,
+          progressCell(s),
+        ];
+        if (wide) {
+          row.push(s.port === undefined || s.port === 0 ? "-" : String(s.port), s.shard_id ?? "-");
+        }
+        return row;
+      });
+    }),
+  );
+}
+
+/** Events one line each: a message past its first line or `width` is cut at a word. */
+export function eventTable(events: readonly EventRow[], width = 80): string {
+  return renderTable(
+    ["TIME", "KIND", "SUBJECT", "MESSAGE"],
+    events.map((e) => [
+      new Date(e.at).toISOString(),
+      e.kind,
+      e.subject,
+      cutAtWord(e.message, width),
+    ]),
+  );
+}
+
+/** Events in full, for describe: every line of each message, indented under its head. */
+export function eventBlock(events: readonly EventRow[]): string[] {
+  if (events.length === 0) return ["  (none)"];
+  return events.flatMap((e) => {
+    const [first, ...rest] = e.message.split("\n");
+    return [
+      `  ${new Date(e.at).toISOString()}  ${e.kind}  ${first}`,
+      ...rest.map((l) => `      ${l}`),
+    ];
+  });
+}
+
+/** What explain says of a replica's failures: the given-up reason or each shard's last one. */
+export function failureLines(r: ReplicaRow): string[] {
+  const out: string[] = [];
+  const tail = (lines: readonly string[]) =>
+    lines.length === 0 ? [] : ["    log tail:", ...lines.slice(-20).map((l) => `      ${l}`)];
+  if (r.failure) {
+    out.push(
+      r.state === "failed"
+        ? `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`
+        : `  refused for a reason retrying cannot change (placement ${r.failure.attempts} of at most 3); placing it again:`,
+      `    ${r.failure.reason}`,
+      ...tail(r.failure.log_tail),
+    );
+  }
+  for (const s of r.shards) {
+    if (!s.last_failure) continue;
+    out.push(
+      `  rank ${s.rank} last failure: ${s.last_failure.reason}`,
+      ...tail(s.last_failure.log_tail),
+    );
+  }
+  return out;
+}
+
+/** A replica's live explanation as `GET /v1/replicas/:id/explanation` answers it. */
+export interface LiveExplanationRow {
+  replica: ReplicaRow;
+  live: Explanation | null;
+  detail: "full" | "grouped";
+  nodes: number;
+}
+
+/**
+ * What explain prints for one replica: its state, failures, the explanation
+ * of its placement, and what placement says on the live inventory now.
+ */
+export function explainLines(x: LiveExplanationRow): string[] {
+  const r = x.replica;
+  const lines = [`replica ${r.id}: ${r.state}${r.profile ? ` (profile ${r.profile})` : ""}`];
+  lines.push(...failureLines(r));
+  if (r.explanation !== null && r.state !== "pending") {
+    lines.push(`  when placed: ${r.explanation.summary}`);
+  }
+  if (x.live === null) {
+    lines.push("  its deployment is gone: it is being removed");
+    return lines;
+  }
+  lines.push(
+    `  on the live inventory (${x.nodes} node${x.nodes === 1 ? "" : "s"}, ${
+      x.detail === "full" ? "every node" : "grouped by reason"
+    }):`,
+  );
+  lines.push(
+    ...explanationLines(x.live, { detail: x.detail === "full" }).map((l) => `    ${l}`),
+  );
+  return lines;
+}

@@ -1,0 +1,211 @@
+/**
+ * `llmgw describe node|deployment|replica NAME`: everything about one
+ * object in one read — state, placement, the explanation on the live
+ * inventory, the last failure with its log tail, and recent events.
+ *
+ * @module
+ */
+import { type AdminCall, AdminError } from "./admin_client.ts";
+import {
+  type DeploymentRow,
+  eventBlock,
+  type EventRow,
+  explainLines,
+  freeGpus,
+  type LiveExplanationRow,
+  type NodeRow,
+  readyColumn,
+  type ReplicaRow,
+  replicaTable,
+} from "./admin_views.ts";
+import { renderTable } from "../text/table.ts";
+import { DEFAULT_ROUTING } from "../deployment/schema.ts";
+import { UsageError } from "./usage_error.ts";
+
+/** Recent events shown by describe. */
+const EVENTS = 15;
+
+/** What describe found, before it is printed (also the `--json` answer). */
+export type Described =
+  | { kind: "node"; node: NodeRow; events: EventRow[] }
+  | {
+    kind: "deployment";
+    deployment: DeploymentRow;
+    replicas: ReplicaRow[];
+    events: EventRow[];
+    rollout: unknown;
+  }
+  | { kind: "replica"; explanation: LiveExplanationRow; logs: ShardTail[]; events: EventRow[] };
+
+/** The live log tail of a failing shard. */
+export interface ShardTail {
+  rank: number;
+  node: string;
+  lines: string[];
+  /** Why the agent could not be asked, when it could not. */
+  error?: string;
+}
+
+async function eventsOf(call: AdminCall, subject: string): Promise<EventRow[]> {
+  const { events } = await call(
+    "GET",
+    `/v1/events?subject=${encodeURIComponent(subject)}&limit=${EVENTS}`,
+  ) as { events: EventRow[] };
+  return events;
+}
+
+/** Gathers what describe prints. */
+export async function describe(call: AdminCall, kind: string, name: string): Promise<Described> {
+  const id = encodeURIComponent(name);
+  switch (kind) {
+    case "node":
+    case "nodes":
+      return {
+        kind: "node",
+        node: await call("GET", `/v1/nodes/${id}`) as NodeRow,
+        events: await eventsOf(call, `node/${name}`),
+      };
+    case "deployment":
+    case "deployments": {
+      const deployment = await call("GET", `/v1/deployments/${id}`) as DeploymentRow;
+      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      // The rollout status, where the control plane has one (older ones do not).
+      const rollout = await call("GET", `/v1/deployments/${id}/rollout`).catch((e) => {
+        if (e instanceof AdminError && e.status === 404) return null;
+        throw e;
+      });
+      return {
+        kind: "deployment",
+        deployment,
+        replicas: replicas.filter((r) => r.deployment === name),
+        events: await eventsOf(call, `deployment/${name}`),
+        rollout,
+      };
+    }
+    case "replica":
+    case "replicas": {
+      const explanation = await call(
+        "GET",
+        `/v1/replicas/${id}/explanation`,
+      ) as LiveExplanationRow;
+      const failing = explanation.replica.shards.filter((s) =>
+        s.state === "failed" || s.last_failure
+      );
+      const logs: ShardTail[] = [];
+      for (const s of failing) {
+        try {
+          const r = await call("GET", `/v1/replicas/${id}/logs?shard=${s.rank}&lines=20`) as {
+            lines: string[];
+          };
+          logs.push({ rank: s.rank, node: s.node, lines: r.lines });
+        } catch (e) {
+          if (!(e instanceof AdminError)) throw e;
+          logs.push({ rank: s.rank, node: s.node, lines: [], error: e.message });
+        }
+      }
+      return {
+        kind: "replica",
+        explanation,
+        logs,
+        events: await eventsOf(call, `replica/${name}`),
+      };
+    }
+  }
+  throw new UsageError(
+    `describe: expected node, deployment or replica, got "${kind}"`,
+    "describe",
+  );
+}
+
+const field = (name: string, value: string) => `${`${name}:`.padEnd(14)}${value}`;
+
+/** The text describe prints. */
+export function describedText(d: Described): string {
+  const out: string[] = [];
+  if (d.kind === "node") {
+    const n = d.node;
+    const held = new Map<number, string>();
+    for (const a of n.allocations) for (const i of a.gpu_indices) held.set(i, a.replica_id ?? "?");
+    out.push(
+      field("Node", n.id),
+      field("Hostname", n.hostname ?? "-"),
+      field("Address", n.mgmt_addr),
+      field("State", `${n.state}${n.intent && n.intent !== "none" ? ` (${n.intent})` : ""}`),
+      field("Agent", n.agent_version ?? "-"),
+      field(
+        "Engines",
+        Object.entries(n.engine_versions ?? {}).map(([e, v]) => `${e} ${v}`).join(", ") || "-",
+      ),
+      field("Last seen", n.last_seen_ms ? new Date(n.last_seen_ms).toISOString() : "-"),
+      field(
+        "Labels",
+        Object.entries(n.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "-",
+      ),
+      field("GPUs", `${n.gpus.length} (${freeGpus(n)} free)`),
+      indent(renderTable(
+        ["IDX", "CLASS", "MEMORY MiB", "HEALTH", "HELD BY"],
+        n.gpus.map((g, i) => [
+          String(g.index ?? i),
+          g.class ?? "?",
+          g.memory_total_mb === null || g.memory_total_mb === undefined
+            ? "-"
+            : `${g.memory_used_mb ?? "?"}/${g.memory_total_mb}`,
+          g.health.problems.join("; ") || "ok",
+          held.get(g.index ?? i) ?? "-",
+        ]),
+      )),
+      "Fabrics:",
+      n.fabrics.length === 0 ? "  (none)" : indent(renderTable(
+        ["FABRIC", "HCAS", "RATE"],
+        n.fabrics.map((f) => [
+          f.fabric,
+          (f.hcas ?? []).join(",") || "-",
+          f.rate_gbps === null || f.rate_gbps === undefined ? "?" : `${f.rate_gbps} Gb/s`,
+        ]),
+      )),
+    );
+  } else if (d.kind === "deployment") {
+    const s = d.deployment.spec;
+    out.push(
+      field("Deployment", d.deployment.name),
+      field("Model", s.model),
+      field("Served as", s.served_model_name),
+      field("Ready", `${readyColumn(d.deployment, d.replicas)} replicas`),
+      field("Routing", s.routing ?? `${DEFAULT_ROUTING} (default)`),
+      ...(d.deployment.revision === undefined
+        ? []
+        : [field("Revision", String(d.deployment.revision))]),
+      field("Updated", new Date(d.deployment.updated_at).toISOString()),
+      "Profiles (in priority order):",
+      indent(renderTable(
+        ["PROFILE", "ENGINE", "GPU CLASS", "TP"],
+        s.profiles.map((p) => [
+          p.name,
+          p.engine,
+          p.gpu_class ?? "-",
+          String(p.tensor_parallel ?? 1),
+        ]),
+      )),
+    );
+    if (d.rollout !== null && d.rollout !== undefined) {
+      out.push("Rollout:", indent(JSON.stringify(d.rollout, null, 2)));
+    }
+    out.push(
+      "Replicas:",
+      d.replicas.length === 0 ? "  (none)" : indent(replicaTable(d.replicas)),
+    );
+  } else {
+    out.push(...explainLines(d.explanation));
+    for (const t of d.logs) {
+      out.push(`  rank ${t.rank} on ${t.node}, log now:`);
+      if (t.error) out.push(`    (the agent could not be asked: ${t.error})`);
+      else out.push(...(t.lines.length === 0 ? ["    (empty)"] : t.lines.map((l) => `    ${l}`)));
+    }
+  }
+  out.push("Events:", ...eventBlock(d.events));
+  return out.join("\n") + "\n";
+}
+
+function indent(text: string): string {
+  return text.split("\n").map((l) => `  ${l}`).join("\n");
+}

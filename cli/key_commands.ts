@@ -1,0 +1,155 @@
+/**
+ * `llmgw tokens` and `llmgw apikeys`: access tokens and gateway API keys,
+ * each secret shown once at creation and never again.
+ *
+ * @module
+ */
+import type { AdminCall } from "./admin_client.ts";
+import { cutAtWord, renderTable } from "../text/table.ts";
+import { UsageError } from "./usage_error.ts";
+
+const TOKEN_KINDS = ["admin", "gateway", "metrics", "join"];
+
+/**
+ * A lifetime such as `30m`, `12h`, `7d` or `90s` in seconds; null for `never`.
+ *
+ * @throws {UsageError} For anything else.
+ */
+export function parseTtl(text: string): number | null {
+  if (text === "never") return null;
+  const m = /^(\d+)(s|m|h|d)$/.exec(text);
+  const n = m === null ? 0 : Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as "s"];
+  if (n <= 0) {
+    throw new UsageError(
+      `tokens: --ttl must be a positive duration such as 30m, 12h or 7d, or "never"; got "${text}"`,
+    );
+  }
+  return n;
+}
+
+interface TokenRow {
+  id: string;
+  kind: string;
+  description: string;
+  created_at: number;
+  expires_at: number | null;
+}
+
+/** `llmgw tokens create|list|revoke`. */
+export async function tokensCommand(
+  call: AdminCall,
+  positionals: string[],
+  values: { json?: boolean; ttl?: string; description?: string },
+  out: (t: string) => void,
+): Promise<number> {
+  const [sub, arg] = positionals;
+  const kindOf = (what: string | undefined, required: boolean): string | undefined => {
+    if (what === undefined && !required) return undefined;
+    if (what === undefined || !TOKEN_KINDS.includes(what)) {
+      throw new UsageError(
+        `tokens ${sub}: KIND must be one of ${TOKEN_KINDS.join(", ")}, got "${what ?? ""}"`,
+      );
+    }
+    return what;
+  };
+  if (sub === "create") {
+    const kind = kindOf(arg, true);
+    const ttl = values.ttl === undefined ? undefined : parseTtl(values.ttl);
+    const created = await call("POST", "/v1/tokens", {
+      kind,
+      ...(values.description === undefined ? {} : { description: values.description }),
+      ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
+    }) as TokenRow & { token: string };
+    const expiry = created.expires_at === null
+      ? "never expires"
+      : `expires ${new Date(created.expires_at).toISOString()}`;
+    out(
+      values.json
+        ? JSON.stringify(created, null, 2) + "\n"
+        : `${kind} token ${created.id} (${expiry}; shown once, keep it):\n${created.token}\n`,
+    );
+    return 0;
+  }
+  if (sub === "list") {
+    const kind = kindOf(arg, false);
+    const { tokens } = await call(
+      "GET",
+      `/v1/tokens${kind === undefined ? "" : `?kind=${kind}`}`,
+    ) as { tokens: TokenRow[] };
+    out(
+      values.json ? JSON.stringify(tokens, null, 2) + "\n" : renderTable(
+        ["ID", "KIND", "EXPIRES", "DESCRIPTION"],
+        tokens.map((k) => [
+          k.id,
+          k.kind,
+          k.expires_at === null ? "never" : new Date(k.expires_at).toISOString(),
+          cutAtWord(k.description, 60),
+        ]),
+      ) + "\n",
+    );
+    return 0;
+  }
+  if (sub === "revoke") {
+    if (arg === undefined) {
+      throw new UsageError("tokens revoke: ID is required (llmgw tokens list)", "tokens");
+    }
+    const { revoked } = await call("DELETE", `/v1/tokens/${encodeURIComponent(arg)}`) as {
+      revoked: TokenRow;
+    };
+    out(
+      values.json
+        ? JSON.stringify(revoked, null, 2) + "\n"
+        : `${revoked.kind} token ${revoked.id} revoked\n`,
+    );
+    return 0;
+  }
+  throw new UsageError(`tokens: expected create, list or revoke, got "${sub ?? ""}"`, "tokens");
+}
+
+/** `llmgw apikeys create|list|delete`. */
+export async function apiKeysCommand(
+  call: AdminCall,
+  positionals: string[],
+  values: { json?: boolean; models?: string },
+  out: (t: string) => void,
+): Promise<number> {
+  const [sub, name] = positionals;
+  const print = (json: unknown, table: () => string) =>
+    out(values.json ? JSON.stringify(json, null, 2) + "\n" : table() + "\n");
+  if (sub === "create") {
+    if (name === undefined) throw new UsageError("apikeys create: NAME is required", "apikeys");
+    const models = values.models === undefined
+      ? null
+      : values.models.split(",").map((m) => m.trim()).filter((m) => m !== "");
+    const k = await call("POST", "/v1/apikeys", { name, models }) as { id: string; key: string };
+    out(
+      values.json
+        ? JSON.stringify(k, null, 2) + "\n"
+        : `API key ${k.id} (shown once, keep it): ${k.key}\n`,
+    );
+    return 0;
+  }
+  if (sub === "list") {
+    const { api_keys } = await call("GET", "/v1/apikeys") as {
+      api_keys: { id: string; name: string; models: string[] | null; created_at: number }[];
+    };
+    print(api_keys, () =>
+      renderTable(
+        ["ID", "NAME", "MODELS", "CREATED"],
+        api_keys.map((k) => [
+          k.id,
+          k.name,
+          k.models === null ? "all" : k.models.join(","),
+          new Date(k.created_at).toISOString(),
+        ]),
+      ));
+    return 0;
+  }
+  if (sub === "delete") {
+    if (name === undefined) throw new UsageError("apikeys delete: ID is required", "apikeys");
+    const r = await call("DELETE", `/v1/apikeys/${encodeURIComponent(name)}`);
+    out(values.json ? JSON.stringify(r, null, 2) + "\n" : `API key ${name} deleted\n`);
+    return 0;
+  }
+  throw new UsageError(`apikeys: expected create, list or delete, got "${sub ?? ""}"`, "apikeys");
+}
