@@ -5,6 +5,10 @@
  * - **gateway**: the fake engine (long, slow streams) and the gateway
  *   (bench/gateway_fixed.ts) as processes; N streaming chat completions
  *   through the gateway.
+ * - **relay**: the thinnest Deno proxy with the gateway's upstream client
+ *   and relay (bench/proxy_variants.ts `own-relay`: no routing, keys or
+ *   metrics) in front of the same engine: two sockets per stream, as the
+ *   gateway holds.
  * - **floor**: a bare `Deno.serve` server (bench/minimal_stream_server.ts)
  *   in a process of its own, holding N SSE streams open, one small chunk
  *   every 100 ms; N streams straight to it.
@@ -19,20 +23,23 @@
  * streams. Every process is started under `ulimit -n` of the hard limit:
  * the gateway holds two sockets per stream.
  *
- * Run: `deno run -A bench/gateway_streams.ts [N] [both|gateway|floor]`
- * (default 5000, both).
+ * Run: `deno run -A bench/gateway_streams.ts [N] [all|both|gateway|relay|floor]`
+ * (default 5000, all; both is gateway and floor).
  */
 const N = Number(Deno.args[0] ?? 5000);
-const which = Deno.args[1] ?? "both";
+const which = Deno.args[1] ?? "all";
 if (!Number.isInteger(N) || N < 1) {
   throw new Error(`Cannot parse the stream count: ${Deno.args[0]} is not a positive integer`);
 }
-if (!["both", "gateway", "floor"].includes(which)) {
-  throw new Error(`Cannot parse the target: ${which} is not one of both, gateway, floor`);
+if (!["all", "both", "gateway", "relay", "floor"].includes(which)) {
+  throw new Error(
+    `Cannot parse the target: ${which} is not one of all, both, gateway, relay, floor`,
+  );
 }
 const ENGINE = 19501;
 const GATEWAY = 19502;
 const FLOOR = 19503;
+const RELAY = 19504;
 const SAMPLES = 15;
 const root = new URL("../", import.meta.url).pathname;
 
@@ -149,8 +156,8 @@ async function measure(port: number, pid: number): Promise<Figures> {
   }
 }
 
-async function gatewayRun(): Promise<Figures> {
-  const engine = spawn([
+function engineProcess(): Deno.ChildProcess {
+  return spawn([
     `${root}testing/bin/vllm`,
     "serve",
     "org/bench",
@@ -172,6 +179,10 @@ async function gatewayRun(): Promise<Figures> {
     FAKE_ENGINE_TOKEN_DELAY_MS: "100",
     FAKE_ENGINE_ACCESS_LOG: "0",
   });
+}
+
+async function gatewayRun(): Promise<Figures> {
+  const engine = engineProcess();
   const gateway = spawn([
     Deno.execPath(),
     "run",
@@ -187,6 +198,27 @@ async function gatewayRun(): Promise<Figures> {
     return await measure(GATEWAY, gateway.pid);
   } finally {
     await stop([engine, gateway]);
+  }
+}
+
+async function relayRun(): Promise<Figures> {
+  const engine = engineProcess();
+  const relay = spawn([
+    Deno.execPath(),
+    "run",
+    "-A",
+    "--v8-flags=--expose-gc",
+    `${root}bench/proxy_variants.ts`,
+    "own-relay",
+    String(RELAY),
+    `http://127.0.0.1:${ENGINE}`,
+  ]);
+  try {
+    await waitUp(ENGINE);
+    await waitUp(RELAY);
+    return await measure(RELAY, relay.pid);
+  } finally {
+    await stop([engine, relay]);
   }
 }
 
@@ -215,18 +247,23 @@ const row = (name: string, f: Figures) =>
     perStream(f, f.least).toFixed(1)
   }) | ${f.collected.toFixed(0)} MiB | ${perStream(f, f.collected).toFixed(1)} KiB |`;
 
-const gw = which === "floor" ? null : await gatewayRun();
-const floor = which === "gateway" ? null : await floorRun();
+const runs = (name: string) =>
+  which === "all" || which === name || (which === "both" && name !== "relay");
+const gw = runs("gateway") ? await gatewayRun() : null;
+const relay = runs("relay") ? await relayRun() : null;
+const floor = runs("floor") ? await floorRun() : null;
 console.log(
   "| server | streams | established | failed | RSS idle | RSS with the streams open, median | per stream, median | RSS after a full GC | per stream after a full GC |",
 );
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
 if (gw !== null) console.log(row("llmgw gateway", gw));
-if (floor !== null) console.log(row("bare Deno.serve", floor));
-if (gw !== null && floor !== null) {
-  const ratio = (f: (x: Figures) => number) => (f(gw) / f(floor)).toFixed(2);
+if (relay !== null) console.log(row("bare Deno relay (two sockets)", relay));
+if (floor !== null) console.log(row("bare Deno.serve (one socket)", floor));
+for (const [name, base] of [["relay", relay], ["floor", floor]] as const) {
+  if (gw === null || base === null) continue;
+  const ratio = (f: (x: Figures) => number) => (f(gw) / f(base)).toFixed(2);
   console.log(
-    `\ngateway / floor per stream: ${ratio((x) => perStream(x))}× (median), ${
+    `gateway / ${name} per stream: ${ratio((x) => perStream(x))}× (median), ${
       ratio((x) => perStream(x, x.collected))
     }× (after a full GC)`,
   );

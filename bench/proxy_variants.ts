@@ -11,6 +11,7 @@
  * Run: `deno run -A bench/proxy_variants.ts MODE PORT UPSTREAM_URL`; driven
  * by bench/proxy_variants.sh.
  */
+import "./gc_on_signal.ts";
 import { relayBody } from "../gateway/relay.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
 
