@@ -369,12 +369,16 @@ async function runCluster(
       `llmgw dev: a local cluster on simulated hardware (no GPU needed)\n` +
         `  control plane  ${control.url}   state in ${dir}\n` +
         `  gateway        ${gateway.url}/v1 (OpenAI-compatible; open to loopback until an API key exists)\n` +
+        `  dashboard      ${control.url}/ui/ (sign in with LLMGW_TOKEN from ${
+          join(dir, "dev.env")
+        })\n` +
         `  nodes          ${DEV_NODES.map(([n, m]) => `${n} (${m})`).join(", ")}\n` +
         `  engines        the fake engine (testing/) stands in for vLLM and SGLang\n` +
         `  admin token    written to ${join(dir, "dev.env")}; use it with:\n` +
         `    set -a; . ${join(dir, "dev.env")}; set +a\n` +
         `    deno task llmgw get replicas\n` +
         `    deno task llmgw explain llama-405b\n` +
+        `    deno task llmgw describe replica llama-8b-r0\n` +
         `  once a replica is ready, ask it through the gateway:\n` +
         `    curl -s --cacert ${caPath} ${gateway.url}/v1/chat/completions \\\n` +
         `      -H 'content-type: application/json' \\\n` +

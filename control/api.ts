@@ -34,6 +34,7 @@ import {
 import { HttpStats } from "./metrics.ts";
 import { NotLeaderError, StoreError } from "./store.ts";
 import { openApiDocument } from "./openapi.ts";
+import { uiApp } from "../ui/mod.ts";
 
 export type { ApiAuth };
 
@@ -148,5 +149,7 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   });
   const all = groups(cp, stats, () => all.flatMap((g) => g.specs()), auth.caHash ?? null);
   for (const g of all) app.route(g.prefix === "" ? "/" : g.prefix, g.app(authorize));
+  // The dashboard (ui/): HTML pages under /ui, outside the OpenAPI document.
+  app.route("/", uiApp(cp, authorize));
   return app;
 }

@@ -36,6 +36,8 @@ import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import { emptyAgentMetrics } from "../agent/metrics.ts";
+import { CSRF_HEADER, SESSION_COOKIE, UI_ROUTES } from "../ui/mod.ts";
+import { ASSETS } from "../ui/assets.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const encoder = new TextEncoder();
@@ -145,6 +147,12 @@ function matches(status: number, want: Expect): boolean {
   return want === "ok" ? status !== 401 && status !== 403 && status < 500 : status === want;
 }
 
+/** Whether "METHOD /path" is one of the dashboard's routes (ui/). */
+function isUiRoute(route: string): boolean {
+  const path = route.split(" ")[1];
+  return path === "/ui" || path.startsWith("/ui/");
+}
+
 /** Hono's routes of an app, without middleware (`ALL`), as "METHOD /path". */
 function routesOf(app: { routes: { method: string; path: string }[] }): string[] {
   return [
@@ -225,7 +233,8 @@ Deno.test("auth matrix: every control plane route × every kind of token (unknow
       documented.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`, family);
     }
   }
-  const routes = routesOf(app);
+  // The dashboard's HTML routes are outside the document: the UI matrix below covers them.
+  const routes = routesOf(app).filter((r) => !isUiRoute(r));
   assertEquals(
     [...routes].sort(),
     [...documented.keys()].sort(),
@@ -383,6 +392,103 @@ Deno.test("auth matrix: the agent's local API — only its own token passes; non
       if (want === 401) assertStringIncludes(res.headers.get("www-authenticate") ?? "", "Bearer");
       if (want === 403) assertEquals(JSON.parse(text).error.code, "forbidden");
     }
+  }
+  assertEquals(failures, []);
+});
+
+Deno.test("auth matrix: every dashboard route × every kind of caller (sign-in page or 401, wrong kind 403, CSRF on actions)", async () => {
+  const { cp, app, admin, join } = await controlApp();
+  const origin = "https://127.0.0.1:7070";
+  const gateway = (await cp.tokens.create({ kind: "gateway" })).token;
+  const metrics = (await cp.tokens.create({ kind: "metrics" })).token;
+  const revoked = (await cp.tokens.create({ kind: "admin" })).token;
+  await cp.tokens.revoke(revoked.split(".")[1]);
+  const n1 = (await cp.nodes.register(registration("n1"), null)).node_token;
+
+  // Every dashboard route the app serves is declared, with who may use it.
+  const served = routesOf(app).filter(isUiRoute).sort();
+  assertEquals(served, UI_ROUTES.map((r) => `${r.method} ${r.path}`).sort(), "app and UI_ROUTES");
+  const access = new Map(UI_ROUTES.map((r) => [`${r.method} ${r.path}`, r.access]));
+  assertEquals(
+    served.filter((r) => access.get(r) === "open"),
+    ["GET /ui", "GET /ui/assets/:name", "GET /ui/sign-in", "POST /ui/sign-in", "POST /ui/sign-out"],
+  );
+
+  // The CSRF token of the admin's cookie session, as its pages carry it.
+  const page = await (await app.request(`${origin}/ui/`, {
+    headers: { cookie: `${SESSION_COOKIE}=${admin}` },
+  })).text();
+  const csrf = /x-llmgw-csrf&quot;:&quot;([^&]+)&quot;/.exec(page)?.[1];
+  assertOk(csrf !== undefined, "the page carries a CSRF token");
+
+  type Caller = { headers: Record<string, string>; want: "ok" | 401 | 403 };
+  const callers: Record<string, Caller> = {
+    "none": { headers: {}, want: 401 },
+    "unknown bearer": { headers: { authorization: bearer(newToken("llmgw_admin")) }, want: 401 },
+    "revoked admin cookie": { headers: { cookie: `${SESSION_COOKIE}=${revoked}` }, want: 401 },
+    "admin token's hash": { headers: { authorization: bearer(await hashToken(admin)) }, want: 401 },
+    "join": { headers: { authorization: bearer(join) }, want: 403 },
+    "node n1": { headers: { authorization: bearer(n1) }, want: 403 },
+    "gateway": { headers: { authorization: bearer(gateway) }, want: 403 },
+    "gateway cookie": { headers: { cookie: `${SESSION_COOKIE}=${gateway}` }, want: 403 },
+    "metrics": { headers: { authorization: bearer(metrics) }, want: 403 },
+    "admin": { headers: { authorization: bearer(admin) }, want: "ok" },
+    "admin cookie": {
+      headers: { cookie: `${SESSION_COOKIE}=${admin}`, [CSRF_HEADER]: csrf },
+      want: "ok",
+    },
+    // Refused for the missing CSRF token, after the token is found good.
+    "admin cookie, no CSRF token": { headers: { cookie: `${SESSION_COOKIE}=${admin}` }, want: 403 },
+  };
+  const snapshot = () => JSON.stringify([cp.deployments.list(), cp.inventory.listNodes()]);
+  const before = snapshot();
+  const failures: string[] = [];
+  for (const pass of ["refused", "accepted"] as const) {
+    for (const route of served) {
+      const [method, pattern] = route.split(" ");
+      const kind = access.get(route)!;
+      const path = pattern.replace(":name", kind === "open" ? ASSETS.css.name : "n1")
+        .replace(/:\w+/g, "n1").replace("*", "no-such-page");
+      for (const [name, caller] of Object.entries(callers)) {
+        let want: "ok" | 401 | 403 = kind === "open" ? "ok" : caller.want;
+        // Only actions check the CSRF token; pages and fragments only read.
+        if (name === "admin cookie, no CSRF token" && kind !== "action") want = "ok";
+        // Signing out a cookie session is an action on it: its CSRF token is needed.
+        if (route === "POST /ui/sign-out" && caller.headers.cookie !== undefined) {
+          want = caller.headers[CSRF_HEADER] === undefined ? 403 : "ok";
+        }
+        if ((want === "ok") !== (pass === "accepted")) continue;
+        const res = await app.request(`${origin}${path}`, {
+          method,
+          headers: {
+            origin,
+            ...caller.headers,
+            ...(method === "POST" ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+          },
+          body: method === "POST" ? (pattern.endsWith("/scale") ? "replicas=0" : "") : undefined,
+        });
+        const text = res.headers.get("content-type") === "text/event-stream"
+          ? (await res.body?.cancel(), "")
+          : await res.text();
+        if (!matches(res.status, want)) {
+          failures.push(
+            `${route} with ${name}: ${res.status}, want ${want} (${text.slice(0, 120)})`,
+          );
+          continue;
+        }
+        if (want === 401 && kind === "page") {
+          assertStringIncludes(text, 'action="/ui/sign-in"', `${route} ${name}`);
+        }
+        if (want !== "ok") {
+          // n1's GPU class would be in any fleet data.
+          assertOk(!text.includes("rtx4090"), `${route} ${name}: no fleet data`);
+          for (const t of [admin, gateway, metrics, revoked, n1, join]) {
+            assertOk(!text.includes(t), `${route} ${name}: a token in the answer`);
+          }
+        }
+      }
+    }
+    if (pass === "refused") assertEquals(snapshot(), before, "refused requests changed state");
   }
   assertEquals(failures, []);
 });

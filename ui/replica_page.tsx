@@ -1,0 +1,216 @@
+/**
+ * The replica page (/ui/replicas/ID): its state and placement (each shard's
+ * node, GPUs, port, state and progress, the fabric it uses), why it is where
+ * it is (the placement explanation, as `llmgw explain` prints it), its last
+ * failure with the log's end, its events, and the log tail of one shard live
+ * over SSE. Everything above the log refreshes itself every 2 s.
+ *
+ * @module
+ */
+import type { ReplicaView } from "../control/views.ts";
+import type { EventRecord } from "../control/store.ts";
+import type { InventoryNode } from "../inventory/store.ts";
+import { explanationLines } from "../placement/place.ts";
+import { loadingPercent, replicaNote } from "./deployments_page.tsx";
+import { Layout, type SessionView, StateBadge } from "./layout.tsx";
+
+/** Events shown. */
+export const REPLICA_EVENTS = 50;
+
+/** The fabric a shard's node is on, with its rate, or null. */
+function fabricOf(
+  nodes: ReadonlyMap<string, InventoryNode>,
+  node: string,
+): string | null {
+  const fabrics = nodes.get(node)?.fabrics ?? [];
+  if (fabrics.length === 0) return null;
+  return fabrics.map((f) => `${f.fabric} ${f.rate_gbps === null ? "?" : `${f.rate_gbps} Gb/s`}`)
+    .join(", ");
+}
+
+function time(ms: number): string {
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+
+/** The refreshing part: state, placement, explanation, failure and events. */
+export function ReplicaFragment(props: {
+  replica: ReplicaView;
+  nodes: ReadonlyMap<string, InventoryNode>;
+  events: EventRecord[];
+}) {
+  const r = props.replica;
+  const pct = loadingPercent(r);
+  const note = replicaNote(r);
+  const explanation = r.explanation === null ? [] : explanationLines(r.explanation);
+  const multiNode = new Set(r.shards.map((s) => s.node)).size > 1;
+  return (
+    <div
+      id="replica"
+      hx-get={`/ui/fragments/replicas/${encodeURIComponent(r.id)}`}
+      hx-trigger="every 2s"
+      hx-swap="outerHTML"
+    >
+      <div class="cards">
+        <div class="card">
+          <h3>State</h3>
+          <div class="big">
+            <StateBadge state={r.state} /> {pct === null ? null : <span>{pct}%</span>}
+          </div>
+          {pct === null ? null : (
+            <div class="bar">
+              <i style={`width:${pct}%`}></i>
+            </div>
+          )}
+          {note === "" ? null : <div class={r.state === "failed" ? "problem" : "why"}>{note}</div>}
+        </div>
+        <div class="card">
+          <h3>Deployment</h3>
+          <dl class="kv">
+            <dt>deployment</dt>
+            <dd>
+              <a href="/ui/deployments">{r.deployment}</a>
+            </dd>
+            <dt>profile</dt>
+            <dd>{r.profile ?? "—"}</dd>
+            <dt>shards</dt>
+            <dd>{r.shards.length}{multiNode ? " (multi-node)" : ""}</dd>
+          </dl>
+        </div>
+      </div>
+      <div class="panel">
+        <h2 style="margin-top:0">Placement</h2>
+        {r.shards.length === 0 ? <div class="mute">Not placed.</div> : (
+          <table>
+            <thead>
+              <tr>
+                <th>Rank</th>
+                <th>Shard</th>
+                <th>Node</th>
+                <th>GPUs</th>
+                <th>Fabric</th>
+                <th>Port</th>
+                <th>State</th>
+              </tr>
+            </thead>
+            <tbody>
+              {r.shards.map((s) => (
+                <tr>
+                  <td>{s.rank}</td>
+                  <td class="small">{s.shard_id}</td>
+                  <td>
+                    <a href={`/ui/?q=${encodeURIComponent(s.node)}`}>
+                      {s.node}
+                    </a>
+                  </td>
+                  <td class="small">{s.gpu_indices.join(", ")}</td>
+                  <td class="small">
+                    {fabricOf(props.nodes, s.node) ?? <span class="mute">none</span>}
+                  </td>
+                  <td class="small">{s.port === 0 ? "—" : s.port}</td>
+                  <td>
+                    <StateBadge state={s.state} />
+                    {s.progress?.percent == null ? null : (
+                      <span class="small">
+                        {Math.round(s.progress.percent)}%
+                      </span>
+                    )}
+                    {s.last_failure === null
+                      ? null
+                      : <div class="problem">{s.last_failure.reason}</div>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </div>
+      <div class="grid2">
+        <div class="panel">
+          <h2 style="margin-top:0">Why here</h2>
+          {explanation.length === 0
+            ? <div class="mute">No explanation yet.</div>
+            : <pre class="expl">{explanation.join("\n")}</pre>}
+          {r.failure === null ? null : (
+            <>
+              <h2>Last failure</h2>
+              <div class="problem">
+                {r.failure.reason} (shard {r.failure.shard_id} on {r.failure.node},{" "}
+                {r.failure.attempts} attempt{r.failure.attempts === 1 ? "" : "s"},{" "}
+                {time(r.failure.at)})
+              </div>
+              {r.failure.log_tail.length === 0 ? null : (
+                <pre
+                  class="log"
+                  style="margin-top:8px"
+                >{r.failure.log_tail.join("\n")}</pre>
+              )}
+            </>
+          )}
+        </div>
+        <div class="panel">
+          <h2 style="margin-top:0">Events</h2>
+          {props.events.length === 0 ? <div class="mute">No events.</div> : (
+            <table class="ev">
+              <tbody>
+                {[...props.events].reverse().map((e) => (
+                  <tr>
+                    <td class="mute nowrap">{time(e.at)}</td>
+                    <td class="nowrap">{e.kind}</td>
+                    <td style="white-space:pre-wrap">{e.message}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** The replica page; `rank` is the shard whose log is followed. */
+export function ReplicaPage(props: {
+  replica: ReplicaView;
+  nodes: ReadonlyMap<string, InventoryNode>;
+  events: EventRecord[];
+  rank: number;
+  session: SessionView;
+}) {
+  const r = props.replica;
+  const id = encodeURIComponent(r.id);
+  return (
+    <Layout title={r.id} page="replica" session={props.session}>
+      <h1>
+        <a href="/ui/deployments">Deployments</a> <span class="mute">/</span> {r.id}
+      </h1>
+      <ReplicaFragment replica={r} nodes={props.nodes} events={props.events} />
+      <div class="panel">
+        <div
+          class="head"
+          style="display:flex;gap:12px;align-items:center;margin-bottom:8px"
+        >
+          <h2 style="margin:0">Log</h2>
+          {r.shards.length > 1
+            ? r.shards.map((s) => (
+              <a
+                class={s.rank === props.rank ? "chip on" : "chip"}
+                href={`/ui/replicas/${id}?rank=${s.rank}`}
+              >
+                rank {s.rank}
+              </a>
+            ))
+            : null}
+          <span id="log-status" class="mute small"></span>
+        </div>
+        {r.shards.length === 0 ? <div class="mute">No shard placed, so no log yet.</div> : (
+          <pre
+            class="log"
+            id="log"
+            data-src={`/ui/replicas/${id}/logs?rank=${props.rank}`}
+            data-status="log-status"
+          ></pre>
+        )}
+      </div>
+    </Layout>
+  );
+}
