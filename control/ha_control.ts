@@ -460,6 +460,8 @@ class HaControl implements RunningHaControl {
     const headers = new Headers(req.headers);
     headers.delete("host");
     headers.set(FORWARDED_BY_HEADER, this.holder);
+    // The host the client used: the dashboard checks a form's Origin against it.
+    if (!headers.has("x-forwarded-host")) headers.set("x-forwarded-host", url.host);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const replaced = this.#forwarding.signal;
     try {

@@ -130,15 +130,24 @@ export class CsrfTokens {
  * when it is: its Origin must be the dashboard's own; without an Origin
  * header (some browsers on same-origin POSTs), Sec-Fetch-Site must say
  * same-origin. No header at all is refused: a browser sends one of them.
+ *
+ * The dashboard's own origin is the request's, or the host a proxy in front
+ * says the browser used (`X-Forwarded-Host`): an HA follower forwarding to
+ * the leader (design §11.1) or an operator's reverse proxy. A cross-site page
+ * cannot set that header (it would need a CORS preflight nobody answers).
  */
 export function originProblem(
   requestUrl: string,
   origin: string | undefined,
   fetchSite: string | undefined,
+  forwardedHost?: string,
 ): string | null {
-  const own = new URL(requestUrl).origin;
+  const url = new URL(requestUrl);
+  const own = url.origin;
   if (origin !== undefined) {
-    return origin === own ? null : `Origin ${origin} is not this dashboard's (${own})`;
+    if (origin === own) return null;
+    if (forwardedHost !== undefined && origin === `${url.protocol}//${forwardedHost}`) return null;
+    return `Origin ${origin} is not this dashboard's (${own})`;
   }
   if (fetchSite !== undefined) {
     return fetchSite === "same-origin" ? null : `Sec-Fetch-Site is ${fetchSite}, not same-origin`;

@@ -133,3 +133,19 @@ Deno.test("servedOverHttps: from the request's own URL", () => {
   assertOk(servedOverHttps("https://127.0.0.1:7070/ui/"));
   assertOk(!servedOverHttps("http://127.0.0.1:7070/ui/"));
 });
+
+Deno.test("originProblem: a proxy's X-Forwarded-Host is the dashboard's origin too", () => {
+  const leader = "https://10.0.0.2:7070/ui/sign-in";
+  assertEquals(
+    originProblem(leader, "https://10.0.0.1:7070", undefined, "10.0.0.1:7070"),
+    null,
+  );
+  assertOk(
+    originProblem(leader, "https://evil.example", undefined, "10.0.0.1:7070") !== null,
+    "another origin is still refused",
+  );
+  assertOk(
+    originProblem(leader, "http://10.0.0.1:7070", undefined, "10.0.0.1:7070") !== null,
+    "the scheme must match",
+  );
+});

@@ -212,6 +212,7 @@ export function uiApp(
         c.req.url,
         c.req.header("origin"),
         c.req.header("sec-fetch-site"),
+        c.req.header("x-forwarded-host"),
       );
       if (problem !== null) {
         throw new Stop(text(c, `Cannot act: ${problem}`, 403));
@@ -274,6 +275,7 @@ export function uiApp(
         c.req.url,
         c.req.header("origin"),
         c.req.header("sec-fetch-site"),
+        c.req.header("x-forwarded-host"),
       );
       if (problem !== null) return text(c, `Cannot sign in: ${problem}`, 403);
       const form = await formOf(c);
@@ -334,6 +336,7 @@ export function uiApp(
         c.req.url,
         c.req.header("origin"),
         c.req.header("sec-fetch-site"),
+        c.req.header("x-forwarded-host"),
       );
       if (problem !== null) return text(c, `Cannot sign out: ${problem}`, 403);
       const presented = presentedToken(c);
