@@ -26,6 +26,7 @@ import { readApplySources } from "./apply_sources.ts";
 import { describe, describedText } from "./describe_command.ts";
 import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
 import { newLogLines } from "./log_follow.ts";
+import { ROLLOUT_USAGE, rolloutCommand } from "./rollout_command.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 export { AdminError } from "./admin_client.ts";
@@ -61,6 +62,7 @@ const FLAGS = {
   events: { limit: { type: "string" } },
   apikeys: { models: { type: "string" } },
   tokens: { ttl: { type: "string" }, description: { type: "string" } },
+  rollout: { "to-revision": { type: "string" } },
 } as const;
 
 type Verb = keyof typeof FLAGS;
@@ -85,7 +87,11 @@ export async function adminCommand(
   const v = verb as Verb;
   const { values, positionals } = parseFlags(verb, args, { ...COMMON, ...FLAGS[v] });
   if (values.help) {
-    out(adminHelp(verb)!);
+    // `rollout SUBCOMMAND --help` is the subcommand's own.
+    if (v === "rollout" && positionals.length > 0) {
+      return await rolloutCommand(() => Promise.resolve(null), [positionals[0], "--help"], out);
+    }
+    out(adminHelp(verb, { rollout: ROLLOUT_USAGE })!);
     return 0;
   }
   // Usage is checked before any connection is needed.
@@ -263,6 +269,12 @@ async function run(
       return await apiKeysCommand(call, plan.positionals, { ...values, json: plan.json }, out);
     case "tokens":
       return await tokensCommand(call, plan.positionals, { ...values, json: plan.json }, out);
+    case "rollout":
+      return await rolloutCommand(call, [
+        ...plan.positionals,
+        ...(plan.json ? ["--json"] : []),
+        ...(values["to-revision"] === undefined ? [] : ["--to-revision", values["to-revision"]]),
+      ], out);
   }
 }
 

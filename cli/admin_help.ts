@@ -86,7 +86,7 @@ export const ADMIN_HELP_TOPICS: readonly string[] = Object.keys(TEXTS);
 
 /** The help of one admin command, or null when there is none. */
 export function adminHelp(verb: string, extra: Record<string, string> = {}): string | null {
-  const text = extra[verb] ?? TEXTS[verb];
+  const text = (extra[verb] ?? TEXTS[verb])?.trimEnd();
   return text === undefined ? null : `${text}\n\n${CONNECTION}\n`;
 }
 

@@ -20,6 +20,7 @@ import {
 } from "./admin_views.ts";
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
+import { type StatusRow, statusText } from "./rollout_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** Recent events shown by describe. */
@@ -188,7 +189,7 @@ export function describedText(d: Described): string {
       )),
     );
     if (d.rollout !== null && d.rollout !== undefined) {
-      out.push("Rollout:", indent(JSON.stringify(d.rollout, null, 2)));
+      out.push("Rollout:", indent(statusText(d.rollout as StatusRow).trimEnd()));
     }
     out.push(
       "Replicas:",

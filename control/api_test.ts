@@ -1,4 +1,5 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { reportAll } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
@@ -292,10 +293,19 @@ Deno.test("draining moves replicas off and then reports the node drained", async
   await call("POST", "/v1/deployments", ADMIN, { ...DEPLOYMENT, replicas: 1 });
   await cp.reconcile();
   const first = cp.replicas()[0].shards[0].node;
+  // No grace before the original stops (control/rollout_step_test.ts covers it).
+  cp.state.retireGraceMs = 0;
   await call("POST", `/v1/nodes/${first}/drain`, ADMIN);
   await cp.reconcile();
-  const moved = cp.replicas()[0].shards[0].node;
-  assertOk(moved !== first, "the replica moved off the draining node");
+  // Capacity elsewhere: the replacement starts first; the original stops once it is ready.
+  const replacement = cp.replicas().find((r) => r.id !== "qwen-r0")!;
+  const moved = replacement.shards[0].node;
+  assertOk(moved !== first, "the replacement is placed off the draining node");
+  assertEquals(cp.replicas().length, 2, "the original serves until its replacement is ready");
+  await reportAll(cp, moved, "ready");
+  await cp.reconcile();
+  assertEquals(cp.replicas().map((r) => r.id), [replacement.id]);
+  await cp.reconcile();
   const events = (await (await call("GET", "/v1/events?limit=100", ADMIN)).json()).events as {
     kind: string;
     subject: string;

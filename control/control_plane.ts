@@ -63,6 +63,8 @@ export interface ControlPlaneOptions {
   readOnly?: boolean;
   /** Whether the control plane may act now (see {@link ControlState.leading}). */
   leading?: () => boolean;
+  /** See {@link ControlState.retireGraceMs}. Default 5 s. */
+  retireGraceMs?: number;
 }
 
 /**
@@ -103,6 +105,7 @@ export class ControlPlane {
       store: options.store,
       clock: options.clock ?? systemClock,
       thresholds: options.thresholds,
+      retireGraceMs: options.retireGraceMs,
     });
     this.desired = new DesiredStates(this.state);
     this.nodes = new NodeService(this.state, this.desired);

@@ -13,8 +13,22 @@ import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts"
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
+import {
+  appendRevision,
+  historyOf,
+  nextRevision,
+  sameWorkload,
+  undoTarget,
+} from "./rollout_revisions.ts";
+import { type RolloutStatus, rolloutStatus } from "./rollout_status.ts";
 import type { ControlState } from "./state.ts";
-import type { StoredDeployment } from "./store.ts";
+import {
+  type DeploymentRevision,
+  deploymentRevision,
+  replicaRevision,
+  type RevisionCause,
+  type StoredDeployment,
+} from "./store.ts";
 
 /** The engines a control plane knows: names for the schema, drivers for the checks. */
 export interface EngineCatalog extends EngineLookup {
@@ -30,6 +44,8 @@ export interface ApplyResult {
   warnings: DeploymentIssue[];
   /** True when it did not exist before. */
   created: boolean;
+  /** Its revision after the apply: a new one when more than the replica count changed. */
+  revision: number;
 }
 
 /** The deployment service. */
@@ -92,52 +108,179 @@ export class DeploymentService {
   }
 
   /**
-   * Creates or replaces a deployment. Replicas follow on the next reconcile;
-   * a change beyond the replica count rebuilds them on the new spec, and
-   * gives failed replicas another chance.
+   * Creates or replaces a deployment. Replicas follow on the next reconcile.
+   * A change beyond the replica count (and the rollout settings) is a new
+   * revision, rolled out one replica at a time by the reconciler (design
+   * §6.3); a change of the count alone restarts nothing.
    */
   async apply(raw: unknown): Promise<ApplyResult> {
     const loaded = await this.check(raw);
     const state = this.#state;
     return state.locked(async () => {
       const d = loaded.deployment;
-      const clash = [...state.deployments.values()].find((x) =>
-        x.name !== d.name && x.spec.served_model_name === d.served_model_name
-      );
-      if (clash !== undefined) {
-        throw new ConflictError(
-          `served_model_name ${d.served_model_name} is already served by deployment ${clash.name}`,
-          "served_model_name",
-        );
-      }
+      this.#refuseNameClash(d);
       const existing = state.deployments.get(d.name);
       const now = state.now();
-      const stored: StoredDeployment = {
-        name: d.name,
-        spec: d,
-        created_at: existing?.created_at ?? now,
-        updated_at: now,
-      };
-      await state.store.putDeployment(stored);
-      state.deployments.set(d.name, stored);
-      // Replicas on another spec are rebuilt, including those a deletion left
-      // behind when this apply came before the reconciler removed them.
-      const changed = existing === undefined || !sameExceptReplicas(existing.spec, d);
-      if (changed) {
+      if (existing === undefined) {
+        const stored: StoredDeployment = {
+          name: d.name,
+          spec: d,
+          created_at: now,
+          updated_at: now,
+          revision: 1,
+          history: [{
+            revision: 1,
+            spec: d,
+            applied_at: now,
+            cause: "apply",
+            from_revision: null,
+            outcome: "complete",
+            reason: null,
+          }],
+          rollout: null,
+        };
+        await state.store.putDeployment(stored);
+        state.deployments.set(d.name, stored);
+        // Replicas a deletion left behind, when this apply came before the
+        // reconciler removed them, are rebuilt on the new deployment.
         for (const r of state.replicas.values()) {
           if (r.deployment !== d.name) continue;
           r.failure = null;
+          r.revision = 1;
           await state.rebuild(r, "deployment changed");
         }
+        await state.event("deployment_created", `deployment/${d.name}`, describe(d));
+      } else if (sameWorkload(existing.spec, d)) {
+        existing.spec = d;
+        existing.updated_at = now;
+        await state.store.putDeployment(existing);
+        await state.event("deployment_updated", `deployment/${d.name}`, describe(d));
+      } else {
+        await state.event("deployment_updated", `deployment/${d.name}`, describe(d));
+        await this.#newRevision(existing, d, "apply", null);
       }
-      await state.event(
-        existing ? "deployment_updated" : "deployment_created",
-        `deployment/${d.name}`,
-        `${d.replicas} replicas of ${d.model}`,
-      );
       state.kick();
-      return { deployment: d, warnings: loaded.warnings, created: existing === undefined };
+      return {
+        deployment: d,
+        warnings: loaded.warnings,
+        created: existing === undefined,
+        revision: deploymentRevision(state.deployments.get(d.name)!),
+      };
     });
+  }
+
+  /**
+   * `rollout undo`: a new revision with an older revision's spec (the
+   * newest that runs something else, unless `toRevision` names one), at
+   * today's replica count, rolled out as any change (design §6.3).
+   */
+  undo(name: string, toRevision?: number): Promise<StoredDeployment> {
+    const state = this.#state;
+    return state.locked(async () => {
+      const d = state.deployments.get(name);
+      if (d === undefined) throw new NotFoundError(`no deployment ${name}`);
+      const current = deploymentRevision(d);
+      const history = historyOf(d);
+      const target = toRevision === undefined
+        ? undoTarget(d)
+        : history.find((h) => h.revision === toRevision);
+      if (target === undefined) {
+        if (toRevision !== undefined) {
+          throw new NotFoundError(
+            `deployment ${name} has no revision ${toRevision} in its history ` +
+              `(it has ${history.map((h) => h.revision).join(", ")})`,
+            "unknown_revision",
+          );
+        }
+        throw new ConflictError(
+          `deployment ${name} has no earlier revision to undo to: its history holds only ` +
+            `revision ${current}'s spec`,
+        );
+      }
+      if (target.revision === current) {
+        throw new ConflictError(
+          `deployment ${name} is at revision ${current} already; name an older one`,
+          "to_revision",
+        );
+      }
+      if (sameWorkload(target.spec, d.spec)) {
+        throw new ConflictError(
+          `revision ${target.revision} of ${name} runs what revision ${current} runs; ` +
+            "nothing to undo",
+          "to_revision",
+        );
+      }
+      const spec: Deployment = { ...target.spec, replicas: d.spec.replicas };
+      this.#refuseNameClash(spec);
+      await this.#newRevision(d, spec, "undo", target.revision);
+      state.kick();
+      return structuredClone(d);
+    });
+  }
+
+  /** The deployment's rollout status, or a NotFoundError. */
+  rolloutStatus(name: string): RolloutStatus {
+    return rolloutStatus(this.#state, name);
+  }
+
+  /** The deployment's revisions, oldest first, or a NotFoundError. */
+  revisions(name: string): DeploymentRevision[] {
+    const d = this.#state.deployments.get(name);
+    if (d === undefined) throw new NotFoundError(`no deployment ${name}`);
+    return structuredClone(historyOf(d));
+  }
+
+  /** Refuses a served model name another deployment serves. */
+  #refuseNameClash(d: Deployment): void {
+    const clash = [...this.#state.deployments.values()].find((x) =>
+      x.name !== d.name && x.spec.served_model_name === d.served_model_name
+    );
+    if (clash !== undefined) {
+      throw new ConflictError(
+        `served_model_name ${d.served_model_name} is already served by deployment ${clash.name}`,
+        "served_model_name",
+      );
+    }
+  }
+
+  /**
+   * Makes `spec` the next revision of `d` and starts its rollout. A rollout
+   * under way is superseded, and the revision it would have gone back to
+   * stays the one to go back to: the last one known good.
+   */
+  async #newRevision(
+    d: StoredDeployment,
+    spec: Deployment,
+    cause: RevisionCause,
+    from: number | null,
+  ): Promise<void> {
+    const state = this.#state;
+    const now = state.now();
+    const before = deploymentRevision(d);
+    const revision = nextRevision(d);
+    const fallback = d.rollout?.fallback ?? before;
+    const replicas = [...state.replicas.values()].filter((r) => r.deployment === d.name);
+    const keep = new Set([...replicas.map(replicaRevision), fallback]);
+    d.history = appendRevision(d, { revision, spec, at: now, cause, from }, keep);
+    d.spec = spec;
+    d.revision = revision;
+    d.updated_at = now;
+    d.rollout = {
+      target: revision,
+      fallback,
+      started_at: now,
+      progress_at: now,
+      steps: 0,
+      step: null,
+    };
+    await state.store.putDeployment(d);
+    const why = cause === "undo" ? `undo to revision ${from}'s spec` : "a changed spec";
+    await state.event(
+      "rollout_started",
+      `deployment/${d.name}`,
+      `revision ${revision} (${why}): replacing ${replicas.length} replicas of revision ` +
+        `${before} one at a time; back to revision ${fallback} if it fails`,
+    );
   }
 
   /** Changes a deployment's replica count. */
@@ -146,6 +289,7 @@ export class DeploymentService {
     return state.locked(async () => {
       const d = state.deployments.get(name);
       if (d === undefined) throw new NotFoundError(`no deployment ${name}`);
+      // The count is not part of a revision: nothing restarts (design §6.3).
       d.spec.replicas = replicas;
       d.updated_at = state.now();
       await state.store.putDeployment(d);
@@ -183,7 +327,7 @@ export class DeploymentService {
   }
 }
 
-/** True when two versions of a deployment differ only in their replica count. */
-function sameExceptReplicas(a: Deployment, b: Deployment): boolean {
-  return JSON.stringify({ ...a, replicas: 0 }) === JSON.stringify({ ...b, replicas: 0 });
+/** An event's words for a deployment. */
+function describe(d: Deployment): string {
+  return `${d.replicas} replicas of ${d.model}`;
 }

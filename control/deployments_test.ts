@@ -131,3 +131,35 @@ Deno.test("the dry run runs the same checks and changes nothing", async () => {
   assertEquals(cp.inventory.listNodes()[0].allocations, []);
   assertEquals(cp.deployments.list(), []);
 });
+
+Deno.test("apply: a change beyond the replica count is a new revision; history is bounded but keeps what replicas run", async () => {
+  const { cp, store } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  const created = cp.deployments.get("qwen");
+  assertEquals([created.revision, created.rollout, created.history?.length], [1, null, 1]);
+  // The count and the rollout settings alone: no revision.
+  await cp.deployments.apply({ ...QWEN, replicas: 2, rollout: { progress_deadline_seconds: 90 } });
+  assertEquals(cp.deployments.get("qwen").revision, 1);
+  const withArgs = (n: number) => ({
+    ...QWEN,
+    replicas: 2,
+    profiles: [{ ...QWEN.profiles[0], engine_args: ["--max-model-len", String(1024 * n)] }],
+  });
+  for (let n = 1; n <= 12; n++) await cp.deployments.apply(withArgs(n));
+  const d = cp.deployments.get("qwen");
+  assertEquals(d.revision, 13);
+  // Replicas still run revision 1 (nothing reconciled since): it is kept past the bound.
+  assertEquals(d.history!.map((h) => h.revision), [1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+  assertEquals(d.history!.at(-1)!.outcome, "rolling_out");
+  assertEquals(d.history![1].outcome, "superseded");
+  // The last one known good stays the one to go back to.
+  assertEquals([d.rollout?.target, d.rollout?.fallback], [13, 1]);
+  assertEquals((await store.listDeployments())[0].history, d.history);
+  const started = (await cp.events.list({ limit: 1000 })).filter((e) =>
+    e.kind === "rollout_started"
+  );
+  assertEquals(started.length, 12);
+  assertStringIncludes(started[0].message, "revision 2 (a changed spec)");
+});

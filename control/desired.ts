@@ -58,7 +58,7 @@ export class DesiredStates {
     for (const r of state.replicas.values()) {
       if (r.phase !== "placed" || r.placement === null) continue;
       if (!r.placement.shards.some((s) => s.node === nodeId)) continue;
-      const d = state.deployments.get(r.deployment)?.spec;
+      const d = state.specOf(r);
       if (d === undefined) continue;
       for (const launch of placementLaunches(state, r.placement, d) ?? []) {
         // Other ranks wait for rank 0's ports: they must meet at its rendezvous.

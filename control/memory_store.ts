@@ -4,15 +4,17 @@
  *
  * @module
  */
-import type {
-  AccessTokenRecord,
-  ApiKeyRecord,
-  ControlStore,
-  EventQuery,
-  EventRecord,
-  StoredDeployment,
-  StoredNode,
-  StoredReplica,
+import {
+  type AccessTokenRecord,
+  type ApiKeyRecord,
+  type ControlStore,
+  type EventQuery,
+  type EventRecord,
+  type StoredDeployment,
+  type StoredNode,
+  type StoredReplica,
+  withReplicaRevision,
+  withRevisionFields,
 } from "./store.ts";
 
 /** Events kept before the oldest are pruned. */
@@ -34,7 +36,9 @@ export class MemoryStore implements ControlStore {
   /** Every deployment. */
   listDeployments(): Promise<StoredDeployment[]> {
     return Promise.resolve(
-      structuredClone([...this.#deployments.values()].sort(byKey((d) => d.name))),
+      structuredClone(
+        [...this.#deployments.values()].sort(byKey((d) => d.name)).map(withRevisionFields),
+      ),
     );
   }
   /** Creates or replaces a deployment. */
@@ -48,7 +52,11 @@ export class MemoryStore implements ControlStore {
   }
   /** Every replica. */
   listReplicas(): Promise<StoredReplica[]> {
-    return Promise.resolve(structuredClone([...this.#replicas.values()].sort(byKey((r) => r.id))));
+    return Promise.resolve(
+      structuredClone(
+        [...this.#replicas.values()].sort(byKey((r) => r.id)).map(withReplicaRevision),
+      ),
+    );
   }
   /** Creates or replaces a replica. */
   putReplica(r: StoredReplica): Promise<void> {

@@ -105,6 +105,13 @@ export const PG_MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 2: revisions and rollouts (design §6.3). Records from before read as revision 1.
+  `
+  ALTER TABLE deployments ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE deployments ADD COLUMN history TEXT NOT NULL DEFAULT '[]';  -- DeploymentRevision[], JSON
+  ALTER TABLE deployments ADD COLUMN rollout TEXT;                        -- RolloutRecord, JSON; NULL: none
+  ALTER TABLE replicas ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 /** The schema version this llmgw writes; a database with a larger one is refused. */

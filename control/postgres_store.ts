@@ -231,6 +231,9 @@ export class PostgresStore implements ControlStore {
       spec: this.#json(row, "deployments", row.name, "spec"),
       created_at: row.created_at as number,
       updated_at: row.updated_at as number,
+      revision: row.revision as number,
+      history: this.#json(row, "deployments", row.name, "history"),
+      rollout: this.#json(row, "deployments", row.name, "rollout", true),
     }), (d) => d.name);
   }
 
@@ -239,10 +242,13 @@ export class PostgresStore implements ControlStore {
       "put deployment",
       "deployments",
       d.name,
-      `INSERT INTO deployments (name, spec, created_at, updated_at, epoch, seq)
-       SELECT $3, $4, $5, $6, fence.epoch, note.seq FROM fence, note
+      `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout,
+         epoch, seq)
+       SELECT $3, $4, $5, $6, $7, $8, $9, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at,
-         updated_at = excluded.updated_at, epoch = excluded.epoch, seq = excluded.seq`,
+         updated_at = excluded.updated_at, revision = excluded.revision,
+         history = excluded.history, rollout = excluded.rollout,
+         epoch = excluded.epoch, seq = excluded.seq`,
       deploymentColumns(d),
     );
   }
@@ -260,6 +266,7 @@ export class PostgresStore implements ControlStore {
       placement: this.#json(row, "replicas", row.id, "placement", true),
       explanation: this.#json(row, "replicas", row.id, "explanation", true),
       failure: this.#json(row, "replicas", row.id, "failure", true),
+      revision: row.revision as number,
       created_at: row.created_at as number,
       updated_at: row.updated_at as number,
     }), (r) => r.id);
@@ -271,13 +278,14 @@ export class PostgresStore implements ControlStore {
       "replicas",
       r.id,
       `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation, failure,
-         created_at, updated_at, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, fence.epoch, note.seq FROM fence, note
+         created_at, updated_at, revision, epoch, seq)
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
          replica_index = excluded.replica_index, phase = excluded.phase,
          placement = excluded.placement, explanation = excluded.explanation,
          failure = excluded.failure, created_at = excluded.created_at,
-         updated_at = excluded.updated_at, epoch = excluded.epoch, seq = excluded.seq`,
+         updated_at = excluded.updated_at, revision = excluded.revision,
+         epoch = excluded.epoch, seq = excluded.seq`,
       replicaColumns(r),
     );
   }

@@ -8,14 +8,18 @@
  */
 import { noPorts } from "../engines/launch.ts";
 import type { Deployment } from "../deployment/schema.ts";
-import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
+import { applyPlacement, type ClusterIndex, indexCluster, place } from "../placement/mod.ts";
 import type { Placed } from "../placement/types.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
 import { transitionEvent } from "./nodes.ts";
+import { freshReplicaId } from "./rollout.ts";
+import { progressDeadlineMs } from "./rollout_revisions.ts";
+import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
-import type { StoredReplica } from "./store.ts";
+import { deploymentRevision, replicaRevision, type StoredReplica } from "./store.ts";
+import { isReady } from "./views.ts";
 
 /** Placements in a row whose shard failed for a reason retrying cannot change, before giving up. */
 export const MAX_PERMANENT_FAILURES = 3;
@@ -86,7 +90,7 @@ async function rebuildBroken(pass: Pass): Promise<void> {
         break;
       }
       if (node === "draining") {
-        await state.rebuild(r, `node ${s.node} is draining`);
+        await drainReplica(pass, r, s.node);
         break;
       }
       if (report?.state !== "failed") continue;
@@ -104,11 +108,79 @@ async function rebuildBroken(pass: Pass): Promise<void> {
       }
       break;
     }
-    if (allReady && r.phase === "placed" && (r.failure ?? null) !== null) {
+    if (
+      allReady && state.replicas.has(r.id) && r.phase === "placed" && (r.failure ?? null) !== null
+    ) {
       r.failure = null;
       r.updated_at = pass.now;
       await state.store.putReplica(r);
     }
+  }
+}
+
+/**
+ * A replica on a draining node moves with no gap when capacity allows: its
+ * replacement (same index, current revision) starts elsewhere first, and it
+ * stops once the replacement is ready, or once the replacement cannot be
+ * placed, failed, or missed the progress deadline (a drain always ends).
+ * Without free capacity it is rebuilt at once, as on a lost node.
+ */
+async function drainReplica(pass: Pass, r: StoredReplica, node: string): Promise<void> {
+  const { state, now } = pass;
+  const d = state.deployments.get(r.deployment);
+  if (d === undefined) return;
+  const replacement = [...state.replicas.values()].find((x) =>
+    x.deployment === r.deployment && x.index === r.index && x.id !== r.id &&
+    !(x.placement?.shards ?? []).some((s) => state.inventory.stateOf(s.node) === "draining")
+  );
+  if (replacement === undefined) {
+    const index = indexCluster(state.inventory.snapshot());
+    if (place(index, d.spec, `${r.id}-drain`).status !== "placed") {
+      await state.rebuild(
+        r,
+        `node ${node} is draining (no free capacity to start a replacement first)`,
+      );
+      return;
+    }
+    const revision = deploymentRevision(d);
+    const id = freshReplicaId(d.name, r.index, revision, (x) => state.replicas.has(x), true);
+    const y: StoredReplica = {
+      id,
+      deployment: d.name,
+      index: r.index,
+      phase: "pending",
+      placement: null,
+      explanation: null,
+      failure: null,
+      revision,
+      created_at: now,
+      updated_at: now,
+    };
+    state.replicas.set(id, y);
+    await state.store.putReplica(y);
+    await state.event(
+      "replica_rebuilding",
+      `replica/${r.id}`,
+      `node ${node} is draining: starting ${id} elsewhere first; ${r.id} stops once it is ready`,
+    );
+    await placeReplica(pass, y, index);
+    return;
+  }
+  const late = now - replacement.created_at > progressDeadlineMs(d.spec);
+  if (isReady(state, replacement)) {
+    if (!await afterGrace(pass, r)) return;
+    await removeReplica(pass, r, `node ${node} is draining; replaced by ${replacement.id}`);
+  } else if (replacement.phase !== "placed" || late) {
+    await removeReplica(
+      pass,
+      r,
+      `node ${node} is draining; its replacement ${replacement.id} is ` +
+        (replacement.phase === "failed"
+          ? "failed"
+          : replacement.phase === "pending"
+          ? "not placed"
+          : "not ready within the progress deadline"),
+    );
   }
 }
 
@@ -160,21 +232,15 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
   for (const r of [...state.replicas.values()]) {
     const d = state.deployments.get(r.deployment);
     if (d !== undefined && r.index < d.spec.replicas) continue;
-    state.touch(r);
-    state.inventory.releaseReplica(r.id);
-    state.replicas.delete(r.id);
-    pass.attempts.delete(r.id);
-    await state.store.deleteReplica(r.id);
-    await state.event(
-      "replica_removed",
-      `replica/${r.id}`,
-      d === undefined ? "deployment deleted" : "scaled down",
-    );
+    await removeReplica(pass, r, d === undefined ? "deployment deleted" : "scaled down");
   }
+  const held = new Set([...state.replicas.values()].map((r) => `${r.deployment}/${r.index}`));
   for (const d of state.deployments.values()) {
+    // Indices, not ids: during a rollout an index may be held by a replacement's own id.
     for (let i = 0; i < d.spec.replicas; i++) {
-      const id = `${d.name}-r${i}`;
-      if (state.replicas.has(id)) continue;
+      if (held.has(`${d.name}/${i}`)) continue;
+      const revision = deploymentRevision(d);
+      const id = freshReplicaId(d.name, i, revision, (x) => state.replicas.has(x), false);
       const r: StoredReplica = {
         id,
         deployment: d.name,
@@ -183,6 +249,7 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
         placement: null,
         explanation: null,
         failure: null,
+        revision,
         created_at: now,
         updated_at: now,
       };
@@ -198,45 +265,83 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
  * agents that allocate them.
  */
 async function placePending(pass: Pass): Promise<void> {
-  const { state, now } = pass;
+  const { state } = pass;
   const pending = [...state.replicas.values()].filter((r) => r.phase === "pending");
   if (pending.length === 0) return;
-  const snapshot = state.inventory.snapshot();
-  const index = indexCluster(snapshot);
-  for (const r of pending) {
-    const d = state.deployments.get(r.deployment)!.spec;
-    const attempt = (pass.attempts.get(r.id) ?? 0) + 1;
-    // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
-    const result = placeAvoiding(state, r, d, attempt) ??
-      place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
-    if (result.status === "placed") {
-      applyPlacement(index, d.name, result.shards);
-      for (const s of result.shards) {
-        state.inventory.allocate({
-          node: s.node,
-          replica_id: r.id,
-          shard_id: s.shard_id,
-          deployment: d.name,
-          gpu_indices: s.gpu_indices,
-        });
-      }
-      pass.attempts.set(r.id, attempt);
-      r.phase = "placed";
-      // Ports are the agents' to allocate: known once they report them.
-      r.placement = { ...result, ports: noPorts() };
-      r.explanation = result.explanation;
-      r.updated_at = now;
-      state.touch(r);
-      await state.store.putReplica(r);
-      pass.counters.placements++;
-      await state.event("replica_placed", `replica/${r.id}`, result.explanation.summary);
-    } else if (r.explanation?.summary !== result.explanation.summary) {
-      r.explanation = result.explanation;
-      r.updated_at = now;
-      await state.store.putReplica(r);
-      pass.counters.unschedulable++;
-      await state.event("replica_unschedulable", `replica/${r.id}`, result.explanation.summary);
+  const index = indexCluster(state.inventory.snapshot());
+  for (const r of pending) await placeReplica(pass, r, index);
+}
+
+/**
+ * Places one pending replica on `index` (the live inventory, with this
+ * pass's earlier placements applied), on its own revision's spec; true
+ * when it was placed.
+ */
+async function placeReplica(
+  pass: Pass,
+  r: StoredReplica,
+  index: ClusterIndex = indexCluster(pass.state.inventory.snapshot()),
+): Promise<boolean> {
+  const { state, now } = pass;
+  const d = state.specOf(r);
+  if (d === undefined) return false;
+  const attempt = (pass.attempts.get(r.id) ?? 0) + 1;
+  // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
+  const result = placeAvoiding(state, r, d, attempt) ??
+    place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
+  if (result.status === "placed") {
+    applyPlacement(index, d.name, result.shards);
+    for (const s of result.shards) {
+      state.inventory.allocate({
+        node: s.node,
+        replica_id: r.id,
+        shard_id: s.shard_id,
+        deployment: d.name,
+        gpu_indices: s.gpu_indices,
+      });
     }
+    pass.attempts.set(r.id, attempt);
+    r.phase = "placed";
+    // Ports are the agents' to allocate: known once they report them.
+    r.placement = { ...result, ports: noPorts() };
+    r.explanation = result.explanation;
+    r.updated_at = now;
+    state.touch(r);
+    await state.store.putReplica(r);
+    pass.counters.placements++;
+    await state.event("replica_placed", `replica/${r.id}`, result.explanation.summary);
+    return true;
+  } else if (r.explanation?.summary !== result.explanation.summary) {
+    r.explanation = result.explanation;
+    r.updated_at = now;
+    await state.store.putReplica(r);
+    pass.counters.unschedulable++;
+    await state.event("replica_unschedulable", `replica/${r.id}`, result.explanation.summary);
+  }
+  return false;
+}
+
+/**
+ * A placed replica whose shards all report ready for the first time since
+ * its placement is announced once (`replica_ready`); the time is stored
+ * with the placement, so a restart does not announce it again.
+ */
+async function announceReady(pass: Pass): Promise<void> {
+  const { state, now } = pass;
+  for (const r of state.replicas.values()) {
+    if (r.placement === null || (r.placement.ready_at ?? null) !== null) continue;
+    if (!isReady(state, r)) continue;
+    r.placement.ready_at = now;
+    r.updated_at = now;
+    await state.store.putReplica(r);
+    const nodes = [...new Set(r.placement.shards.map((s) => s.node))].join(", ");
+    const n = r.placement.shards.length;
+    await state.event(
+      "replica_ready",
+      `replica/${r.id}`,
+      `${n === 1 ? "its shard is" : `all ${n} shards are`} ready on ${nodes} ` +
+        `(revision ${replicaRevision(r)})`,
+    );
   }
 }
 
@@ -294,8 +399,10 @@ function publishDesired(pass: Pass): Promise<void> {
 /** A pass, in order. */
 export const RECONCILE_STEPS: readonly ReconcileStep[] = [
   { name: "refresh_liveness", run: refreshLiveness },
+  { name: "announce_ready", run: announceReady },
   { name: "rebuild_broken", run: rebuildBroken },
   { name: "follow_replica_counts", run: followReplicaCounts },
+  { name: "roll_out", run: (pass) => rollOut(pass, (r) => placeReplica(pass, r)) },
   { name: "place_pending", run: placePending },
   { name: "announce_drained", run: announceDrained },
   { name: "publish_desired", run: publishDesired },

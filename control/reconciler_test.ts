@@ -15,8 +15,10 @@ const ARG_FAILURE = {
 Deno.test("a pass is one readable list of named steps", () => {
   assertEquals(RECONCILE_STEPS.map((s) => s.name), [
     "refresh_liveness",
+    "announce_ready",
     "rebuild_broken",
     "follow_replica_counts",
+    "roll_out",
     "place_pending",
     "announce_drained",
     "publish_desired",

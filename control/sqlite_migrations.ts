@@ -73,6 +73,13 @@ export const MIGRATIONS: readonly string[] = [
     expires_at  INTEGER           -- NULL: never
   );
   `,
+  // 5: revisions and rollouts (design §6.3). Records from before read as revision 1.
+  `
+  ALTER TABLE deployments ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE deployments ADD COLUMN history TEXT NOT NULL DEFAULT '[]';  -- DeploymentRevision[], JSON
+  ALTER TABLE deployments ADD COLUMN rollout TEXT;                        -- RolloutRecord, JSON; NULL: none
+  ALTER TABLE replicas ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+  `,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */

@@ -39,11 +39,13 @@ import {
   type AccessTokenRecord,
   type ApiKeyRecord,
   type ControlStore,
+  type DeploymentRevision,
   type EventQuery,
   type EventRecord,
   type NodeIntent,
   type ReplicaFailure,
   type ReplicaPhase,
+  type RolloutRecord,
   type StoredDeployment,
   type StoredNode,
   type StoredPlacement,
@@ -145,6 +147,16 @@ export class SqliteStore implements ControlStore {
             spec: this.#json<Deployment>(row, "deployments", name, "spec", "object"),
             created_at: row.created_at as number,
             updated_at: row.updated_at as number,
+            revision: row.revision as number,
+            history: this.#json<DeploymentRevision[]>(row, "deployments", name, "history", "array"),
+            rollout: this.#json<RolloutRecord | null>(
+              row,
+              "deployments",
+              name,
+              "rollout",
+              "object",
+              true,
+            ),
           };
         }).sort(byKey((d) => d.name)),
     );
@@ -154,9 +166,11 @@ export class SqliteStore implements ControlStore {
   putDeployment(d: StoredDeployment): Promise<void> {
     return this.#do("put deployment", () => {
       this.#stmt(
-        `INSERT INTO deployments (name, spec, created_at, updated_at) VALUES (?, ?, ?, ?)
+        `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET spec = excluded.spec,
-           created_at = excluded.created_at, updated_at = excluded.updated_at`,
+           created_at = excluded.created_at, updated_at = excluded.updated_at,
+           revision = excluded.revision, history = excluded.history, rollout = excluded.rollout`,
       ).run(...deploymentColumns(d));
     });
   }
@@ -202,6 +216,7 @@ export class SqliteStore implements ControlStore {
               "object",
               true,
             ),
+            revision: row.revision as number,
             created_at: row.created_at as number,
             updated_at: row.updated_at as number,
           };
@@ -214,11 +229,12 @@ export class SqliteStore implements ControlStore {
     return this.#do("put replica", () => {
       this.#stmt(
         `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation,
-           failure, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           failure, created_at, updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
            replica_index = excluded.replica_index, phase = excluded.phase,
            placement = excluded.placement, explanation = excluded.explanation,
-           failure = excluded.failure, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+           failure = excluded.failure, created_at = excluded.created_at,
+           updated_at = excluded.updated_at, revision = excluded.revision`,
       ).run(...replicaColumns(r));
     });
   }

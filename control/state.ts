@@ -9,15 +9,18 @@
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
+import type { Deployment } from "../deployment/schema.ts";
 import type { Clock } from "./clock.ts";
-import type {
-  AccessTokenRecord,
-  ApiKeyRecord,
-  ControlStore,
-  EventRecord,
-  StoredDeployment,
-  StoredNode,
-  StoredReplica,
+import { revisionSpec } from "./rollout_revisions.ts";
+import {
+  type AccessTokenRecord,
+  type ApiKeyRecord,
+  type ControlStore,
+  type EventRecord,
+  replicaRevision,
+  type StoredDeployment,
+  type StoredNode,
+  type StoredReplica,
 } from "./store.ts";
 
 /** The most events queued for a batching store; past it the oldest are dropped (and counted). */
@@ -34,7 +37,16 @@ export interface ControlStateOptions {
   clock: Clock;
   /** Node liveness thresholds. */
   thresholds?: Partial<LivenessThresholds>;
+  /** See {@link ControlState.retireGraceMs}; default {@link DEFAULT_RETIRE_GRACE_MS}. */
+  retireGraceMs?: number;
 }
+
+/**
+ * How long a ready replica that a rollout or a drain replaces stays out of
+ * the gateways' endpoints before it is stopped: gateways poll the endpoint
+ * feed every 2 s by default, so two polls and a margin.
+ */
+export const DEFAULT_RETIRE_GRACE_MS = 5_000;
 
 /** The books, the lock and the store. */
 export class ControlState {
@@ -73,6 +85,12 @@ export class ControlState {
   kick: () => void = () => {};
   /** Events queued and then given up (the queue was full, or the store refused them). */
   droppedEvents = 0;
+  /**
+   * How long a ready replica being replaced is out of the endpoints before
+   * it stops (design §6.3), so no gateway sends it a request it cannot
+   * answer; 0 stops it at once.
+   */
+  retireGraceMs: number;
   #lock: Promise<unknown> = Promise.resolve();
   readonly #pendingEvents: Omit<EventRecord, "id">[] = [];
   #flushing: Promise<void> | null = null;
@@ -83,6 +101,7 @@ export class ControlState {
     this.store = options.store;
     this.inventory = new InventoryStore({ thresholds: options.thresholds });
     this.startedAt = options.clock.now();
+    this.retireGraceMs = options.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
   }
 
   /** The current time. */
@@ -167,6 +186,16 @@ export class ControlState {
       agent_version: r.agent_version,
       engine_versions: r.engine_versions,
     };
+  }
+
+  /**
+   * The spec a replica runs: its own revision's (design §6.3), so old and new
+   * replicas of a rollout each keep theirs; undefined once its deployment is gone.
+   */
+  specOf(r: StoredReplica): Deployment | undefined {
+    const d = this.deployments.get(r.deployment);
+    if (d === undefined) return undefined;
+    return revisionSpec(d, replicaRevision(r)) ?? d.spec;
   }
 
   /**

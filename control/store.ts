@@ -26,6 +26,68 @@ export interface StoredDeployment {
   created_at: number;
   /** When it last changed. */
   updated_at: number;
+  /** The revision `spec` is (design §6.3); absent in records from before revisions: 1. */
+  revision?: number;
+  /**
+   * Recent revisions, oldest first, the current one included; bounded, but
+   * never without a revision a replica still runs. Absent or empty in
+   * records from before revisions.
+   */
+  history?: DeploymentRevision[];
+  /** The rollout in progress, or null when every replica runs `revision`. */
+  rollout?: RolloutRecord | null;
+}
+
+/** How a revision fared. */
+export type RevisionOutcome = "rolling_out" | "complete" | "failed" | "superseded";
+
+/** What made a revision. */
+export type RevisionCause = "apply" | "undo" | "revert";
+
+/** One revision of a deployment: a spec that changed more than its replica count. */
+export interface DeploymentRevision {
+  /** 1, 2, …: one more than the newest before it. */
+  revision: number;
+  /** The spec, as applied (its replica count is the count at that time). */
+  spec: Deployment;
+  /** When it was made (ms since epoch). */
+  applied_at: number;
+  /** An apply; an undo to an older revision's spec; an automatic revert after a failed rollout. */
+  cause: RevisionCause;
+  /** For an undo or a revert: the revision whose spec it copies; else null. */
+  from_revision: number | null;
+  /** rolling_out, complete, failed (its rollout stopped and was reverted) or superseded. */
+  outcome: RevisionOutcome;
+  /** Why it failed; null otherwise. */
+  reason: string | null;
+}
+
+/** A rollout in progress: replicas move to `target` one at a time (design §6.3). */
+export interface RolloutRecord {
+  /** The revision being rolled out. */
+  target: number;
+  /** The revision to go back to when this one fails; null for a revert, never reverted again. */
+  fallback: number | null;
+  /** When it started. */
+  started_at: number;
+  /** The last progress (its start, a step begun or done): the deadline counts from it. */
+  progress_at: number;
+  /** Steps done. */
+  steps: number;
+  /** The step under way, or null between steps. */
+  step: RolloutStepRecord | null;
+}
+
+/** One step of a rollout: an old replica replaced by a new one. */
+export interface RolloutStepRecord {
+  /** The old replica. */
+  replaced: string;
+  /** The new replica: a surge replica's own id, or the old id when rebuilt in place. */
+  by: string;
+  /** surge: the new one started first; in_place: the old one taken down first. */
+  mode: "surge" | "in_place";
+  /** When it began. */
+  started_at: number;
 }
 
 /** Where a replica stands in the control plane's books. */
@@ -51,6 +113,8 @@ export interface StoredReplica {
   explanation: Explanation | null;
   /** The last failure that retrying cannot change; null when there was none. */
   failure?: ReplicaFailure | null;
+  /** The deployment revision it is built from; absent in records from before revisions: 1. */
+  revision?: number;
   /** When it was created. */
   created_at: number;
   /** When it last changed. */
@@ -61,6 +125,13 @@ export interface StoredReplica {
 export interface StoredPlacement extends Placed {
   /** The ports, decided once at placement. */
   ports: PlacementPorts;
+  /** When all its shards first reported ready (`replica_ready`); absent or null before. */
+  ready_at?: number | null;
+  /**
+   * When it left the gateways' endpoints ahead of being stopped (design
+   * §6.3); absent or null while it serves.
+   */
+  retiring_at?: number | null;
 }
 
 /** A shard failure that retrying cannot change (the engine refused its arguments). */
@@ -215,6 +286,31 @@ export interface ControlStore {
 
   /** Releases the store (closes files, ends connections); a promise where that takes time. */
   close(): void | Promise<void>;
+}
+
+/** A deployment's revision: 1 for a record from before revisions. */
+export function deploymentRevision(d: Pick<StoredDeployment, "revision">): number {
+  return d.revision ?? 1;
+}
+
+/** A replica's revision: 1 for a record from before revisions. */
+export function replicaRevision(r: Pick<StoredReplica, "revision">): number {
+  return r.revision ?? 1;
+}
+
+/** A deployment with its revision fields present: what every store's reads return. */
+export function withRevisionFields(d: StoredDeployment): StoredDeployment {
+  return {
+    ...d,
+    revision: deploymentRevision(d),
+    history: d.history ?? [],
+    rollout: d.rollout ?? null,
+  };
+}
+
+/** A replica with its revision present: what every store's reads return. */
+export function withReplicaRevision(r: StoredReplica): StoredReplica {
+  return { ...r, revision: replicaRevision(r) };
 }
 
 /** Raised when a store cannot be opened: damaged, or from a newer schema. Never run on partial state. */

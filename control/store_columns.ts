@@ -6,13 +6,15 @@
  *
  * @module
  */
-import type {
-  AccessTokenRecord,
-  ApiKeyRecord,
-  EventRecord,
-  StoredDeployment,
-  StoredNode,
-  StoredReplica,
+import {
+  type AccessTokenRecord,
+  type ApiKeyRecord,
+  deploymentRevision,
+  type EventRecord,
+  replicaRevision,
+  type StoredDeployment,
+  type StoredNode,
+  type StoredReplica,
 } from "./store.ts";
 
 /** A column value. */
@@ -23,12 +25,23 @@ export function nullableJson(value: unknown): string | null {
   return value === null ? null : JSON.stringify(value);
 }
 
-/** name, spec, created_at, updated_at. */
+/** name, spec, created_at, updated_at, revision, history, rollout. */
 export function deploymentColumns(d: StoredDeployment): ColumnValue[] {
-  return [d.name, JSON.stringify(d.spec), d.created_at, d.updated_at];
+  return [
+    d.name,
+    JSON.stringify(d.spec),
+    d.created_at,
+    d.updated_at,
+    deploymentRevision(d),
+    JSON.stringify(d.history ?? []),
+    nullableJson(d.rollout ?? null),
+  ];
 }
 
-/** id, deployment, replica_index, phase, placement, explanation, failure, created_at, updated_at. */
+/**
+ * id, deployment, replica_index, phase, placement, explanation, failure,
+ * created_at, updated_at, revision.
+ */
 export function replicaColumns(r: StoredReplica): ColumnValue[] {
   return [
     r.id,
@@ -40,6 +53,7 @@ export function replicaColumns(r: StoredReplica): ColumnValue[] {
     nullableJson(r.failure ?? null),
     r.created_at,
     r.updated_at,
+    replicaRevision(r),
   ];
 }
 

@@ -61,7 +61,15 @@ export function deploymentSpec(name: string): Deployment {
 
 /** A stored deployment. */
 export function storedDeployment(name: string, at = 1_700_000_000_000): StoredDeployment {
-  return { name, spec: deploymentSpec(name), created_at: at, updated_at: at };
+  return {
+    name,
+    spec: deploymentSpec(name),
+    created_at: at,
+    updated_at: at,
+    revision: 1,
+    history: [],
+    rollout: null,
+  };
 }
 
 /** An explanation with one profile that fit and per-node detail. */
@@ -120,6 +128,7 @@ export function storedReplica(
     placement: isPlaced ? placed(id, deployment) : null,
     explanation: isPlaced ? explanation() : null,
     failure: null,
+    revision: 1,
     created_at: at,
     updated_at: at,
   };
@@ -206,6 +215,35 @@ const KINDS: Kind<any>[] = [
       ...d,
       spec: { ...d.spec, replicas: 5, placement: "spread" },
       updated_at: d.updated_at + 1,
+      revision: 2,
+      history: [
+        {
+          revision: 1,
+          spec: d.spec,
+          applied_at: d.created_at,
+          cause: "apply",
+          from_revision: null,
+          outcome: "superseded",
+          reason: null,
+        },
+        {
+          revision: 2,
+          spec: { ...d.spec, replicas: 5, placement: "spread" },
+          applied_at: d.updated_at + 1,
+          cause: "undo",
+          from_revision: 1,
+          outcome: "rolling_out",
+          reason: null,
+        },
+      ],
+      rollout: {
+        target: 2,
+        fallback: 1,
+        started_at: d.updated_at + 1,
+        progress_at: d.updated_at + 2,
+        steps: 1,
+        step: { replaced: "llama-r1", by: "llama-r1-v2", mode: "surge", started_at: d.updated_at },
+      },
     }),
     mutate: (d: StoredDeployment) => {
       d.spec.profiles[0].engine_args.push("--mutated");
@@ -224,6 +262,7 @@ const KINDS: Kind<any>[] = [
       phase: "failed",
       placement: null,
       explanation: { summary: "node lost", profiles: [] },
+      revision: 4,
       failure: {
         reason: "unrecognized arguments: --max-model-lenn",
         shard_id: `${r.id}/0`,
@@ -391,6 +430,25 @@ function contractCases(): ContractCase[] {
       assertEquals(await kind.list(s), [kind.make("a-1")]);
     });
   }
+
+  test("records without revision fields (written before revisions) read as revision 1", async (s) => {
+    const { revision: _d, history: _h, rollout: _r, ...oldDeployment } = storedDeployment("old");
+    const { revision: _v, ...oldReplica } = storedReplica("old-r0", "old");
+    await s.putDeployment(oldDeployment);
+    await s.putReplica(oldReplica);
+    assertEquals(await s.listDeployments(), [storedDeployment("old")]);
+    assertEquals(await s.listReplicas(), [storedReplica("old-r0", "old")]);
+  });
+
+  test("a placement's ready time round-trips, and its absence too", async (s) => {
+    const r = storedReplica("llama-r0");
+    r.placement!.ready_at = 1_700_000_000_123;
+    await s.putReplica(r);
+    await s.putReplica(storedReplica("llama-r1"));
+    const [ready, notYet] = await s.listReplicas();
+    assertEquals(ready.placement?.ready_at, 1_700_000_000_123);
+    assertEquals(notYet.placement?.ready_at, undefined);
+  });
 
   test("events: ids increase and list oldest first", async (s) => {
     const added: EventRecord[] = [];

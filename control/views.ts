@@ -8,7 +8,7 @@
 import type { Explanation } from "../placement/types.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
-import type { ReplicaFailure, StoredReplica } from "./store.ts";
+import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store.ts";
 
 /** A shard of a replica as the API shows it. */
 export interface ShardView {
@@ -49,6 +49,12 @@ export interface ReplicaView {
   explanation: Explanation | null;
   /** The last failure that retrying cannot change, with its log tail; null when none. */
   failure: ReplicaFailure | null;
+  /** The deployment revision it is built from (design §6.3). */
+  revision: number;
+  /** When its current placement's shards first all reported ready; null before. */
+  ready_at: number | null;
+  /** When it left the gateways' endpoints ahead of being replaced; null while it serves. */
+  retiring_at: number | null;
 }
 
 /** An endpoint the gateway may send traffic to: rank 0 of a ready replica. */
@@ -90,7 +96,18 @@ export function replicaView(state: ControlState, r: StoredReplica): ReplicaView 
     shards,
     explanation: r.explanation,
     failure: r.failure ?? null,
+    revision: replicaRevision(r),
+    ready_at: r.placement?.ready_at ?? null,
+    retiring_at: r.placement?.retiring_at ?? null,
   };
+}
+
+/** Whether a replica is placed and every one of its shards reports ready. */
+export function isReady(state: ControlState, r: StoredReplica): boolean {
+  if (r.phase !== "placed" || r.placement === null || r.placement.shards.length === 0) return false;
+  return r.placement.shards.every((s) =>
+    state.reports.get(s.node)?.get(s.shard_id)?.state === "ready"
+  );
 }
 
 /** A replica's state: its phase, then the worst of its shards' reports. */
@@ -119,12 +136,11 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
     if (r.phase !== "placed" || r.placement === null) continue;
     const leader = r.placement.shards.find((s) => s.rank === 0);
     const node = leader === undefined ? undefined : state.nodes.get(leader.node);
-    const d = state.deployments.get(r.deployment);
-    if (leader === undefined || node === undefined || d === undefined) continue;
-    const ready = r.placement.shards.every((s) =>
-      state.reports.get(s.node)?.get(s.shard_id)?.state === "ready"
-    );
-    if (!ready) continue;
+    // The replica's own revision's spec: during a rollout old and new replicas both serve.
+    const spec = state.specOf(r);
+    if (leader === undefined || node === undefined || spec === undefined) continue;
+    // A replica being replaced leaves the endpoints before it stops (design §6.3).
+    if (!isReady(state, r) || (r.placement.retiring_at ?? null) !== null) continue;
     const reg = node.registration;
     const names = state.reports.get(leader.node)?.get(leader.shard_id)?.load_metrics;
     const load = names === null || names === undefined ? {} : { load_metrics: names };
@@ -132,7 +148,7 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
     out.push(
       reg.proxy_url !== undefined && reg.proxy_url !== null && reg.proxy_token !== undefined
         ? {
-          model: d.spec.served_model_name,
+          model: spec.served_model_name,
           replica_id: r.id,
           url: reg.proxy_url.replace(/\/$/, ""),
           shard: leader.shard_id,
@@ -140,7 +156,7 @@ export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
           ...load,
         }
         : {
-          model: d.spec.served_model_name,
+          model: spec.served_model_name,
           replica_id: r.id,
           url: `http://${reg.mgmt_addr}:${r.placement.ports.http[leader.shard_id]}`,
           ...load,

@@ -1,5 +1,6 @@
 import { assertEquals } from "../tests/assert.ts";
-import { replicaState } from "./views.ts";
+import { QWEN, registerNodes, reportAll, testControl } from "../tests/control_fixture.ts";
+import { isReady, replicaState } from "./views.ts";
 
 Deno.test("a replica's state: its phase, then the worst of its shards", () => {
   const cases: [string, "pending" | "placed" | "failed", string[], string][] = [
@@ -19,4 +20,24 @@ Deno.test("a replica's state: its phase, then the worst of its shards", () => {
       name,
     );
   }
+});
+
+Deno.test("a replica's view carries its revision (1 for old records) and when it first was ready", async () => {
+  const { cp } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  const r = cp.state.replicas.get("qwen-r0")!;
+  delete r.revision; // as read from a store written before revisions
+  assertEquals([cp.replicas()[0].revision, cp.replicas()[0].ready_at], [1, null]);
+  assertEquals(isReady(cp.state, r), false);
+  await reportAll(cp, "n1", "ready");
+  assertEquals(isReady(cp.state, r), true);
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].ready_at, cp.state.now());
+  // Announced once per placement, not on every heartbeat.
+  await reportAll(cp, "n1", "ready");
+  await cp.reconcile();
+  const ready = (await cp.events.list({ limit: 100 })).filter((e) => e.kind === "replica_ready");
+  assertEquals(ready.map((e) => e.subject), ["replica/qwen-r0"]);
 });

@@ -72,6 +72,19 @@ export type RoutingPolicy = typeof ROUTING_POLICIES[number];
  */
 export const DEFAULT_ROUTING: RoutingPolicy = "prefix_affinity";
 
+/**
+ * How a changed deployment replaces its replicas (design §6.3). Absent
+ * fields take their defaults where they are used, so a deployment that
+ * names none stores none.
+ */
+export const RolloutSettingsSchema = z.object({
+  progress_deadline_seconds: z.number().int().min(1).max(86_400).optional()
+    .describe(
+      "Seconds a step of a rollout may take before the rollout stops and the previous " +
+        "revision comes back: a new replica must be ready within it (default 600).",
+    ),
+}).strict();
+
 /** A deployment: a model, how many replicas, and profiles in priority order (design §6.1). */
 export const DeploymentSchema = z.object({
   name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
@@ -91,6 +104,8 @@ export const DeploymentSchema = z.object({
       "How gateways pick a replica: prefix_affinity (default: the replica holding the " +
         "conversation's cache, within a load bound), least_outstanding or random.",
     ),
+  rollout: RolloutSettingsSchema.optional()
+    .describe("How a changed deployment replaces its replicas, one at a time."),
 }).strict();
 
 /** A profile with defaults applied and `gpus_per_node` resolved (design §6.1). */
@@ -137,6 +152,11 @@ export interface Deployment {
   profiles: Profile[];
   /** How gateways pick a replica; absent: {@link DEFAULT_ROUTING}. */
   routing?: RoutingPolicy;
+  /** How a change replaces replicas (design §6.3); absent: the defaults. */
+  rollout?: {
+    /** Seconds a step may take before the rollout is reverted; absent: 600. */
+    progress_deadline_seconds?: number;
+  };
 }
 
 /** The deployment file's JSON Schema, generated from {@link DeploymentSchema}. */

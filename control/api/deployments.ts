@@ -1,5 +1,6 @@
 /**
- * Deployments: list, apply, scale, delete, and the placement dry run. The
+ * Deployments: list, apply, scale, delete, rollouts (status, revisions,
+ * undo) and the placement dry run. The
  * deployment document is handed to the service undecoded by the edge: the
  * service validates it with the schema, the cluster and the engines, and
  * names each field path.
@@ -15,9 +16,13 @@ import {
   DeploymentListSchema,
   DeploymentParams,
   PlanAnswer,
+  RevisionListSchema,
+  RolloutStatusSchema,
   ScaleAnswer,
   ScaleBody,
   StoredDeploymentSchema,
+  UndoAnswer,
+  UndoBody,
 } from "./schemas.ts";
 
 /** The deployment routes. */
@@ -86,6 +91,53 @@ export function deploymentRoutes(cp: ControlPlane): RouteGroup {
   }, async ({ params, body }) => {
     await cp.deployments.scale(params.name, body.replicas);
     return { deployment: params.name, replicas: body.replicas };
+  });
+  g.add({
+    method: "get",
+    path: "/:name/rollout",
+    operationId: "getRollout",
+    summary: "Show rollout status",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    response: RolloutStatusSchema,
+  }, ({ params }) => cp.deployments.rolloutStatus(params.name));
+  g.add({
+    method: "get",
+    path: "/:name/revisions",
+    operationId: "listRevisions",
+    summary: "List revisions",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    response: RevisionListSchema,
+  }, ({ params }) => ({
+    deployment: params.name,
+    revision: cp.deployments.get(params.name).revision ?? 1,
+    revisions: cp.deployments.revisions(params.name),
+  }));
+  g.add({
+    method: "post",
+    path: "/:name/rollout/undo",
+    operationId: "undoRollout",
+    summary: "Undo rollout",
+    tag: "deployments",
+    auth: "admin",
+    params: DeploymentParams,
+    body: { schema: UndoBody },
+    response: UndoAnswer,
+    answers: {
+      404: "No such deployment, or no such revision in its history",
+      409: "No earlier revision to undo to, or the named one runs what the current one runs",
+    },
+  }, async ({ params, body }) => {
+    const d = await cp.deployments.undo(params.name, body.to_revision);
+    const current = d.history?.find((h) => h.revision === d.revision);
+    return {
+      deployment: params.name,
+      revision: d.revision ?? 1,
+      from_revision: current?.from_revision ?? 1,
+    };
   });
   return g;
 }

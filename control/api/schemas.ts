@@ -104,6 +104,12 @@ export const LabelsBody = z.object({
     z.string().max(253).nullable(),
   ).describe("Label → value, or null to remove the override"),
 }).strict();
+/** `rollout undo`. */
+export const UndoBody = z.object({
+  to_revision: z.number().int().min(1).max(2 ** 31).optional().describe(
+    "The revision whose spec comes back; default the newest earlier one that runs something else",
+  ),
+}).strict();
 /** A replica count. */
 export const ScaleBody = z.object({
   replicas: z.number().int().min(0).max(10_000).describe("The new replica count"),
@@ -137,12 +143,84 @@ export const FabricsAnswer = z.object({
   fabric_overrides: z.record(z.string(), z.string().nullable()),
 });
 
+/** A rollout step: an old replica replaced by a new one. */
+export const RolloutStepSchema = z.object({
+  replaced: z.string().describe("The old replica"),
+  by: z.string().describe("The new replica; the old id when rebuilt in place"),
+  mode: z.enum(["surge", "in_place"]).describe(
+    "surge: the new one started first; in_place: the old one taken down first",
+  ),
+  started_at: z.number(),
+});
+/** A rollout in progress, as stored. */
+export const RolloutRecordSchema = z.object({
+  target: z.number().int().describe("The revision being rolled out"),
+  fallback: z.number().int().nullable().describe(
+    "The revision it goes back to if it fails; null for an automatic revert",
+  ),
+  started_at: z.number(),
+  progress_at: z.number().describe("Its last progress: the deadline counts from it"),
+  steps: z.number().int().describe("Steps done"),
+  step: RolloutStepSchema.nullable(),
+});
+/** One revision of a deployment. */
+export const RevisionSchema = z.object({
+  revision: z.number().int(),
+  spec: Open.describe("The deployment as applied in this revision"),
+  applied_at: z.number(),
+  cause: z.enum(["apply", "undo", "revert"]).describe(
+    "An apply; an undo to an older revision's spec; an automatic revert after a failed rollout",
+  ),
+  from_revision: z.number().int().nullable().describe("For undo and revert: the spec's revision"),
+  outcome: z.enum(["rolling_out", "complete", "failed", "superseded"]),
+  reason: z.string().nullable().describe("Why it failed"),
+});
 /** A stored deployment. */
 export const StoredDeploymentSchema = z.object({
   name: z.string(),
   spec: Open.describe("The deployment as applied"),
   created_at: z.number(),
   updated_at: z.number(),
+  revision: z.number().int().optional().describe("Its current revision"),
+  history: z.array(RevisionSchema).optional().describe("Recent revisions, oldest first"),
+  rollout: RolloutRecordSchema.nullable().optional().describe("The rollout under way, or null"),
+});
+/** A deployment's revisions. */
+export const RevisionListSchema = z.object({
+  deployment: z.string(),
+  revision: z.number().int().describe("The current revision"),
+  revisions: z.array(RevisionSchema),
+});
+/** A deployment's rollout status. */
+export const RolloutStatusSchema = z.object({
+  deployment: z.string(),
+  revision: z.number().int().describe("The current revision, which a rollout moves replicas to"),
+  state: z.enum(["progressing", "complete"]),
+  desired: z.number().int(),
+  ready: z.number().int().describe("Replicas ready, any revision"),
+  updated: z.number().int().describe("Replicas on the current revision"),
+  replicas_by_revision: z.array(z.object({
+    revision: z.number().int(),
+    replicas: z.number().int(),
+    ready: z.number().int(),
+  })),
+  rollout: RolloutRecordSchema.extend({
+    deadline_at: z.number().nullable().describe(
+      "When it fails without further progress; null for a revert, which never fails",
+    ),
+  }).nullable(),
+  replicas: z.array(z.object({
+    id: z.string(),
+    index: z.number().int(),
+    revision: z.number().int(),
+    state: z.enum(["pending", "starting", "loading", "ready", "failed"]),
+  })),
+});
+/** An undo's answer. */
+export const UndoAnswer = z.object({
+  deployment: z.string(),
+  revision: z.number().int().describe("The new revision"),
+  from_revision: z.number().int().describe("The revision whose spec it copies"),
 });
 /** The deployment list. */
 export const DeploymentListSchema = z.object({ deployments: z.array(StoredDeploymentSchema) });
@@ -152,6 +230,9 @@ export const ApplyAnswer = z.object({
   deployment: Open,
   warnings: z.array(Issue),
   created: z.boolean(),
+  revision: z.number().int().describe(
+    "Its revision after the apply: a new one when more than the replica count changed",
+  ),
 });
 /** A deletion's answer. */
 export const DeletedAnswer = z.object({ deleted: z.string() });
@@ -194,6 +275,11 @@ export const ReplicaViewSchema = z.object({
   })),
   explanation: Open.nullable(),
   failure: ReplicaFailureSchema.nullable(),
+  revision: z.number().int().describe("The deployment revision it is built from"),
+  ready_at: z.number().nullable().describe("When its shards first all reported ready"),
+  retiring_at: z.number().nullable().describe(
+    "When it left the gateways' endpoints ahead of being replaced; null while it serves",
+  ),
 });
 /** The replica list. */
 export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaViewSchema) });

@@ -1,0 +1,257 @@
+/**
+ * `llmgw rollout status|history|undo DEPLOYMENT` (design §6.3): a
+ * deployment's rolling update as the control plane reports it, its
+ * revisions, and going back to an older one. Talks to the admin API through
+ * the call it is given; prints through `out`.
+ *
+ * @module
+ */
+import { cutAtWord, renderTable } from "../text/table.ts";
+import { parseFlags, UsageError } from "./usage_error.ts";
+
+/** The help text of `llmgw rollout`. */
+export const ROLLOUT_USAGE = `Usage: llmgw rollout status|history|undo DEPLOYMENT [flags]
+
+A changed deployment (anything but its replica count) is a new revision,
+rolled out one replica at a time: a new replica starts first when capacity
+is free, else one old replica is taken down at a time; each step waits for
+readiness, and a step past the progress deadline reverts to the previous
+revision.
+
+  status DEPLOYMENT                  the revision, the step under way, its deadline,
+                                     and replicas by revision
+  history DEPLOYMENT                 the deployment's recent revisions
+  undo DEPLOYMENT [--to-revision N]  roll out an older revision's spec as a new
+                                     revision (default: the previous one)
+
+Flags:
+  --json            print the control plane's answer as JSON
+  --to-revision N   (undo) the revision whose spec comes back
+  -h, --help        this help; \`llmgw rollout SUBCOMMAND --help\` for one subcommand
+`;
+
+const SUBCOMMAND_USAGE: Record<string, string> = {
+  status: `Usage: llmgw rollout status DEPLOYMENT [--json]
+
+Shows the deployment's current revision, whether a rollout is under way,
+its step (which replica is being replaced by which), when it fails without
+progress, and how many replicas of each revision there are and are ready.
+`,
+  history: `Usage: llmgw rollout history DEPLOYMENT [--json]
+
+Lists the deployment's recent revisions, oldest first, with what made each
+(an apply, an undo, an automatic revert) and how it fared. * marks the
+current one.
+`,
+  undo: `Usage: llmgw rollout undo DEPLOYMENT [--to-revision N] [--json]
+
+Rolls out an older revision's spec as a new revision, at today's replica
+count. Without --to-revision: the newest earlier revision that runs
+something else.
+`,
+};
+
+/** The flags of every subcommand; connection flags are the admin CLI's and are ignored here. */
+const FLAGS = {
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  "to-revision": { type: "string" },
+  url: { type: "string" },
+  token: { type: "string" },
+  "token-file": { type: "string" },
+} as const;
+
+interface RevisionRow {
+  revision: number;
+  spec: { model?: string; replicas?: number };
+  applied_at: number;
+  cause: "apply" | "undo" | "revert";
+  from_revision: number | null;
+  outcome: string;
+  reason: string | null;
+}
+
+export interface StatusRow {
+  deployment: string;
+  revision: number;
+  state: "progressing" | "complete";
+  desired: number;
+  ready: number;
+  updated: number;
+  replicas_by_revision: { revision: number; replicas: number; ready: number }[];
+  rollout: {
+    target: number;
+    fallback: number | null;
+    started_at: number;
+    deadline_at: number | null;
+    steps: number;
+    step: { replaced: string; by: string; mode: "surge" | "in_place" } | null;
+  } | null;
+  replicas: { id: string; revision: number; state: string }[];
+}
+
+/**
+ * Runs `llmgw rollout ARGS`; returns the exit code.
+ *
+ * @throws {UsageError} One line naming the subcommand, flag or argument, and the fix.
+ */
+export async function rolloutCommand(
+  call: (method: string, path: string, body?: unknown) => Promise<unknown>,
+  args: string[],
+  out: (t: string) => void,
+): Promise<number> {
+  const { values, positionals } = parseFlags("rollout", args, FLAGS);
+  const [sub, name, ...extra] = positionals;
+  if (sub === undefined) {
+    if (values.help) {
+      out(ROLLOUT_USAGE);
+      return 0;
+    }
+    throw new UsageError(
+      "rollout: name a subcommand: status, history or undo (llmgw rollout --help)",
+      "rollout",
+    );
+  }
+  const usage = SUBCOMMAND_USAGE[sub];
+  if (usage === undefined) {
+    throw new UsageError(
+      `rollout: unknown subcommand "${sub}"; use status, history or undo`,
+      "rollout",
+    );
+  }
+  if (values.help) {
+    out(usage);
+    return 0;
+  }
+  const command = `rollout ${sub}`;
+  if (name === undefined) {
+    throw new UsageError(
+      `${command}: name a deployment, e.g. llmgw ${command} llama-8b`,
+      "rollout",
+    );
+  }
+  if (extra.length > 0) {
+    throw new UsageError(
+      `${command}: unexpected argument "${extra[0]}"; name one deployment`,
+      "rollout",
+    );
+  }
+  const toRevision = values["to-revision"];
+  if (toRevision !== undefined && sub !== "undo") {
+    throw new UsageError(
+      `${command}: --to-revision is for rollout undo; leave it out`,
+      "rollout",
+    );
+  }
+  const path = `/v1/deployments/${encodeURIComponent(name)}`;
+  switch (sub) {
+    case "status": {
+      const status = await call("GET", `${path}/rollout`) as StatusRow;
+      out(values.json ? json(status) : statusText(status));
+      return 0;
+    }
+    case "history": {
+      const answer = await call("GET", `${path}/revisions`) as {
+        revision: number;
+        revisions: RevisionRow[];
+      };
+      out(values.json ? json(answer) : historyText(answer.revision, answer.revisions));
+      return 0;
+    }
+    default: {
+      const body = toRevision === undefined ? {} : { to_revision: revisionNumber(toRevision) };
+      const answer = await call("POST", `${path}/rollout/undo`, body) as {
+        deployment: string;
+        revision: number;
+        from_revision: number;
+      };
+      out(
+        values.json ? json(answer) : `deployment ${answer.deployment}: revision ` +
+          `${answer.from_revision}'s spec is rolling out as revision ${answer.revision}\n`,
+      );
+      return 0;
+    }
+  }
+}
+
+/** `--to-revision`'s value as a revision number. */
+function revisionNumber(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1) {
+    throw new UsageError(
+      `rollout undo: --to-revision "${text}": expected a revision number such as 2 ` +
+        "(see llmgw rollout history)",
+      "rollout",
+    );
+  }
+  return n;
+}
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+function time(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The status in words and tables. */
+export function statusText(s: StatusRow): string {
+  const lines: string[] = [];
+  const r = s.rollout;
+  if (r === null) {
+    lines.push(`deployment ${s.deployment}: revision ${s.revision}, rollout complete`);
+  } else {
+    lines.push(
+      `deployment ${s.deployment}: rolling out revision ${r.target}` +
+        (r.fallback === null
+          ? " (an automatic revert)"
+          : ` (back to revision ${r.fallback} if it fails)`),
+    );
+    const step = r.step === null
+      ? "between steps"
+      : r.step.mode === "surge"
+      ? `replacing ${r.step.replaced} by ${r.step.by}, started first`
+      : `replacing ${r.step.replaced} in place`;
+    lines.push(
+      `step ${r.steps + (r.step === null ? 0 : 1)}: ${step}; ` +
+        (r.deadline_at === null ? "no deadline" : `deadline ${time(r.deadline_at)}`),
+    );
+  }
+  lines.push(`ready ${s.ready}/${s.desired}, on revision ${s.revision}: ${s.updated}/${s.desired}`);
+  lines.push("");
+  lines.push(renderTable(
+    ["REVISION", "REPLICAS", "READY"],
+    s.replicas_by_revision.map((c) => [String(c.revision), String(c.replicas), String(c.ready)]),
+  ));
+  if (s.replicas.length > 0) {
+    lines.push("");
+    lines.push(renderTable(
+      ["REPLICA", "REVISION", "STATE"],
+      s.replicas.map((x) => [x.id, String(x.revision), x.state]),
+    ));
+  }
+  return `${lines.join("\n").replace(/\n+$/, "")}\n`;
+}
+
+/** The history as a table, the current revision marked. */
+export function historyText(current: number, revisions: readonly RevisionRow[]): string {
+  const cause = (h: RevisionRow) =>
+    h.cause === "apply"
+      ? "apply"
+      : `${h.cause === "undo" ? "undo to" : "revert to"} ${h.from_revision}`;
+  return `${
+    renderTable(
+      ["REVISION", "APPLIED", "CAUSE", "OUTCOME", "MODEL", "REASON"],
+      revisions.map((h) => [
+        `${h.revision}${h.revision === current ? "*" : ""}`,
+        time(h.applied_at),
+        cause(h),
+        h.outcome,
+        h.spec.model ?? "",
+        // One line each: the full reason is in --json.
+        cutAtWord((h.reason ?? "").replace(/\s*\n\s*/g, " "), 72),
+      ]),
+    ).replace(/\n+$/, "")
+  }\n`;
+}
