@@ -114,7 +114,10 @@ Deno.test("agent inventory refuses bad flags with a clear message and no stack t
     [["--fabric", "a=mlx5_0", "--fabric", "b=mlx5_0"], "adapter mlx5_0 is assigned to both"],
     [["--timeout", "soon"], "--timeout must be a positive number of seconds"],
     [["--config", "/nonexistent/agent.json"], "cannot read --config /nonexistent/agent.json"],
-    [["--frobnicate"], "Unknown option '--frobnicate'"],
+    [
+      ["--frobnicate"],
+      "agent inventory: unknown flag --frobnicate; run 'llmgw agent inventory --help'",
+    ],
     [["extra"], 'unexpected argument "extra"'],
   ];
   for (const [args, message] of cases) {

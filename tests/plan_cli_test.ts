@@ -336,7 +336,10 @@ Deno.test("plan refuses bad input with exit 2 and the path of the bad field", as
         ["--cluster", CLUSTER, "--deployment", QWEN, "--replicas=-1"],
         "--replicas must be a whole number",
       ],
-      [["--cluster", CLUSTER, "--deployment", QWEN, "--replicas"], "argument missing"],
+      [
+        ["--cluster", CLUSTER, "--deployment", QWEN, "--replicas"],
+        "plan: --replicas needs a value",
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await plan(args);
