@@ -4,5 +4,6 @@
  *
  * @module
  */
-export { UI_ROUTES, type UiAccess, uiApp, type UiOptions, type UiRoute } from "./ui_app.tsx";
+export { uiApp, type UiOptions } from "./ui_app.tsx";
+export { UI_ROUTES, type UiAccess, type UiRoute } from "./routes/route_table.ts";
 export { CSRF_HEADER, CsrfTokens, SESSION_COOKIE } from "./session.ts";
