@@ -32,7 +32,7 @@
  * the model at `blockTokens` for both engines so capacities compare; vLLM
  * recomputes the last token of a fully cached prompt, the model does not.
  *
- * No imports, so fake_engine.ts, which imports it, still runs with `--no-config`.
+ * No imports, so the fake_engine*.ts files, which import it, still run with `--no-config`.
  *
  * @module
  */
