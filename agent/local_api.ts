@@ -56,8 +56,11 @@ export interface AgentStatus {
 export interface LocalApiView {
   /** The agent's status. */
   status(): AgentStatus;
-  /** One shard's status and in-memory log tail, or null when unknown. */
-  shard(id: string): { status: ShardStatus; log_tail: string[] } | null;
+  /**
+   * One shard's status and in-memory log tail, or null when unknown; with
+   * the tail's identity and the position of its first line when known.
+   */
+  shard(id: string): ShardLogView | null;
   /** What `/metrics` shows now. */
   metrics(): AgentMetricsSnapshot;
   /** SHA-256 (hex) of every metrics token the control plane last sent; empty before the first. */
@@ -123,16 +126,32 @@ export function statusAnswer(status: AgentStatus): AgentStatusAnswer {
   };
 }
 
-/** The logs answer: the last `lines` lines of the tail, each clipped to the protocol's bound. */
-export function shardLogsAnswer(
-  id: string,
-  shard: { status: ShardStatus; log_tail: readonly string[] },
-  lines: number,
-): ShardLogsAnswer {
+/** What the local API needs of one shard for its logs. */
+export interface ShardLogView {
+  /** Its status. */
+  status: ShardStatus;
+  /** The kept lines, oldest first. */
+  log_tail: readonly string[];
+  /** The tail's identity (LogTail.id). */
+  log_id?: string;
+  /** The position in the log of `log_tail[0]`. */
+  log_first?: number;
+}
+
+/**
+ * The logs answer: the last `lines` lines of the tail, each clipped to the
+ * protocol's bound, and where they start in the log when that is known.
+ */
+export function shardLogsAnswer(id: string, shard: ShardLogView, lines: number): ShardLogsAnswer {
+  const kept = shard.log_tail.slice(-lines);
   return {
     id,
     state: shard.status.state,
-    lines: shard.log_tail.slice(-lines).map((l) => l.slice(0, MAX_LOG_LINE_CHARS)),
+    lines: kept.map((l) => l.slice(0, MAX_LOG_LINE_CHARS)),
+    ...(shard.log_id === undefined || shard.log_first === undefined ? {} : {
+      log_id: shard.log_id,
+      first: shard.log_first + shard.log_tail.length - kept.length,
+    }),
   };
 }
 

@@ -250,3 +250,16 @@ Deno.test("bearerMatches: exact token only", () => {
   assertOk(!bearerMatches(undefined, TOKEN));
   assertOk(!bearerMatches("Bearer ", ""));
 });
+
+Deno.test("shardLogsAnswer: the position of the first line answered", () => {
+  const status = { state: "ready" } as ShardStatus;
+  const view = { status, log_tail: ["a", "b", "c"], log_id: "L", log_first: 7 };
+  assertEquals(shardLogsAnswer("s", view, 2), {
+    id: "s",
+    state: "ready",
+    lines: ["b", "c"],
+    log_id: "L",
+    first: 8,
+  });
+  assertEquals("first" in shardLogsAnswer("s", { status, log_tail: ["a"] }, 2), false);
+});

@@ -22,10 +22,10 @@ import {
   type ReplicaRow,
   replicaTable,
 } from "./admin_views.ts";
+import { advanceLog } from "../protocol/log_window.ts";
 import { readApplySources } from "./apply_sources.ts";
 import { describe, describedText } from "./describe_command.ts";
 import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
-import { newLogLines } from "./log_follow.ts";
 import { ROLLOUT_USAGE, rolloutCommand } from "./rollout_command.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
@@ -353,6 +353,8 @@ interface ShardLogs {
   node: string;
   state: string;
   lines: string[];
+  log_id?: string | null;
+  first?: number | null;
 }
 
 /** `logs REPLICA [-f]`: the tail once, or followed until the signal (Ctrl-C). */
@@ -382,7 +384,7 @@ async function logs(
   emit(first.lines);
   const stop = signal ?? interruptSignal();
   const intervalMs = Number(values.interval ?? "1000");
-  let shown = first.lines;
+  let shown: ShardLogs = first;
   while (!stop.aborted) {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, intervalMs);
@@ -393,8 +395,16 @@ async function logs(
     });
     if (stop.aborted) break;
     const next = await call("GET", path) as ShardLogs;
-    emit(newLogLines(shown, next.lines));
-    shown = next.lines;
+    // A new shard (the replica was placed again) is a new log too.
+    const step = advanceLog(next.shard_id === shown.shard_id ? shown : null, next);
+    if (!plan.json && next.shard_id !== shown.shard_id) {
+      out(`# shard ${next.shard_id} on ${next.node}: the replica was placed again\n`);
+    } else if (!plan.json && step.restarted) out("# the log began again (a new agent process)\n");
+    else if (!plan.json && step.gap) {
+      out(`# ${step.missed ?? "some"} line(s) passed between two reads, not shown\n`);
+    }
+    emit(step.lines);
+    shown = next;
   }
   return 0;
 }

@@ -23,6 +23,10 @@ export interface ShardLogs {
   state: string;
   /** The lines, oldest first. */
   lines: string[];
+  /** The log's identity on its agent; null from an agent that does not say. */
+  log_id: string | null;
+  /** The position in that log of `lines[0]`; null from an agent that does not say. */
+  first: number | null;
 }
 
 /** How the service reaches agents; `fetch` unless a test gives another. */
@@ -108,6 +112,13 @@ export class AgentLogs {
         `node ${shard.node}'s agent answered with ${errorMessage(e)}`,
       );
     }
-    return { shard_id: shard.shard_id, node: shard.node, state: answer.state, lines: answer.lines };
+    return {
+      shard_id: shard.shard_id,
+      node: shard.node,
+      state: answer.state,
+      lines: answer.lines,
+      log_id: answer.log_id ?? null,
+      first: answer.first ?? null,
+    };
   }
 }

@@ -30,10 +30,22 @@ Deno.test("shard logs come from the node's agent with its local token", async ()
     node: "n1",
     state: "ready",
     lines: ["a", "b"],
+    log_id: null,
+    first: null,
   });
   assertEquals(asked, [
     "http://127.0.0.1:9/v1/shards/qwen-r0.1%2F0/logs?lines=2 Bearer llmgw_local_t",
   ]);
+});
+
+Deno.test("shard logs: the agent's positions pass through, for followers", async () => {
+  const { cp } = await withAgent(() =>
+    Promise.resolve(
+      Response.json({ id: "qwen-r0.1/0", state: "ready", lines: ["c"], log_id: "L", first: 2 }),
+    )
+  );
+  const logs = await cp.agentLogs.shard("qwen-r0", 0, 1);
+  assertEquals([logs.log_id, logs.first, logs.lines], ["L", 2, ["c"]]);
 });
 
 Deno.test("shard logs: every way an agent can fail is a named 502, never a crash", async () => {

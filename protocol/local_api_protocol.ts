@@ -40,6 +40,10 @@ export const ShardLogsAnswerSchema = z.object({
   id: z.string().min(1).max(256),
   state: ShardReportSchema.shape.state,
   lines: z.array(z.string().max(MAX_LOG_LINE_CHARS)).max(MAX_LOG_LINES),
+  // Where the lines are in the log, so a follower prints each once (absent
+  // from older agents): the log's identity, and the position of lines[0].
+  log_id: z.string().min(1).max(64).optional(),
+  first: z.number().int().min(0).optional(),
 });
 
 /** Every error answer of the local API. */

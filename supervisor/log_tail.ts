@@ -23,6 +23,11 @@ export const DEFAULT_TAIL_LIMITS: LogTailLimits = { maxLines: 200, maxBytes: 64 
  * progress) redraw with carriage returns.
  */
 export class LogTail {
+  /**
+   * This tail's identity: positions count from its first line, so a reader
+   * that sees another id knows the log began again (a new agent process).
+   */
+  readonly id: string = crypto.randomUUID();
   readonly #limits: LogTailLimits;
   #lines: string[] = [];
   #bytes = 0;
@@ -71,6 +76,16 @@ export class LogTail {
   /** The last `n` kept lines. */
   last(n: number): string[] {
     return this.#lines.slice(-n);
+  }
+
+  /**
+   * The last `n` kept lines and the position of the first of them: line k of
+   * the log (0-based, since the tail was made) stays line k however many
+   * lines are dropped later.
+   */
+  window(n: number): { log_id: string; first: number; lines: string[] } {
+    const lines = this.#lines.slice(-n);
+    return { log_id: this.id, first: this.#dropped + this.#lines.length - lines.length, lines };
   }
 
   /** How many lines were dropped to stay within the limits. */

@@ -28,3 +28,11 @@ Deno.test("LogTail refuses limits that cannot hold anything", () => {
     "limits must be positive",
   );
 });
+
+Deno.test("LogTail.window: a line keeps its position however many are dropped", () => {
+  const tail = new LogTail({ maxLines: 3, maxBytes: 1_000 });
+  tail.push("a\nb\nc\nd\ne\n");
+  assertEquals(tail.window(2), { log_id: tail.id, first: 3, lines: ["d", "e"] });
+  assertEquals(tail.window(10).first, 2);
+  assertOk(new LogTail().id !== tail.id, "each tail is its own log");
+});

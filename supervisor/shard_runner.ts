@@ -155,6 +155,11 @@ export class ShardRunner {
     return this.#tail.lines();
   }
 
+  /** The whole in-memory tail with its position in the log (LogTail.window). */
+  logWindow(): { log_id: string; first: number; lines: string[] } {
+    return this.#tail.window(Number.MAX_SAFE_INTEGER);
+  }
+
   /** True once the shard has stopped for good (removed or stopped and not wanted). */
   get finished(): boolean {
     return !this.#wanted && this.#stopping === null && this.#pid === null;

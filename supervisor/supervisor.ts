@@ -246,10 +246,14 @@ export class Supervisor {
     return this.#runners.get(id)?.target() ?? null;
   }
 
-  /** One shard's status and in-memory log tail. */
-  shard(id: string): { status: ShardStatus; log_tail: string[] } | null {
+  /** One shard's status and in-memory log tail, with the tail's position in the log. */
+  shard(
+    id: string,
+  ): { status: ShardStatus; log_tail: string[]; log_id: string; log_first: number } | null {
     const r = this.#runners.get(id);
-    return r === undefined ? null : { status: r.status(), log_tail: r.logTail() };
+    if (r === undefined) return null;
+    const w = r.logWindow();
+    return { status: r.status(), log_tail: w.lines, log_id: w.log_id, log_first: w.first };
   }
 
   /** Stops every shard and the loop. */

@@ -181,16 +181,27 @@ Deno.test("admin CLI: apply -f - reads several YAML documents from standard inpu
   });
 });
 
-Deno.test("admin CLI: logs -f prints each new line once until stopped", async () => {
-  // A stand-in control plane whose shard log grows by one line per read.
+/** Runs `logs -f` against a stand-in control plane whose log grows by one line per read. */
+async function followStandIn(
+  lineAt: (i: number) => string,
+  positions: boolean,
+  until: RegExp,
+): Promise<string[]> {
   let reads = 0;
   const ac = new AbortController();
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
     if (!new URL(req.url).pathname.endsWith("/logs")) return new Response("{}", { status: 404 });
     reads++;
-    const all = Array.from({ length: 3 + reads }, (_, i) => `line ${i}`);
-    // The agent answers the last 3 lines.
-    return Response.json({ shard_id: "s", node: "n1", state: "ready", lines: all.slice(-3) });
+    const all = Array.from({ length: 3 + reads }, (_, i) => lineAt(i));
+    // The agent answers the last 3 lines, and where they start when it can say.
+    const first = all.length - 3;
+    return Response.json({
+      shard_id: "s",
+      node: "n1",
+      state: "ready",
+      lines: all.slice(first),
+      ...(positions ? { log_id: "L", first } : {}),
+    });
   });
   let out = "";
   try {
@@ -200,7 +211,7 @@ Deno.test("admin CLI: logs -f prints each new line once until stopped", async ()
       ["r0", "-f", "--interval", "10", "--lines", "3", "--url", url, "--token", ADMIN],
       (t) => {
         out += t;
-        if (/line 8\n/.test(out)) ac.abort();
+        if (until.test(out)) ac.abort();
       },
       { signal: ac.signal },
     );
@@ -208,6 +219,16 @@ Deno.test("admin CLI: logs -f prints each new line once until stopped", async ()
   } finally {
     await server.shutdown();
   }
-  const lines = out.trimEnd().split("\n").slice(1);
-  assertEquals(lines, Array.from({ length: 9 }, (_, i) => `line ${i}`).slice(1));
+  return out.trimEnd().split("\n").slice(1);
+}
+
+Deno.test("admin CLI: logs -f prints each new line once until stopped", async () => {
+  // An agent without positions: the overlap of two reads tells what is new.
+  assertEquals(
+    await followStandIn((i) => `line ${i}`, false, /line 8\n/),
+    Array.from({ length: 9 }, (_, i) => `line ${i}`).slice(1),
+  );
+  // With positions, a line repeated word for word is printed each time it is written.
+  const same = await followStandIn(() => "same", true, /(same\n){9}/);
+  assertEquals(same, Array.from({ length: 9 }, () => "same"));
 });

@@ -78,7 +78,10 @@ class Followed {
       this.#tell({ kind: "status", message: errorMessage(e) });
       return;
     }
-    const step = advance(this.window, logs.shard_id, logs.lines, KEEP_LINES);
+    const position = logs.log_id === null || logs.first === null
+      ? null
+      : { log_id: logs.log_id, first: logs.first };
+    const step = advance(this.window, logs.shard_id, logs.lines, KEEP_LINES, position);
     this.window = step.window;
     const status = `shard ${logs.shard_id} on ${logs.node}: ${logs.state}`;
     if (status !== this.#status) {

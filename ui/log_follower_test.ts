@@ -14,6 +14,8 @@ function reader(log: string[]) {
       node: "n1",
       state: "ready",
       lines: log.slice(-lines),
+      log_id: "L",
+      first: Math.max(0, log.length - lines),
     });
   };
   return { read, calls };

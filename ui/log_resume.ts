@@ -1,18 +1,21 @@
 /**
  * Stable ids for a shard's log lines, and resuming from one (docs/ui.md),
- * pure. The agent's log API answers only the last N lines of a shard's
- * in-memory tail, without positions; the dashboard polls it and numbers the
- * lines it has not seen, by the longest overlap between the lines it holds
- * and the head of the new answer. Each line gets the id `EPOCH.SEQ`: SEQ
+ * pure. The agent's log API answers the last N lines of a shard's in-memory
+ * tail and where they start in the log; the dashboard polls it and numbers
+ * the lines it has not seen (protocol/log_window.ts: by position, or, from an
+ * agent that gives none, by the longest overlap between the lines it holds
+ * and the head of the new answer). Each line gets the id `EPOCH.SEQ`: SEQ
  * counts lines since the window was made, EPOCH names the window, so an id
  * from another window (a restarted control plane) is never taken for one of
  * this window's.
  *
- * A tail that repeats one line exactly cannot be told from the same tail
- * unchanged; such repeats show once the log moves on to another line.
+ * Without positions, a tail that repeats one line exactly cannot be told
+ * from the same tail unchanged; such repeats show once the log moves on to
+ * another line.
  *
  * @module
  */
+import { advanceLog } from "../protocol/log_window.ts";
 
 /** A line with its id's sequence number. */
 export interface LogLine {
@@ -32,6 +35,18 @@ export interface LogWindow {
   next: number;
   /** The last lines, oldest first, at most `keep`. */
   lines: LogLine[];
+  /** Where the last answer was in the log, when the agent said. */
+  last?: LogPosition | null;
+}
+
+/** Where an answer of the agent is in its log (absent from older agents). */
+export interface LogPosition {
+  /** The log's identity on its agent. */
+  log_id: string;
+  /** The position of the answer's first line. */
+  first: number;
+  /** How many lines the answer had. */
+  count: number;
 }
 
 /** What one answer of the agent added. */
@@ -66,16 +81,7 @@ export function newLineCount(
   known: readonly string[],
   tail: readonly string[],
 ): number {
-  for (let m = 0; m < tail.length; m++) {
-    const overlap = tail.length - m;
-    if (overlap > known.length) continue;
-    let same = true;
-    for (let i = 0; i < overlap && same; i++) {
-      same = tail[i] === known[known.length - overlap + i];
-    }
-    if (same) return m;
-  }
-  return tail.length;
+  return advanceLog({ lines: known }, { lines: tail }).lines.length;
 }
 
 /**
@@ -87,16 +93,22 @@ export function advance(
   shard: string,
   tail: readonly string[],
   keep: number,
+  position: { log_id: string; first: number } | null = null,
 ): Advance {
   const sameShard = window.shard === null || window.shard === shard;
   const known = sameShard ? window.lines.map((l) => l.text) : [];
-  const fresh = newLineCount(known, tail);
-  const added = tail.slice(tail.length - fresh).map((text, i) => ({
-    seq: window.next + i,
-    text,
-  }));
-  const gap = !sameShard ||
-    (known.length > 0 && fresh === tail.length && fresh > 0);
+  const last = sameShard ? window.last ?? null : null;
+  // By position when both answers have one; else by overlap with every line held.
+  const step = advanceLog(
+    last !== null && position !== null
+      ? { log_id: last.log_id, first: last.first, lines: known.slice(-last.count) }
+      : known.length === 0
+      ? null
+      : { lines: known },
+    { lines: tail, log_id: position?.log_id, first: position?.first },
+  );
+  const added = step.lines.map((text, i) => ({ seq: window.next + i, text }));
+  const gap = !sameShard || step.gap;
   const lines = [...window.lines, ...added].slice(-keep);
   return {
     window: {
@@ -104,6 +116,7 @@ export function advance(
       shard,
       next: window.next + added.length,
       lines,
+      last: position === null ? null : { ...position, count: tail.length },
     },
     added,
     gap,

@@ -163,3 +163,15 @@ Deno.test("resumeAfter: an id older than the window, another window's, or none",
     );
   }
 });
+
+Deno.test("advance with positions: a line repeated word for word is numbered each time it is written", () => {
+  const at = (first: number) => ({ log_id: "L", first });
+  let w = advance(emptyWindow("e"), "s", ["x", "x"], 10, at(0)).window;
+  const step = advance(w, "s", ["x", "x"], 10, at(1));
+  assertEquals(step.added.map((l) => l.text), ["x"]);
+  assertEquals(step.gap, false);
+  w = step.window;
+  // The window moved past lines between two polls: a gap, and only the new ones.
+  const past = advance(w, "s", ["y", "z"], 10, at(9));
+  assertEquals([past.added.map((l) => l.text), past.gap], [["y", "z"], true]);
+});

@@ -289,6 +289,12 @@ export const ShardLogsAnswer = z.object({
   node: z.string(),
   state: z.string(),
   lines: z.array(z.string()),
+  log_id: z.string().nullable().describe(
+    "The log's identity on its agent: another id means the log began again",
+  ),
+  first: z.number().int().nullable().describe(
+    "The position in the log of the first line; null from an agent that does not say",
+  ),
 });
 
 /** Events. */
