@@ -1,0 +1,97 @@
+/**
+ * The agent's two listeners (design §13): the local API (status, logs,
+ * metrics) and the engine proxy, the one door to this node's engines.
+ * Plain HTTP for an http:// control plane, else TLS with the agent's
+ * certificate, swapped in place on every renewal.
+ *
+ * @module
+ */
+import {
+  type AgentListener,
+  type ListenAddress,
+  listenerUrl,
+  serveListener,
+  serveTlsListener,
+} from "./listener.ts";
+import { type AgentTls, requireClientCertificate } from "./agent_tls.ts";
+import { engineProxy, type EngineProxyOptions } from "./engine_proxy.ts";
+import { localApi, type LocalApiView } from "./local_api.ts";
+import type { Logger } from "./log.ts";
+
+/** Where a listener listens and how it is reached. */
+export interface ListenerPlacement {
+  /** Where it listens. */
+  listen: ListenAddress;
+  /** The URL others reach it on; default: its port at the management address. */
+  url?: string;
+  /** The management address. */
+  mgmtAddr: string;
+  /** The agent's TLS; null serves plain HTTP. */
+  tls: AgentTls | null;
+  /** Where "… listening" goes. */
+  log: Logger;
+}
+
+/** A listener that is up, and the URL others reach it on. */
+export interface ServedListener {
+  /** The listener. */
+  server: AgentListener;
+  /** Its URL, as registered. */
+  url: string;
+}
+
+/**
+ * Serves the local API with `token`. Over TLS the control plane presents a
+ * certificate from the CA: `/v1` needs it besides the token.
+ */
+export async function serveLocalApi(
+  view: LocalApiView,
+  token: string,
+  at: ListenerPlacement,
+): Promise<ServedListener> {
+  const app = localApi(view, token);
+  const server = await serve("the agent's local API", "local API", app.fetch, true, at);
+  return { server, url: at.url ?? urlOf(server, at) };
+}
+
+/** Serves the engine proxy. */
+export async function serveEngineProxy(
+  proxy: EngineProxyOptions,
+  at: ListenerPlacement,
+): Promise<ServedListener> {
+  const server = await serve("the engine proxy", "engine proxy", engineProxy(proxy), false, at);
+  return { server, url: at.url ?? urlOf(server, at) };
+}
+
+/** Serves a listener plain or, with TLS, with the agent's certificate, swapped on renewal. */
+async function serve(
+  what: string,
+  name: string,
+  handler: (req: Request) => Response | Promise<Response>,
+  clientCertificates: boolean,
+  at: ListenerPlacement,
+): Promise<AgentListener> {
+  const tls = at.tls;
+  const onListen = (addr: Deno.NetAddr) =>
+    at.log.info(`${name} listening`, {
+      hostname: addr.hostname,
+      port: addr.port,
+      tls: tls !== null,
+    });
+  if (tls === null) return serveListener(what, at.listen, handler, onListen);
+  const ca = clientCertificates ? tls.caPem : undefined;
+  const server = await serveTlsListener(
+    what,
+    at.listen,
+    { ...tls.serving, ca },
+    (req, info) => clientCertificates ? requireClientCertificate(req, info, handler) : handler(req),
+    onListen,
+  );
+  tls.onCertificate((c) => server.setCertificate({ ...c, ca }));
+  return server;
+}
+
+function urlOf(server: AgentListener, at: ListenerPlacement): string {
+  const scheme = at.tls === null ? "http" : "https";
+  return listenerUrl(at.listen.hostname, server.addr.port, at.mgmtAddr, scheme);
+}
