@@ -8,10 +8,8 @@
  * stopped by the test, by process group, even when it fails.
  */
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { Agent } from "../agent/agent.ts";
-import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { rolloutCommand } from "../cli/rollout_command.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { type RunningControl, startControl } from "../control/server.ts";
@@ -19,9 +17,9 @@ import type { ReplicaView } from "../control/views.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
+import { simAgentOptions } from "./sim_agent.ts";
 import { until } from "./until.ts";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const ADMIN = "test-admin-token";
 const JOIN = "test-join-token";
 
@@ -53,39 +51,16 @@ async function withCluster(fn: (c: Cluster) => Promise<void>): Promise<void> {
   // The gateway here polls every 100 ms: ten polls of grace before a replaced replica stops.
   control.cp.state.retireGraceMs = 1_000;
   const agents = new Map<string, Agent>();
-  const configPath = join(ROOT, "tests/fixtures/sim/dgx_h100_idle/agent.json");
-  const config = resolveConfigPaths(
-    parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
-    configPath,
-  );
   const startAgent = async (id: string, portBase: number) => {
-    const agent = new Agent({
+    const agent = new Agent(simAgentOptions({
       controlUrl: control.url,
       joinToken: JOIN,
-      nodeId: id,
-      hostname: id,
-      stateDir: join(dir, "agents", id),
-      discovery: {
-        nvidiaSmi: config.nvidia_smi,
-        sysfsRoot: config.sysfs_root,
-        fabrics: config.fabrics,
-      },
-      mgmtAddr: "127.0.0.1",
-      mgmtInterface: "lo",
-      ports: { from: portBase, to: portBase + 999 },
-      listen: { hostname: "127.0.0.1", port: 0 },
-      proxyListen: { hostname: "127.0.0.1", port: 0 },
-      retry: { initialMs: 100, maxMs: 500, factor: 2 },
-      supervisor: {
-        tickMs: 100,
-        env: {
-          PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
-          FAKE_ENGINE_LOAD_SECONDS: "0.5",
-          FAKE_ENGINE_ACCESS_LOG: "0",
-        },
-      },
+      id,
+      machine: "dgx_h100_idle",
+      dir,
+      portBase,
       logSink: () => {},
-    });
+    }));
     await agent.start();
     agents.set(id, agent);
     return agent;

@@ -1,0 +1,73 @@
+/**
+ * An in-process agent on one of the simulated machines (tests/fixtures/sim),
+ * running the fake engine, for cluster tests: the options every such test
+ * gives, in one place.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { AgentOptions } from "../agent/agent.ts";
+import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+/** What differs between simulated agents. */
+export interface SimAgentSpec {
+  /** The control plane's URL. */
+  controlUrl: string;
+  /** A join token it accepts. */
+  joinToken: string;
+  /** Node id (and host name). */
+  id: string;
+  /** The simulated machine, a directory of tests/fixtures/sim. */
+  machine: string;
+  /** Where agents keep their state: this agent's is DIR/agents/ID. */
+  dir: string;
+  /** The first of its 1,000 engine ports. */
+  portBase: number;
+  /** Extra environment for its engines (FAKE_ENGINE_* knobs). */
+  env?: Record<string, string>;
+  /** The supervisor's load timeout, when the test needs a short one. */
+  loadTimeoutMs?: number;
+  /** Where its log lines go. */
+  logSink: (line: string) => void;
+}
+
+/** The agent options of a simulated node on loopback, fast retries and ticks. */
+export function simAgentOptions(s: SimAgentSpec): AgentOptions {
+  const configPath = join(ROOT, "tests/fixtures/sim", s.machine, "agent.json");
+  const config = resolveConfigPaths(
+    parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
+    configPath,
+  );
+  return {
+    controlUrl: s.controlUrl,
+    joinToken: s.joinToken,
+    nodeId: s.id,
+    hostname: s.id,
+    stateDir: join(s.dir, "agents", s.id),
+    discovery: {
+      nvidiaSmi: config.nvidia_smi,
+      sysfsRoot: config.sysfs_root,
+      fabrics: config.fabrics,
+    },
+    mgmtAddr: "127.0.0.1",
+    mgmtInterface: "lo",
+    ports: { from: s.portBase, to: s.portBase + 999 },
+    listen: { hostname: "127.0.0.1", port: 0 },
+    proxyListen: { hostname: "127.0.0.1", port: 0 },
+    retry: { initialMs: 100, maxMs: 500, factor: 2 },
+    supervisor: {
+      tickMs: 100,
+      ...(s.loadTimeoutMs === undefined ? {} : { loadTimeoutMs: s.loadTimeoutMs }),
+      env: {
+        PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+        FAKE_ENGINE_LOAD_SECONDS: "0.5",
+        FAKE_ENGINE_ACCESS_LOG: "0",
+        ...s.env,
+      },
+    },
+    logSink: s.logSink,
+  };
+}
