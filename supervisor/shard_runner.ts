@@ -8,17 +8,15 @@
  *
  * @module
  */
-import { join } from "node:path";
 import { withApiKey } from "../engines/api_key.ts";
-import { loadOrCreateSecret, readSecretFile } from "../http/secret_file.ts";
 import { engineBaseEnv } from "./engine_env.ts";
 import { withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
 import { backoffDelay } from "./backoff.ts";
-import { LogFollower, rotateIfLarge } from "./log_file.ts";
-import { LogTail } from "./log_tail.ts";
+import { ShardLog } from "./shard_log.ts";
+import { engineKey, spawnEngine } from "./engine_spawn.ts";
 import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
 import { describeHolders, portOwnership } from "./listen_owner.ts";
 import { ownershipHint, takeBlock } from "./shard_ports.ts";
@@ -81,8 +79,7 @@ export class ShardRunner {
   #pid: number | null = null;
   #startTime = 0;
   #record: PidRecord | null = null;
-  #follower: LogFollower | null = null;
-  readonly #tail: LogTail;
+  readonly #log: ShardLog;
   #progress: LoadingProgress | null = null;
   #restarts = 0;
   #restartsTotal = 0;
@@ -111,7 +108,15 @@ export class ShardRunner {
     this.#opts = opts;
     this.#prepare = prepare;
     this.#emit = emit;
-    this.#tail = new LogTail(opts.tailLimits);
+    this.#log = new ShardLog({
+      tailLimits: opts.tailLimits,
+      maxBytes: opts.logMaxBytes,
+      keep: opts.logKeep,
+      // Engines that take their key on the command line print it (SGLang's
+      // server_args line): it never reaches the tail, events or `llmgw logs`.
+      scrub: (text) => this.#scrub(text),
+      onLine: (line) => this.#progressLine(line),
+    });
   }
 
   /** The shard's status (a copy). */
@@ -150,14 +155,9 @@ export class ShardRunner {
     };
   }
 
-  /** The in-memory log tail (a copy). */
-  logTail(): string[] {
-    return this.#tail.lines();
-  }
-
   /** The whole in-memory tail with its position in the log (LogTail.window). */
   logWindow(): { log_id: string; first: number; lines: string[] } {
-    return this.#tail.window(Number.MAX_SAFE_INTEGER);
+    return this.#log.window();
   }
 
   /** True once the shard has stopped for good (removed or stopped and not wanted). */
@@ -189,25 +189,20 @@ export class ShardRunner {
    */
   async #allocate(): Promise<ShardLaunch> {
     const want = this.desired.launch;
-    let first: number;
-    if (want.port !== null) {
-      first = want.port;
-    } else {
-      // A port another process holds is skipped, and who holds it is said.
-      const block = await takeBlock(
-        this.#opts.ports,
-        this.desired.id,
-        this.#opts.isPortFree,
-        this.#opts.procRoot,
-      );
-      this.#ports = block.ports;
-      if (block.notice !== null) {
-        this.#notice = { at: Date.now(), message: block.notice };
-        this.#emit({ shard: this.desired.id, kind: "port_held", message: block.notice });
-      }
-      first = this.#ports[0];
+    if (want.port !== null) return withPorts(want, want.port);
+    // A port another process holds is skipped, and who holds it is said.
+    const block = await takeBlock(
+      this.#opts.ports,
+      this.desired.id,
+      this.#opts.isPortFree,
+      this.#opts.procRoot,
+    );
+    this.#ports = block.ports;
+    if (block.notice !== null) {
+      this.#notice = { at: Date.now(), message: block.notice };
+      this.#emit({ shard: this.desired.id, kind: "port_held", message: block.notice });
     }
-    return withPorts(want, first);
+    return withPorts(want, block.ports[0]);
   }
 
   /** Starts the engine: allocates its ports, prepares the command, spawns it in a new session. */
@@ -234,13 +229,7 @@ export class ShardRunner {
       return;
     }
     Deno.mkdirSync(this.paths.dir, { recursive: true });
-    let size = 0;
-    try {
-      size = Deno.statSync(this.paths.log).size;
-    } catch {
-      Deno.writeTextFileSync(this.paths.log, "");
-    }
-    this.#follower = new LogFollower(this.paths.log, size);
+    this.#log.followFromEnd(this.paths.log);
     this.#progress = null;
     this.#exit = null;
     this.#livenessFailures = 0;
@@ -248,28 +237,16 @@ export class ShardRunner {
     if (spec.api_key !== undefined && this.#launch!.rank === 0) {
       // The second lock: the engine answers only callers with its key, and
       // only the agent's proxy and probes have it.
-      this.#engineKey = this.#keyFile(true);
+      this.#engineKey = engineKey(this.paths.dir, true);
       command = withApiKey(command, spec.api_key, this.#engineKey!);
     }
     const argv = command.argv;
     try {
-      // The engine's stdout and stderr are the log file itself (see log_file.ts);
-      // `exec` keeps the shell's pid, so the pid is the engine's.
-      this.#child = new Deno.Command("/bin/sh", {
-        args: [
-          "-c",
-          'log=$1; shift; exec "$@" >>"$log" 2>&1',
-          "llmgw-shard",
-          this.paths.log,
-          ...argv,
-        ],
-        env: { ...engineBaseEnv(), ...this.#opts.env, ...command.env },
-        clearEnv: true,
-        stdin: "null",
-        stdout: "null",
-        stderr: "null",
-        detached: true,
-      }).spawn();
+      this.#child = spawnEngine(this.paths.log, argv, {
+        ...engineBaseEnv(),
+        ...this.#opts.env,
+        ...command.env,
+      });
     } catch (e) {
       this.#fail(`cannot spawn ${argv[0]}: ${e instanceof Error ? e.message : e}`, null, true);
       return;
@@ -316,7 +293,7 @@ export class ShardRunner {
     this.#ports = record.ports ?? [record.port];
     this.#spec = await this.#prepare(record.launch);
     if (this.#spec.api_key !== undefined && record.launch.rank === 0) {
-      this.#engineKey = this.#keyFile(false);
+      this.#engineKey = engineKey(this.paths.dir, false);
     }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     this.#adopted = true;
@@ -330,8 +307,8 @@ export class ShardRunner {
       // No log: nothing to show.
     }
     // Fill the tail with the recent past, then follow.
-    this.#follower = new LogFollower(record.log_path, Math.max(0, size - 64 * 1024));
-    this.#readLog();
+    this.#log.follow(record.log_path, Math.max(0, size - 64 * 1024));
+    this.#log.read();
     this.#emit({ shard: this.desired.id, kind: "adopted", message: `adopted pid ${record.pid}` });
     this.#spawnedAt = null;
     this.#setState("starting", `adopted pid ${record.pid}`);
@@ -340,7 +317,7 @@ export class ShardRunner {
   /** One look at the shard: log, process, timeouts, probes, backoff. */
   async tick(): Promise<void> {
     const now = Date.now();
-    this.#readLog();
+    this.#log.read();
     if (this.#state === "backoff" && now >= this.#nextStartAt && this.#wanted) {
       await this.start();
       return;
@@ -351,7 +328,10 @@ export class ShardRunner {
       await this.#exited();
       return;
     }
-    this.#rotateLog();
+    const rotated = this.#log.rotate();
+    if (rotated !== null) {
+      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: rotated });
+    }
     const elapsed = now - this.#since;
     if (this.#state === "starting" && elapsed > this.#opts.startTimeoutMs) {
       return await this.#timeout(
@@ -366,37 +346,13 @@ export class ShardRunner {
     await this.#probe(now);
   }
 
-  /** Rotates the log when large: drain it first, then follow the truncated file from its start. */
-  #rotateLog(): void {
-    if (this.#follower === null) return;
-    this.#readLog();
-    const offset = this.#follower.offset;
-    if (rotateIfLarge(this.#follower.path, this.#opts.logMaxBytes, this.#opts.logKeep)) {
-      // What was written between our read and the copy is in the copy.
-      if (this.#opts.logKeep >= 1) {
-        this.#pushLog(new LogFollower(`${this.#follower.path}.1`, offset).read());
-      }
-      this.#follower.restart();
-      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: this.#follower.path });
-    }
-  }
-
-  #readLog(): void {
-    this.#pushLog(this.#follower?.read() ?? "");
-  }
-
-  #pushLog(raw: string): void {
-    if (raw === "") return;
-    // Engines that take their key on the command line print it (SGLang's
-    // server_args line): it never reaches the tail, events or `llmgw logs`.
-    const text = this.#scrub(raw);
-    for (const line of this.#tail.push(text)) {
-      const p = matchProgress(line, this.#patterns);
-      if (p === null) continue;
-      this.#progress = p;
-      if (this.#state === "starting") {
-        this.#setState("loading", `log shows loading (${p.percent ?? "?"}%)`);
-      }
+  /** A log line that shows loading progress moves a starting shard to loading. */
+  #progressLine(line: string): void {
+    const p = matchProgress(line, this.#patterns);
+    if (p === null) return;
+    this.#progress = p;
+    if (this.#state === "starting") {
+      this.#setState("loading", `log shows loading (${p.percent ?? "?"}%)`);
     }
   }
 
@@ -443,18 +399,6 @@ export class ShardRunner {
   /** Text with the engine's key replaced by `***`. */
   #scrub(text: string): string {
     return this.#engineKey === null ? text : text.replaceAll(this.#engineKey, "***");
-  }
-
-  /**
-   * The shard's engine key, kept in its directory (owner-only) so restarts
-   * and a restarted agent use the same one: vLLM hashes its key into its
-   * compile cache, and a new key every start would miss it every time.
-   */
-  #keyFile(create: boolean): string | null {
-    const path = join(this.paths.dir, "engine_key");
-    if (!create) return readSecretFile(path);
-    Deno.mkdirSync(this.paths.dir, { recursive: true });
-    return loadOrCreateSecret(path);
   }
 
   /** Where the agent's proxy reaches the engine, and the key it must send; null when not serving. */
@@ -543,10 +487,10 @@ export class ShardRunner {
     // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
     // SGLang's schedulers): the whole group goes before anything restarts.
     await this.#killGroup(0);
-    this.#readLog();
+    this.#log.read();
     // An engine that refused its arguments would refuse them again.
     const code = exit !== null && exit.signal === null ? exit.code : null;
-    const refused = argumentRefusal(code, this.#tail.last(FAILURE_TAIL_LINES));
+    const refused = argumentRefusal(code, this.#log.last(FAILURE_TAIL_LINES));
     if (refused !== null) {
       this.#fail(`${reason}: the engine refused its arguments: ${refused}`, exit, false, true);
       return;
@@ -575,7 +519,7 @@ export class ShardRunner {
       reason,
       exit_code: exit?.signal === null ? exit.code : null,
       signal: exit?.signal ?? null,
-      log_tail: this.#tail.last(FAILURE_TAIL_LINES),
+      log_tail: this.#log.last(FAILURE_TAIL_LINES),
       permanent,
     };
     this.#forgetProcess();
