@@ -22,15 +22,8 @@ import { systemRoutes } from "./api/system.ts";
 import { tokenRoutes } from "./api/tokens.ts";
 import { ApiError } from "./api_error.ts";
 import type { ControlPlane } from "./control_plane.ts";
-import {
-  AgentUnavailableError,
-  ConflictError,
-  type ControlError,
-  ForbiddenError,
-  InvalidInputError,
-  NotFoundError,
-  NotSettledError,
-} from "./errors.ts";
+import type { ControlError } from "./errors.ts";
+import { domainErrorStatus } from "./error_status.ts";
 import { HttpStats } from "./metrics.ts";
 import { NotLeaderError, StoreError } from "./store.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -40,16 +33,6 @@ export type { ApiAuth };
 
 /** Largest request body accepted. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-/** The HTTP status of each domain error class. */
-const STATUS: readonly [new (...args: never[]) => ControlError, number][] = [
-  [InvalidInputError, 400],
-  [ForbiddenError, 403],
-  [NotFoundError, 404],
-  [ConflictError, 409],
-  [AgentUnavailableError, 502],
-  [NotSettledError, 503],
-];
 
 /** The status and body of an error, or null for an unexpected one. */
 function errorAnswer(err: unknown): { status: number; body: unknown } | null {
@@ -67,12 +50,10 @@ function errorAnswer(err: unknown): { status: number; body: unknown } | null {
       body: { error: { code: "store_unavailable", message: err.message, path: null } },
     };
   }
-  for (const [cls, status] of STATUS) {
-    if (err instanceof cls) {
-      return { status, body: { error: { code: err.code, message: err.message, path: err.path } } };
-    }
-  }
-  return null;
+  const status = domainErrorStatus(err);
+  if (status === null) return null;
+  const e = err as ControlError;
+  return { status, body: { error: { code: e.code, message: e.message, path: e.path } } };
 }
 
 /** Every route group of a control plane, in the order they are mounted. */
