@@ -6,6 +6,8 @@
  *
  * @module
  */
+import type { RolloutStatus } from "../control/rollout_status.ts";
+import type { DeploymentRevision } from "../control/store.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
@@ -61,34 +63,11 @@ const FLAGS = {
   "token-file": { type: "string" },
 } as const;
 
-interface RevisionRow {
-  revision: number;
-  spec: { model?: string; replicas?: number };
-  applied_at: number;
-  cause: "apply" | "undo" | "revert";
-  from_revision: number | null;
-  outcome: string;
-  reason: string | null;
-}
+/** A revision as `GET /v1/deployments/:name/revisions` lists it. */
+type RevisionRow = DeploymentRevision;
 
-export interface StatusRow {
-  deployment: string;
-  revision: number;
-  state: "progressing" | "complete";
-  desired: number;
-  ready: number;
-  updated: number;
-  replicas_by_revision: { revision: number; replicas: number; ready: number }[];
-  rollout: {
-    target: number;
-    fallback: number | null;
-    started_at: number;
-    deadline_at: number | null;
-    steps: number;
-    step: { replaced: string; by: string; mode: "surge" | "in_place" } | null;
-  } | null;
-  replicas: { id: string; revision: number; state: string }[];
-}
+/** The answer of `GET /v1/deployments/:name/rollout`. */
+export type StatusRow = RolloutStatus;
 
 /**
  * Runs `llmgw rollout ARGS`; returns the exit code.
