@@ -17,7 +17,7 @@ import type { ReplicaView } from "../control/views.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
-import { simAgentOptions } from "./sim_agent.ts";
+import { simAgentOptions, stopSimCluster } from "./sim_agent.ts";
 import { until } from "./until.ts";
 
 const ADMIN = "test-admin-token";
@@ -83,21 +83,7 @@ async function withCluster(fn: (c: Cluster) => Promise<void>): Promise<void> {
   try {
     await fn({ control, agents, startAgent, gateway: gateway.url, admin, call, pids });
   } finally {
-    for (const a of agents.values()) {
-      for (const s of a.status().shards) if (s.pid !== null) pids.add(s.pid);
-      await a.stop({ stopEngines: true }).catch(() => {});
-    }
-    await follower.stop();
-    await gateway.close();
-    await control.close().catch(() => {});
-    for (const pid of pids) {
-      try {
-        Deno.kill(-pid, "SIGKILL");
-      } catch {
-        // Gone.
-      }
-    }
-    await Deno.remove(dir, { recursive: true });
+    await stopSimCluster({ agents, follower, gateway, control, pids, dir });
   }
 }
 

@@ -71,3 +71,48 @@ export function simAgentOptions(s: SimAgentSpec): AgentOptions {
     logSink: s.logSink,
   };
 }
+
+/** What a cluster test started, to stop. */
+export interface SimCluster {
+  /** The agents, by node id. */
+  agents: ReadonlyMap<
+    string,
+    {
+      status(): { shards: { pid: number | null }[] };
+      stop(o: { stopEngines: boolean }): Promise<void>;
+    }
+  >;
+  /** The gateway's control-plane follower. */
+  follower: { stop(): Promise<void> };
+  /** The gateway. */
+  gateway: { close(): Promise<void> };
+  /** The control plane. */
+  control: { close(): Promise<void> };
+  /** Engine process groups seen, killed at the end whatever happened. */
+  pids: Set<number>;
+  /** The test's directory, removed. */
+  dir: string;
+}
+
+/**
+ * Stops everything a cluster test started, on failure too: agents with
+ * their engines, the gateway and its follower, the control plane, then any
+ * engine process group still there, by pid; and removes the directory.
+ */
+export async function stopSimCluster(c: SimCluster): Promise<void> {
+  for (const a of c.agents.values()) {
+    for (const s of a.status().shards) if (s.pid !== null) c.pids.add(s.pid);
+    await a.stop({ stopEngines: true }).catch(() => {});
+  }
+  await c.follower.stop();
+  await c.gateway.close();
+  await c.control.close().catch(() => {});
+  for (const pid of c.pids) {
+    try {
+      Deno.kill(-pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  await Deno.remove(c.dir, { recursive: true });
+}
