@@ -14,7 +14,6 @@ import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
 import { transitionEvent } from "./nodes.ts";
-import { freshReplicaId } from "./rollout.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
@@ -142,22 +141,8 @@ async function drainReplica(pass: Pass, r: StoredReplica, node: string): Promise
       );
       return;
     }
-    const revision = deploymentRevision(d);
-    const id = freshReplicaId(d.name, r.index, revision, (x) => state.replicas.has(x), true);
-    const y: StoredReplica = {
-      id,
-      deployment: d.name,
-      index: r.index,
-      phase: "pending",
-      placement: null,
-      explanation: null,
-      failure: null,
-      revision,
-      created_at: now,
-      updated_at: now,
-    };
-    state.replicas.set(id, y);
-    await state.store.putReplica(y);
+    const y = await state.addPending(d.name, r.index, deploymentRevision(d), true);
+    const id = y.id;
     await state.event(
       "replica_rebuilding",
       `replica/${r.id}`,
@@ -228,7 +213,7 @@ async function permanentFailure(
 
 /** Replica records follow each deployment's replica count. */
 async function followReplicaCounts(pass: Pass): Promise<void> {
-  const { state, now } = pass;
+  const { state } = pass;
   for (const r of [...state.replicas.values()]) {
     const d = state.deployments.get(r.deployment);
     if (d !== undefined && r.index < d.spec.replicas) continue;
@@ -239,22 +224,7 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
     // Indices, not ids: during a rollout an index may be held by a replacement's own id.
     for (let i = 0; i < d.spec.replicas; i++) {
       if (held.has(`${d.name}/${i}`)) continue;
-      const revision = deploymentRevision(d);
-      const id = freshReplicaId(d.name, i, revision, (x) => state.replicas.has(x), false);
-      const r: StoredReplica = {
-        id,
-        deployment: d.name,
-        index: i,
-        phase: "pending",
-        placement: null,
-        explanation: null,
-        failure: null,
-        revision,
-        created_at: now,
-        updated_at: now,
-      };
-      state.replicas.set(id, r);
-      await state.store.putReplica(r);
+      await state.addPending(d.name, i, deploymentRevision(d), false);
     }
   }
 }

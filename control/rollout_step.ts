@@ -10,7 +10,7 @@
  */
 import { indexCluster, place } from "../placement/mod.ts";
 import type { Pass } from "./reconciler.ts";
-import { freshReplicaId, planRollout, type RolloutReplica } from "./rollout.ts";
+import { planRollout, type RolloutReplica } from "./rollout.ts";
 import {
   appendRevision,
   historyOf,
@@ -133,21 +133,8 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
       state.kick();
       return;
     case "surge": {
-      const id = freshReplicaId(d.name, decision.index, target, (x) => state.replicas.has(x), true);
-      const r: StoredReplica = {
-        id,
-        deployment: d.name,
-        index: decision.index,
-        phase: "pending",
-        placement: null,
-        explanation: null,
-        failure: null,
-        revision: target,
-        created_at: now,
-        updated_at: now,
-      };
-      state.replicas.set(id, r);
-      await state.store.putReplica(r);
+      const r = await state.addPending(d.name, decision.index, target, true);
+      const id = r.id;
       rollout.step = { replaced: decision.replaces, by: id, mode: "surge", started_at: now };
       rollout.progress_at = now;
       await putDeployment(state, d);

@@ -11,6 +11,7 @@ import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Clock } from "./clock.ts";
+import { freshReplicaId } from "./rollout.ts";
 import { revisionSpec } from "./rollout_revisions.ts";
 import {
   type AccessTokenRecord,
@@ -196,6 +197,42 @@ export class ControlState {
     const d = this.deployments.get(r.deployment);
     if (d === undefined) return undefined;
     return revisionSpec(d, replicaRevision(r)) ?? d.spec;
+  }
+
+  /**
+   * Adds a pending replica of `deployment` at `index`, on `revision`, and
+   * stores it; the reconciler places it. A `replacement` starts beside the
+   * replica it replaces, so it takes an id of its own (rollout.ts).
+   */
+  async addPending(
+    deployment: string,
+    index: number,
+    revision: number,
+    replacement: boolean,
+  ): Promise<StoredReplica> {
+    const now = this.now();
+    const id = freshReplicaId(
+      deployment,
+      index,
+      revision,
+      (x) => this.replicas.has(x),
+      replacement,
+    );
+    const r: StoredReplica = {
+      id,
+      deployment,
+      index,
+      phase: "pending",
+      placement: null,
+      explanation: null,
+      failure: null,
+      revision,
+      created_at: now,
+      updated_at: now,
+    };
+    this.replicas.set(id, r);
+    await this.store.putReplica(r);
+    return r;
   }
 
   /**
