@@ -14,7 +14,7 @@ import { z } from "zod";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { fixturePath } from "../tests/fixtures.ts";
 import { until } from "../tests/until.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
+import { shardLaunch } from "../tests/shard_launch.ts";
 import {
   type DesiredShardWire,
   type DesiredState,
@@ -163,36 +163,6 @@ function freePort(): number {
   return port;
 }
 
-/** A one-GPU vLLM shard on the recorded L40S, as placement would build it. */
-function launch(id: string, port: number): ShardLaunch {
-  return {
-    api_version: ENGINE_API_VERSION,
-    deployment: "demo",
-    replica_id: id,
-    shard_id: id,
-    model: "org/demo-model",
-    served_model_name: "demo",
-    profile: {
-      name: "p",
-      tensor_parallel: 1,
-      pipeline_parallel: 1,
-      nodes: 1,
-      gpus_per_node: 1,
-      quantization: "none",
-      engine_args: [],
-      engine_options: {},
-      env: {},
-    },
-    rank: 0,
-    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: 29500, leader_http_port: port },
-    gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
-    fabric: null,
-    node: { id: "node-a", mgmt_addr: "127.0.0.1", mgmt_interface: "lo" },
-    port,
-    engine_version: null,
-  };
-}
-
 const LOCAL_TOKEN = `local-${crypto.randomUUID()}`;
 
 function agentOptions(
@@ -319,7 +289,7 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
       intervalMs: 20,
     });
     const pollsBefore = stub.desiredRequests;
-    stub.publish(1, [{ id: "s1", engine: "vllm", launch: launch("s1", port) }]);
+    stub.publish(1, [{ id: "s1", engine: "vllm", launch: shardLaunch("s1", port) }]);
     const ready = await until(
       "s1 ready in a heartbeat",
       () => reported(stub, "s1", (s, hb) => s.state === "ready" && hb.generation === 1),
@@ -401,7 +371,7 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
 
     // A desired state with a launch the protocol refuses is refused whole,
     // naming the shard and the field; the engine keeps running.
-    stub.publish(2, [{ id: "s1", engine: "vllm", launch: { ...launch("s1", port), port: 0 } }]);
+    stub.publish(2, [{ id: "s1", engine: "vllm", launch: { ...shardLaunch("s1", port), port: 0 } }]);
     const refusal = await until(
       "the bad desired state refused",
       () =>
@@ -460,7 +430,7 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
   let third: Agent | null = null;
   try {
     await first.start();
-    const shard = { id: "s1", engine: "vllm", launch: launch("s1", port) };
+    const shard = { id: "s1", engine: "vllm", launch: shardLaunch("s1", port) };
     await until("registration", () => stub.registrations[0], { timeoutMs: 30_000, intervalMs: 20 });
     stub.publish(1, [shard]);
     const ready = await until("s1 ready", () => reported(stub, "s1", (s) => s.state === "ready"), {

@@ -6,7 +6,8 @@
  */
 import { Hono } from "hono";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
+import type { ShardLaunch } from "../engines/types.ts";
+import { shardLaunch } from "../tests/shard_launch.ts";
 import { AGENT_PROTOCOL_VERSION, type RegisterRequest } from "../protocol/agent_protocol.ts";
 import { ControlClient, ControlError, DEFAULT_HEARTBEAT_INTERVAL_MS } from "./control_client.ts";
 
@@ -29,32 +30,11 @@ const REQ: RegisterRequest = {
 
 /** A one-GPU shard's launch, as the control plane builds it. */
 function launch(id: string): ShardLaunch {
-  return {
-    api_version: ENGINE_API_VERSION,
-    deployment: "demo",
+  return shardLaunch(id, 8000, {
     replica_id: "demo-r0",
-    shard_id: id,
-    model: "org/demo-model",
-    served_model_name: "demo",
-    profile: {
-      name: "p",
-      tensor_parallel: 1,
-      pipeline_parallel: 1,
-      nodes: 1,
-      gpus_per_node: 1,
-      quantization: "none",
-      engine_args: [],
-      engine_options: {},
-      env: {},
-    },
-    rank: 0,
     world: { nodes: 1, leader_addr: "10.0.0.1", rendezvous_port: 29500, leader_http_port: 8000 },
-    gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
-    fabric: null,
     node: { id: "n1", mgmt_addr: "10.0.0.1", mgmt_interface: "eth0" },
-    port: 8000,
-    engine_version: null,
-  };
+  });
 }
 
 async function withServer(

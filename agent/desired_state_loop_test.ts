@@ -5,7 +5,7 @@
  * loop, so `run()` returning is the end of every test.
  */
 import { assertEquals } from "../tests/assert.ts";
-import { type DesiredLaunch, ENGINE_API_VERSION } from "../engines/types.ts";
+import { desiredLaunch } from "../tests/shard_launch.ts";
 import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
 import type { DesiredShard } from "../supervisor/types.ts";
 import { ControlError } from "./control_client.ts";
@@ -30,37 +30,8 @@ interface Line {
   fields: Record<string, unknown>;
 }
 
-function launch(id: string): DesiredLaunch {
-  return {
-    api_version: ENGINE_API_VERSION,
-    deployment: "demo",
-    replica_id: id,
-    shard_id: id,
-    model: "org/demo-model",
-    served_model_name: "demo",
-    profile: {
-      name: "p",
-      tensor_parallel: 1,
-      pipeline_parallel: 1,
-      nodes: 1,
-      gpus_per_node: 1,
-      quantization: "none",
-      engine_args: [],
-      engine_options: {},
-      env: {},
-    },
-    rank: 0,
-    world: { nodes: 1, leader_addr: "127.0.0.1", rendezvous_port: null, leader_http_port: null },
-    gpus: [{ index: 0, class: "l40s-45g", compute_capability: "8.9" }],
-    fabric: null,
-    node: { id: "node-a", mgmt_addr: "127.0.0.1", mgmt_interface: "lo" },
-    port: null,
-    engine_version: null,
-  };
-}
-
 function shard(id: string, engine = "vllm"): DesiredShardWire {
-  return { id, engine, launch: launch(id) };
+  return { id, engine, launch: desiredLaunch(id) };
 }
 
 function state(generation: number, shards: DesiredShardWire[]): DesiredState {
