@@ -371,7 +371,11 @@ Deno.test("agent: registers its hardware, runs and removes desired shards, fence
 
     // A desired state with a launch the protocol refuses is refused whole,
     // naming the shard and the field; the engine keeps running.
-    stub.publish(2, [{ id: "s1", engine: "vllm", launch: { ...shardLaunch("s1", port), port: 0 } }]);
+    stub.publish(2, [{
+      id: "s1",
+      engine: "vllm",
+      launch: { ...shardLaunch("s1", port), port: 0 },
+    }]);
     const refusal = await until(
       "the bad desired state refused",
       () =>
