@@ -13,6 +13,7 @@ import type { InventoryNode } from "../inventory/store.ts";
 import { explanationLines } from "../placement/place.ts";
 import { loadingPercent, replicaNote } from "./deployments_page.tsx";
 import { Layout, type SessionView, StateBadge } from "./layout.tsx";
+import { placementTexts } from "./replica_placement.ts";
 
 /** Events shown. */
 export const REPLICA_EVENTS = 50;
@@ -43,6 +44,7 @@ export function ReplicaFragment(props: {
   const note = replicaNote(r);
   const explanation = r.explanation === null ? [] : explanationLines(r.explanation);
   const multiNode = new Set(r.shards.map((s) => s.node)).size > 1;
+  const texts = placementTexts(r);
   return (
     <div
       id="replica"
@@ -79,7 +81,7 @@ export function ReplicaFragment(props: {
       </div>
       <div class="panel">
         <h2 style="margin-top:0">Placement</h2>
-        {r.shards.length === 0 ? <div class="mute">Not placed.</div> : (
+        {texts.empty !== null ? <div class="mute">{texts.empty}</div> : (
           <table>
             <thead>
               <tr>
@@ -126,7 +128,7 @@ export function ReplicaFragment(props: {
       </div>
       <div class="grid2">
         <div class="panel">
-          <h2 style="margin-top:0">Why here</h2>
+          <h2 style="margin-top:0">{texts.heading}</h2>
           {explanation.length === 0
             ? <div class="mute">No explanation yet.</div>
             : <pre class="expl">{explanation.join("\n")}</pre>}
