@@ -17,8 +17,10 @@
  *   and cancelling the relayed body).
  * - a connection failure before any response byte (UpstreamUnreachable)
  *   marks the endpoint suspect and retries on another one, at most
- *   `maxRetries` times; once an upstream answered, nothing is retried: a
- *   broken head, or a whole answer broken off, is a 502 `upstream_error`.
+ *   `maxRetries` times, or holds the request while every replica is behind a
+ *   down engine proxy (gateway/replica_attempts.ts); once an upstream
+ *   answered, nothing is retried: a broken head, or a whole answer broken
+ *   off, is a 502 `upstream_error`.
  * - an upstream dying mid-stream marks it suspect; an SSE client gets an
  *   error event and a clean end (gateway/relay.ts).
  * - outstanding requests are counted from dispatch until the response body
@@ -47,6 +49,7 @@ import { errorResponse, openAiError } from "./openai_error.ts";
 import { ApiKeyTable, type Caller, mayUse } from "./api_keys.ts";
 import { GatewayMetrics, type Outcome } from "./metrics.ts";
 import { relayBody } from "./relay.ts";
+import { type AttemptOptions, attemptPolicy, ReplicaAttempts } from "./replica_attempts.ts";
 import {
   type BodyReader,
   UpstreamClient,
@@ -117,7 +120,7 @@ function modelObject(id: string) {
 }
 
 /** Settings of {@link createGateway}. */
-export interface GatewayOptions {
+export interface GatewayOptions extends AttemptOptions {
   /** Where request metrics go (served at `/metrics`); a fresh set by default. */
   metrics?: GatewayMetrics;
   /**
@@ -129,8 +132,6 @@ export interface GatewayOptions {
   openToNetwork?: boolean;
   /** Largest request body accepted, in bytes (default 10 MiB). */
   maxBodyBytes?: number;
-  /** Further endpoints tried after a connection failure (default 2). */
-  maxRetries?: number;
   /** `Retry-After` seconds of a 503 for a model with no ready endpoint (default 5). */
   retryAfterSeconds?: number;
   /** The client for engine requests (a fresh pool by default). */
@@ -159,9 +160,9 @@ export interface GatewayHandler {
 /** Creates the gateway's HTTP handler over `table`. */
 export function createGateway(table: EndpointTable, options: GatewayOptions = {}): GatewayHandler {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const maxRetries = options.maxRetries ?? 2;
   const retryAfter = String(options.retryAfterSeconds ?? 5);
   const client = options.client ?? new UpstreamClient();
+  const policy = attemptPolicy(options, retryAfter);
   const log = options.log ?? (() => {});
   const app = new Hono();
   const keys = options.keys ?? new ApiKeyTable();
@@ -334,17 +335,13 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       host: req.headers.get("host"),
       proto: url.protocol.slice(0, -1),
     });
-    const tried = new Set<string>();
     // Only prefix-affinity deployments hash the conversation (gateway/affinity_key.ts).
     const affinity = table.routing(model) === "prefix_affinity"
       ? affinityKey(url.pathname, req.headers, body)
       : null;
-    let lastError = "";
-    // design §12: a connection failure before any response retries on another replica.
-    for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      const e = table.choose(model, tried, affinity);
-      if (e === null) break;
-      tried.add(e.key);
+    // design §12: a failure before any response byte retries on another replica, or holds.
+    const attempts = new ReplicaAttempts(table, model, affinity, policy);
+    for (let e; (e = await attempts.next(req.signal)) !== null;) {
       const counted = table.acquire(e);
       metrics.inflight(model, e.replica_id, 1);
       let released = false;
@@ -377,7 +374,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
             errorResponse(499, openAiError("client closed request", "invalid_request_error")),
           );
         }
-        lastError = err instanceof Error ? err.message : String(err);
+        const lastError = attempts.failed(e, err);
         table.markSuspect(e);
         if (err instanceof UpstreamUnreachable) {
           metrics.replicaRequest(model, e.replica_id, "upstream_unreachable", seconds);
@@ -392,6 +389,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           "upstream_error",
         );
       }
+      attempts.answered(e);
       const refused = upstream.headers.get(PROXY_REFUSED_HEADER);
       if (refused !== null && RETRYABLE_REFUSALS.includes(refused)) {
         // The node's proxy runs no engine of that shard (stopped by a scale-down
@@ -405,8 +403,8 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           (performance.now() - tAttempt) / 1000,
         );
         table.markSuspect(e);
-        lastError = `the node did not reach an engine of shard ${e.shard ?? "?"} (${refused})`;
-        log(`gateway: ${model}: ${e.url}: ${lastError}; marked suspect`);
+        const why = `the node did not reach an engine of shard ${e.shard ?? "?"} (${refused})`;
+        log(`gateway: ${model}: ${e.url}: ${attempts.failed(e, why)}; marked suspect`);
         continue;
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);
@@ -489,15 +487,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
       });
       return new Response(body, { status, headers: outHeaders });
     }
-    return done(errorResponse(
-      502,
-      openAiError(
-        `no replica of \`${model}\` could be reached${lastError ? `: ${lastError}` : ""}`,
-        "server_error",
-        "upstream_unreachable",
-      ),
-      { "retry-after": retryAfter },
-    ));
+    return done(attempts.giveUp(req.signal));
   };
   for (const path of MODEL_ROUTES) app.post(path, proxy);
 

@@ -35,6 +35,18 @@ export class UpstreamUnreachable extends Error {
   }
 }
 
+/**
+ * No connection could be made at all (refused, timed out, TLS handshake
+ * failed): nothing was sent, and whatever listens there is down.
+ */
+export class UpstreamConnectFailed extends UpstreamUnreachable {
+  /** Creates the error. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UpstreamConnectFailed";
+  }
+}
+
 /** The upstream failed after its response began (mid-body). */
 export class UpstreamBodyError extends Error {
   /** Creates the error. */
@@ -236,7 +248,7 @@ export class UpstreamClient {
     let onAbort: (() => void) | undefined;
     const gaveUp = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new UpstreamUnreachable(`connecting to ${key} timed out`)),
+        () => reject(new UpstreamConnectFailed(`connecting to ${key} timed out`)),
         this.#connectTimeoutMs,
       );
       onAbort = () => reject(signal?.reason);
@@ -251,7 +263,7 @@ export class UpstreamClient {
     } catch (e) {
       connecting.then((c) => c.close(), () => {});
       if (signal?.aborted || e instanceof UpstreamUnreachable) throw e;
-      throw new UpstreamUnreachable(`cannot connect to ${key}: ${reasonOf(e)}`, { cause: e });
+      throw new UpstreamConnectFailed(`cannot connect to ${key}: ${reasonOf(e)}`, { cause: e });
     } finally {
       clearTimeout(timer);
       if (onAbort) signal?.removeEventListener("abort", onAbort);
