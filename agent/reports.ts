@@ -35,6 +35,13 @@ function intOrNull(n: unknown): number | null {
   return typeof n === "number" && Number.isInteger(n) ? n : null;
 }
 
+/** A shard's failures in a row as the protocol carries them; null unless both counts are sane. */
+function crashLoopReport(c: ShardStatus["crash_loop"]): ShardReport["crash_loop"] {
+  if (c === null || c === undefined) return null;
+  const ok = (n: number) => Number.isInteger(n) && n >= 1;
+  return ok(c.failures) && ok(c.limit) ? { failures: c.failures, limit: c.limit } : null;
+}
+
 /** A supervisor shard status as a heartbeat's shard report. */
 export function shardReport(s: ShardStatus): ShardReport {
   const port = Number.isInteger(s.port) && s.port >= 0 && s.port <= 65535 ? s.port : 0;
@@ -56,6 +63,7 @@ export function shardReport(s: ShardStatus): ShardReport {
       total: finiteOrNull(s.progress.total),
     },
     restarts: Number.isInteger(s.restarts) && s.restarts >= 0 ? s.restarts : 0,
+    crash_loop: crashLoopReport(s.crash_loop),
     adopted: s.adopted === true,
     last_failure: failure === null ? null : {
       at: finiteOrNull(failure.at) ?? 0,

@@ -105,3 +105,30 @@ Deno.test("reports: the registration fingerprint ignores what heartbeats carry",
   const upgraded = registerRequest(WHO, INVENTORY, { vllm: "0.12.0" });
   assertOk(registrationFingerprint(upgraded) !== registrationFingerprint(req));
 });
+
+Deno.test("reports: a crash loop's count travels; odd counts are dropped; older agents omit it", () => {
+  const base: ShardStatus = {
+    id: "s",
+    engine: "sglang",
+    state: "backoff",
+    since: 1,
+    pid: null,
+    port: 0,
+    rendezvous_port: null,
+    notice: null,
+    serves_http: true,
+    progress: null,
+    restarts: 2,
+    adopted: false,
+    last_failure: null,
+    spec_hash: "h",
+  };
+  const looping = shardReport({ ...base, crash_loop: { failures: 3, limit: 5 } });
+  assertEquals(looping.crash_loop, { failures: 3, limit: 5 });
+  assertOk(ShardReportSchema.safeParse(looping).success);
+  assertEquals(shardReport({ ...base, crash_loop: { failures: 0, limit: NaN } }).crash_loop, null);
+  assertEquals(shardReport(base).crash_loop, null);
+  // An agent from before crash loops sends no such field: still a valid report.
+  const { crash_loop: _, ...old } = looping;
+  assertOk(ShardReportSchema.safeParse(old).success);
+});

@@ -165,6 +165,15 @@ export const ShardReportSchema = z.object({
     total: z.number().nullable(),
   }).nullable(),
   restarts: z.number().int().min(0),
+  /**
+   * Failures in a row since the shard last stayed ready, and after how many
+   * the agent stops restarting it and reports it failed for good (design
+   * §9.1); null when it has not failed since. Absent from older agents.
+   */
+  crash_loop: z.object({
+    failures: z.number().int().min(1),
+    limit: z.number().int().min(1),
+  }).nullable().optional(),
   adopted: z.boolean(),
   last_failure: z.object({
     at: z.number(),

@@ -14,7 +14,8 @@ import { withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
-import { backoffDelay } from "./backoff.ts";
+import { afterFailure } from "./crash_loop.ts";
+import { endsWithin, exitReason } from "./process_end.ts";
 import { ShardLog } from "./shard_log.ts";
 import { engineKey, spawnEngine } from "./engine_spawn.ts";
 import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
@@ -35,6 +36,13 @@ import type {
 
 /** How long a port found held by another process stays out of the agent's range. */
 const PORT_HELD_EXCLUSION_MS = 10 * 60_000;
+
+/**
+ * How long a port found held by a stranger waits for the engine's own exit
+ * before blaming the holder: a socket of an engine being killed is listed a
+ * moment after its process lets go of it.
+ */
+const EXIT_SETTLE_MS = 500;
 
 /** Lines of log attached to a failure. */
 const FAILURE_TAIL_LINES = 40;
@@ -82,6 +90,8 @@ export class ShardRunner {
   readonly #log: ShardLog;
   #progress: LoadingProgress | null = null;
   #restarts = 0;
+  /** Failures in a row since the shard last stayed ready (crash_loop.ts). */
+  #failures = 0;
   #restartsTotal = 0;
   /** When the current run was spawned, until it is ready; null for an adopted process. */
   #spawnedAt: number | null = null;
@@ -136,6 +146,9 @@ export class ShardRunner {
       serves_http: this.#spec?.probes?.serves_http ?? false,
       progress: this.#progress === null ? null : { ...this.#progress },
       restarts: this.#restarts,
+      crash_loop: this.#failures === 0
+        ? null
+        : { failures: this.#failures, limit: this.#opts.crashLoopLimit },
       adopted: this.#adopted,
       last_failure: this.#lastFailure === null
         ? null
@@ -379,11 +392,21 @@ export class ShardRunner {
   /**
    * Whether the socket on the shard's port is its own process group's. A
    * port held by anyone else fails the run, names the holder, and moves the
-   * shard to other ports; nothing listening yet is "not yet".
+   * shard to other ports; nothing listening yet is "not yet". An engine
+   * that has just died can still be listed as listening with no process
+   * holding it: its exit is the cause, so the exit is looked for first.
    */
   async #ownsPort(port: number): Promise<boolean> {
     if (this.#pid === null) return false;
-    const owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    let owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    if (owner.kind === "foreign") {
+      if (await endsWithin(this.#child, this.#pid, this.#startTime, EXIT_SETTLE_MS)) {
+        await this.#exited();
+        return false;
+      }
+      // Once more, after the wait: the first look may have caught a socket being torn down.
+      owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    }
     this.#lastOwnership = ownershipHint(owner, port);
     if (owner.kind === "ours") return true;
     if (owner.kind !== "foreign") return false;
@@ -441,7 +464,10 @@ export class ShardRunner {
     if (this.#state === "ready") {
       // Backoff starts over only after the shard has stayed ready a while: a
       // shard that crashes a moment after becoming ready keeps backing off.
-      if (this.#restarts > 0 && now - this.#since > this.#opts.stableAfterMs) this.#restarts = 0;
+      if (now - this.#since > this.#opts.stableAfterMs) {
+        this.#restarts = 0;
+        this.#failures = 0;
+      }
       const live = await run(probes.liveness);
       const bad = live.find((r) => !r.ok);
       this.#livenessFailures = bad === undefined ? 0 : this.#livenessFailures + 1;
@@ -478,15 +504,13 @@ export class ShardRunner {
   }
 
   async #exited(): Promise<void> {
-    const exit = this.#exit;
-    const reason = exit === null
-      ? `process ${this.#pid} is gone`
-      : exit.signal !== null
-      ? `killed by signal ${exit.signal}`
-      : `exited with code ${exit.code}`;
     // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
     // SGLang's schedulers): the whole group goes before anything restarts.
+    // It also reaps our child, so its exit status is known after it.
+    const pid = this.#pid;
     await this.#killGroup(0);
+    const exit = this.#exit;
+    const reason = exitReason(exit, pid);
     this.#log.read();
     // An engine that refused its arguments would refuse them again.
     const code = exit !== null && exit.signal === null ? exit.code : null;
@@ -504,9 +528,9 @@ export class ShardRunner {
   }
 
   /**
-   * Records a failure. A restartable one backs off and starts again (one
-   * node); a permanent one (the engine or its plugin refused the shard) is
-   * reported so, and the control plane decides whether to place it again.
+   * Records a failure and carries out what it leads to (crash_loop.ts): a
+   * restart after a backoff, or `failed`, which the control plane acts on.
+   * A shard that keeps failing without staying ready gives up on this node.
    */
   #fail(
     reason: string,
@@ -514,31 +538,43 @@ export class ShardRunner {
     restartable: boolean,
     permanent = false,
   ): void {
+    const local = this.desired.launch.world.nodes === 1;
+    // Only failures that a restart here answers count towards the crash loop.
+    if (restartable && local && this.#wanted) this.#failures++;
+    const decision = afterFailure({
+      failures: this.#failures,
+      restartable,
+      permanent,
+      multiNode: !local,
+      wanted: this.#wanted,
+    }, { limit: this.#opts.crashLoopLimit, backoff: this.#opts.backoff });
+    const said = decision.action === "fail" && decision.note !== null
+      ? `${decision.note}; last: ${reason}`
+      : reason;
     this.#lastFailure = {
       at: Date.now(),
-      reason,
+      reason: said,
       exit_code: exit?.signal === null ? exit.code : null,
       signal: exit?.signal ?? null,
       log_tail: this.#log.last(FAILURE_TAIL_LINES),
-      permanent,
+      permanent: decision.action === "fail" && decision.permanent,
     };
     this.#forgetProcess();
     // The next run allocates afresh: a port the engine held may be anyone's now.
     this.#releasePorts();
-    // A shard of a multi-node replica is not restarted here: its replica is
-    // rebuilt whole by the control plane (design §5.4).
-    const local = this.desired.launch.world.nodes === 1;
-    if (restartable && local && this.#wanted) {
+    if (decision.action === "restart") {
       this.#restarts++;
       this.#restartsTotal++;
-      const delay = backoffDelay(this.#restarts, this.#opts.backoff);
-      this.#nextStartAt = Date.now() + delay;
-      this.#setState("backoff", `${reason}; restart ${this.#restarts} in ${delay} ms`);
-    } else {
+      this.#nextStartAt = Date.now() + decision.delayMs;
+      const loop = decision.crashLoop
+        ? `crash loop (${this.#failures} of ${this.#opts.crashLoopLimit} failures in a row); `
+        : "";
       this.#setState(
-        "failed",
-        local || !restartable ? reason : `${reason}; the replica must be rebuilt whole`,
+        "backoff",
+        `${reason}; ${loop}restart ${this.#restarts} in ${decision.delayMs} ms`,
       );
+    } else {
+      this.#setState("failed", said);
     }
   }
 

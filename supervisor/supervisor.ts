@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
+import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
 import { checkFingerprint, readPidFile } from "./pid_file.ts";
 import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
@@ -43,6 +44,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     logKeep: opts.logKeep ?? 3,
     settleMs: opts.settleMs ?? 2_000,
     livenessFailures: opts.livenessFailures ?? 3,
+    crashLoopLimit: opts.crashLoopLimit ?? DEFAULT_CRASH_LOOP_LIMIT,
     stableAfterMs: opts.stableAfterMs ?? 60_000,
     env: opts.env ?? {},
     ports: opts.ports ?? new PortAllocator(DEFAULT_PORT_RANGE),

@@ -85,8 +85,14 @@ export interface ShardStatus {
   serves_http: boolean;
   /** Loading progress from the log, when seen. */
   progress: LoadingProgress | null;
-  /** Restarts after crashes since it was last ready. */
+  /** Restarts after crashes since it last stayed ready. */
   restarts: number;
+  /**
+   * Failures in a row since it last stayed ready, and after how many the
+   * supervisor gives up on this node (design §9.1); null when it has not
+   * failed since.
+   */
+  crash_loop?: { failures: number; limit: number } | null;
   /** Adopted from a previous agent rather than started by this one. */
   adopted: boolean;
   /** The last failure, kept after restarts. */
@@ -156,6 +162,11 @@ export interface SupervisorOptions {
   settleMs?: number;
   /** Ready this long, a shard's restart count (and backoff) starts over. Default 60,000. */
   stableAfterMs?: number;
+  /**
+   * Failures in a row without staying ready `stableAfterMs` after which a
+   * shard is not restarted but reported failed for good. Default 5.
+   */
+  crashLoopLimit?: number;
   /** Consecutive failed liveness checks of a ready shard before it is restarted. Default 3. */
   livenessFailures?: number;
   /** Extra environment for engine processes (below the engine's own). */

@@ -1,0 +1,142 @@
+/**
+ * The runner driven tick by tick, without the supervisor's timer: the
+ * order of its checks when an engine dies (issue #23 item 8) and its crash
+ * loop (item 1). Every process a test starts is killed by its group in a
+ * `finally`.
+ */
+import { join } from "node:path";
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { desiredLaunch } from "../tests/shard_launch.ts";
+import type { ShardSpec } from "../engines/prepare.ts";
+import type { EngineProbes } from "../engines/types.ts";
+import { groupMembers } from "./proc.ts";
+import { ShardRunner } from "./shard_runner.ts";
+import { resolveOptions } from "./supervisor.ts";
+import type { SupervisorEvent, SupervisorOptions } from "./types.ts";
+
+const HTTP: EngineProbes = {
+  serves_http: true,
+  liveness: [],
+  readiness: [{ path: "/health", expect_status: 200 }],
+  loading_progress: [],
+};
+
+/** `/proc/net/tcp` listing one LISTEN socket on 127.0.0.1:`port` whose inode no process holds. */
+function orphanListener(port: number): string {
+  const hex = port.toString(16).toUpperCase().padStart(4, "0");
+  return "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  " +
+    "timeout inode\n" +
+    `   0: 0100007F:${hex} 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 ` +
+    "       0 987654 1 0000000000000000 100 0 0 10 0\n";
+}
+
+async function withRunner(
+  argv: string[],
+  options: Partial<SupervisorOptions>,
+  port: number | null,
+  fn: (runner: ShardRunner, events: SupervisorEvent[]) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_runner_test_" });
+  const events: SupervisorEvent[] = [];
+  const spec: ShardSpec = {
+    engine: "test",
+    problems: [],
+    command: { argv, env: {} },
+    probes: HTTP,
+    metrics: null,
+  };
+  const runner = new ShardRunner(
+    { id: "s", engine: "test", launch: desiredLaunch("s", { port }) },
+    "hash",
+    { dir: join(dir, "s"), pidFile: join(dir, "s", "pid.json"), log: join(dir, "s", "engine.log") },
+    resolveOptions({
+      stateDir: dir,
+      stopGraceMs: 1_000,
+      backoff: { initialMs: 1, maxMs: 1, factor: 1 },
+      ...options,
+    }),
+    () => Promise.resolve(spec),
+    (e) => events.push({ ...e, at: Date.now() }),
+  );
+  const groups = new Set<number>();
+  try {
+    await fn(runner, events);
+  } finally {
+    if (runner.pid !== null) groups.add(runner.pid);
+    for (const g of groups) {
+      try {
+        Deno.kill(-g, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    await runner.stop().catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("kill -9 of an engine is reported by its signal, not blamed on a socket /proc cannot place", async () => {
+  // /proc as a dying engine leaves it for a moment: its socket still listed, held by nobody.
+  const proc = await Deno.makeTempDir({ prefix: "llmgw_fake_proc_" });
+  const port = 29_871;
+  await Deno.mkdir(join(proc, "net"));
+  await Deno.writeTextFile(join(proc, "net", "tcp"), orphanListener(port));
+  try {
+    await withRunner(["sleep", "30"], { procRoot: proc }, port, async (runner, events) => {
+      await runner.start();
+      const pid = runner.pid!;
+      assertEquals(runner.status().state, "starting");
+      Deno.kill(pid, "SIGKILL");
+      // At once, before the runtime has delivered the exit status.
+      await runner.tick();
+      const s = runner.status();
+      assertEquals(s.state, "backoff");
+      assertEquals(s.last_failure?.reason, "killed by signal 9 (SIGKILL)");
+      assertEquals(s.last_failure?.signal, "SIGKILL");
+      assertEquals(events.filter((e) => e.kind === "port_held"), []);
+      assertEquals(groupMembers(pid), []);
+    });
+  } finally {
+    await Deno.remove(proc, { recursive: true });
+  }
+});
+
+Deno.test("an engine that keeps exiting gives up after the crash-loop limit: failed, permanent, counted", async () => {
+  const limit = 3;
+  await withRunner(
+    ["sh", "-c", "echo \"ModuleNotFoundError: No module named 'sglang'\"; exit 1"],
+    { crashLoopLimit: limit },
+    null,
+    async (runner, events) => {
+      await runner.start();
+      const seen: string[] = [];
+      // Bounded: each round is a start, an exit and a 1 ms backoff.
+      for (let i = 0; i < 200 && runner.status().state !== "failed"; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        await runner.tick();
+        const s = runner.status();
+        if (seen.at(-1) !== s.state) seen.push(s.state);
+      }
+      const s = runner.status();
+      assertEquals(s.state, "failed", `states: ${seen.join(", ")}`);
+      assertEquals(s.crash_loop, { failures: limit, limit });
+      assertEquals(s.restarts, limit - 1);
+      assertEquals(s.last_failure?.permanent, true);
+      assertStringIncludes(
+        s.last_failure!.reason,
+        `crash loop: failed ${limit} times in a row without staying ready`,
+      );
+      assertStringIncludes(s.last_failure!.reason, "last: exited with code 1");
+      assertStringIncludes(s.last_failure!.log_tail.join("\n"), "No module named 'sglang'");
+      const states = events.filter((e) => e.kind === "state").map((e) => e.message);
+      assertOk(
+        states.some((m) => m.includes(`crash loop (2 of ${limit} failures in a row)`)),
+        states.join("\n"),
+      );
+      // Not started again: it stays failed.
+      await runner.tick();
+      assertEquals(runner.status().state, "failed");
+      assertEquals(runner.pid, null);
+    },
+  );
+});
