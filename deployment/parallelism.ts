@@ -68,3 +68,32 @@ export function parallelismProblems(shape: ParallelShape): ParallelismProblem[] 
   }
   return out;
 }
+
+/**
+ * The fewest nodes per replica, more than `shape.nodes`, at which a shard
+ * needs at most `maxPerNode` GPUs and the shape still adds up (same TP and
+ * PP); null when there is none.
+ */
+export function nodesToFit(shape: ParallelShape, maxPerNode: number): number | null {
+  const total = shape.tensor_parallel * shape.pipeline_parallel;
+  for (let m = shape.nodes + 1; m <= total; m++) {
+    if (total % m !== 0 || total / m > maxPerNode) continue;
+    const wider = { ...shape, nodes: m, gpus_per_node: total / m };
+    if (parallelismProblems(wider).length === 0) return m;
+  }
+  return null;
+}
+
+/**
+ * What an operator can change when a shard needs more GPUs than any node
+ * has: "use nodes: 2 (4 GPUs per node) or a smaller tensor_parallel".
+ */
+export function tooBigAdvice(shape: ParallelShape, maxPerNode: number): string {
+  const m = maxPerNode > 0 ? nodesToFit(shape, maxPerNode) : null;
+  const total = shape.tensor_parallel * shape.pipeline_parallel;
+  return m === null
+    ? "use a smaller tensor_parallel or a GPU class with more GPUs per node"
+    : `use nodes: ${m} (${total / m} GPU${
+      total / m === 1 ? "" : "s"
+    } per node) or a smaller tensor_parallel`;
+}

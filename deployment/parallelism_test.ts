@@ -1,7 +1,12 @@
 /** Table and property tests for the node × GPU × TP × PP arithmetic (design §6.2). */
 import fc from "fast-check";
 import { assertEquals } from "../tests/assert.ts";
-import { parallelismProblems, type ParallelShape } from "./parallelism.ts";
+import {
+  nodesToFit,
+  parallelismProblems,
+  type ParallelShape,
+  tooBigAdvice,
+} from "./parallelism.ts";
 
 const shape = (nodes: number, g: number, tp: number, pp = 1): ParallelShape => ({
   nodes,
@@ -86,5 +91,30 @@ Deno.test("parallelismProblems: a GPU count that is not TP × PP is always refus
         return refused === (nodes * g !== tp * pp);
       },
     ),
+  );
+});
+
+Deno.test("nodesToFit and tooBigAdvice: the fewest nodes whose shards fit, keeping TP and PP", () => {
+  const one = (tp: number, pp = 1) => ({
+    nodes: 1,
+    gpus_per_node: tp * pp,
+    tensor_parallel: tp,
+    pipeline_parallel: pp,
+  });
+  assertEquals(nodesToFit(one(8), 4), 2);
+  assertEquals(nodesToFit(one(16), 8), 2);
+  assertEquals(nodesToFit(one(8), 3), 4);
+  assertEquals(nodesToFit(one(4, 2), 4), 2);
+  assertEquals(
+    tooBigAdvice(one(8), 4),
+    "use nodes: 2 (4 GPUs per node) or a smaller tensor_parallel",
+  );
+  assertEquals(
+    tooBigAdvice(one(2), 1),
+    "use nodes: 2 (1 GPU per node) or a smaller tensor_parallel",
+  );
+  assertEquals(
+    tooBigAdvice(one(8), 0),
+    "use a smaller tensor_parallel or a GPU class with more GPUs per node",
   );
 });

@@ -38,6 +38,12 @@ export interface IndexedNode {
   deployments: Map<string, number>;
   /** GPU indices allocated here, including by placements applied to the index. */
   allocatedIndices: Set<number>;
+  /**
+   * The engines the node reports (design §14); null when it reports none,
+   * which means unknown (an older agent, a cluster file without
+   * `engine_versions`), not "no engine": such a node takes any engine.
+   */
+  engines: ReadonlySet<string> | null;
 }
 
 /** A node together with its slot of one class: what placement iterates over. */
@@ -124,7 +130,9 @@ function indexNode(node: ClusterNode): IndexedNode {
     slot.free.sort((a, b) => a - b);
     slot.gpus.sort((a, b) => a.index - b.index);
   }
-  return { node, classes, deployments, allocatedIndices };
+  const reported = Object.keys(node.engine_versions ?? {});
+  const engines = reported.length === 0 ? null : new Set(reported);
+  return { node, classes, deployments, allocatedIndices, engines };
 }
 
 function countDeployment(counts: Map<string, number>, seen: Set<string>, a: Allocation): void {

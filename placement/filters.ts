@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { tooBigAdvice } from "../deployment/parallelism.ts";
 import { fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import type { Profile } from "../deployment/schema.ts";
 import type { ClassSlot, IndexedNode } from "./cluster_index.ts";
@@ -47,6 +48,34 @@ const STATE_REASONS: Record<string, ReasonCode> = {
   lost: "node_lost",
 };
 
+/**
+ * A node with fewer GPUs of the class than one shard needs can never take
+ * it, whatever is freed: said apart from `insufficient_gpus`, so nobody
+ * waits for capacity that cannot come. It counts every GPU of the class,
+ * healthy or not (a sick GPU may be repaired).
+ */
+export const nodeSizeFilter: NodeFilter = {
+  name: "node_size",
+  check: (_n, slot, ctx) => slot.gpus.length < ctx.profile.gpus_per_node ? "node_too_small" : null,
+  describe: (_n, slot, ctx) =>
+    tooSmallText(`node has only ${slot.gpus.length}`, slot.gpus.length, ctx),
+};
+
+/**
+ * "node has only 4 l40s-45g GPUs; a shard needs 8 on one node, so this
+ * profile can never fit: use nodes: 2 (4 GPUs per node) or a smaller
+ * tensor_parallel". `has` says how many ("node has only 4", "they have only
+ * 2–4"); `most` is the most GPUs of the class any of them has.
+ */
+export function tooSmallText(has: string, most: number, ctx: ProfileContext): string {
+  const p = ctx.profile;
+  return `${has} ${p.gpu_class} GPU${
+    most === 1 ? "" : "s"
+  }; a shard needs ${p.gpus_per_node} on one node, so this profile can never fit: ${
+    tooBigAdvice(p, most)
+  }`;
+}
+
 /** Only ready nodes take new replicas (design §4). */
 export const nodeStateFilter: NodeFilter = {
   name: "node_state",
@@ -82,6 +111,25 @@ export const computeCapabilityFilter: NodeFilter = {
     }`,
 };
 
+/**
+ * The profile's engine must be one the node reports (design §14): a shard
+ * of an engine that is not installed only fails to start. A node that
+ * reports no engine at all is unknown and passes (IndexedNode.engines).
+ */
+export const engineFilter: NodeFilter = {
+  name: "engine",
+  check: (n, _slot, ctx) =>
+    n.engines === null || n.engines.has(ctx.profile.engine) ? null : "engine_missing",
+  describe: (n, _slot, ctx) =>
+    `needs engine ${ctx.profile.engine}; node has ${engineList(n.node.engine_versions ?? {})}`,
+};
+
+/** "vllm 0.11.1, sglang 0.5.3", in name order. */
+export function engineList(versions: Record<string, string>): string {
+  return Object.entries(versions).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+    .map(([e, v]) => `${e} ${v}`).join(", ");
+}
+
 /** Enough healthy, unallocated GPUs of the class for one shard. */
 export const freeGpusFilter: NodeFilter = {
   name: "free_gpus",
@@ -111,9 +159,11 @@ export const freeGpusFilter: NodeFilter = {
  * {@link freeGpusFilter}, the only filter that changes between placements.
  */
 export const STABLE_FILTERS: readonly NodeFilter[] = [
+  nodeSizeFilter,
   nodeStateFilter,
   nodeSelectorFilter,
   computeCapabilityFilter,
+  engineFilter,
 ];
 
 /** The filters after class presence, in order (see REASONS). */

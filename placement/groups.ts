@@ -9,7 +9,12 @@
  * @module
  */
 import type { ClassMember, ClusterIndex } from "./cluster_index.ts";
-import { computeCapabilityFilter, type ProfileContext } from "./filters.ts";
+import {
+  computeCapabilityFilter,
+  engineList,
+  type ProfileContext,
+  tooSmallText,
+} from "./filters.ts";
 import { type ReasonCode, reasonLabel } from "./reasons.ts";
 import type { StableFit } from "./stable_fit.ts";
 import type { RejectionGroup } from "./types.ts";
@@ -108,6 +113,17 @@ function stableMessage(
   ctx: ProfileContext,
 ): string {
   switch (reason) {
+    case "node_too_small": {
+      let min = Infinity;
+      let max = 0;
+      for (const m of members) {
+        min = Math.min(min, m.slot.gpus.length);
+        max = Math.max(max, m.slot.gpus.length);
+      }
+      return tooSmallText(`they have only ${min === max ? max : `${min}–${max}`}`, max, ctx);
+    }
+    case "engine_missing":
+      return engineMessage(members, ctx);
     case "selector_mismatch":
       return selectorMessage(members, ctx);
     case "compute_capability": {
@@ -118,8 +134,20 @@ function stableMessage(
       return computeCapabilityFilter.describe(members[0].n, slot, ctx);
     }
     default:
-      return reasonLabel(reason, ctx.profile.gpu_class, ctx.profile.quantization);
+      return reasonLabel(reason, ctx.profile);
   }
+}
+
+/** "needs engine sglang; they have vllm 0.11.1 (300), vllm 0.10.2 (2)". */
+function engineMessage(members: readonly ClassMember[], ctx: ProfileContext): string {
+  const tally = new Map<string, number>();
+  for (const m of members) {
+    const has = engineList(m.n.node.engine_versions ?? {});
+    tally.set(has, (tally.get(has) ?? 0) + 1);
+  }
+  const has = [...tally].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([what, n]) => `${what} (${formatCount(n)})`);
+  return `needs engine ${ctx.profile.engine}; they have ${listed(has)}`;
 }
 
 /** "label zone=a required; they have zone=b (300), no zone label (200)". */

@@ -18,10 +18,12 @@ export {
 export { chooseGpus, nvlinkDomains } from "./gpu_choice.ts";
 export {
   computeCapabilityFilter,
+  engineFilter,
   freeGpusFilter,
   NODE_FILTERS,
   type NodeFilter,
   nodeSelectorFilter,
+  nodeSizeFilter,
   nodeStateFilter,
   type ProfileContext,
   profileContext,

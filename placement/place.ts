@@ -381,7 +381,7 @@ function buildShards(
 }
 
 function countsText(counts: [ReasonCode, number][], profile: Profile): string {
-  return counts.map(([r, n]) => `${n} ${reasonLabel(r, profile.gpu_class, profile.quantization)}`)
+  return counts.map(([r, n]) => `${n} ${reasonLabel(r, profile)}`)
     .join(", ");
 }
 

@@ -160,11 +160,14 @@ Deno.test("insufficient_gpus: the message counts free, allocated and unhealthy G
   });
 });
 
-Deno.test("insufficient_gpus: GPUs of other classes do not count", () => {
+Deno.test("GPUs of other classes do not count", () => {
   const list = [...gpus(4), ...gpus(4, { first: 4, cls: "a100-80g" })];
   const a = onlyAttempt([node("n1", { gpus: list })], deployment([h100x8]));
   assertEquals(rejections(a), {
-    n1: ["insufficient_gpus", "needs 8 free h100-80g GPUs, has 4 free of 4"],
+    n1: [
+      "node_too_small",
+      "node has only 4 h100-80g GPUs; a shard needs 8 on one node, so this profile can never fit: use nodes: 2 (4 GPUs per node) or a smaller tensor_parallel",
+    ],
   });
 });
 
@@ -188,29 +191,39 @@ Deno.test("no_fabric and fabric_too_small for a multi-node profile", () => {
 });
 
 Deno.test("a node is reported under the first filter that rejects it", () => {
+  const six = alloc("old", [0, 1, 2, 3, 4, 5]);
   const p = profile({ name: "p", quantization: "fp8", node_selector: { zone: "a" } });
   const a = onlyAttempt([
     node("n1", { state: "cordoned", gpus: gpus(8, { cls: "a100-80g" }) }), // class first
     node("n2", { state: "draining", labels: { zone: "b" } }), // state before selector
     node("n3", { labels: { zone: "b" }, gpus: gpus(8, { cc: "8.0" }) }), // selector before cc
-    node("n4", { labels: { zone: "a" }, gpus: gpus(2, { cc: "8.0" }) }), // cc before count
+    node("n4", { labels: { zone: "a" }, gpus: gpus(8, { cc: "8.0" }), allocations: [six] }), // cc before count
+    node("n5", { state: "cordoned", gpus: gpus(4) }), // size before state
+    node("n6", { labels: { zone: "a" }, engine_versions: { sglang: "0.5.3" } }), // engine before count
   ], deployment([p]));
   assertEquals(a.counts, {
     no_gpu_class: 1,
+    node_too_small: 1,
     node_draining: 1,
     selector_mismatch: 1,
     compute_capability: 1,
+    engine_missing: 1,
   });
   assertEquals(Object.keys(a.counts), [
     "no_gpu_class",
+    "node_too_small",
     "node_draining",
     "selector_mismatch",
     "compute_capability",
+    "engine_missing",
   ]);
 });
 
+/** A node with 2 free of its 8 h100-80g GPUs. */
+const twoFree = () => node("n2", { allocations: [alloc("old", [0, 1, 2, 3, 4, 5])] });
+
 Deno.test("detail is optional; without it the counts and summary are the same", () => {
-  const nodes = [node("n1", { state: "cordoned" }), node("n2", { gpus: gpus(2) })];
+  const nodes = [node("n1", { state: "cordoned" }), twoFree()];
   const withDetail = onlyAttempt(nodes, deployment([h100x8]));
   const plain = unschedulable(placeReplica(nodes, deployment([h100x8]), "r-1"));
   assertEquals(plain.explanation.profiles[0].nodes, undefined);
@@ -699,7 +712,7 @@ Deno.test("fabric by bandwidth: equal bandwidth and free GPUs fall back to the n
 // Grouped explanations (design §1.2 at scale)
 
 Deno.test("detail levels: false, grouped, full", () => {
-  const nodes = [node("n1", { state: "cordoned" }), node("n2", { gpus: gpus(2) })];
+  const nodes = [node("n1", { state: "cordoned" }), twoFree()];
   const dep = deployment([h100x8]);
   const at = (detail: false | "grouped" | "full") =>
     unschedulable(placeReplica(nodes, dep, "r-1", { detail })).explanation.profiles[0];
@@ -710,7 +723,7 @@ Deno.test("detail levels: false, grouped, full", () => {
     {
       reason: "insufficient_gpus",
       count: 1,
-      message: "needs 8 free h100-80g GPUs, has 2 free",
+      message: "needs 8 free h100-80g GPUs, has 2 free; 1 with GPUs allocated",
       examples: ["n2"],
     },
   ]);

@@ -9,12 +9,14 @@
 /** Why a node was rejected for a profile. */
 export type ReasonCode =
   | "no_gpu_class"
+  | "node_too_small"
   | "node_cordoned"
   | "node_draining"
   | "node_unreachable"
   | "node_lost"
   | "selector_mismatch"
   | "compute_capability"
+  | "engine_missing"
   | "insufficient_gpus"
   | "no_fabric"
   | "fabric_too_small";
@@ -28,6 +30,12 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     code: "no_gpu_class",
     label: "no {class} GPUs",
     meaning: "The node has no GPU of the profile's class.",
+  },
+  {
+    code: "node_too_small",
+    label: "too small (fewer than {gpus} {class} GPUs in all)",
+    meaning:
+      "The node has fewer GPUs of the class, free or not, than a shard needs (gpus_per_node): the profile can never fit there, whatever is freed; use more nodes per replica or a smaller tensor_parallel.",
   },
   { code: "node_cordoned", label: "cordoned", meaning: "An operator cordoned the node." },
   { code: "node_draining", label: "draining", meaning: "The node is being drained." },
@@ -47,6 +55,12 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     label: "compute capability too low for {quantization}",
     meaning:
       "A quantization that computes in fp8 (fp8, w8a8_fp8, modelopt, …) needs compute capability ≥ 8.9; unknown counts as too low.",
+  },
+  {
+    code: "engine_missing",
+    label: "without {engine}",
+    meaning:
+      "The node reports engines, and the profile's engine is not among them (the message names what the node has). A node that reports none is not refused: its engines are unknown.",
   },
   {
     code: "insufficient_gpus",
@@ -72,8 +86,21 @@ export function reasonOrder(code: ReasonCode): number {
   return ORDER.get(code) ?? REASONS.length;
 }
 
-/** The summary label of a reason, with the profile's class and quantization filled in. */
-export function reasonLabel(code: ReasonCode, gpuClass: string, quantization: string): string {
+/** What a reason's label names of the profile. */
+export interface LabelFacts {
+  /** The profile's GPU class. */
+  gpu_class: string;
+  /** Its quantization. */
+  quantization: string;
+  /** Its engine. */
+  engine: string;
+  /** GPUs one shard needs on a node. */
+  gpus_per_node: number;
+}
+
+/** The summary label of a reason, with the profile's class, quantization, engine and size filled in. */
+export function reasonLabel(code: ReasonCode, p: LabelFacts): string {
   const r = REASONS[reasonOrder(code)];
-  return r.label.replace("{class}", gpuClass).replace("{quantization}", quantization);
+  return r.label.replace("{class}", p.gpu_class).replace("{quantization}", p.quantization)
+    .replace("{engine}", p.engine).replace("{gpus}", String(p.gpus_per_node));
 }

@@ -1,9 +1,10 @@
 /**
  * What the filters that do not depend on allocations decide for one profile
- * (class presence, node state, selector, compute capability), computed once
- * per index and profile and kept beside the index. Placing the 1,000th replica
- * of a deployment then only re-checks free GPUs on the nodes left (design
- * §16). The answer depends on the profile's class, quantization and node
+ * (class presence, node size, node state, selector, compute capability,
+ * engine), computed once per index and profile and kept beside the index.
+ * Placing the 1,000th replica of a deployment then only re-checks free GPUs
+ * on the nodes left (design §16). The answer, and the words of its groups,
+ * depend on the profile's class, shape, quantization, engine and node
  * selector (its key) and on the nodes, which the index never changes.
  *
  * @module
@@ -52,7 +53,17 @@ const MEMO = new WeakMap<ClusterIndex, Map<string, StableFit>>();
 /** The stable verdict for a profile, computed on first use and kept for the index's life. */
 export function stableFit(index: ClusterIndex, ctx: ProfileContext): StableFit {
   const p = ctx.profile;
-  const key = JSON.stringify([p.gpu_class, p.quantization, ctx.needsFp8, ctx.selector]);
+  const key = JSON.stringify([
+    p.gpu_class,
+    p.gpus_per_node,
+    p.nodes,
+    p.tensor_parallel,
+    p.pipeline_parallel,
+    p.quantization,
+    ctx.needsFp8,
+    p.engine,
+    ctx.selector,
+  ]);
   let memo = MEMO.get(index);
   if (memo === undefined) MEMO.set(index, memo = new Map());
   let fit = memo.get(key);

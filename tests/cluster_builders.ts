@@ -104,6 +104,8 @@ export interface NodeOptions {
   fabrics?: FabricAttachment[];
   /** Default none. */
   allocations?: Allocation[];
+  /** Installed engines (design §14); default none reported (unknown). */
+  engine_versions?: Record<string, string>;
 }
 
 /** One node. */
@@ -118,6 +120,7 @@ export function node(id: string, o: NodeOptions = {}): ClusterNode {
     gpus: o.gpus ?? gpus(8),
     fabrics: o.fabrics ?? [],
     allocations: o.allocations ?? [],
+    ...(o.engine_versions === undefined ? {} : { engine_versions: o.engine_versions }),
   };
 }
 

@@ -86,6 +86,13 @@ const nodeSpecArb = fc.record({
   hcaCounts: fc.tuple(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 2 })),
   /** Per fabric: the slowest active port's rate; null when unreadable. */
   rates: fc.tuple(rateArb, rateArb),
+  /** The engines the node reports; none reported means unknown (any engine). */
+  engines: fc.oneof(
+    { arbitrary: fc.constant<string[]>([]), weight: 3 },
+    { arbitrary: fc.constant<string[]>(["vllm"]), weight: 3 },
+    { arbitrary: fc.constant<string[]>(["sglang"]), weight: 1 },
+    { arbitrary: fc.constant<string[]>(["sglang", "vllm"]), weight: 2 },
+  ),
 });
 type NodeSpec = typeof nodeSpecArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -175,6 +182,7 @@ function buildNode(id: string, spec: NodeSpec): ClusterNode {
     gpus,
     fabrics,
     allocations,
+    engine_versions: Object.fromEntries(spec.engines.map((e) => [e, "1.0.0"])),
   };
 }
 
@@ -198,6 +206,7 @@ const profileSpecArb = fc.record({
   pipeline: fc.boolean(),
   fp8: chance(1, 3),
   zoneA: chance(1, 3),
+  sglang: chance(1, 3),
 });
 
 const deploymentArb: fc.Arbitrary<Deployment> = fc.record({
@@ -211,7 +220,7 @@ const deploymentArb: fc.Arbitrary<Deployment> = fc.record({
   placement: spread ? "spread" : "pack",
   profiles: profiles.map((s, i): Profile => ({
     name: `p${i + 1}`,
-    engine: "vllm",
+    engine: s.sglang ? "sglang" : "vllm",
     gpu_class: s.cls,
     tensor_parallel: s.pipeline ? s.gpn : s.nodes * s.gpn,
     pipeline_parallel: s.pipeline ? s.nodes : 1,
@@ -293,6 +302,7 @@ function freeIndices(state: State, n: ClusterNode, cls: string): number[] {
 function nodeReason(state: State, n: ClusterNode, p: Profile): string | null {
   const own = classGpus(n, p.gpu_class);
   if (own.length === 0) return "no_gpu_class";
+  if (own.length < p.gpus_per_node) return "node_too_small";
   if (n.state !== "ready") return `node_${n.state}`;
   for (const [k, v] of Object.entries(p.node_selector)) {
     if (!Object.hasOwn(n.labels, k) || n.labels[k] !== v) return "selector_mismatch";
@@ -300,6 +310,8 @@ function nodeReason(state: State, n: ClusterNode, p: Profile): string | null {
   if (p.quantization === "fp8" && !own.every((g) => ccAtLeast89(g.compute_capability))) {
     return "compute_capability";
   }
+  const engines = Object.keys(n.engine_versions ?? {});
+  if (engines.length > 0 && !engines.includes(p.engine)) return "engine_missing";
   if (freeIndices(state, n, p.gpu_class).length < p.gpus_per_node) return "insufficient_gpus";
   return null;
 }
@@ -541,8 +553,13 @@ function checkShards(
   for (const s of shards) {
     const n = state.byId.get(s.node);
     assertOk(n !== undefined, `unknown node ${s.node}`);
-    // 6. ready, selector, fp8
+    // 6. ready, selector, fp8, engine
     assertEquals(n.state, "ready", `node ${n.id} must be ready`);
+    const engines = Object.keys(n.engine_versions ?? {});
+    assertOk(
+      engines.length === 0 || engines.includes(p.engine),
+      `engine ${p.engine} on node ${n.id}, which reports ${fmt(engines)}`,
+    );
     for (const [k, v] of Object.entries(p.node_selector)) {
       assertEquals(n.labels[k], v, `node ${n.id} must match selector ${k}=${v}`);
     }

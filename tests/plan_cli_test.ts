@@ -92,16 +92,18 @@ Deno.test("plan exits 3 and explains every node when nothing fits, grouped by re
       examples: ["h200-sxm-vm", "l40s-pcie-vm", "rtx4080super-workstation"],
     },
     {
+      // A 1-GPU VM can never hold a 4-GPU shard: said apart from "insufficient" (issue #23).
+      reason: "node_too_small",
+      count: 1,
+      message:
+        "they have only 1 h100-80g GPU; a shard needs 4 on one node, so this profile can never fit: use nodes: 4 (1 GPU per node) or a smaller tensor_parallel",
+      examples: ["h100-sxm-vm"],
+    },
+    {
       reason: "compute_capability",
       count: 1,
       message: "fp8 needs compute capability ≥ 8.9; h100-80g GPUs here report unknown",
       examples: ["dgx-h100-8x-nics"],
-    },
-    {
-      reason: "insufficient_gpus",
-      count: 1,
-      message: "needs 4 free h100-80g GPUs, has 0 free; 1 with unhealthy GPUs",
-      examples: ["h100-sxm-vm"],
     },
   ]);
   // --detail: every node with its own message.
@@ -109,12 +111,12 @@ Deno.test("plan exits 3 and explains every node when nothing fits, grouped by re
   assertEquals(d.code, 3);
   const h100 = (JSON.parse(d.out) as { replicas: PlannedReplica[] }).replicas[0].explanation
     .profiles[0];
-  assertEquals(h100.counts, { no_gpu_class: 4, compute_capability: 1, insufficient_gpus: 1 });
+  assertEquals(h100.counts, { no_gpu_class: 4, node_too_small: 1, compute_capability: 1 });
   assertEquals(h100.groups, grouped.groups);
   assertEquals(h100.nodes?.length, 6);
-  assertStringIncludes(
+  assertEquals(
     h100.nodes!.find((n) => n.node === "h100-sxm-vm")!.message,
-    "1 unhealthy (GPU 0: memory held by a process that is not llmgw's: pid 11327 uses 2566 MiB)",
+    "node has only 1 h100-80g GPU; a shard needs 4 on one node, so this profile can never fit: use nodes: 4 (1 GPU per node) or a smaller tensor_parallel",
   );
   // The recorded DGX CSV has no compute_cap column: fp8 cannot be proven safe.
   assertEquals(
@@ -168,7 +170,7 @@ Deno.test("plan prints text for people: groups by default, every node with --det
 Deno.test("plan --json stays small: an unschedulable replica's size does not grow with the cluster", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    // n nodes that each lack the profile's class or have too few free GPUs.
+    // n nodes that each lack the profile's class or have too few GPUs of it.
     const cluster = async (n: number) => {
       const nodes = Array.from({ length: n }, (_, i) => ({
         id: `node-${i}`,
@@ -198,7 +200,7 @@ Deno.test("plan --json stays small: an unschedulable replica's size does not gro
       const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
       assertEquals(replicas[0].explanation.profiles[0].groups?.map((g) => [g.reason, g.count]), [
         ["no_gpu_class", n / 2],
-        ["insufficient_gpus", n / 2],
+        ["node_too_small", n / 2],
       ]);
       sizes.push(r.out.length);
     }
