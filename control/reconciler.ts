@@ -7,12 +7,10 @@
  * @module
  */
 import { noPorts } from "../engines/launch.ts";
-import type { Deployment } from "../deployment/schema.ts";
 import { applyPlacement, type ClusterIndex, indexCluster, place } from "../placement/mod.ts";
-import type { Placed } from "../placement/types.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
-import { failureTail, shardFailureMessage } from "./events.ts";
+import { givenUpFailure, placeAvoiding } from "./replica_failures.ts";
 import { transitionEvent } from "./nodes.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
@@ -20,8 +18,7 @@ import type { ControlState } from "./state.ts";
 import { deploymentRevision, replicaRevision, type StoredReplica } from "./store.ts";
 import { isReady } from "./views.ts";
 
-/** Placements in a row whose shard failed for a reason retrying cannot change, before giving up. */
-export const MAX_PERMANENT_FAILURES = 3;
+export { MAX_PERMANENT_FAILURES } from "./replica_failures.ts";
 
 /** Placement outcomes since start, for /metrics. */
 export interface PlacementCounters {
@@ -65,9 +62,10 @@ async function refreshLiveness(pass: Pass): Promise<void> {
 /**
  * Replicas are rebuilt whole: a shard on a lost or draining node, or a shard
  * reported failed. A failure the agent marks permanent (the engine refused
- * the shard) is retried on a fresh placement a few times, since another node
- * may differ, then the replica is `failed` and stays so until its deployment
- * changes. A replica whose shards are all ready forgets its failures.
+ * the shard, or it crash-looped) moves the replica to other nodes a few
+ * times, then, or at once when no other node fits, the replica is `failed`
+ * until its deployment changes (replica_failures.ts). A replica whose shards
+ * are all ready forgets its failures.
  */
 async function rebuildBroken(pass: Pass): Promise<void> {
   const { state } = pass;
@@ -95,7 +93,7 @@ async function rebuildBroken(pass: Pass): Promise<void> {
       if (report?.state !== "failed") continue;
       const f = report.last_failure;
       if (permanent !== undefined) {
-        await permanentFailure(
+        await givenUpFailure(
           pass,
           r,
           permanent.s.shard_id,
@@ -167,48 +165,6 @@ async function drainReplica(pass: Pass, r: StoredReplica, node: string): Promise
           : "not ready within the progress deadline"),
     );
   }
-}
-
-/** Counts a permanent failure; rebuilds the replica or, past the bound, gives it up. */
-async function permanentFailure(
-  pass: Pass,
-  r: StoredReplica,
-  shardId: string,
-  node: string,
-  f: { reason: string; log_tail: string[]; at: number },
-): Promise<void> {
-  const { state } = pass;
-  const attempts = (r.failure?.attempts ?? 0) + 1;
-  r.failure = {
-    reason: f.reason,
-    shard_id: shardId,
-    node,
-    log_tail: failureTail(f.log_tail),
-    at: f.at,
-    attempts,
-    // The next placement tries other nodes first: the refusal may be this node's.
-    nodes: [...new Set([...(r.failure?.nodes ?? []), node])],
-  };
-  if (attempts < MAX_PERMANENT_FAILURES) {
-    await state.rebuild(
-      r,
-      `shard ${shardId} on ${node} was refused for a reason retrying cannot change ` +
-        `(attempt ${attempts} of ${MAX_PERMANENT_FAILURES}); placing it again`,
-    );
-    return;
-  }
-  state.touch(r);
-  state.inventory.releaseReplica(r.id);
-  r.phase = "failed";
-  r.placement = null;
-  r.updated_at = pass.now;
-  await state.store.putReplica(r);
-  await state.event(
-    "replica_failed",
-    `replica/${r.id}`,
-    `${shardFailureMessage(shardId, node, f)}\n` +
-      `gave up after ${attempts} placements; apply a changed deployment to try again`,
-  );
 }
 
 /** Replica records follow each deployment's replica count. */
@@ -313,32 +269,6 @@ async function announceReady(pass: Pass): Promise<void> {
         `(revision ${replicaRevision(r)})`,
     );
   }
-}
-
-/**
- * A replica refused for good on some nodes is placed elsewhere first, on
- * the inventory as it stands (earlier placements of this pass included);
- * null when it fits nowhere else, and it is then placed as any other.
- */
-function placeAvoiding(
-  state: ControlState,
-  r: StoredReplica,
-  d: Deployment,
-  attempt: number,
-): Placed | null {
-  const avoid = new Set(r.failure?.nodes ?? []);
-  if (avoid.size === 0) return null;
-  const others = indexCluster(state.inventory.snapshot().filter((n) => !avoid.has(n.id)));
-  const result = place(others, d, `${r.id}.${attempt}`, { detail: "grouped" });
-  if (result.status !== "placed") return null;
-  const left = [...avoid].sort().join(", ");
-  return {
-    ...result,
-    explanation: {
-      ...result.explanation,
-      summary: `${result.explanation.summary} (left out, refused there before: ${left})`,
-    },
-  };
 }
 
 /** A draining node whose replicas have all moved off is drained: said once. */

@@ -101,14 +101,19 @@ Deno.test("a multi-node replica's other ranks wait for rank 0's ports, then meet
 
 Deno.test("a permanent shard failure ends the replica failed after a bounded number of placements", async () => {
   const { cp, store } = await testControl();
-  await registerNodes(cp, ["n1"]);
+  const nodes = ["n1", "n2", "n3", "n4"];
+  await registerNodes(cp, nodes);
   await cp.deployments.apply({ ...QWEN, replicas: 1 });
   await cp.reconcile();
+  const refused: string[] = [];
   for (let attempt = 1; attempt <= MAX_PERMANENT_FAILURES; attempt++) {
     const [r] = cp.replicas();
     assertEquals(r.state, "starting", `attempt ${attempt}`);
     assertEquals(r.shards[0].shard_id, `qwen-r0.${attempt}/0`);
-    await reportAll(cp, "n1", "failed", { last_failure: ARG_FAILURE });
+    // Each placement leaves out the nodes that refused it before.
+    assertOk(!refused.includes(r.shards[0].node), `placed on ${r.shards[0].node} again`);
+    refused.push(r.shards[0].node);
+    await reportAll(cp, r.shards[0].node, "failed", { last_failure: ARG_FAILURE });
     await cp.reconcile();
   }
   const [failed] = cp.replicas();
@@ -118,16 +123,17 @@ Deno.test("a permanent shard failure ends the replica failed after a bounded num
   assertStringIncludes(failed.failure!.reason, "unrecognized arguments: --x");
   assertEquals(failed.failure!.log_tail, ARG_FAILURE.log_tail);
   // Its GPUs are free and it is not placed again.
-  assertEquals(cp.inventory.listNodes()[0].allocations, []);
+  assertEquals(cp.inventory.listNodes().flatMap((n) => n.allocations), []);
   await cp.reconcile();
   await cp.reconcile();
   assertEquals(cp.replicas()[0].state, "failed");
-  assertEquals((await cp.desired.wait("n1", -1, 0)).shards, []);
+  for (const n of nodes) assertEquals((await cp.desired.wait(n, -1, 0)).shards, []);
   // The reason is in one event, not one per attempt.
   const events = await cp.events.list({ limit: 1000 });
   const withReason = events.filter((e) => e.message.includes("unrecognized arguments: --x"));
   assertEquals(withReason.map((e) => e.kind), ["replica_failed"]);
   assertStringIncludes(withReason[0].message, "vllm serve: error: unrecognized arguments");
+  assertStringIncludes(withReason[0].message, `gave up after ${MAX_PERMANENT_FAILURES} placements`);
   assertEquals(events.filter((e) => e.kind === "shard_failed"), []);
   // The failure is stored: it survives a restart.
   assertEquals((await store.listReplicas())[0].failure?.attempts, MAX_PERMANENT_FAILURES);
@@ -168,13 +174,14 @@ Deno.test("a transient failure rebuilds without counting towards giving up", asy
 
 Deno.test("a replica that becomes ready forgets its permanent failures", async () => {
   const { cp } = await testControl();
-  await registerNodes(cp, ["n1"]);
+  await registerNodes(cp, ["n1", "n2"]);
   await cp.deployments.apply({ ...QWEN, replicas: 1 });
   await cp.reconcile();
-  await reportAll(cp, "n1", "failed", { last_failure: ARG_FAILURE });
+  const first = cp.replicas()[0].shards[0].node;
+  await reportAll(cp, first, "failed", { last_failure: ARG_FAILURE });
   await cp.reconcile();
   assertEquals(cp.replicas()[0].failure?.attempts, 1);
-  await reportAll(cp, "n1", "ready");
+  await reportAll(cp, cp.replicas()[0].shards[0].node, "ready");
   await cp.reconcile();
   assertEquals(cp.replicas()[0].state, "ready");
   assertEquals(cp.replicas()[0].failure, null);
@@ -210,13 +217,67 @@ Deno.test("a replica refused for good on one node is placed on another first", a
   const second = again.shards[0].node;
   assertOk(second !== first, `placed on ${first} again`);
   assertStringIncludes(again.explanation!.summary, `refused there before: ${first}`);
-  // Refused on both: it may go back to the first, and the bound ends it.
+  // Refused on both: no other node fits, so it fails now rather than bounce back.
   await reportAll(cp, second, "failed", { last_failure: ARG_FAILURE });
   await cp.reconcile();
-  const [third] = cp.replicas();
-  assertEquals(third.state, "starting");
-  assertEquals(third.failure?.nodes?.sort(), [first, second].sort());
-  await reportAll(cp, third.shards[0].node, "failed", { last_failure: ARG_FAILURE });
-  await cp.reconcile();
-  assertEquals(cp.replicas()[0].state, "failed");
+  const [failed] = cp.replicas();
+  assertEquals(failed.state, "failed");
+  assertEquals(failed.failure?.attempts, 2);
+  assertEquals(failed.failure?.nodes?.sort(), [first, second].sort());
+  const events = await cp.events.list({ limit: 1000 });
+  assertStringIncludes(
+    events.find((e) => e.kind === "replica_failed")!.message,
+    `no node other than ${[first, second].sort().join(", ")} fits`,
+  );
+});
+
+const CRASH_LOOP = {
+  at: 1_700_000_000_001,
+  reason: "crash loop: failed 5 times in a row without staying ready; " +
+    "not restarted on this node again; last: exited with code 1",
+  exit_code: 1,
+  signal: null,
+  log_tail: ["ModuleNotFoundError: No module named 'sglang'"],
+  permanent: true,
+};
+
+Deno.test("a crash-looping shard's replica moves off its node, or fails with the reason where nothing else fits", async () => {
+  // Two nodes: it moves, leaving the looping node out.
+  const two = await testControl();
+  await registerNodes(two.cp, ["n1", "n2"]);
+  await two.cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await two.cp.reconcile();
+  const first = two.cp.replicas()[0].shards[0].node;
+  await reportAll(two.cp, first, "failed", {
+    last_failure: CRASH_LOOP,
+    crash_loop: { failures: 5, limit: 5 },
+  });
+  await two.cp.reconcile();
+  const [moved] = two.cp.replicas();
+  assertEquals(moved.state, "starting");
+  assertOk(moved.shards[0].node !== first, `placed on ${first} again`);
+  const rebuilding = (await two.cp.events.list({ limit: 1000 })).find((e) =>
+    e.kind === "replica_rebuilding"
+  );
+  assertStringIncludes(rebuilding!.message, `placing it on another node than ${first}`);
+
+  // One node: failed at once with the reason, not pending, not placed there again.
+  const one = await testControl();
+  await registerNodes(one.cp, ["n1"]);
+  await one.cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await one.cp.reconcile();
+  await reportAll(one.cp, "n1", "failed", { last_failure: CRASH_LOOP });
+  await one.cp.reconcile();
+  await one.cp.reconcile();
+  const [failed] = one.cp.replicas();
+  assertEquals(failed.state, "failed");
+  assertEquals(failed.shards, []);
+  assertStringIncludes(failed.failure!.reason, "crash loop: failed 5 times in a row");
+  assertEquals((await one.cp.desired.wait("n1", -1, 0)).shards, []);
+  const events = await one.cp.events.list({ limit: 1000 });
+  const gaveUp = events.filter((e) => e.kind === "replica_failed");
+  assertEquals(gaveUp.length, 1);
+  assertStringIncludes(gaveUp[0].message, "No module named 'sglang'");
+  assertStringIncludes(gaveUp[0].message, "no node other than n1 fits");
+  assertEquals(events.filter((e) => e.kind === "replica_placed").length, 1);
 });
