@@ -14,8 +14,8 @@ import type {
 } from "../protocol/agent_protocol.ts";
 import type { DesiredStates } from "./desired.ts";
 import { ForbiddenError, InvalidInputError, NotFoundError } from "./errors.ts";
-import { shardFailureMessage } from "./events.ts";
 import { learnPorts, replicaIdOfShard } from "./ports.ts";
+import { shardEvents } from "./shard_events.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
 import type { NodeIntent, StoredNode } from "./store.ts";
 import { hashToken, newToken, tokenMatches } from "../http/tokens.ts";
@@ -147,29 +147,10 @@ export class NodeService {
       state.awaitingFirstReport.delete(req.node_id);
       const before = state.reports.get(req.node_id);
       // Each new failure becomes an event with its log tail, so `llmgw events`
-      // says why an engine died or never loaded. One from before this control
-      // plane started was recorded by its predecessor. A permanent failure is
-      // told once, by the reconciler, when it gives the replica up.
-      for (const s of req.shards) {
-        const f = s.last_failure;
-        if (f === null || f.permanent === true) continue;
-        if (before?.get(s.id)?.last_failure?.at === f.at) continue;
-        if (before === undefined && f.at < state.startedAt) continue;
-        await state.event(
-          "shard_failed",
-          `replica/${replicaIdOfShard(s.id)}`,
-          shardFailureMessage(s.id, req.node_id, f),
-        );
-      }
-      for (const s of req.shards) {
-        const n = s.notice;
-        if (n === null || n === undefined || before?.get(s.id)?.notice?.at === n.at) continue;
-        if (before === undefined && n.at < state.startedAt) continue;
-        await state.event(
-          "shard_notice",
-          `replica/${replicaIdOfShard(s.id)}`,
-          `shard ${s.id} on ${req.node_id}: ${n.message}`,
-        );
+      // says why an engine died or never loaded, and each return to ready one
+      // that closes it (shard_events.ts).
+      for (const e of shardEvents(req.node_id, before, req.shards, state.startedAt)) {
+        await state.event(e.kind, `replica/${replicaIdOfShard(e.shard)}`, e.message);
       }
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
       // The ports the agent allocated; other ranks learn rank 0's at once.

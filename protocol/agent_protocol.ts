@@ -132,6 +132,12 @@ export const CertificateAnswerSchema = z.object({
 /** The answer to `POST /v1/agent/certificate`. */
 export type CertificateAnswer = z.infer<typeof CertificateAnswerSchema>;
 
+/**
+ * From this many failures in a row (a shard report's `crash_loop.failures`)
+ * a shard is shown crash-looping: its restart did not help.
+ */
+export const CRASH_LOOP_FROM = 2;
+
 /** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
 /** Metric names an engine reports its load under (engines/types.ts `MetricNames`). */
 export const LoadMetricNamesSchema = z.object({

@@ -12,13 +12,12 @@
  *
  * @module
  */
+import { CRASH_LOOP_FROM } from "../protocol/agent_protocol.ts";
 import { backoffDelay, type BackoffPolicy } from "./backoff.ts";
 
 /** Failures in a row without staying ready after which the supervisor stops restarting a shard. */
 export const DEFAULT_CRASH_LOOP_LIMIT = 5;
 
-/** From this many failures in a row a shard is shown as crash-looping. */
-export const CRASH_LOOP_FROM = 2;
 
 /** What the runner knows when a run of a shard has failed. */
 export interface FailureFacts {
