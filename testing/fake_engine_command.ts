@@ -229,6 +229,11 @@ function parseVllm(argv: readonly string[], env: (k: string) => string | undefin
 }
 
 function parseSglang(argv: readonly string[]): Command {
+  // Not a launch_server flag: what the python3 shim runs for SGLang's version
+  // command (engines/sglang.ts), so agents on the fake report SGLang too.
+  if (argv.length === 1 && argv[0] === "--version") {
+    return { kind: "print", text: `${knobVersion("sglang")}\n` };
+  }
   if (argv.includes("-h") || argv.includes("--help")) {
     return {
       kind: "print",

@@ -11,7 +11,7 @@
 import OpenAI from "npm:openai@^5";
 import fc from "fast-check";
 import { join } from "node:path";
-import { assertEquals, assertOk, assertRejects } from "./assert.ts";
+import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import {
@@ -125,6 +125,17 @@ Deno.test({
       assertEquals(gatewayUrl, `https://127.0.0.1:${devPorts(base).gateway}`);
       const env = (await readDevEnv(dir))!;
       trust = pinnedFetch(Deno.readTextFileSync(env.ca));
+      // The fake engine stands in for both engines, and every simulated node
+      // says so: placement keeps a profile off nodes without its engine (issue #23).
+      const { nodes } = await admin<{ nodes: { engine_versions: Record<string, string> }[] }>(
+        env,
+        trust.fetch,
+        "/v1/nodes",
+      );
+      assertOk(nodes.length > 0);
+      for (const n of nodes) {
+        assertEquals(Object.keys(n.engine_versions).sort(), ["sglang", "vllm"]);
+      }
       // A client that does not trust the cluster CA is refused, and so is plain HTTP.
       await assertRejects(() => fetch(`${gatewayUrl}/v1/models`), TypeError);
       await assertRejects(
@@ -402,6 +413,18 @@ Deno.test({
         headers: { authorization: `Bearer ${env.token}` },
       });
       assertEquals(del.status, 200, await del.text());
+      // A gateway API key: the gateway is no longer open after the restart (issue #23 item 10).
+      const key = await trust.fetch(`${env.url}/v1/apikeys`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${env.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: "restart-test" }),
+      });
+      assertEquals(key.status, 201, await key.text());
+      // The store holds token and key hashes: its owner's only (issue #23 item 10).
+      for (const f of ["llmgw.db", "llmgw.db-wal"]) {
+        assertEquals((Deno.statSync(join(dir, "control", f)).mode! & 0o777).toString(8), "600", f);
+      }
+      const before = env;
       trust.close();
       trust = undefined;
       dev.stop();
@@ -418,7 +441,14 @@ Deno.test({
         },
       );
       assertOk(!/applied .*\.yaml/.test(dev.output()), dev.output());
+      // The banner of the restart says what holds now: a key exists, the token is the same.
+      const banner = dev.output().slice(dev.output().lastIndexOf("llmgw dev: a local cluster"));
+      assertOk(!banner.includes("open to loopback until an API key exists"), banner);
+      assertStringIncludes(banner, "needs an API key: 1 exists");
+      assertStringIncludes(banner, "kept from this directory's last start");
       env = (await readDevEnv(dir))!;
+      // The admin token is kept across restarts: shells and dashboard sessions stay signed in.
+      assertEquals(env.token, before.token);
       trust = pinnedFetch(Deno.readTextFileSync(env.ca));
       assertEquals(await replicasOf(env, trust.fetch, "llama-8b"), 1);
       assertEquals(await replicasOf(env, trust.fetch, "qwen-7b"), undefined);
