@@ -22,6 +22,15 @@ import type { ControlPlane } from "../control/control_plane.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
+import { acquireDevLock, type DevLock, DevLockedError } from "./dev_lock.ts";
+import {
+  devStatePaths,
+  loadOrCreateDevAdminToken,
+  prepareDevState,
+  writeDevEnv,
+} from "./dev_state.ts";
+import { devBanner, devCliCommand } from "./dev_banner.ts";
+import { engineLeftReport, scanEnginesLeft } from "./dev_engines_left.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_views.ts";
@@ -231,6 +240,19 @@ export async function devCommand(
       `dev: --load-seconds must be a number of seconds, 0 or more, got "${loadSeconds}"`,
     );
   }
+  const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
+  Deno.mkdirSync(dir, { recursive: true });
+  // One dev per directory (the lock outlives no process, kill -9 included),
+  // taken before anything is checked or written: a second dev must not
+  // rewrite dev.env nor touch the first one's engines.
+  let lock: DevLock;
+  try {
+    lock = acquireDevLock(dir, ports.control);
+  } catch (e) {
+    if (!(e instanceof DevLockedError)) throw e;
+    err(`llmgw: dev: ${e.message}\n`);
+    return 1;
+  }
   try {
     // Every listener is checked before anything starts or is written, so a
     // clash (another cluster on the same --port) stops dev cleanly; the
@@ -241,17 +263,20 @@ export async function devCommand(
       assertBindable(`agent ${a.node}'s local API`, HOST, a.api);
       assertBindable(`agent ${a.node}'s engine proxy`, HOST, a.proxy);
     }
-    return await runCluster(ports, values, loadSeconds, write, stopSignal);
+    return await runCluster(dir, ports, values, loadSeconds, write, stopSignal);
   } catch (e) {
     if (!(e instanceof BindError || e instanceof DevAgentError)) throw e;
     err(`llmgw: dev: ${e.message}\n`);
     return 1;
+  } finally {
+    lock.release();
   }
 }
 
 async function runCluster(
+  dir: string,
   ports: DevPorts,
-  values: { dir?: string; "no-samples"?: boolean; quiet?: boolean },
+  values: { "no-samples"?: boolean; quiet?: boolean },
   loadSeconds: string,
   write: (t: string) => void,
   stopSignal: Promise<void> | undefined,
@@ -259,17 +284,21 @@ async function runCluster(
   // Listen for Ctrl-C before anything starts: one during start-up then
   // stops what had started instead of killing dev and leaving engines.
   const signal = stopSignal ?? stopSignalFromOs();
-  const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
-  Deno.mkdirSync(join(dir, "control"), { recursive: true });
-  const adminToken = newToken("llmgw_admin");
+  const paths = devStatePaths(dir);
+  prepareDevState(paths);
+  // Kept across restarts: shells that sourced dev.env and dashboard sessions stay signed in.
+  const admin = loadOrCreateDevAdminToken(paths);
+  const adminToken = admin.token;
   const gatewayToken = newToken("llmgw_gateway");
   // TLS as in production (design §13): the CA lives in the dev directory and survives restarts.
-  const { ca, certPath: caPath } = await loadOrCreateCa(join(dir, "control"), Date.now());
+  const { ca, certPath } = await loadOrCreateCa(paths.control, Date.now());
+  // A state directory always gives the CA a file.
+  const caPath = certPath!;
   const tls = await ClusterTls.of(ca, [HOST]);
   const control = await startControl({
     hostname: HOST,
     port: ports.control,
-    store: SqliteStore.open(join(dir, "control", "llmgw.db")),
+    store: SqliteStore.open(paths.store),
     adminTokens: [adminToken],
     joinTokens: [],
     gatewayTokens: [gatewayToken],
@@ -288,7 +317,11 @@ async function runCluster(
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
+    try {
+      write("\nllmgw dev: stopping agents, engines, the gateway and the control plane…\n");
+    } catch {
+      // The terminal may be gone (SIGHUP): stopping matters more than saying so.
+    }
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
     await gateway?.close();
     trust.close();
@@ -315,6 +348,14 @@ async function runCluster(
         description: "llmgw dev's simulated nodes",
       })).token
     }.${tls.caHash}`;
+    const engineRange = {
+      from: ports.agents[0].engines.from,
+      to: ports.agents[ports.agents.length - 1].engines.to,
+    };
+    write(engineLeftReport(
+      scanEnginesLeft(dir, DEV_NODES.map(([n]) => n), engineRange),
+      engineRange,
+    ));
     for (const [i, [nodeId, machine]] of DEV_NODES.entries()) {
       const configPath = join(SIM, machine, "agent.json");
       const config = resolveConfigPaths(
@@ -343,6 +384,8 @@ async function runCluster(
           tickMs: 250,
           env: {
             PATH: `${SHIMS}:${Deno.env.get("PATH") ?? ""}`,
+            // The Deno running dev runs the fake engines: `deno` need not be on PATH (npx).
+            FAKE_ENGINE_DENO: Deno.execPath(),
             FAKE_ENGINE_LOAD_SECONDS: loadSeconds,
             FAKE_ENGINE_PROGRESS: "lines",
           },
@@ -362,28 +405,23 @@ async function runCluster(
     while (control.cp.inventory.listNodes().length < DEV_NODES.length && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    const env = `LLMGW_URL=${control.url}\nLLMGW_TOKEN=${adminToken}\n` +
-      `LLMGW_GATEWAY_URL=${gateway.url}\nLLMGW_CA=${caPath}\n`;
-    Deno.writeTextFileSync(join(dir, "dev.env"), env, { mode: 0o600 });
-    write(
-      `llmgw dev: a local cluster on simulated hardware (no GPU needed)\n` +
-        `  control plane  ${control.url}   state in ${dir}\n` +
-        `  gateway        ${gateway.url}/v1 (OpenAI-compatible; open to loopback until an API key exists)\n` +
-        `  dashboard      ${control.url}/ui/ (sign in with LLMGW_TOKEN from ${
-          join(dir, "dev.env")
-        })\n` +
-        `  nodes          ${DEV_NODES.map(([n, m]) => `${n} (${m})`).join(", ")}\n` +
-        `  engines        the fake engine (testing/) stands in for vLLM and SGLang\n` +
-        `  admin token    written to ${join(dir, "dev.env")}; use it with:\n` +
-        `    set -a; . ${join(dir, "dev.env")}; set +a\n` +
-        `    deno task llmgw get replicas\n` +
-        `    deno task llmgw explain llama-405b\n` +
-        `    deno task llmgw describe replica llama-8b-r0\n` +
-        `  once a replica is ready, ask it through the gateway:\n` +
-        `    curl -s --cacert ${caPath} ${gateway.url}/v1/chat/completions \\\n` +
-        `      -H 'content-type: application/json' \\\n` +
-        `      -d '{"model": "llama-8b", "messages": [{"role": "user", "content": "hi"}]}'\n\n`,
-    );
+    writeDevEnv(paths, {
+      url: control.url,
+      token: adminToken,
+      gatewayUrl: gateway.url,
+      caPath,
+    });
+    write(devBanner({
+      controlUrl: control.url,
+      gatewayUrl: gateway.url,
+      dir,
+      envPath: paths.env,
+      caPath,
+      nodes: DEV_NODES.map(([n, m]) => `${n} (${m})`),
+      apiKeys: control.cp.apiKeys.list().length,
+      tokenKept: admin.kept,
+      cli: devCliCommand(),
+    }));
     if (!values["no-samples"]) await applySamplesOnce(dir, control.cp, write);
     // Show every change of a replica's state until stopped.
     let last = "";
@@ -439,11 +477,15 @@ async function applySamplesOnce(
   Deno.writeTextFileSync(marker, `${new Date().toISOString()}\n`);
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/**
+ * Resolves on the first SIGINT, SIGTERM or SIGHUP: a closed terminal stops
+ * the cluster as Ctrl-C does, instead of killing dev and leaving its engines.
+ */
 function stopSignalFromOs(): Promise<void> {
   return new Promise<void>((resolve) => {
-    Deno.addSignalListener("SIGINT", () => resolve());
-    Deno.addSignalListener("SIGTERM", () => resolve());
+    for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+      Deno.addSignalListener(s, () => resolve());
+    }
   });
 }
 

@@ -90,9 +90,14 @@ export function spawnLlmgw(
   return { child, output: () => ({ stdout, stderr }), done };
 }
 
-/** Spawns `llmgw dev --port base --dir dir --quiet` plus `extra`. */
-export function spawnDev(base: number, dir: string, extra: string[] = []): DevProcess {
-  const p = spawnLlmgw(["dev", "--port", String(base), "--dir", dir, "--quiet", ...extra]);
+/** Spawns `llmgw dev --port base --dir dir --quiet` plus `extra`, with `env` added to this one's. */
+export function spawnDev(
+  base: number,
+  dir: string,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): DevProcess {
+  const p = spawnLlmgw(["dev", "--port", String(base), "--dir", dir, "--quiet", ...extra], env);
   return {
     child: p.child,
     dir,

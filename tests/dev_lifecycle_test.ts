@@ -1,0 +1,185 @@
+/**
+ * `llmgw dev`'s life as a process (issue #23 item 6): one dev per directory,
+ * a closed terminal (SIGHUP) stopping it like Ctrl-C, the engines a `kill -9`
+ * leaves behind adopted by the next dev on its directory and named by a dev
+ * on another, the admin token kept across restarts, and fake engines run by
+ * the Deno that runs dev whatever `deno` PATH finds.
+ *
+ * Every dev is stopped in a `finally` by pid, and every engine group it may
+ * have left with it (tests/dev_processes.ts).
+ */
+import { join } from "node:path";
+import { assertEquals, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
+import { pinnedFetch } from "../tls/trust.ts";
+import { groupMembers, isRunning } from "../supervisor/proc.ts";
+import {
+  devEnginePids,
+  type DevProcess,
+  freeDevBases,
+  spawnDev,
+  stopDev,
+} from "./dev_processes.ts";
+
+interface DevEnv {
+  url: string;
+  token: string;
+  ca: string;
+}
+
+function readDevEnv(dir: string): DevEnv | null {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(join(dir, "dev.env"));
+  } catch {
+    return null;
+  }
+  const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
+  const [url, token, ca] = [v("LLMGW_URL"), v("LLMGW_TOKEN"), v("LLMGW_CA")];
+  return url && token && ca ? { url, token, ca } : null;
+}
+
+interface ReplicaSeen {
+  id: string;
+  deployment: string;
+  state: string;
+}
+
+/** The replicas' states the last {@link allReady} saw, for a timeout's message. */
+let lastSeen = "";
+
+/** The placeable sample replicas (llama-405b never fits), once all 4 are ready; else null. */
+async function allReady(env: DevEnv, trust: typeof fetch): Promise<ReplicaSeen[] | null> {
+  const r = await trust(`${env.url}/v1/replicas`, {
+    headers: { authorization: `Bearer ${env.token}` },
+  });
+  if (!r.ok) throw new Error(`GET /v1/replicas: ${r.status} ${await r.text()}`);
+  const { replicas } = await r.json() as { replicas: ReplicaSeen[] };
+  const placeable = replicas.filter((x) => x.deployment !== "llama-405b");
+  lastSeen = placeable.map((x) => `${x.id} ${x.state}`).join(", ");
+  return placeable.length === 4 && placeable.every((x) => x.state === "ready") ? placeable : null;
+}
+
+/** Waits for a dev to exit and returns its code, within `timeoutMs`. */
+async function exitCode(dev: DevProcess, timeoutMs: number, describe: () => string) {
+  let code: number | null = null;
+  dev.child.status.then((s) => code = s.code);
+  return await until("llmgw dev to exit", () => code, { timeoutMs, intervalMs: 100, describe });
+}
+
+Deno.test({
+  name:
+    "llmgw dev: one dev per directory; SIGHUP stops it; engines a kill -9 leaves are adopted on its directory and named on another",
+  async fn() {
+    const [base, otherBase] = freeDevBases(2);
+    const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-life-" });
+    const otherDir = await Deno.makeTempDir({ prefix: "llmgw-dev-life-other-" });
+    // A `deno` first on PATH that cannot run anything: the fake engines must
+    // not depend on what PATH calls deno (a Node-only machine running npx).
+    const bin = await Deno.makeTempDir({ prefix: "llmgw-dev-life-bin-" });
+    Deno.writeTextFileSync(
+      join(bin, "deno"),
+      "#!/bin/sh\necho 'deno: not found (the test stand-in)' >&2\nexit 127\n",
+      { mode: 0o755 },
+    );
+    const env = { PATH: `${bin}:${Deno.env.get("PATH") ?? ""}` };
+    const devs: DevProcess[] = [];
+    const pins: ReturnType<typeof pinnedFetch>[] = [];
+    let engines: number[] = [];
+    const describe = () =>
+      devs.map((d) => `${d.dir} pid ${d.child.pid}: ${JSON.stringify(d.output())}`).join("\n") +
+      `\nreplicas: ${lastSeen}`;
+    try {
+      // 1. A dev whose engines reach ready with a deno on PATH that fails.
+      const first = spawnDev(base, dir, ["--load-seconds", "0.5"], env);
+      devs.push(first);
+      const denv = await until("dev.env written", () => readDevEnv(dir), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        describe,
+      });
+      const trust = pinnedFetch(Deno.readTextFileSync(denv.ca));
+      pins.push(trust);
+      await until("every placeable sample replica ready", () => allReady(denv, trust.fetch), {
+        timeoutMs: 90_000,
+        intervalMs: 250,
+        describe,
+      });
+      engines = devEnginePids(dir).sort((a, b) => a - b);
+      assertEquals(engines.length, 4, `engine pids: ${engines}`);
+      const envText = Deno.readTextFileSync(join(dir, "dev.env"));
+
+      // 2. A second dev on the same directory is refused before it writes or starts anything.
+      const second = spawnDev(otherBase, dir, [], env);
+      devs.push(second);
+      assertEquals(await exitCode(second, 60_000, describe), 1, describe());
+      assertStringIncludes(
+        second.output().stderr,
+        `llmgw: dev: already running on this directory: pid ${first.child.pid}, port ${base}`,
+      );
+      assertEquals(Deno.readTextFileSync(join(dir, "dev.env")), envText, "dev.env rewritten");
+      assertEquals(devEnginePids(dir).sort((a, b) => a - b), engines, "engines restarted");
+
+      // 3. kill -9 of dev: its engines keep running (detached, by design).
+      first.child.kill("SIGKILL");
+      await first.child.status;
+      assertEquals(engines.filter((p) => !isRunning(p)), [], "engines outlive a killed dev");
+
+      // 4. A dev on another directory over the same ports names them, and SIGHUP stops it.
+      const other = spawnDev(base, otherDir, ["--no-samples"], env);
+      devs.push(other);
+      await until("the other dev's banner", () => /a local cluster/.test(other.output().stdout), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        describe,
+      });
+      const warned = other.output().stdout;
+      assertStringIncludes(warned, "listener(s) it did not start in its engine ports");
+      for (const pid of engines) {
+        assertStringIncludes(warned, `pid ${pid} (`);
+        assertStringIncludes(warned, ` -${pid}`);
+      }
+      other.child.kill("SIGHUP");
+      assertEquals(await exitCode(other, 30_000, describe), 0, describe());
+      assertStringIncludes(other.output().stdout, "llmgw dev: stopping");
+      assertEquals(engines.filter((p) => !isRunning(p)), [], "another dev stopped no stranger");
+
+      // 5. The same directory again: its agents adopt the engines; the admin token is kept.
+      const again = spawnDev(base, dir, ["--load-seconds", "0.5"], env);
+      devs.push(again);
+      await until("the adoption note", () => /its agents adopt them/.test(again.output().stdout), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        describe,
+      });
+      for (const pid of engines) assertStringIncludes(again.output().stdout, `pid ${pid} port`);
+      assertEquals(readDevEnv(dir)?.token, denv.token, "the admin token changed on restart");
+      // The token from before the restart still works: the API answers it.
+      await until("every replica ready again", () => allReady(denv, trust.fetch), {
+        timeoutMs: 90_000,
+        intervalMs: 250,
+        describe,
+      });
+      assertEquals(devEnginePids(dir).sort((a, b) => a - b), engines, "adopted, not restarted");
+      assertStringIncludes(again.output().stdout, "kept from this directory's last start");
+
+      // 6. SIGHUP (the terminal closed) stops it and every engine, adopted ones included.
+      again.child.kill("SIGHUP");
+      assertEquals(await exitCode(again, 60_000, describe), 0, describe());
+      assertEquals(engines.filter((p) => groupMembers(p).length > 0), [], "engines left");
+    } finally {
+      for (const p of pins) p.close();
+      await Promise.allSettled(devs.map((d) => stopDev(d)));
+      for (const pid of engines) {
+        try {
+          Deno.kill(-pid, "SIGKILL");
+        } catch {
+          // Gone.
+        }
+      }
+      for (const d of [dir, otherDir, bin]) {
+        await Deno.remove(d, { recursive: true }).catch(() => {});
+      }
+    }
+  },
+});
