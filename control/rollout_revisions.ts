@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { Deployment } from "../deployment/schema.ts";
+import { DEFAULT_PROGRESS_DEADLINE_SECONDS, type Deployment } from "../deployment/schema.ts";
+import { specChanges } from "../deployment/canonical.ts";
 import {
   type DeploymentRevision,
   deploymentRevision,
@@ -16,8 +17,7 @@ import {
 /** Revisions a deployment keeps (besides any a replica still runs). */
 export const MAX_REVISIONS = 10;
 
-/** The progress deadline of a deployment that sets none: ten minutes (design §6.3). */
-export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+export { DEFAULT_PROGRESS_DEADLINE_SECONDS };
 
 /** A deployment's progress deadline, in ms. */
 export function progressDeadlineMs(spec: Deployment): number {
@@ -25,17 +25,13 @@ export function progressDeadlineMs(spec: Deployment): number {
 }
 
 /**
- * True when two specs run the same replicas: they differ at most in the
- * replica count and the rollout settings, which change how many run and how
- * they are replaced, never what runs.
+ * True when two specs run the same replicas: compared in their canonical
+ * form (defaults applied, key order ignored), they differ at most in
+ * settings that change how many run, how they are replaced or how gateways
+ * pick one, never what runs (deployment/canonical.ts).
  */
 export function sameWorkload(a: Deployment, b: Deployment): boolean {
-  return JSON.stringify(workload(a)) === JSON.stringify(workload(b));
-}
-
-function workload(d: Deployment): Deployment {
-  const { rollout: _rollout, ...rest } = d;
-  return { ...rest, replicas: 0 };
+  return !specChanges(a, b).some((c) => c.rolls);
 }
 
 /**

@@ -69,6 +69,20 @@ export function parseDeployment(
   where: string,
   options: ValidateOptions = {},
 ): LoadedDeployment {
+  const deployment = withDefaults(raw, where);
+  const { errors, warnings } = validateDeployment(deployment, options);
+  if (errors.length > 0) throw new DeploymentError(where, errors);
+  return { deployment, warnings };
+}
+
+/**
+ * The schema alone, with every default applied (`served_model_name`,
+ * `gpus_per_node`, …) and none of design §6.2's rules: what a stored spec
+ * is read back through before two specs are compared (deployment/canonical.ts).
+ *
+ * @throws {DeploymentError} Naming every bad field with its path.
+ */
+export function withDefaults(raw: unknown, where: string): Deployment {
   const parsed = DeploymentSchema.safeParse(raw);
   if (!parsed.success) throw new DeploymentError(where, zodIssues(parsed.error));
   const issues: DeploymentIssue[] = [];
@@ -84,12 +98,9 @@ export function parseDeployment(
     return { ...p, engine_options: p.engine_options ?? {}, gpus_per_node: gpusPerNode ?? 0 };
   });
   if (issues.length > 0) throw new DeploymentError(where, issues);
-  const deployment: Deployment = {
+  return {
     ...parsed.data,
     served_model_name: parsed.data.served_model_name ?? parsed.data.name,
     profiles,
   };
-  const { errors, warnings } = validateDeployment(deployment, options);
-  if (errors.length > 0) throw new DeploymentError(where, errors);
-  return { deployment, warnings };
 }

@@ -72,6 +72,9 @@ export type RoutingPolicy = typeof ROUTING_POLICIES[number];
  */
 export const DEFAULT_ROUTING: RoutingPolicy = "prefix_affinity";
 
+/** The progress deadline of a deployment that sets none: ten minutes (design §6.3). */
+export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+
 /**
  * How a changed deployment replaces its replicas (design §6.3). Absent
  * fields take their defaults where they are used, so a deployment that
