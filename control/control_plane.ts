@@ -10,6 +10,7 @@ import { noPorts } from "../engines/launch.ts";
 import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
+import type { InventoryNode } from "../inventory/store.ts";
 import { AgentLogs, type Fetch } from "./agent_logs.ts";
 import { AccessTokenService } from "./access_tokens.ts";
 import type { ClusterTls } from "./cluster_tls.ts";
@@ -20,6 +21,7 @@ import { DeploymentService, type EngineCatalog } from "./deployments.ts";
 import { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { EventLog } from "./events.ts";
+import { recordLastSeen, restoreLastSeen } from "./last_seen.ts";
 import { NodeService } from "./nodes.ts";
 import { type PlacementCounters, Reconciler } from "./reconciler.ts";
 import { ControlState } from "./state.ts";
@@ -99,8 +101,11 @@ export class ControlPlane {
   readonly events: EventLog;
   /** Who leads, for `GET /v1/leader`: a store of its own leads alone; HA control sets this. */
   leadership: () => Leadership = () => singleLeadership("this control plane");
+  /** False for a read-only view (a follower's): it never writes. */
+  readonly #writes: boolean;
 
   private constructor(options: ControlPlaneOptions) {
+    this.#writes = options.readOnly !== true;
     this.state = new ControlState({
       store: options.store,
       clock: options.clock ?? systemClock,
@@ -143,6 +148,8 @@ export class ControlPlane {
       state.byTokenHash.set(n.token_hash, n.id);
       // Every known node gets the full unreachable/lost window from now.
       state.inventory.upsertNode(state.registration(n), now);
+      // ...but shows when it was really last heard from.
+      restoreLastSeen(state, n.id);
       if (n.intent === "cordoned") state.inventory.cordon(n.id);
       if (n.intent === "draining") state.inventory.drain(n.id);
     }
@@ -176,6 +183,16 @@ export class ControlPlane {
     return cp;
   }
 
+  /**
+   * Removes a node that holds no replica and is lost, cordoned or draining
+   * (control/node_removal.ts), with everything kept about it.
+   */
+  async removeNode(nodeId: string): Promise<InventoryNode> {
+    const node = await this.nodes.remove(nodeId);
+    this.nodeCertificates.forget(nodeId);
+    return node;
+  }
+
   /** Starts the reconcile loop. */
   start(): void {
     this.reconciler.start();
@@ -185,6 +202,12 @@ export class ControlPlane {
   async stop(): Promise<void> {
     this.desired.wakeAll();
     await this.reconciler.stop();
+    // Every last-seen time newer than the stored one, so a restart shows it exactly.
+    if (this.#writes && this.state.leading()) {
+      await this.state.locked(() => recordLastSeen(this.state, 0)).catch((e) =>
+        this.state.warn("last-seen times not written", errorMessage(e))
+      );
+    }
     await this.state.flushEvents();
   }
 

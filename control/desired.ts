@@ -129,6 +129,13 @@ export class DesiredStates {
     };
   }
 
+  /** Forgets a removed node's desired state; its long polls wake (and find it gone). */
+  forget(nodeId: string): void {
+    this.#desired.delete(nodeId);
+    for (const wake of [...(this.#waiters.get(nodeId) ?? [])]) wake();
+    this.#waiters.delete(nodeId);
+  }
+
   /** Wakes every long poll and answers later ones at once (on stop). */
   wakeAll(): void {
     this.#closed = true;

@@ -10,6 +10,7 @@ import {
   type ControlStore,
   type EventQuery,
   type EventRecord,
+  type NodeSeen,
   type StoredDeployment,
   type StoredNode,
   type StoredReplica,
@@ -69,7 +70,12 @@ export class MemoryStore implements ControlStore {
   }
   /** Every node. */
   listNodes(): Promise<StoredNode[]> {
-    return Promise.resolve(structuredClone([...this.#nodes.values()].sort(byKey((n) => n.id))));
+    // As the SQL stores read it: a node never seen since the column came reads null.
+    const nodes = [...this.#nodes.values()].map((n) => ({
+      ...n,
+      last_seen_at: n.last_seen_at ?? null,
+    }));
+    return Promise.resolve(structuredClone(nodes.sort(byKey((n) => n.id))));
   }
   /** Creates or replaces a node. */
   putNode(n: StoredNode): Promise<void> {
@@ -79,6 +85,14 @@ export class MemoryStore implements ControlStore {
   /** Deletes a node. */
   deleteNode(id: string): Promise<boolean> {
     return Promise.resolve(this.#nodes.delete(id));
+  }
+  /** Sets nodes' last-seen times; unknown ids are skipped. */
+  recordNodesSeen(seen: readonly NodeSeen[]): Promise<void> {
+    for (const { id, last_seen_at } of seen) {
+      const n = this.#nodes.get(id);
+      if (n !== undefined) n.last_seen_at = last_seen_at;
+    }
+    return Promise.resolve();
   }
   /** Appends an event. */
   addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord> {

@@ -40,6 +40,11 @@ export class NodeCertificates {
     });
   }
 
+  /** Forgets a removed node's certificate (it leaves the expiry metrics). */
+  forget(nodeId: string): void {
+    this.#byNode.delete(nodeId);
+  }
+
   /** On each heartbeat: says once when `nodeId`'s certificate is overdue for renewal. */
   async check(nodeId: string): Promise<void> {
     const w = this.#byNode.get(nodeId);

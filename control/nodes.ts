@@ -14,6 +14,7 @@ import type {
 } from "../protocol/agent_protocol.ts";
 import type { DesiredStates } from "./desired.ts";
 import { ForbiddenError, InvalidInputError, NotFoundError } from "./errors.ts";
+import { removeNode } from "./node_removal.ts";
 import { learnPorts, replicaIdOfShard } from "./ports.ts";
 import { shardEvents } from "./shard_events.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
@@ -88,6 +89,7 @@ export class NodeService {
         fabric_overrides: existing?.fabric_overrides ?? {},
         generation: existing?.generation ?? 0,
         updated_at: state.now(),
+        last_seen_at: state.now(),
       };
       await state.store.putNode(node);
       if (existing !== undefined) state.byTokenHash.delete(existing.token_hash);
@@ -183,6 +185,16 @@ export class NodeService {
       state.kick();
       return this.get(nodeId);
     });
+  }
+
+  /**
+   * Removes a node that holds no replica and is lost, cordoned or draining
+   * (control/node_removal.ts); its desired state goes with it.
+   */
+  async remove(nodeId: string): Promise<InventoryNode> {
+    const node = await removeNode(this.#state, nodeId);
+    this.#desired.forget(nodeId);
+    return node;
   }
 
   /**

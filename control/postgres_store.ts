@@ -50,6 +50,7 @@ import {
   type EventQuery,
   type EventRecord,
   type NodeIntent,
+  type NodeSeen,
   NotLeaderError,
   type ReplicaPhase,
   type StoredDeployment,
@@ -304,6 +305,7 @@ export class PostgresStore implements ControlStore {
       fabric_overrides: this.#json(row, "nodes", row.id, "fabric_overrides"),
       generation: row.generation as number,
       updated_at: row.updated_at as number,
+      last_seen_at: (row.last_seen_at ?? null) as number | null,
     }), (n) => n.id);
   }
 
@@ -313,14 +315,33 @@ export class PostgresStore implements ControlStore {
       "nodes",
       n.id,
       `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, fabric_overrides,
-         generation, updated_at, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, fence.epoch, note.seq FROM fence, note
+         generation, updated_at, last_seen_at, epoch, seq)
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (id) DO UPDATE SET registration = excluded.registration,
          token_hash = excluded.token_hash, intent = excluded.intent,
          label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
          generation = excluded.generation, updated_at = excluded.updated_at,
-         epoch = excluded.epoch, seq = excluded.seq`,
+         last_seen_at = excluded.last_seen_at, epoch = excluded.epoch, seq = excluded.seq`,
       nodeColumns(n),
+    );
+  }
+
+  /**
+   * Sets nodes' last-seen times in one fenced statement. The change sequence
+   * does not move: a follower reloading its whole state for a last-seen
+   * time would cost more than the time is worth (it reads it at its next
+   * reload, or on taking over).
+   */
+  async recordNodesSeen(seen: readonly NodeSeen[]): Promise<void> {
+    if (seen.length === 0) return;
+    await this.#fenced(
+      "record nodes seen",
+      `WITH fence AS (${FENCE}),
+       w AS (UPDATE nodes SET last_seen_at = s.at, epoch = fence.epoch
+             FROM fence, unnest($2::text[], $3::bigint[]) AS s(id, at)
+             WHERE nodes.id = s.id RETURNING 1)
+       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n`,
+      [seen.map((n) => n.id), seen.map((n) => n.last_seen_at)],
     );
   }
 

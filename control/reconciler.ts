@@ -11,6 +11,7 @@ import { applyPlacement, type ClusterIndex, indexCluster, place } from "../place
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { givenUpFailure, placeAvoiding } from "./replica_failures.ts";
+import { recordLastSeen } from "./last_seen.ts";
 import { transitionEvent } from "./nodes.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
@@ -306,6 +307,7 @@ export const RECONCILE_STEPS: readonly ReconcileStep[] = [
   { name: "place_pending", run: placePending },
   { name: "announce_drained", run: announceDrained },
   { name: "publish_desired", run: publishDesired },
+  { name: "record_last_seen", run: async (pass) => void await recordLastSeen(pass.state) },
 ];
 
 /** Debounce of a kick: changes made together get one pass. */

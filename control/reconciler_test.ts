@@ -22,6 +22,7 @@ Deno.test("a pass is one readable list of named steps", () => {
     "place_pending",
     "announce_drained",
     "publish_desired",
+    "record_last_seen",
   ]);
 });
 

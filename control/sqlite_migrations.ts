@@ -80,6 +80,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE deployments ADD COLUMN rollout TEXT;                        -- RolloutRecord, JSON; NULL: none
   ALTER TABLE replicas ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
   `,
+  // 6: when each node was last heard from, so a restart shows it (control/last_seen.ts).
+  `ALTER TABLE nodes ADD COLUMN last_seen_at INTEGER;`,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */

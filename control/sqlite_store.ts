@@ -43,6 +43,7 @@ import {
   type EventQuery,
   type EventRecord,
   type NodeIntent,
+  type NodeSeen,
   type ReplicaFailure,
   type ReplicaPhase,
   type RolloutRecord,
@@ -270,6 +271,7 @@ export class SqliteStore implements ControlStore {
           ),
           generation: row.generation as number,
           updated_at: row.updated_at as number,
+          last_seen_at: (row.last_seen_at ?? null) as number | null,
         };
       }).sort(byKey((n) => n.id)));
   }
@@ -279,13 +281,24 @@ export class SqliteStore implements ControlStore {
     return this.#do("put node", () => {
       this.#stmt(
         `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, fabric_overrides,
-           generation, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           generation, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET registration = excluded.registration,
            token_hash = excluded.token_hash, intent = excluded.intent,
            label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
-           generation = excluded.generation, updated_at = excluded.updated_at`,
+           generation = excluded.generation, updated_at = excluded.updated_at,
+           last_seen_at = excluded.last_seen_at`,
       ).run(...nodeColumns(n));
     });
+  }
+
+  /** Sets nodes' last-seen times in one transaction; unknown ids are skipped. */
+  recordNodesSeen(seen: readonly NodeSeen[]): Promise<void> {
+    if (seen.length === 0) return Promise.resolve();
+    return this.#do("record nodes seen", (db) =>
+      transaction(db, () => {
+        const update = this.#stmt("UPDATE nodes SET last_seen_at = ? WHERE id = ?");
+        for (const n of seen) update.run(n.last_seen_at, n.id);
+      }));
   }
 
   /** Deletes a node; false when there was none. */

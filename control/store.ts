@@ -177,6 +177,19 @@ export interface StoredNode {
   generation: number;
   /** When it last changed. */
   updated_at: number;
+  /**
+   * When the node was last heard from, as last recorded (control/last_seen.ts
+   * writes it at most once a minute per node); absent or null: never recorded.
+   */
+  last_seen_at?: number | null;
+}
+
+/** A node's last-seen time, for {@link ControlStore.recordNodesSeen}. */
+export interface NodeSeen {
+  /** Node id. */
+  id: string;
+  /** When it was last heard from, ms since the epoch. */
+  last_seen_at: number;
 }
 
 /** Something that happened, for the events list (design §11, §13). */
@@ -258,6 +271,11 @@ export interface ControlStore {
   putNode(n: StoredNode): Promise<void>;
   /** Deletes a node; false when there was none. */
   deleteNode(id: string): Promise<boolean>;
+  /**
+   * Sets the last-seen time of several nodes in one write, touching nothing
+   * else of them; ids with no node are skipped (never creates one).
+   */
+  recordNodesSeen(seen: readonly NodeSeen[]): Promise<void>;
 
   /** Appends an event; returns it with its id. Old events are pruned past a bound. */
   addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord>;

@@ -57,7 +57,10 @@ export function replicaColumns(r: StoredReplica): ColumnValue[] {
   ];
 }
 
-/** id, registration, token_hash, intent, label_overrides, fabric_overrides, generation, updated_at. */
+/**
+ * id, registration, token_hash, intent, label_overrides, fabric_overrides,
+ * generation, updated_at, last_seen_at.
+ */
 export function nodeColumns(n: StoredNode): ColumnValue[] {
   return [
     n.id,
@@ -68,6 +71,7 @@ export function nodeColumns(n: StoredNode): ColumnValue[] {
     JSON.stringify(n.fabric_overrides ?? {}),
     n.generation,
     n.updated_at,
+    n.last_seen_at ?? null,
   ];
 }
 

@@ -162,6 +162,7 @@ export function storedNode(id: string, at = 1_700_000_000_000): StoredNode {
     fabric_overrides: { "ib-old": "ib-a", "roce-x": null },
     generation: 3,
     updated_at: at,
+    last_seen_at: at - 5_000,
   };
 }
 
@@ -291,6 +292,7 @@ const KINDS: Kind<any>[] = [
       label_overrides: {},
       fabric_overrides: {},
       generation: n.generation + 1,
+      last_seen_at: null,
     }),
     mutate: (n: StoredNode) => {
       n.registration.labels.mutated = "yes";
@@ -438,6 +440,23 @@ function contractCases(): ContractCase[] {
     await s.putReplica(oldReplica);
     assertEquals(await s.listDeployments(), [storedDeployment("old")]);
     assertEquals(await s.listReplicas(), [storedReplica("old-r0", "old")]);
+  });
+
+  test("nodes' last-seen times: written in a batch, nothing else touched, unknown ids skipped", async (s) => {
+    const { last_seen_at: _l, ...older } = storedNode("n1");
+    await s.putNode(older);
+    await s.putNode(storedNode("n2"));
+    assertEquals((await s.listNodes()).map((n) => n.last_seen_at), [null, 1_699_999_995_000]);
+    await s.recordNodesSeen([
+      { id: "n1", last_seen_at: 1_700_000_060_000 },
+      { id: "n2", last_seen_at: 1_700_000_061_000 },
+      { id: "gone", last_seen_at: 1_700_000_062_000 },
+    ]);
+    await s.recordNodesSeen([]);
+    assertEquals(await s.listNodes(), [
+      { ...storedNode("n1"), last_seen_at: 1_700_000_060_000 },
+      { ...storedNode("n2"), last_seen_at: 1_700_000_061_000 },
+    ]);
   });
 
   test("a placement's ready time round-trips, and its absence too", async (s) => {

@@ -33,8 +33,14 @@ export interface NodeRecord {
   liveness: Liveness;
   /** What the operator wants. */
   intent: OperatorIntent;
-  /** When last heard from, ms since the epoch; never moves back. */
+  /**
+   * The liveness clock, ms since the epoch; never moves back. A node restored
+   * from the store starts it at the restore, so it gets the whole
+   * unreachable/lost window before being judged.
+   */
   lastSeenMs: number;
+  /** When really last heard from, ms since the epoch: what operators are shown. */
+  heardMs: number;
   /** Shard key → allocation. */
   allocations: Map<string, Allocation>;
 }
@@ -53,7 +59,14 @@ export class UnknownNodeError extends Error {
 
 /** A new node's record: `ready`, no operator intent, nothing allocated (design §4). */
 export function newNodeRecord(reg: NodeRegistration, nowMs: number): NodeRecord {
-  return { reg, liveness: "ready", intent: "none", lastSeenMs: nowMs, allocations: new Map() };
+  return {
+    reg,
+    liveness: "ready",
+    intent: "none",
+    lastSeenMs: nowMs,
+    heardMs: nowMs,
+    allocations: new Map(),
+  };
 }
 
 /**
@@ -113,7 +126,7 @@ export function inventoryNodeOf(record: NodeRecord): InventoryNode {
     ...clusterNodeOf(record),
     liveness: record.liveness,
     intent: record.intent,
-    last_seen_ms: record.lastSeenMs,
+    last_seen_ms: record.heardMs,
     agent_version: reg.agent_version,
     engine_versions: reg.engine_versions,
   });

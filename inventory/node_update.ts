@@ -73,6 +73,7 @@ export interface RegistrationResult extends NodeUpdate {
  */
 export function markHeard(record: NodeRecord, nowMs: number): void {
   record.lastSeenMs = Math.max(record.lastSeenMs, nowMs);
+  record.heardMs = Math.max(record.heardMs, nowMs);
   record.liveness = "ready";
 }
 

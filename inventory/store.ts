@@ -150,6 +150,27 @@ export class InventoryStore {
   }
 
   /**
+   * Says when a node restored from the store was really last heard from
+   * (its stored record), so it shows that time instead of the restore's;
+   * call it right after the restore's {@link upsertNode}. Its liveness still
+   * counts from the restore. Only ever moves the time back; an unknown node
+   * is ignored.
+   */
+  restoreLastSeen(id: string, heardMs: number): void {
+    const record = this.#nodes.get(id);
+    if (record === undefined || !Number.isFinite(heardMs)) return;
+    record.heardMs = Math.min(record.heardMs, heardMs);
+  }
+
+  /**
+   * When a node was really last heard from, without copying it (read for
+   * every node when last-seen times are written); `undefined` for an unknown node.
+   */
+  lastHeard(id: string): number | undefined {
+    return this.#nodes.get(id)?.heardMs;
+  }
+
+  /**
    * Records a heartbeat at `nowMs`, with the node's current GPUs when sent.
    * Brings `unreachable` and `lost` liveness back to `ready`; a cordon or
    * drain stays (design §4). A node back from `lost` shows as a transition from

@@ -487,3 +487,22 @@ Deno.test("peekNode shows what getNode shows placement, without liveness, and un
   assertEquals({ ...peek }, placementView);
   assertEquals(store.peekNode("nope"), undefined);
 });
+
+Deno.test("a restored node shows when it was really last heard from; its liveness counts from the restore", () => {
+  const store = new InventoryStore();
+  // Restored at 1,000,000 from a record last heard from at 400,000.
+  store.upsertNode(registration("n1"), 1_000_000);
+  store.restoreLastSeen("n1", 400_000);
+  store.restoreLastSeen("unknown", 1);
+  assertEquals(store.getNode("n1")!.last_seen_ms, 400_000);
+  assertEquals(store.lastHeard("n1"), 400_000);
+  assertEquals(store.lastHeard("unknown"), undefined);
+  // The whole window from the restore: still ready 14 s later, not lost at once.
+  assertEquals(store.refresh(1_014_000), []);
+  assertEquals(store.getNode("n1")!.state, "ready");
+  // A later time never moves it forward; a heartbeat does.
+  store.restoreLastSeen("n1", 900_000);
+  assertEquals(store.getNode("n1")!.last_seen_ms, 400_000);
+  store.heartbeat("n1", 1_060_000);
+  assertEquals(store.getNode("n1")!.last_seen_ms, 1_060_000);
+});

@@ -1,5 +1,5 @@
 /**
- * Nodes: list, show, cordon, drain, uncordon, labels and fabric overrides.
+ * Nodes: list, show, cordon, drain, uncordon, remove, labels and fabric overrides.
  *
  * @module
  */
@@ -56,6 +56,20 @@ export function nodeRoutes(cp: ControlPlane): RouteGroup {
       response: NodeSchema,
     }, ({ params }) => cp.nodes.setIntent(params.id, intent));
   }
+  g.add({
+    method: "delete",
+    path: "/:id",
+    operationId: "deleteNode",
+    summary: "Remove a node",
+    tag: "nodes",
+    auth: "admin",
+    params: NodeParams,
+    response: NodeSchema,
+    answers: {
+      404: "no such node",
+      409: "the node holds replicas, or is live and neither cordoned nor draining",
+    },
+  }, ({ params }) => cp.removeNode(params.id));
   g.add({
     method: "post",
     path: "/:id/labels",
