@@ -277,13 +277,7 @@ export class Agent {
       const proxyListen = o.proxyListen === undefined ? DEFAULT_PROXY_LISTEN : o.proxyListen;
       if (proxyListen !== null) {
         this.#proxyToken = o.proxyToken ?? loadOrCreateProxyToken(o.stateDir);
-        try {
-          await this.#listenProxy(proxyListen);
-        } catch (e) {
-          await this.#server?.shutdown();
-          this.#server = null;
-          throw e;
-        }
+        await this.#listenProxy(proxyListen);
       }
 
       supervisor = new Supervisor({
@@ -298,10 +292,11 @@ export class Agent {
       try {
         await supervisor.start();
       } catch (e) {
-        await this.#server?.shutdown();
-        this.#server = null;
         throw new AgentError(`supervisor cannot start: ${errorText(e)}`);
       }
+      // Adopted engines are probed now, so the first heartbeat reports the
+      // ready ones ready and their replicas never leave the endpoints.
+      await supervisor.tick();
     } catch (e) {
       // Whatever had started is stopped: listeners closed, TLS material released.
       await this.#abortStart();

@@ -54,13 +54,44 @@ export async function serveLocalApi(
   return { server, url: at.url ?? urlOf(server, at) };
 }
 
-/** Serves the engine proxy. */
+/**
+ * How long a stopping agent lets proxied requests and streams run on
+ * (design §9.2): long enough for most answers, well within systemd's 90 s
+ * stop timeout.
+ */
+export const PROXY_DRAIN_MS = 30_000;
+
+/**
+ * Serves the engine proxy. Its shutdown stops accepting at once (gateways
+ * then hold or reroute, docs/gateway.md), lets the requests in flight finish
+ * for up to `drainMs`, then cuts the rest.
+ */
 export async function serveEngineProxy(
   proxy: EngineProxyOptions,
   at: ListenerPlacement,
+  drainMs: number = PROXY_DRAIN_MS,
 ): Promise<ServedListener> {
-  const server = await serve("the engine proxy", "engine proxy", engineProxy(proxy), false, at);
-  return { server, url: at.url ?? urlOf(server, at) };
+  const cut = new AbortController();
+  const handler = engineProxy({ ...proxy, cut: cut.signal });
+  const server = await serve("the engine proxy", "engine proxy", handler, false, at);
+  const drained: AgentListener = {
+    addr: server.addr,
+    async shutdown() {
+      // A TLS server would close its connections after its own grace: not before ours.
+      const closed = server.shutdown(drainMs + 1_000);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), drainMs));
+      if (await Promise.race([closed, late]) === "late") {
+        at.log.warn("engine proxy: requests still running after the drain; cutting them", {
+          drain_ms: drainMs,
+        });
+        cut.abort();
+        await closed;
+      }
+      clearTimeout(timer);
+    },
+  };
+  return { server: drained, url: at.url ?? urlOf(server, at) };
 }
 
 /** Serves a listener plain or, with TLS, with the agent's certificate, swapped on renewal. */

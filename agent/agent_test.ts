@@ -482,14 +482,21 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
     await first.stop({ stopEngines: false });
     assertOk(groupMembers(pid).length > 0, "the engine survives the agent");
     const seen = stub2.heartbeats.length;
-    second = new Agent(options);
+    // Its supervisor's own ticks come only after a minute: only the probe at
+    // start can report the adopted engine ready (issue #23 item 4).
+    second = new Agent({ ...options, supervisor: { ...options.supervisor, tickMs: 60_000 } });
     await second.start();
     const adopted = await until(
       "the adopted engine in a heartbeat",
       () => reported(stub2!, "s1", (s) => s.adopted && s.state === "ready", seen),
-      { timeoutMs: 30_000, intervalMs: 20 },
+      { timeoutMs: 10_000, intervalMs: 20 },
     );
     assertEquals(adopted.pid, pid);
+    assertEquals(
+      stub2.heartbeats[seen].body.shards.map((s) => [s.id, s.state]),
+      [["s1", "ready"]],
+      "the new agent's very first heartbeat announces the adopted engine ready",
+    );
     assertEquals(stub2.lastHeartbeat()!.token, reg2.token);
     assertEquals(stub2.registrations.length, 1, "no new registration");
     await until("generation 1 after the restart", () => second!.generation === 1, {

@@ -37,8 +37,11 @@ export function listenerUrl(
 export interface AgentListener {
   /** Where it listens. */
   readonly addr: Deno.NetAddr;
-  /** Stops it. */
-  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, and closes once the requests in flight are answered
+   * (a TLS listener closes what is left after `graceMs`).
+   */
+  shutdown(graceMs?: number): Promise<void>;
 }
 
 /**

@@ -54,8 +54,11 @@ export interface HttpsServer {
   readonly addr: Deno.NetAddr;
   /** Uses a new certificate (and CA) from the next handshake on. */
   setCertificate(c: ServingCertificate): void;
-  /** Stops listening and closes connections once their requests are answered. */
-  shutdown(): Promise<void>;
+  /**
+   * Stops listening and closes connections once their requests are
+   * answered, or after `graceMs` (default 5 000) whatever they are doing.
+   */
+  shutdown(graceMs?: number): Promise<void>;
 }
 
 /** Headers that belong to the connection, not the message. */
@@ -207,12 +210,12 @@ export async function serveHttps(
     setCertificate(c) {
       server.setSecureContext(tlsOptions({ ...c, ca: c.ca ?? o.ca }));
     },
-    shutdown() {
+    shutdown(graceMs = 5_000) {
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections?.();
         // Connections with a request in flight finish it; none is held past a bound.
-        setTimeout(() => server.closeAllConnections?.(), 5_000).unref?.();
+        setTimeout(() => server.closeAllConnections?.(), graceMs).unref?.();
       });
     },
   };

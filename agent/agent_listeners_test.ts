@@ -1,0 +1,120 @@
+/**
+ * The engine proxy's listener as a stopping agent shuts it (design §9.2,
+ * issue #23 item 4): new connections are refused at once, a request in
+ * flight is answered whole, and a stream that outlasts the drain is cut so
+ * the agent can exit. The engines are loopback servers the test shuts down.
+ */
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { serveEngineProxy } from "./agent_listeners.ts";
+import { createLogger } from "./log.ts";
+import { SHARD_HEADER } from "./engine_proxy.ts";
+
+const TOKEN = "llmgw_proxy_drain-test-0123456789abcdef";
+
+/** Serves the proxy on a free loopback port, plain HTTP, in front of the engine on `enginePort`. */
+async function proxyFor(enginePort: number, drainMs: number, lines: string[]) {
+  return await serveEngineProxy(
+    { token: TOKEN, target: (id) => id === "s1" ? { port: enginePort, key: null } : null },
+    {
+      listen: { hostname: "127.0.0.1", port: 0 },
+      mgmtAddr: "127.0.0.1",
+      tls: null,
+      log: createLogger("agent", (l) => lines.push(l)),
+    },
+    drainMs,
+  );
+}
+
+function call(url: string): Promise<Response> {
+  return fetch(`${url}/v1/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, [SHARD_HEADER]: "s1" },
+    body: "{}",
+  });
+}
+
+/** Resolves with "hung" if `p` has not settled within `ms`: a bound, so a broken drain fails rather than hangs. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | "hung"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hung = new Promise<"hung">((r) => timer = setTimeout(() => r("hung"), ms));
+  return Promise.race([p, hung]).finally(() => clearTimeout(timer));
+}
+
+Deno.test("a stopping agent's engine proxy refuses new connections and answers the request in flight", async () => {
+  let release: () => void = () => {};
+  const held = new Promise<void>((r) => release = r);
+  let arrived: () => void = () => {};
+  const inFlight = new Promise<void>((r) => arrived = r);
+  const engine = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+    arrived();
+    await held;
+    return Response.json({ text: "whole answer" });
+  });
+  const lines: string[] = [];
+  const proxy = await proxyFor(engine.addr.port, 10_000, lines);
+  try {
+    const answer = call(proxy.url);
+    await inFlight;
+    const stopping = proxy.server.shutdown();
+    // Stopped accepting at once: a new connection is refused (gateways then hold or reroute).
+    const refused = await fetch(`${proxy.url}/health`).then(
+      async (r) => (await r.body?.cancel(), `answered ${r.status}`),
+      () => "refused",
+    );
+    assertEquals(refused, "refused");
+    release();
+    const r = await answer;
+    assertEquals([r.status, await r.json()], [200, { text: "whole answer" }]);
+    assertOk(await within(stopping, 10_000) !== "hung", "the drain ended once the answer was sent");
+    assertEquals(lines.filter((l) => l.includes("cutting")), []);
+  } finally {
+    release();
+    await engine.shutdown();
+  }
+});
+
+Deno.test("a stream outlasting the drain is cut, so the agent can exit", async () => {
+  const encoder = new TextEncoder();
+  const timers = new Set<ReturnType<typeof setInterval>>();
+  const engine = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        const t = setInterval(() => {
+          try {
+            c.enqueue(encoder.encode("data: {}\n\n"));
+          } catch {
+            clearInterval(t);
+            timers.delete(t);
+          }
+        }, 20);
+        timers.add(t);
+      },
+      cancel() {
+        for (const t of timers) clearInterval(t);
+        timers.clear();
+      },
+    });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
+  });
+  const lines: string[] = [];
+  const proxy = await proxyFor(engine.addr.port, 200, lines);
+  try {
+    const r = await call(proxy.url);
+    assertEquals(r.status, 200);
+    const reader = r.body!.getReader();
+    await reader.read();
+    const stopped = await within(proxy.server.shutdown(), 10_000);
+    assertOk(stopped !== "hung", "shutdown ended after the drain");
+    // The client sees its stream end (broken off), not hang.
+    let ended = false;
+    for (let i = 0; i < 10_000 && !ended; i++) {
+      ended = await reader.read().then((x) => x.done, () => true);
+    }
+    assertOk(ended, "the stream ended");
+    assertEquals(lines.filter((l) => l.includes("cutting")).length, 1);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    // Bounded too: with a drain that never ends, the proxy keeps the engine's connection open.
+    await within(engine.shutdown(), 5_000);
+  }
+});
