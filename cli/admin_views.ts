@@ -42,6 +42,8 @@ export interface ShardRow {
   state: string;
   progress: { percent: number | null } | null;
   last_failure?: { reason: string; log_tail: string[] } | null;
+  restarts?: number;
+  crash_loop?: { failures: number; limit: number } | null;
 }
 
 /** A replica as `GET /v1/replicas` lists it. */
@@ -78,6 +80,8 @@ export interface EventRow {
   kind: string;
   subject: string;
   message: string;
+  /** The incarnation of its subject it is about; "" when none (absent from older servers). */
+  uid?: string;
 }
 
 /** GPUs free on a node: healthy and not held. */
@@ -151,9 +155,25 @@ function progressCell(s: ShardRow): string {
     : `${s.progress.percent}%`;
 }
 
+/** A shard's state as listed: `crash_loop 3/5` while it crash-loops. */
+function shardStateCell(s: ShardRow): string {
+  const c = s.crash_loop;
+  return c === null || c === undefined ? s.state : `crash_loop ${c.failures}/${c.limit}`;
+}
+
 /** Replicas as a table: one line per shard; `wide` adds the port and shard id. */
 export function replicaTable(replicas: readonly ReplicaRow[], wide = false): string {
-  const header = ["REPLICA", "STATE", "PROFILE", "RANK", "NODE", "GPUS", "SHARD", "PROGRESS"];
+  const header = [
+    "REPLICA",
+    "STATE",
+    "PROFILE",
+    "RANK",
+    "NODE",
+    "GPUS",
+    "SHARD",
+    "RESTARTS",
+    "PROGRESS",
+  ];
   if (wide) header.push("PORT", "SHARD ID");
   return renderTable(
     header,
@@ -161,7 +181,7 @@ export function replicaTable(replicas: readonly ReplicaRow[], wide = false): str
       if (r.shards.length === 0) {
         const why = (r.state === "failed" ? r.failure?.reason : undefined) ??
           r.explanation?.summary ?? "-";
-        const row = [r.id, r.state, r.profile ?? "-", "-", "-", "-", "-", cutAtWord(why, 80)];
+        const row = [r.id, r.state, r.profile ?? "-", "-", "-", "-", "-", "-", cutAtWord(why, 80)];
         if (wide) row.push("-", "-");
         return [row];
       }
@@ -173,7 +193,8 @@ export function replicaTable(replicas: readonly ReplicaRow[], wide = false): str
           String(s.rank),
           s.node,
           s.gpu_indices.join(","),
-          s.state,
+          shardStateCell(s),
+          String(s.restarts ?? 0),
           progressCell(s),
         ];
         if (wide) {
@@ -185,14 +206,19 @@ export function replicaTable(replicas: readonly ReplicaRow[], wide = false): str
   );
 }
 
-/** Events one line each: a message past its first line or `width` is cut at a word. */
-export function eventTable(events: readonly EventRow[], width = 80): string {
+/**
+ * Events one line each: a message past its first line or `width` is cut at a
+ * word. `wide` adds the incarnation each is about (its uid's first 8
+ * characters, "-" for none), which tells a name's earlier objects apart.
+ */
+export function eventTable(events: readonly EventRow[], width = 80, wide = false): string {
   return renderTable(
-    ["TIME", "KIND", "SUBJECT", "MESSAGE"],
+    ["TIME", "KIND", "SUBJECT", ...(wide ? ["INCARNATION"] : []), "MESSAGE"],
     events.map((e) => [
       new Date(e.at).toISOString(),
       e.kind,
       e.subject,
+      ...(wide ? [e.uid ? e.uid.slice(0, 8) : "-"] : []),
       cutAtWord(e.message, width),
     ]),
   );
@@ -219,13 +245,20 @@ export function failureLines(r: ReplicaRow): string[] {
     out.push(
       r.state === "failed"
         ? `  failed after ${r.failure.attempts} placement(s), not retried until the deployment changes:`
-        : `  refused for a reason retrying cannot change (placement ${r.failure.attempts} of at most 3); placing it again:`,
+        : `  moved off the node(s) that gave up on it (placement ${r.failure.attempts} of at most 3):`,
       `    ${r.failure.reason}`,
       ...tail(r.failure.log_tail),
     );
   }
   for (const s of r.shards) {
     if (!s.last_failure) continue;
+    const c = s.crash_loop;
+    if (c !== null && c !== undefined) {
+      out.push(
+        `  rank ${s.rank} is crash-looping on ${s.node}: ${c.failures} failures in a row ` +
+          `(the agent gives up there at ${c.limit})`,
+      );
+    }
     out.push(
       `  rank ${s.rank} last failure: ${s.last_failure.reason}`,
       ...tail(s.last_failure.log_tail),

@@ -89,3 +89,33 @@ Deno.test("get events: a multi-line or long message stays on one line, cut at a 
   assertOk(lines[1].endsWith("line one …"), lines[1]);
   assertOk(lines[2].endsWith("…") && !lines[2].endsWith(" …"), lines[2]);
 });
+
+Deno.test("get replicas and explain: a crash-looping shard shows its count, restarts and last error", () => {
+  const looping = {
+    ...failed,
+    state: "starting",
+    failure: null,
+    shards: [{
+      rank: 0,
+      node: "n1",
+      gpu_indices: [0],
+      state: "backoff",
+      progress: null,
+      restarts: 3,
+      crash_loop: { failures: 3, limit: 5 },
+      last_failure: {
+        reason: "exited with code 1",
+        log_tail: ["ModuleNotFoundError: No module named 'sglang'"],
+      },
+    }],
+  };
+  const [header, row] = replicaTable([looping]).split("\n");
+  assertOk(/\bSHARD\s+RESTARTS\s+PROGRESS\b/.test(header), header);
+  assertOk(/\bcrash_loop 3\/5\s+3\s+-/.test(row), row);
+  assertEquals(failureLines(looping), [
+    "  rank 0 is crash-looping on n1: 3 failures in a row (the agent gives up there at 5)",
+    "  rank 0 last failure: exited with code 1",
+    "    log tail:",
+    "      ModuleNotFoundError: No module named 'sglang'",
+  ]);
+});

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Explanation } from "../placement/types.ts";
-import type { ShardReport } from "../protocol/agent_protocol.ts";
+import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store.ts";
 
@@ -28,6 +28,13 @@ export interface ShardView {
   progress: ShardReport["progress"];
   /** The last failure, when reported. */
   last_failure: ShardReport["last_failure"];
+  /** Restarts after crashes since it last stayed ready, as reported. */
+  restarts: number;
+  /**
+   * Set while the shard is crash-looping: not ready, and failed at least
+   * {@link CRASH_LOOP_FROM} times in a row; the agent gives up at `limit`.
+   */
+  crash_loop: { failures: number; limit: number } | null;
 }
 
 /** A replica's state as the API shows it. */
@@ -86,6 +93,8 @@ export function replicaView(state: ControlState, r: StoredReplica): ReplicaView 
       state: report?.state ?? "unknown",
       progress: report?.progress ?? null,
       last_failure: report?.last_failure ?? null,
+      restarts: report?.restarts ?? 0,
+      crash_loop: crashLoop(report),
     };
   });
   return {
@@ -100,6 +109,13 @@ export function replicaView(state: ControlState, r: StoredReplica): ReplicaView 
     ready_at: r.placement?.ready_at ?? null,
     retiring_at: r.placement?.retiring_at ?? null,
   };
+}
+
+/** A shard's crash loop as shown: while it is not ready and its restart did not help. */
+function crashLoop(report: ShardReport | undefined): ShardView["crash_loop"] {
+  const c = report?.crash_loop;
+  if (c === null || c === undefined || report?.state === "ready") return null;
+  return c.failures >= CRASH_LOOP_FROM ? { failures: c.failures, limit: c.limit } : null;
 }
 
 /** Whether a replica is placed and every one of its shards reports ready. */

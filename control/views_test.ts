@@ -41,3 +41,24 @@ Deno.test("a replica's view carries its revision (1 for old records) and when it
   const ready = (await cp.events.list({ limit: 100 })).filter((e) => e.kind === "replica_ready");
   assertEquals(ready.map((e) => e.subject), ["replica/qwen-r0"]);
 });
+
+Deno.test("a shard's view shows its restarts, and a crash loop only while it is not ready and its restart did not help", async () => {
+  const { cp } = await testControl();
+  await registerNodes(cp, ["n1"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  const shown = async (state: "backoff" | "ready", failures: number) => {
+    await reportAll(cp, "n1", state, { restarts: failures, crash_loop: { failures, limit: 5 } });
+    const s = cp.replicas()[0].shards[0];
+    return [s.restarts, s.crash_loop];
+  };
+  assertEquals(await shown("backoff", 1), [1, null]);
+  assertEquals(await shown("backoff", 3), [3, { failures: 3, limit: 5 }]);
+  assertEquals(await shown("ready", 3), [3, null]);
+  // An agent from before crash loops reports neither.
+  await reportAll(cp, "n1", "backoff");
+  assertEquals([cp.replicas()[0].shards[0].restarts, cp.replicas()[0].shards[0].crash_loop], [
+    0,
+    null,
+  ]);
+});

@@ -41,6 +41,13 @@ export function replicaNote(r: ReplicaView): string {
       ?.reason;
     return r.failure?.reason ?? shard ?? "failed";
   }
+  const looping = r.shards.find((s) => s.crash_loop !== null);
+  if (looping?.crash_loop) {
+    const c = looping.crash_loop;
+    return `crash loop ${c.failures}/${c.limit} on ${looping.node}: ${
+      looping.last_failure?.reason ?? "failing"
+    }`;
+  }
   return "";
 }
 

@@ -116,6 +116,13 @@ export function ReplicaFragment(props: {
                         {Math.round(s.progress.percent)}%
                       </span>
                     )}
+                    {s.crash_loop === null ? null : (
+                      <div class="problem small">
+                        crash loop: {s.crash_loop.failures} failures in a row (gives up at{" "}
+                        {s.crash_loop.limit})
+                      </div>
+                    )}
+                    {s.restarts > 0 ? <div class="small mute">{s.restarts} restarts</div> : null}
                     {s.last_failure === null
                       ? null
                       : <div class="problem">{s.last_failure.reason}</div>}

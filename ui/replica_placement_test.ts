@@ -19,6 +19,8 @@ const SHARD = {
   state: "ready" as const,
   progress: null,
   last_failure: null,
+  restarts: 0,
+  crash_loop: null,
 };
 const FAILURE = {
   reason: "engine refused its arguments",

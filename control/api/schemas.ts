@@ -272,6 +272,9 @@ export const ReplicaViewSchema = z.object({
     state: z.string(),
     progress: Open.nullable(),
     last_failure: Open.nullable(),
+    restarts: z.number().int().describe("Restarts after crashes since it last stayed ready"),
+    crash_loop: z.object({ failures: z.number().int(), limit: z.number().int() }).nullable()
+      .describe("Set while it crash-loops: failures in a row, and where the agent gives up"),
   })),
   explanation: Open.nullable(),
   failure: ReplicaFailureSchema.nullable(),
