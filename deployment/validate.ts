@@ -6,7 +6,7 @@
  */
 import type { FieldPath, InputIssue } from "../validation/issues.ts";
 import type { ClusterNode } from "../inventory/types.ts";
-import { parallelismProblems } from "./parallelism.ts";
+import { parallelismProblems, tooBigAdvice } from "./parallelism.ts";
 import { fp8Capable, fp8Requirement, needsFp8Hardware } from "./quantization.ts";
 import type { Deployment, Profile } from "./schema.ts";
 
@@ -25,6 +25,19 @@ export interface ValidationResult {
 export interface ClassFacts {
   /** GPU class → compute capabilities seen on GPUs of that class (e.g. "8.0"). */
   computeCapabilities: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * GPU class → how many GPUs of it the cluster has, healthy or not, on nodes
+   * in any state; absent when unknown (then no size warnings).
+   */
+  sizes?: ReadonlyMap<string, ClassSize>;
+}
+
+/** How many GPUs of one class the cluster has. */
+export interface ClassSize {
+  /** The most any one node has. */
+  most: number;
+  /** All of them, on every node. */
+  total: number;
 }
 
 /** Options for {@link validateDeployment}. */
@@ -96,20 +109,83 @@ export function validateDeployment(
         });
       }
     }
+    const size = options.classes?.sizes?.get(p.gpu_class);
+    if (size !== undefined && size.most < p.gpus_per_node) {
+      const most = size.most;
+      warnings.push({
+        path: at("gpus_per_node"),
+        message:
+          `${name}: a shard needs ${p.gpus_per_node} ${p.gpu_class} GPUs on one node, but no node has more than ${most}, so this profile can never be placed: ${
+            tooBigAdvice(p, most)
+          }`,
+      });
+    }
   });
+  const short = fleetShortfall(deployment, options.classes?.sizes);
+  if (short !== null) warnings.push({ path: ["replicas"], message: short });
   return { errors, warnings };
+}
+
+/**
+ * Says so when the deployment's replicas need more GPUs than the whole
+ * cluster has, on any placement: per class, its GPUs ÷ the fewest a replica
+ * of that class needs (over the profiles that some node can hold), summed
+ * over classes, bounds how many replicas can ever run. Null when they fit
+ * that bound, or when no profile can be placed at all (said per profile).
+ */
+function fleetShortfall(
+  deployment: Deployment,
+  sizes: ReadonlyMap<string, ClassSize> | undefined,
+): string | null {
+  if (sizes === undefined) return null;
+  const perReplica = new Map<string, number>(); // class → fewest GPUs a replica needs
+  for (const p of deployment.profiles) {
+    const size = sizes.get(p.gpu_class);
+    if (size === undefined || size.most < p.gpus_per_node) continue;
+    const need = p.nodes * p.gpus_per_node;
+    perReplica.set(p.gpu_class, Math.min(need, perReplica.get(p.gpu_class) ?? need));
+  }
+  if (perReplica.size === 0) return null;
+  const classes = [...perReplica].sort((a, b) => a[0] < b[0] ? -1 : 1).map(([cls, need]) => {
+    const total = sizes.get(cls)!.total;
+    return { cls, need, total, fit: Math.floor(total / need) };
+  });
+  const most = classes.reduce((sum, c) => sum + c.fit, 0);
+  const want = deployment.replicas;
+  if (want <= most) return null;
+  const can = `at most ${most} can ever run`;
+  if (classes.length === 1) {
+    const c = classes[0];
+    return `${want} replicas need ${
+      want * c.need
+    } ${c.cls} GPUs (${c.need} each), but the cluster has ${c.total} in all: ${can}`;
+  }
+  return `${want} replicas need more GPUs than the cluster has: ${can} (${
+    classes.map((c) => `${c.cls}: ${c.total} GPUs in all, ${c.need} per replica`).join("; ")
+  })`;
 }
 
 /** The GPU classes of a cluster and the compute capabilities seen for each, for validation. */
 export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
   const map = new Map<string, Set<string>>();
+  const sizes = new Map<string, ClassSize>();
   for (const n of nodes) {
+    const here = new Map<string, number>();
     for (const g of n.gpus) {
       if (g.class === null) continue;
       let s = map.get(g.class);
       if (s === undefined) map.set(g.class, s = new Set());
       if (g.compute_capability !== null) s.add(g.compute_capability);
+      here.set(g.class, (here.get(g.class) ?? 0) + 1);
+    }
+    for (const [cls, count] of here) {
+      const size = sizes.get(cls);
+      if (size === undefined) sizes.set(cls, { most: count, total: count });
+      else {
+        size.most = Math.max(size.most, count);
+        size.total += count;
+      }
     }
   }
-  return { computeCapabilities: map };
+  return { computeCapabilities: map, sizes };
 }

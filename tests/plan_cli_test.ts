@@ -403,3 +403,63 @@ Deno.test("plan refuses, as apply does, a profile whose engine arguments set a f
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("plan warns about a profile that can never fit and says why on every node (issue #23)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const node = (id: string, engines: Record<string, string> | null) => ({
+      id,
+      gpus: [0, 1, 2, 3].map((index) => ({ index, class: "l40s-45g", compute_capability: "8.9" })),
+      ...(engines === null ? {} : { engine_versions: engines }),
+    });
+    // l1 reports vLLM only; l2 is an older cluster file's node, without engine_versions.
+    await Deno.writeTextFile(
+      `${dir}/cluster.json`,
+      JSON.stringify({ nodes: [node("l1", { vllm: "0.11.1" }), node("l2", null)] }),
+    );
+    const deployment = (engine: string, tp: number, replicas = 1) =>
+      `name: q\nmodel: org/q\nreplicas: ${replicas}\nprofiles:\n  - {name: p, engine: ${engine}, gpu_class: l40s-45g, tensor_parallel: ${tp}}\n`;
+    const run = async (text: string, extra: string[] = []) => {
+      await Deno.writeTextFile(`${dir}/d.yaml`, text);
+      return await plan([
+        "--cluster",
+        `${dir}/cluster.json`,
+        "--deployment",
+        `${dir}/d.yaml`,
+        ...extra,
+      ]);
+    };
+    const tp8 = await run(deployment("vllm", 8));
+    assertEquals(tp8.code, 3);
+    assertStringIncludes(
+      tp8.err,
+      `llmgw: warning: ${dir}/d.yaml: profiles[0].gpus_per_node: profile "p": a shard needs 8 l40s-45g GPUs on one node, but no node has more than 4, so this profile can never be placed: use nodes: 2 (4 GPUs per node) or a smaller tensor_parallel\n`,
+    );
+    assertStringIncludes(
+      tp8.out,
+      "2 nodes: node_too_small — they have only 4 l40s-45g GPUs; a shard needs 8 on one node",
+    );
+    // More replicas than 8 GPUs hold: warned, and the rest are unschedulable.
+    const many = await run(deployment("vllm", 2, 5));
+    assertEquals(many.code, 3);
+    assertStringIncludes(
+      many.err,
+      "replicas: 5 replicas need 10 l40s-45g GPUs (2 each), but the cluster has 8 in all: at most 4 can ever run\n",
+    );
+    // SGLang goes to the node whose engines are unknown, never to the vLLM-only one.
+    const sglang = await run(deployment("sglang", 2, 3), ["--json"]);
+    assertEquals(sglang.code, 3, sglang.err);
+    const { replicas } = JSON.parse(sglang.out) as { replicas: PlannedReplica[] };
+    assertEquals(
+      replicas.map((r) => r.status === "placed" ? r.shards[0].node : r.status),
+      ["l2", "l2", "unschedulable"],
+    );
+    const why = replicas[2].explanation.profiles[0].groups!;
+    assertEquals(why.map((g) => [g.reason, g.count, g.message]), [
+      ["engine_missing", 1, "needs engine sglang; they have vllm 0.11.1 (1)"],
+      ["insufficient_gpus", 1, "needs 2 free l40s-45g GPUs, has 0 free; 1 with GPUs allocated"],
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
