@@ -1,6 +1,7 @@
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
 import { QWEN, registerNodes, testControl } from "../tests/control_fixture.ts";
 import { gpus, node } from "../tests/cluster_builders.ts";
+import { registration } from "../tests/registration.ts";
 import { explanationLines } from "../placement/place.ts";
 import { NotFoundError } from "./errors.ts";
 import { liveExplanation, PER_NODE_DETAIL_MAX_NODES, withoutReplica } from "./live_explanation.ts";
@@ -45,6 +46,33 @@ Deno.test("liveExplanation: past the per-node limit, rejections are grouped", as
   const attempt = got.live!.profiles[0];
   assertEquals(attempt.nodes, undefined);
   assertEquals(attempt.groups?.find((g) => g.reason === "node_cordoned")?.count, ids.length - 1);
+});
+
+Deno.test("an SGLang replica is never placed on a node that reports vLLM only, and explain says why (issue #23)", async () => {
+  const { cp } = await testControl();
+  const vllmOnly = { engine_versions: { vllm: "0.11.1" } };
+  await cp.nodes.register(registration("n1", undefined, vllmOnly), null);
+  await cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], engine: "sglang" }],
+  });
+  await cp.reconcile();
+  await cp.reconcile();
+  const [replica] = cp.replicas();
+  assertEquals(replica.shards, [], "no shard was placed on n1");
+  const got = liveExplanation(cp.state, replica.id);
+  const attempt = got.live!.profiles[0];
+  assertEquals(attempt.counts, { engine_missing: 1 });
+  assertEquals(attempt.nodes, [{
+    node: "n1",
+    reason: "engine_missing",
+    message: "needs engine sglang; node has vllm 0.11.1",
+  }]);
+  // A node whose agent reports no engine is unknown: the replica goes there.
+  await cp.nodes.register(registration("n2"), null);
+  await cp.reconcile();
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].shards.map((s) => s.node), ["n2"]);
 });
 
 Deno.test("liveExplanation: an unknown replica is a NotFoundError", async () => {
