@@ -284,6 +284,11 @@ fi
 say "done. Next:"
 for cmd in "${next[@]+"${next[@]}"}"; do echo "  $cmd"; done
 for role in "${wanted[@]}"; do
+  if [ "$role" = control ]; then
+    # No control.json is installed: init writes it, with the store, the CA and
+    # the first admin token, in the directory the unit uses (StateDirectory=).
+    echo "  $prefix/bin/llmgw-control init --store /var/lib/llmgw/control --tls-san \"\$(hostname -f)\" --config-out /etc/llmgw/control.json  # add a --tls-san for every name agents, gateways and the CLI use (docs/deploy.md)"
+  fi
   echo "  edit /etc/llmgw/$role.json and /etc/llmgw/$role.env"
   [ $systemd = 0 ] || echo "  systemctl enable --now llmgw-$role.service"
 done

@@ -228,6 +228,37 @@ Deno.test("deploy: install.sh installs every role into a root: programs, launche
   });
 });
 
+Deno.test("deploy: the closing steps init the control plane before starting it and name only files that will exist", async () => {
+  await withSandbox(async (s) => {
+    const r = await s.install([...ROLES]);
+    assertEquals(r.code, 0, r.stderr);
+    const at = r.stdout.indexOf("done. Next:");
+    assertOk(at >= 0, r.stdout);
+    const steps = r.stdout.slice(at).split("\n").slice(1).map((l) => l.trim()).filter((l) =>
+      l !== ""
+    );
+    // Issue #23 item 10: the steps named a control.json nothing had created, and no init.
+    const init = steps.findIndex((l) =>
+      /^\/usr\/local\/bin\/llmgw-control init --store \/var\/lib\/llmgw\/control .*--config-out \/etc\/llmgw\/control\.json/
+        .test(l)
+    );
+    assertOk(init >= 0, `no llmgw-control init step:\n${steps.join("\n")}`);
+    const start = steps.indexOf("systemctl enable --now llmgw-control.service");
+    assertOk(init < start, `init after the start:\n${steps.join("\n")}`);
+    // The store the init step makes is the one the unit's service uses.
+    assertEquals(unitOf("control").get("Service.StateDirectory"), ["llmgw/control"]);
+    steps.forEach((step, i) => {
+      for (const file of step.match(/\/etc\/llmgw\/[\w.-]+/g) ?? []) {
+        const created = steps.slice(0, i + 1).some((p) => p.includes(`--config-out ${file}`));
+        assertOk(
+          existsSync(s.path(file.slice(1))) || created,
+          `"${step}" names ${file}, which neither install.sh nor a step before it creates`,
+        );
+      }
+    });
+  });
+});
+
 Deno.test("deploy: a second install changes nothing and keeps the operator's edits", async () => {
   await withSandbox(async (s) => {
     assertEquals((await s.install([...ROLES])).code, 0);
