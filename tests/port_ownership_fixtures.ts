@@ -20,6 +20,7 @@ import type { ReplicaView } from "../control/views.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
+import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { enginePids } from "./agent_processes.ts";
@@ -139,6 +140,8 @@ export interface TestAgentOptions {
   env?: Record<string, string>;
   /** The supervisor's tick (default 100 ms). */
   tickMs?: number;
+  /** The supervisor's restart delays (default: its own). */
+  backoff?: BackoffPolicy;
 }
 
 /** An agent started by the cluster, with its log lines. */
@@ -269,6 +272,7 @@ export async function withPortCluster(fn: (c: PortCluster) => Promise<void>): Pr
       supervisor: {
         tickMs: o.tickMs ?? 100,
         stopGraceMs: 2_000,
+        ...(o.backoff === undefined ? {} : { backoff: o.backoff }),
         env: {
           PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
           FAKE_ENGINE_LOAD_SECONDS: "0.5",
