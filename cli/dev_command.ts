@@ -150,7 +150,9 @@ export const DEV_USAGE = `Usage: llmgw dev [options]
 
 Runs the all-in-one local cluster on simulated hardware (no GPU needed): a
 control plane, four agents, the fake engine in place of vLLM and SGLang, the
-gateway and sample deployments. Ctrl-C stops everything it started.
+gateway and sample deployments. Ctrl-C, SIGTERM or SIGHUP stops everything it
+started. One dev runs per directory (DIR/dev.lock); a restart keeps the
+deployments and the admin token, and adopts engines a killed dev left running.
 
 Options:
   --dir DIR          where its state lives (default: a new temporary directory);
