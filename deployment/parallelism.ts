@@ -76,8 +76,10 @@ export function parallelismProblems(shape: ParallelShape): ParallelismProblem[] 
  */
 export function nodesToFit(shape: ParallelShape, maxPerNode: number): number | null {
   const total = shape.tensor_parallel * shape.pipeline_parallel;
-  for (let m = shape.nodes + 1; m <= total; m++) {
-    if (total % m !== 0 || total / m > maxPerNode) continue;
+  if (maxPerNode < 1) return null;
+  // Fewer than total ÷ maxPerNode nodes cannot do: start there.
+  for (let m = Math.max(shape.nodes + 1, Math.ceil(total / maxPerNode)); m <= total; m++) {
+    if (total % m !== 0) continue;
     const wider = { ...shape, nodes: m, gpus_per_node: total / m };
     if (parallelismProblems(wider).length === 0) return m;
   }
@@ -89,7 +91,7 @@ export function nodesToFit(shape: ParallelShape, maxPerNode: number): number | n
  * has: "use nodes: 2 (4 GPUs per node) or a smaller tensor_parallel".
  */
 export function tooBigAdvice(shape: ParallelShape, maxPerNode: number): string {
-  const m = maxPerNode > 0 ? nodesToFit(shape, maxPerNode) : null;
+  const m = nodesToFit(shape, maxPerNode);
   const total = shape.tensor_parallel * shape.pipeline_parallel;
   return m === null
     ? "use a smaller tensor_parallel or a GPU class with more GPUs per node"

@@ -118,3 +118,23 @@ Deno.test("nodesToFit and tooBigAdvice: the fewest nodes whose shards fit, keepi
     "use a smaller tensor_parallel or a GPU class with more GPUs per node",
   );
 });
+
+Deno.test("nodesToFit: its answer fits and adds up, and no fewer nodes would (property)", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 64 }),
+      fc.integer({ min: 1, max: 8 }),
+      fc.integer({ min: 1, max: 16 }),
+      (tp, pp, most) => {
+        const s = shape(1, tp * pp, tp, pp);
+        const ok = (m: number) =>
+          (tp * pp) % m === 0 && (tp * pp) / m <= most &&
+          parallelismProblems({ ...s, nodes: m, gpus_per_node: (tp * pp) / m }).length === 0;
+        const m = nodesToFit(s, most);
+        const brute = Array.from({ length: tp * pp }, (_, i) => i + 1).find((k) => k > 1 && ok(k));
+        assertEquals(m, brute ?? null);
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
