@@ -10,7 +10,11 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
-/** Spawns an agent process in its own process group. */
+/**
+ * Spawns an agent process in its own process group. `args` are flag and
+ * value pairs that replace the defaults of the same flags (e.g.
+ * `--proxy-listen 127.0.0.1:PORT`, for an agent restarted on the same ports).
+ */
 export function spawnAgent(
   controlUrl: string,
   joinToken: string,
@@ -19,8 +23,15 @@ export function spawnAgent(
   stateDir: string,
   portBase: number,
   env: Record<string, string> = {},
+  args: string[] = [],
 ): Deno.ChildProcess {
   const sim = join(ROOT, "tests/fixtures/sim", machine);
+  const flags: Record<string, string> = {
+    "--listen": "127.0.0.1:0",
+    "--proxy-listen": "127.0.0.1:0",
+    "--ports": `${portBase}-${portBase + 999}`,
+  };
+  for (let i = 0; i + 1 < args.length; i += 2) flags[args[i]] = args[i + 1];
   return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -40,12 +51,7 @@ export function spawnAgent(
       "127.0.0.1",
       "--mgmt-interface",
       "lo",
-      "--listen",
-      "127.0.0.1:0",
-      "--proxy-listen",
-      "127.0.0.1:0",
-      "--ports",
-      `${portBase}-${portBase + 999}`,
+      ...Object.entries(flags).flat(),
     ],
     env: {
       LLMGW_JOIN_TOKEN: joinToken,
