@@ -44,7 +44,11 @@ const COMMON = {
 /** Each command's own flags, beside {@link COMMON}. */
 const FLAGS = {
   nodes: { output: { type: "string", short: "o" } },
-  get: { output: { type: "string", short: "o" }, limit: { type: "string" } },
+  get: {
+    output: { type: "string", short: "o" },
+    limit: { type: "string" },
+    incarnation: { type: "string" },
+  },
   describe: {},
   explain: {},
   logs: {
@@ -59,7 +63,7 @@ const FLAGS = {
   cordon: {},
   uncordon: {},
   drain: {},
-  events: { limit: { type: "string" } },
+  events: { limit: { type: "string" }, incarnation: { type: "string" } },
   apikeys: { models: { type: "string" } },
   tokens: { ttl: { type: "string" }, description: { type: "string" } },
   rollout: { "to-revision": { type: "string" } },
@@ -118,6 +122,7 @@ interface Values {
   ttl?: string;
   description?: string;
   "to-revision"?: string;
+  incarnation?: string;
 }
 
 /** A command's arguments after the usage checks. */
@@ -320,10 +325,15 @@ async function get(
     default: {
       const limit = values.limit ?? "50";
       const subject = name === undefined ? "" : `&subject=${encodeURIComponent(name)}`;
-      const { events } = await call("GET", `/v1/events?limit=${limit}${subject}`) as {
-        events: EventRow[];
-      };
-      print(events, () => eventTable(events, plan.wide ? 200 : 80));
+      // Of one subject, its current incarnation unless asked (control/identity.ts).
+      const incarnation = values.incarnation === undefined
+        ? ""
+        : `&incarnation=${encodeURIComponent(values.incarnation)}`;
+      const { events } = await call(
+        "GET",
+        `/v1/events?limit=${limit}${subject}${incarnation}`,
+      ) as { events: EventRow[] };
+      print(events, () => eventTable(events, plan.wide ? 200 : 80, plan.wide));
       return 0;
     }
   }

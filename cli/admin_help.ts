@@ -20,8 +20,13 @@ const TEXTS: Readonly<Record<string, string>> = {
 Lists a kind of object, or one object by NAME. Deployments show READY as
 ready replicas / desired; replicas one line per shard; events one line each
 (long messages cut at a word; the whole text is in describe and --json).
+Events of one subject (get events deployment/NAME) are those of the object
+that has the name now, not of an earlier one deleted under it.
   -o wide        more columns; -o json is --json
-  --limit N      events: the last N (default 50)`,
+  --limit N      events: the last N (default 50)
+  --incarnation all|UID
+                 events of a subject: every object that had the name, or one
+                 (its UID from -o wide or --json)`,
   nodes: `Usage: llmgw nodes [-o wide] [--json]
 
 Lists nodes with state and GPUs (the same as llmgw get nodes).`,
@@ -65,10 +70,12 @@ NODE takes new replicas again.`,
 
 Moves NODE's replicas elsewhere (replacements start first when capacity
 allows), then says node_drained.`,
-  events: `Usage: llmgw events [--limit N] [--json]
+  events: `Usage: llmgw events [--limit N] [--incarnation UID] [--json]
 
 Recent events, one line each (the same as llmgw get events).
-  --limit N      the last N (default 50)`,
+  --limit N      the last N (default 50)
+  --incarnation UID
+                 only those about one object (its UID from get events -o wide)`,
   apikeys: `Usage: llmgw apikeys create NAME [--models a,b] | list | delete ID
 
 Gateway API keys. A new key is shown once.

@@ -13,6 +13,7 @@ import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts"
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
+import { newUid } from "./identity.ts";
 import {
   appendRevision,
   historyOf,
@@ -138,6 +139,7 @@ export class DeploymentService {
             reason: null,
           }],
           rollout: null,
+          uid: newUid(),
         };
         await state.store.putDeployment(stored);
         state.deployments.set(d.name, stored);
@@ -145,6 +147,8 @@ export class DeploymentService {
         // reconciler removed them, are rebuilt on the new deployment.
         for (const r of state.replicas.values()) {
           if (r.deployment !== d.name) continue;
+          // A replica of the new incarnation now, with its own history.
+          r.uid = newUid();
           r.failure = null;
           r.revision = 1;
           await state.rebuild(r, "deployment changed");
@@ -302,10 +306,11 @@ export class DeploymentService {
   delete(name: string): Promise<void> {
     const state = this.#state;
     return state.locked(async () => {
-      if (!state.deployments.has(name)) throw new NotFoundError(`no deployment ${name}`);
+      const d = state.deployments.get(name);
+      if (d === undefined) throw new NotFoundError(`no deployment ${name}`);
       state.deployments.delete(name);
       await state.store.deleteDeployment(name);
-      await state.event("deployment_deleted", `deployment/${name}`, "deleted");
+      await state.event("deployment_deleted", `deployment/${name}`, "deleted", d.uid ?? "");
       state.kick();
     });
   }

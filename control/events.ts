@@ -6,8 +6,15 @@
  * @module
  */
 import type { ShardReport } from "../protocol/agent_protocol.ts";
+import { incarnationFilter } from "./identity.ts";
 import type { ControlState } from "./state.ts";
 import type { EventQuery, EventRecord } from "./store.ts";
+
+/** A query of events as the API takes it. */
+export interface EventListQuery extends Omit<EventQuery, "uid"> {
+  /** current (the default), all, or a uid: see control/identity.ts `incarnationFilter`. */
+  incarnation?: string;
+}
 
 /** Log lines of a failure kept in its event. */
 export const FAILURE_TAIL_LINES = 20;
@@ -37,9 +44,14 @@ export class EventLog {
     this.#state = state;
   }
 
-  /** Recent events, oldest first, including those still queued for the store. */
-  async list(q: EventQuery = {}): Promise<EventRecord[]> {
+  /**
+   * Recent events, oldest first, including those still queued for the store;
+   * of one subject, those of its current incarnation unless asked otherwise.
+   */
+  async list(q: EventListQuery = {}): Promise<EventRecord[]> {
+    const { incarnation, ...rest } = q;
+    const uid = incarnationFilter(this.#state, q.subject, incarnation);
     await this.#state.flushEvents();
-    return await this.#state.store.listEvents(q);
+    return await this.#state.store.listEvents(uid === undefined ? rest : { ...rest, uid });
   }
 }

@@ -16,6 +16,7 @@ import {
   type StoredReplica,
   withReplicaRevision,
   withRevisionFields,
+  withUid,
 } from "./store.ts";
 
 /** Events kept before the oldest are pruned. */
@@ -38,7 +39,8 @@ export class MemoryStore implements ControlStore {
   listDeployments(): Promise<StoredDeployment[]> {
     return Promise.resolve(
       structuredClone(
-        [...this.#deployments.values()].sort(byKey((d) => d.name)).map(withRevisionFields),
+        [...this.#deployments.values()].sort(byKey((d) => d.name)).map(withRevisionFields)
+          .map(withUid),
       ),
     );
   }
@@ -55,7 +57,9 @@ export class MemoryStore implements ControlStore {
   listReplicas(): Promise<StoredReplica[]> {
     return Promise.resolve(
       structuredClone(
-        [...this.#replicas.values()].sort(byKey((r) => r.id)).map(withReplicaRevision),
+        [...this.#replicas.values()].sort(byKey((r) => r.id)).map(withReplicaRevision).map(
+          withUid,
+        ),
       ),
     );
   }
@@ -105,7 +109,8 @@ export class MemoryStore implements ControlStore {
   listEvents(q: EventQuery = {}): Promise<EventRecord[]> {
     const matching = this.#events.filter((e) =>
       (q.after === undefined || e.id > q.after) &&
-      (q.subject === undefined || e.subject === q.subject)
+      (q.subject === undefined || e.subject === q.subject) &&
+      (q.uid === undefined || e.uid === q.uid)
     );
     const limit = q.limit ?? 100;
     return Promise.resolve(structuredClone(limit <= 0 ? [] : matching.slice(-limit)));

@@ -114,6 +114,13 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // 3: when each node was last heard from, so a restart shows it (control/last_seen.ts).
   `ALTER TABLE nodes ADD COLUMN last_seen_at BIGINT;`,
+  // 4: identities (issue #23), as SQLite's migration 7.
+  `
+  ALTER TABLE deployments ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  ALTER TABLE replicas ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  ALTER TABLE events ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  CREATE INDEX events_by_subject_uid ON events (subject, uid, id);
+  `,
 ];
 
 /** The schema version this llmgw writes; a database with a larger one is refused. */

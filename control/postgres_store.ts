@@ -235,6 +235,7 @@ export class PostgresStore implements ControlStore {
       revision: row.revision as number,
       history: this.#json(row, "deployments", row.name, "history"),
       rollout: this.#json(row, "deployments", row.name, "rollout", true),
+      uid: row.uid as string,
     }), (d) => d.name);
   }
 
@@ -244,11 +245,11 @@ export class PostgresStore implements ControlStore {
       "deployments",
       d.name,
       `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout,
-         epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, fence.epoch, note.seq FROM fence, note
+         uid, epoch, seq)
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at,
          updated_at = excluded.updated_at, revision = excluded.revision,
-         history = excluded.history, rollout = excluded.rollout,
+         history = excluded.history, rollout = excluded.rollout, uid = excluded.uid,
          epoch = excluded.epoch, seq = excluded.seq`,
       deploymentColumns(d),
     );
@@ -268,6 +269,7 @@ export class PostgresStore implements ControlStore {
       explanation: this.#json(row, "replicas", row.id, "explanation", true),
       failure: this.#json(row, "replicas", row.id, "failure", true),
       revision: row.revision as number,
+      uid: row.uid as string,
       created_at: row.created_at as number,
       updated_at: row.updated_at as number,
     }), (r) => r.id);
@@ -279,13 +281,13 @@ export class PostgresStore implements ControlStore {
       "replicas",
       r.id,
       `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation, failure,
-         created_at, updated_at, revision, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, fence.epoch, note.seq FROM fence, note
+         created_at, updated_at, revision, uid, epoch, seq)
+       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, fence.epoch, note.seq FROM fence, note
        ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
          replica_index = excluded.replica_index, phase = excluded.phase,
          placement = excluded.placement, explanation = excluded.explanation,
          failure = excluded.failure, created_at = excluded.created_at,
-         updated_at = excluded.updated_at, revision = excluded.revision,
+         updated_at = excluded.updated_at, revision = excluded.revision, uid = excluded.uid,
          epoch = excluded.epoch, seq = excluded.seq`,
       replicaColumns(r),
     );
@@ -354,14 +356,21 @@ export class PostgresStore implements ControlStore {
     const [row] = await this.#fenced(
       "add event",
       `WITH fence AS (${FENCE}),
-       w AS (INSERT INTO events (at, kind, subject, message, epoch)
-             SELECT $2, $3, $4, $5, epoch FROM fence RETURNING id),
+       w AS (INSERT INTO events (at, kind, subject, message, uid, epoch)
+             SELECT $2, $3, $4, $5, $6, epoch FROM fence RETURNING id),
        prune AS (DELETE FROM events WHERE id <= (SELECT id FROM w) - ${MAX_EVENTS} RETURNING 1)
        SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT id FROM w) AS id,
          (SELECT count(*) FROM prune)::int AS pruned`,
-      [e.at, e.kind, e.subject, e.message],
+      [e.at, e.kind, e.subject, e.message, e.uid],
     );
-    return { id: row.id as number, at: e.at, kind: e.kind, subject: e.subject, message: e.message };
+    return {
+      id: row.id as number,
+      at: e.at,
+      kind: e.kind,
+      subject: e.subject,
+      message: e.message,
+      uid: e.uid,
+    };
   }
 
   /** Appends events in order in one statement, keeping the newest {@link MAX_EVENTS}. */
@@ -370,10 +379,10 @@ export class PostgresStore implements ControlStore {
     await this.#fenced(
       "add events",
       `WITH fence AS (${FENCE}),
-       w AS (INSERT INTO events (at, kind, subject, message, epoch)
-             SELECT e.at, e.kind, e.subject, e.message, fence.epoch
-             FROM fence, unnest($2::bigint[], $3::text[], $4::text[], $5::text[])
-               WITH ORDINALITY AS e(at, kind, subject, message, n)
+       w AS (INSERT INTO events (at, kind, subject, message, uid, epoch)
+             SELECT e.at, e.kind, e.subject, e.message, e.uid, fence.epoch
+             FROM fence, unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])
+               WITH ORDINALITY AS e(at, kind, subject, message, uid, n)
              ORDER BY e.n RETURNING id),
        prune AS (DELETE FROM events WHERE id <= (SELECT max(id) FROM w) - ${MAX_EVENTS} RETURNING 1)
        SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n,
@@ -383,6 +392,7 @@ export class PostgresStore implements ControlStore {
         events.map((e) => e.kind),
         events.map((e) => e.subject),
         events.map((e) => e.message),
+        events.map((e) => e.uid),
       ],
     );
   }
@@ -398,10 +408,14 @@ export class PostgresStore implements ControlStore {
       params.push(q.subject);
       where.push(`subject = $${params.length}`);
     }
+    if (q.uid !== undefined) {
+      params.push(q.uid);
+      where.push(`uid = $${params.length}`);
+    }
     params.push(Math.max(0, Math.trunc(q.limit ?? 100)));
     const rows = await this.query(
       "list events",
-      `SELECT id, at, kind, subject, message FROM events
+      `SELECT id, at, kind, subject, message, uid FROM events
        ${
         where.length ? `WHERE ${where.join(" AND ")}` : ""
       } ORDER BY id DESC LIMIT $${params.length}`,

@@ -15,7 +15,7 @@ import {
 } from "../testing/postgres_server.ts";
 import { until } from "../tests/until.ts";
 import { LeaderLease } from "./leader_lease.ts";
-import { PG_SCHEMA_VERSION } from "./postgres_migrations.ts";
+import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from "./postgres_migrations.ts";
 import { NotLeaderError, PostgresStore, redactUrl } from "./postgres_store.ts";
 import type { StoreChange } from "./postgres_changes.ts";
 import { storeContractSteps, storedDeployment, storedNode } from "./store_contract.ts";
@@ -47,6 +47,32 @@ Deno.test({
       await storeContractSteps(t, async () => {
         const { store } = await leadingStore(pg);
         return { store, cleanup: () => store.close() };
+      });
+
+      await t.step("a database from before identities upgrades; its rows read uid ''", async () => {
+        const db = `t${++serial}`;
+        const url = await pg.createDatabase(db);
+        const before = PG_MIGRATIONS.findIndex((m) => m.includes("ADD COLUMN uid"));
+        assertOk(before > 0);
+        const spec = JSON.stringify(storedDeployment("llama").spec).replaceAll("'", "''");
+        await pg.psql(
+          db,
+          PG_MIGRATIONS.slice(0, before).join(";\n") +
+            `;\nCREATE TABLE llmgw_schema (version INTEGER NOT NULL);
+            INSERT INTO llmgw_schema (version) VALUES (${before});
+            INSERT INTO deployments (name, spec, created_at, updated_at, epoch, seq)
+              VALUES ('llama', '${spec}', 1, 1, 1, 1);
+            INSERT INTO events (at, kind, subject, message, epoch)
+              VALUES (1, 'deployment_created', 'deployment/llama', '2 replicas', 1);`,
+        );
+        const store = await PostgresStore.open(url, { log: () => {} });
+        try {
+          assertEquals((await store.listDeployments()).map((d) => d.uid), [""]);
+          const events = await store.listEvents({ subject: "deployment/llama", uid: "" });
+          assertEquals(events.map((e) => [e.kind, e.uid]), [["deployment_created", ""]]);
+        } finally {
+          await store.close();
+        }
       });
 
       await t.step("two instances starting on an empty database migrate it once", async () => {
@@ -153,7 +179,7 @@ Deno.test({
             await assertRejects(() => a.deleteDeployment("llama"), NotLeaderError);
             await assertRejects(() => a.putNode(storedNode("n1")), NotLeaderError);
             await assertRejects(
-              () => a.addEvent({ at: 1, kind: "x", subject: "node/n1", message: "stale" }),
+              () => a.addEvent({ at: 1, kind: "x", subject: "node/n1", message: "stale", uid: "" }),
               NotLeaderError,
             );
             assertEquals(await leaseA.renew(termA), null, "a lapsed term is not revived");

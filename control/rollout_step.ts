@@ -297,7 +297,7 @@ export async function removeReplica(pass: Pass, r: StoredReplica, why: string): 
   state.replicas.delete(r.id);
   pass.attempts.delete(r.id);
   await state.store.deleteReplica(r.id);
-  await state.event("replica_removed", `replica/${r.id}`, why);
+  await state.event("replica_removed", `replica/${r.id}`, why, r.uid ?? "");
 }
 
 async function putDeployment(state: ControlState, d: StoredDeployment): Promise<void> {

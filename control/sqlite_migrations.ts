@@ -82,6 +82,15 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 6: when each node was last heard from, so a restart shows it (control/last_seen.ts).
   `ALTER TABLE nodes ADD COLUMN last_seen_at INTEGER;`,
+  // 7: identities (issue #23): a deployment's and a replica's incarnation, and the one an event is
+  // about, so a name created again does not show its predecessor's events (control/identity.ts).
+  // Records and events from before read as "" and keep showing each other.
+  `
+  ALTER TABLE deployments ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  ALTER TABLE replicas ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  ALTER TABLE events ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+  CREATE INDEX events_by_subject_uid ON events (subject, uid, id);
+  `,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */

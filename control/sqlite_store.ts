@@ -158,6 +158,7 @@ export class SqliteStore implements ControlStore {
               "object",
               true,
             ),
+            uid: row.uid as string,
           };
         }).sort(byKey((d) => d.name)),
     );
@@ -167,11 +168,12 @@ export class SqliteStore implements ControlStore {
   putDeployment(d: StoredDeployment): Promise<void> {
     return this.#do("put deployment", () => {
       this.#stmt(
-        `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout)
-         VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout,
+           uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (name) DO UPDATE SET spec = excluded.spec,
            created_at = excluded.created_at, updated_at = excluded.updated_at,
-           revision = excluded.revision, history = excluded.history, rollout = excluded.rollout`,
+           revision = excluded.revision, history = excluded.history, rollout = excluded.rollout,
+           uid = excluded.uid`,
       ).run(...deploymentColumns(d));
     });
   }
@@ -218,6 +220,7 @@ export class SqliteStore implements ControlStore {
               true,
             ),
             revision: row.revision as number,
+            uid: row.uid as string,
             created_at: row.created_at as number,
             updated_at: row.updated_at as number,
           };
@@ -230,12 +233,12 @@ export class SqliteStore implements ControlStore {
     return this.#do("put replica", () => {
       this.#stmt(
         `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation,
-           failure, created_at, updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           failure, created_at, updated_at, revision, uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
            replica_index = excluded.replica_index, phase = excluded.phase,
            placement = excluded.placement, explanation = excluded.explanation,
            failure = excluded.failure, created_at = excluded.created_at,
-           updated_at = excluded.updated_at, revision = excluded.revision`,
+           updated_at = excluded.updated_at, revision = excluded.revision, uid = excluded.uid`,
       ).run(...replicaColumns(r));
     });
   }
@@ -314,14 +317,14 @@ export class SqliteStore implements ControlStore {
     return this.#do("add event", (db) =>
       transaction(db, (): EventRecord => {
         const { lastInsertRowid } = this.#stmt(
-          "INSERT INTO events (at, kind, subject, message) VALUES (?, ?, ?, ?)",
-        ).run(e.at, e.kind, e.subject, e.message);
+          "INSERT INTO events (at, kind, subject, message, uid) VALUES (?, ?, ?, ?, ?)",
+        ).run(e.at, e.kind, e.subject, e.message, e.uid);
         const id = Number(lastInsertRowid);
         // AUTOINCREMENT ids are dense (only pruning deletes, and only the
         // oldest), so "newest MAX_EVENTS" is "id > id - MAX_EVENTS": one
         // range delete on the primary key instead of counting rows.
         this.#stmt("DELETE FROM events WHERE id <= ?").run(id - MAX_EVENTS);
-        return { id, at: e.at, kind: e.kind, subject: e.subject, message: e.message };
+        return { id, at: e.at, kind: e.kind, subject: e.subject, message: e.message, uid: e.uid };
       }));
   }
 
@@ -338,10 +341,14 @@ export class SqliteStore implements ControlStore {
         where.push("subject = ?");
         params.push(q.subject);
       }
+      if (q.uid !== undefined) {
+        where.push("uid = ?");
+        params.push(q.uid);
+      }
       // "At most this many" (store.ts): a limit of 0 or less gives none.
       params.push(Math.max(0, Math.trunc(q.limit ?? 100)));
       const rows = this.#stmt(
-        `SELECT id, at, kind, subject, message FROM events
+        `SELECT id, at, kind, subject, message, uid FROM events
          ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`,
       ).all(...params) as Row[];
       return rows.reverse().map(eventFromRow);

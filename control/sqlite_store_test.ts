@@ -9,11 +9,13 @@ import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import {
   assertEquals,
+  assertOk,
   assertRejects,
   assertStringIncludes,
   assertThrows,
 } from "../tests/assert.ts";
 import { SCHEMA_VERSION, SqliteStore } from "./sqlite_store.ts";
+import { MIGRATIONS } from "./sqlite_migrations.ts";
 import { StoreError } from "./store.ts";
 import {
   apiKey,
@@ -295,5 +297,33 @@ Deno.test("SqliteStore: a closed store rejects calls; close twice is harmless", 
     store.close();
     store.close();
     await assertRejects(() => store.listNodes(), StoreError, "is closed");
+  });
+});
+
+Deno.test("SqliteStore: a file from before identities upgrades; its records and events read uid ''", async () => {
+  await withPath(async (path) => {
+    // The file as the llmgw before identities left it: every migration before the one adding uid.
+    const before = MIGRATIONS.findIndex((m) => m.includes("ADD COLUMN uid"));
+    assertOk(before > 0);
+    raw(path, (db) => {
+      for (const m of MIGRATIONS.slice(0, before)) db.exec(m);
+      db.exec(`PRAGMA user_version = ${before}`);
+      db.prepare("INSERT INTO deployments (name, spec, created_at, updated_at) VALUES (?, ?, 1, 1)")
+        .run("llama", JSON.stringify(storedDeployment("llama").spec));
+      db.prepare("INSERT INTO events (at, kind, subject, message) VALUES (1, ?, ?, ?)")
+        .run("deployment_created", "deployment/llama", "2 replicas");
+    });
+    const store = SqliteStore.open(path);
+    try {
+      assertEquals((await store.listDeployments()).map((d) => d.uid), [""]);
+      const [old] = await store.listEvents();
+      assertEquals([old.subject, old.uid], ["deployment/llama", ""]);
+      // The deployment from before and its events from before still go together.
+      assertEquals(await store.listEvents({ subject: "deployment/llama", uid: "" }), [old]);
+      await store.addEvent(event("deployment/llama", 2, "u-new"));
+      assertEquals((await store.listEvents({ uid: "u-new" })).map((e) => e.at), [2]);
+    } finally {
+      store.close();
+    }
   });
 });

@@ -11,6 +11,7 @@ import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Clock } from "./clock.ts";
+import { currentUid, newUid } from "./identity.ts";
 import { freshReplicaId } from "./rollout.ts";
 import { revisionSpec } from "./rollout_revisions.ts";
 import {
@@ -122,10 +123,17 @@ export class ControlState {
    * written behind the lock, in order, so a burst of them (every node coming
    * back after a partition) never holds heartbeats behind database round
    * trips; {@link flushEvents} waits for the queue. Elsewhere it is written
-   * at once.
+   * at once. It is about the subject's current incarnation (control/identity.ts)
+   * unless `uid` names one already gone from the books.
    */
-  async event(kind: string, subject: string, message: string): Promise<void> {
-    const e = { at: this.now(), kind, subject, message };
+  async event(kind: string, subject: string, message: string, uid?: string): Promise<void> {
+    const e = {
+      at: this.now(),
+      kind,
+      subject,
+      message,
+      uid: uid ?? currentUid(this, subject) ?? "",
+    };
     if (this.store.addEvents === undefined) {
       await this.store.addEvent(e);
       return;
@@ -227,6 +235,7 @@ export class ControlState {
       explanation: null,
       failure: null,
       revision,
+      uid: newUid(),
       created_at: now,
       updated_at: now,
     };

@@ -36,6 +36,13 @@ export interface StoredDeployment {
   history?: DeploymentRevision[];
   /** The rollout in progress, or null when every replica runs `revision`. */
   rollout?: RolloutRecord | null;
+  /**
+   * This incarnation's identity: new each time the name is created, so a
+   * deployment deleted and created again under the same name does not show
+   * its predecessor's events (control/identity.ts). Absent or "" in records
+   * from before identities.
+   */
+  uid?: string;
 }
 
 /** How a revision fared. */
@@ -115,6 +122,12 @@ export interface StoredReplica {
   failure?: ReplicaFailure | null;
   /** The deployment revision it is built from; absent in records from before revisions: 1. */
   revision?: number;
+  /**
+   * This incarnation's identity: new each time the id is created (a replica
+   * removed and added again under its id is another replica). Absent or ""
+   * in records from before identities.
+   */
+  uid?: string;
   /** When it was created. */
   created_at: number;
   /** When it last changed. */
@@ -204,6 +217,11 @@ export interface EventRecord {
   subject: string;
   /** In words. */
   message: string;
+  /**
+   * The identity of the subject's incarnation it is about (its `uid`): "" for
+   * subjects without one (nodes, tokens, keys) and events from before identities.
+   */
+  uid: string;
 }
 
 /** An API key for the gateway (design §12), stored hashed. */
@@ -245,6 +263,8 @@ export interface EventQuery {
   after?: number;
   /** Only events about exactly this subject, e.g. `replica/llama-r0`. */
   subject?: string;
+  /** Only events about this incarnation (its `uid`; "" for events from before identities). */
+  uid?: string;
   /** At most this many, newest last. Default 100. */
   limit?: number;
 }
@@ -329,6 +349,11 @@ export function withRevisionFields(d: StoredDeployment): StoredDeployment {
 /** A replica with its revision present: what every store's reads return. */
 export function withReplicaRevision(r: StoredReplica): StoredReplica {
   return { ...r, revision: replicaRevision(r) };
+}
+
+/** A record with its identity present ("" for records from before identities): what every store's reads return. */
+export function withUid<T extends { uid?: string }>(x: T): T & { uid: string } {
+  return { ...x, uid: x.uid ?? "" };
 }
 
 /** Raised when a store cannot be opened: damaged, or from a newer schema. Never run on partial state. */

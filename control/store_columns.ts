@@ -25,7 +25,7 @@ export function nullableJson(value: unknown): string | null {
   return value === null ? null : JSON.stringify(value);
 }
 
-/** name, spec, created_at, updated_at, revision, history, rollout. */
+/** name, spec, created_at, updated_at, revision, history, rollout, uid. */
 export function deploymentColumns(d: StoredDeployment): ColumnValue[] {
   return [
     d.name,
@@ -35,12 +35,13 @@ export function deploymentColumns(d: StoredDeployment): ColumnValue[] {
     deploymentRevision(d),
     JSON.stringify(d.history ?? []),
     nullableJson(d.rollout ?? null),
+    d.uid ?? "",
   ];
 }
 
 /**
  * id, deployment, replica_index, phase, placement, explanation, failure,
- * created_at, updated_at, revision.
+ * created_at, updated_at, revision, uid.
  */
 export function replicaColumns(r: StoredReplica): ColumnValue[] {
   return [
@@ -54,6 +55,7 @@ export function replicaColumns(r: StoredReplica): ColumnValue[] {
     r.created_at,
     r.updated_at,
     replicaRevision(r),
+    r.uid ?? "",
   ];
 }
 
@@ -85,7 +87,7 @@ export function tokenColumns(t: AccessTokenRecord): ColumnValue[] {
   return [t.id, t.kind, t.hash, t.description, t.created_at, t.expires_at];
 }
 
-/** An event from its row (id, at, kind, subject, message), as both SQL stores select it. */
+/** An event from its row (id, at, kind, subject, message, uid), as both SQL stores select it. */
 export function eventFromRow(row: Record<string, unknown>): EventRecord {
   return {
     id: row.id as number,
@@ -93,5 +95,6 @@ export function eventFromRow(row: Record<string, unknown>): EventRecord {
     kind: row.kind as string,
     subject: row.subject as string,
     message: row.message as string,
+    uid: row.uid as string,
   };
 }

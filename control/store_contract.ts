@@ -69,6 +69,7 @@ export function storedDeployment(name: string, at = 1_700_000_000_000): StoredDe
     revision: 1,
     history: [],
     rollout: null,
+    uid: `uid-${name}`,
   };
 }
 
@@ -129,6 +130,7 @@ export function storedReplica(
     explanation: isPlaced ? explanation() : null,
     failure: null,
     revision: 1,
+    uid: `uid-${id}`,
     created_at: at,
     updated_at: at,
   };
@@ -188,8 +190,12 @@ export function accessToken(
 }
 
 /** An event about `subject`, without its id. */
-export function event(subject: string, at = 1_700_000_000_000): Omit<EventRecord, "id"> {
-  return { at, kind: "replica_placed", subject, message: `${subject} placed on node-1` };
+export function event(
+  subject: string,
+  at = 1_700_000_000_000,
+  uid = `uid-${subject}`,
+): Omit<EventRecord, "id"> {
+  return { at, kind: "replica_placed", subject, message: `${subject} placed on node-1`, uid };
 }
 
 /** One record type as the suite drives it, so each gets the same checks. */
@@ -440,6 +446,33 @@ function contractCases(): ContractCase[] {
     await s.putReplica(oldReplica);
     assertEquals(await s.listDeployments(), [storedDeployment("old")]);
     assertEquals(await s.listReplicas(), [storedReplica("old-r0", "old")]);
+  });
+
+  test('records without identities (written before them) read with uid ""', async (s) => {
+    const { uid: _d, ...oldDeployment } = storedDeployment("old");
+    const { uid: _r, ...oldReplica } = storedReplica("old-r0", "old");
+    await s.putDeployment(oldDeployment);
+    await s.putReplica(oldReplica);
+    assertEquals(await s.listDeployments(), [{ ...storedDeployment("old"), uid: "" }]);
+    assertEquals(await s.listReplicas(), [{ ...storedReplica("old-r0", "old"), uid: "" }]);
+  });
+
+  test("events: the incarnation (uid) round-trips and filters, with or without a subject", async (s) => {
+    const first = await s.addEvent(event("deployment/a", 1, "u1"));
+    const second = await s.addEvent(event("deployment/a", 2, "u2"));
+    const legacy = await s.addEvent(event("deployment/a", 3, ""));
+    await s.addEvents?.([event("deployment/a", 4, "u2"), event("node/n1", 5, "")]);
+    const listed = await s.listEvents();
+    assertEquals(listed.slice(0, 3), [first, second, legacy]);
+    assertEquals(listed.map((e) => e.uid), ["u1", "u2", "", ...(s.addEvents ? ["u2", ""] : [])]);
+    assertEquals(await s.listEvents({ subject: "deployment/a", uid: "u1" }), [first]);
+    assertEquals(
+      (await s.listEvents({ subject: "deployment/a", uid: "u2" })).map((e) => e.at),
+      s.addEvents ? [2, 4] : [2],
+    );
+    assertEquals(await s.listEvents({ subject: "deployment/a", uid: "" }), [legacy]);
+    assertEquals(await s.listEvents({ uid: "u1" }), [first]);
+    assertEquals(await s.listEvents({ subject: "deployment/b", uid: "u1" }), []);
   });
 
   test("nodes' last-seen times: written in a batch, nothing else touched, unknown ids skipped", async (s) => {

@@ -59,6 +59,11 @@ export const DesiredQuery = z.object({
 export const EventsQuery = z.object({
   after: z.coerce.number().int().min(0).optional().describe("Only events after this id"),
   subject: z.string().max(256).optional().describe("Only this subject, e.g. replica/qwen-r0"),
+  incarnation: z.string().max(64).regex(/^[A-Za-z0-9-]+$/, "must be current, all or a uid")
+    .optional().describe(
+      "With subject: current (the default: the subject as it exists now, not an earlier " +
+        "deployment or replica of the same name), all, or one incarnation's uid",
+    ),
   limit: z.coerce.number().int().min(1).max(1000).default(100).describe("At most this many"),
 });
 /** A shard's logs. */
@@ -308,6 +313,7 @@ export const EventListSchema = z.object({
     kind: z.string(),
     subject: z.string(),
     message: z.string(),
+    uid: z.string().describe("The incarnation of its subject it is about; empty when none"),
   })),
 });
 
