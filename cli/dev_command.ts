@@ -269,6 +269,8 @@ export async function devCommand(
   } catch (e) {
     if (!(e instanceof BindError || e instanceof DevAgentError)) throw e;
     err(`llmgw: dev: ${e.message}\n`);
+    // A temporary directory made for this run holds nothing worth keeping.
+    if (values.dir === undefined) await Deno.remove(dir, { recursive: true }).catch(() => {});
     return 1;
   } finally {
     lock.release();
