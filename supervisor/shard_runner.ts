@@ -102,6 +102,8 @@ export class ShardRunner {
   #livenessFailures = 0;
   #wanted = true;
   #stopping: Promise<void> | null = null;
+  /** The look under way, if any ({@link tick}). */
+  #looking: Promise<void> | null = null;
 
   /** Creates a runner in state `pending`; nothing runs until {@link start} or {@link adopt}. */
   constructor(
@@ -327,8 +329,17 @@ export class ShardRunner {
     this.#setState("starting", `adopted pid ${record.pid}`);
   }
 
-  /** One look at the shard: log, process, timeouts, probes, backoff. */
-  async tick(): Promise<void> {
+  /**
+   * One look at the shard: log, process, timeouts, probes, backoff. A call
+   * while a look is under way (the agent's first look beside the timer's)
+   * waits for that one: two would act on one failure twice.
+   */
+  tick(): Promise<void> {
+    this.#looking ??= this.#look().finally(() => this.#looking = null);
+    return this.#looking;
+  }
+
+  async #look(): Promise<void> {
     const now = Date.now();
     this.#log.read();
     if (this.#state === "backoff" && now >= this.#nextStartAt && this.#wanted) {
@@ -400,7 +411,11 @@ export class ShardRunner {
     if (this.#pid === null) return false;
     let owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
     if (owner.kind === "foreign") {
-      if (await endsWithin(this.#child, this.#pid, this.#startTime, EXIT_SETTLE_MS)) {
+      const pid = this.#pid;
+      const ended = await endsWithin(this.#child, pid, this.#startTime, EXIT_SETTLE_MS);
+      // Stopped meanwhile: nothing of this run is left to judge.
+      if (this.#pid !== pid) return false;
+      if (ended) {
         await this.#exited();
         return false;
       }
