@@ -13,6 +13,9 @@ import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts"
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
+import { type ApplyPlan, planApply } from "./apply_diff.ts";
+import { withSettingsOf } from "../deployment/canonical.ts";
+import { describeChange } from "../protocol/apply_answer.ts";
 import { newUid } from "./identity.ts";
 import {
   appendRevision,
@@ -37,16 +40,24 @@ export interface EngineCatalog extends EngineLookup {
   names(): Set<string>;
 }
 
-/** The outcome of an apply. */
-export interface ApplyResult {
-  /** The deployment as stored. */
+/** The outcome of an apply (or of its dry run: what it would be). */
+export interface ApplyResult extends ApplyPlan {
+  /** The deployment as applied, with defaults. */
   deployment: Deployment;
   /** Problems worth telling that do not block it. */
   warnings: DeploymentIssue[];
   /** True when it did not exist before. */
   created: boolean;
-  /** Its revision after the apply: a new one when more than the replica count changed. */
+  /** Its revision after the apply: a new one when the workload changed. */
   revision: number;
+  /** True when nothing was stored: the answer says what an apply would do. */
+  dry_run: boolean;
+}
+
+/** How an apply runs. */
+export interface ApplyOptions {
+  /** Validate and compare only; store nothing, restart nothing. */
+  dryRun?: boolean;
 }
 
 /** The deployment service. */
@@ -110,17 +121,39 @@ export class DeploymentService {
 
   /**
    * Creates or replaces a deployment. Replicas follow on the next reconcile.
-   * A change beyond the replica count (and the rollout settings) is a new
-   * revision, rolled out one replica at a time by the reconciler (design
-   * §6.3); a change of the count alone restarts nothing.
+   * A change to the workload is a new revision, rolled out one replica at a
+   * time by the reconciler (design §6.3); a change of settings alone (the
+   * count, routing, rollout settings) restarts nothing, and a spec equal to
+   * the live one in canonical form (control/apply_diff.ts) stores nothing.
+   * A dry run answers the same, checked the same, and changes nothing.
    */
-  async apply(raw: unknown): Promise<ApplyResult> {
+  async apply(raw: unknown, options: ApplyOptions = {}): Promise<ApplyResult> {
     const loaded = await this.check(raw);
     const state = this.#state;
     return state.locked(async () => {
       const d = loaded.deployment;
       this.#refuseNameClash(d);
       const existing = state.deployments.get(d.name);
+      const plan = planApply(
+        existing,
+        d,
+        [...state.replicas.values()].filter((r) => r.deployment === d.name),
+      );
+      const answer = (revision: number, dryRun: boolean): ApplyResult => ({
+        deployment: d,
+        warnings: loaded.warnings,
+        created: existing === undefined,
+        revision,
+        dry_run: dryRun,
+        ...plan,
+      });
+      if (options.dryRun === true) {
+        if (existing === undefined) return answer(1, true);
+        const rolls = plan.result === "updated";
+        return answer(rolls ? nextRevision(existing) : deploymentRevision(existing), true);
+      }
+      // GitOps loops re-apply constantly: an unchanged spec is a no-op.
+      if (plan.result === "unchanged") return answer(deploymentRevision(existing!), false);
       const now = state.now();
       if (existing === undefined) {
         const stored: StoredDeployment = {
@@ -154,22 +187,25 @@ export class DeploymentService {
           await state.rebuild(r, "deployment changed");
         }
         await state.event("deployment_created", `deployment/${d.name}`, describe(d));
-      } else if (sameWorkload(existing.spec, d)) {
+      } else if (plan.result !== "updated") {
         existing.spec = d;
         existing.updated_at = now;
         await state.store.putDeployment(existing);
-        await state.event("deployment_updated", `deployment/${d.name}`, describe(d));
+        await state.event(
+          plan.result === "scaled" ? "deployment_scaled" : "deployment_updated",
+          `deployment/${d.name}`,
+          `${plan.changes.map(describeChange).join("; ")}; nothing restarts`,
+        );
       } else {
-        await state.event("deployment_updated", `deployment/${d.name}`, describe(d));
+        await state.event(
+          "deployment_updated",
+          `deployment/${d.name}`,
+          plan.changes.map(describeChange).join("; "),
+        );
         await this.#newRevision(existing, d, "apply", null);
       }
       state.kick();
-      return {
-        deployment: d,
-        warnings: loaded.warnings,
-        created: existing === undefined,
-        revision: deploymentRevision(state.deployments.get(d.name)!),
-      };
+      return answer(deploymentRevision(state.deployments.get(d.name)!), false);
     });
   }
 
@@ -214,7 +250,7 @@ export class DeploymentService {
           "to_revision",
         );
       }
-      const spec: Deployment = { ...target.spec, replicas: d.spec.replicas };
+      const spec = withSettingsOf(target.spec, d.spec);
       this.#refuseNameClash(spec);
       await this.#newRevision(d, spec, "undo", target.revision);
       state.kick();

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { withSettingsOf } from "../deployment/canonical.ts";
 import { indexCluster, place } from "../placement/mod.ts";
 import type { Pass } from "./reconciler.ts";
 import { planRollout, type RolloutReplica } from "./rollout.ts";
@@ -227,7 +228,7 @@ async function revert(
   d.history = withOutcome(
     appendRevision(d, {
       revision,
-      spec: { ...spec, replicas: d.spec.replicas },
+      spec: withSettingsOf(spec, d.spec),
       at: now,
       cause: "revert",
       from: fallback,
@@ -236,7 +237,7 @@ async function revert(
     "failed",
     reason,
   );
-  d.spec = { ...spec, replicas: d.spec.replicas };
+  d.spec = withSettingsOf(spec, d.spec);
   d.revision = revision;
   d.updated_at = now;
   d.rollout = {

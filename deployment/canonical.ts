@@ -1,8 +1,8 @@
 /**
  * The one comparison of deployment specs (design §6.3): each spec is read
  * back through the schema with every default applied, then compared field by
- * field, so neither key order (a stored JSONB document, a spec built by
- * another code path) nor a default written out or left implicit makes two
+ * field, so neither key order (a spec `llmgw dev` parsed before sending it,
+ * a hand-edited file) nor a default written out or left implicit makes two
  * equal specs differ. Pure: `apply`, `rollout undo`, the rollout step and the
  * dry run all decide "what changed, and does it roll replicas" here.
  *

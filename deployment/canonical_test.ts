@@ -168,8 +168,8 @@ Deno.test("specChanges (property): key order and written-out defaults never make
         const sent = parseDeployment(b, "b").deployment;
         assertEquals(specChanges(live, sent), []);
         assertOk(sameWorkload(live, sent));
-        // A spec already parsed, parsed again (another code path), or read
-        // back from a store that reorders keys (PostgreSQL JSONB) is the same.
+        // A spec already parsed, then parsed again by another code path with
+        // its keys in any order, is the same.
         const again = parseDeployment(reorder(live, shuffler(seedB)), "again").deployment;
         assertEquals(specChanges(live, again), []);
         assertEquals(JSON.stringify(canonicalSpec(live)), JSON.stringify(canonicalSpec(sent)));

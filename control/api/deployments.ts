@@ -12,6 +12,7 @@ import type { ControlPlane } from "../control_plane.ts";
 import { RouteGroup } from "./route.ts";
 import {
   ApplyAnswer,
+  ApplyQuery,
   DeletedAnswer,
   DeploymentListSchema,
   DeploymentParams,
@@ -44,16 +45,17 @@ export function deploymentRoutes(cp: ControlPlane): RouteGroup {
     summary: "Apply deployment",
     tag: "deployments",
     auth: "admin",
+    query: ApplyQuery,
     body: { schema: DeploymentSchema, raw: true },
     response: ApplyAnswer,
     status: 201,
     answers: {
-      200: "Updated an existing deployment",
+      200: "Updated, scaled, configured or unchanged; or a dry run (nothing stored)",
       409: "Its served model name is another deployment's",
     },
-  }, async ({ body, c }) => {
-    const result = await cp.deployments.apply(body);
-    return c.json(result, result.created ? 201 : 200);
+  }, async ({ query, body, c }) => {
+    const result = await cp.deployments.apply(body, { dryRun: query.dry_run === "true" });
+    return c.json(result, result.created && !result.dry_run ? 201 : 200);
   });
   g.add({
     method: "get",

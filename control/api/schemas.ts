@@ -7,6 +7,7 @@
  * @module
  */
 import { z } from "zod";
+import { ApplyResultKindSchema, SpecChangeSchema } from "../../protocol/apply_answer.ts";
 
 /** The error body every failure answers with. */
 export const ErrorBodySchema = z.object({
@@ -53,6 +54,13 @@ export const DesiredQuery = z.object({
   ),
   wait_ms: z.coerce.number().int().min(0).max(60_000).default(0).describe(
     "How long to wait for a change",
+  ),
+});
+/** An apply: `dry_run=true` validates and compares, storing nothing. */
+export const ApplyQuery = z.object({
+  dry_run: z.enum(["true", "false"]).optional().describe(
+    "true: validate as an apply does and answer what it would do (the changes against the " +
+      "live spec, the replicas a new revision would replace); nothing is stored",
   ),
 });
 /** Events. */
@@ -235,9 +243,19 @@ export const ApplyAnswer = z.object({
   deployment: Open,
   warnings: z.array(Issue),
   created: z.boolean(),
+  result: ApplyResultKindSchema,
   revision: z.number().int().describe(
-    "Its revision after the apply: a new one when more than the replica count changed",
+    "Its revision after the apply: a new one when the workload changed (anything but the " +
+      "replica count, routing and rollout settings)",
   ),
+  changes: z.array(SpecChangeSchema).describe(
+    "Each field that differs from the live spec, both with defaults applied; key order " +
+      "never counts",
+  ),
+  rolling: z.array(z.string()).describe(
+    "Replicas the new revision replaces, one at a time (result updated); empty otherwise",
+  ),
+  dry_run: z.boolean().describe("True when nothing was stored: what an apply would do"),
 });
 /** A deletion's answer. */
 export const DeletedAnswer = z.object({ deleted: z.string() });

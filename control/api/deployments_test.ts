@@ -1,0 +1,104 @@
+import { hashToken } from "../../http/tokens.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
+import { registration } from "../../tests/registration.ts";
+import { createControlApi } from "../api.ts";
+import { ControlPlane } from "../control_plane.ts";
+import { MemoryStore } from "../memory_store.ts";
+
+const ADMIN = "admin-secret";
+
+const QWEN = {
+  name: "qwen",
+  model: "Qwen/Qwen2.5-7B-Instruct",
+  replicas: 2,
+  profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
+};
+
+async function setup() {
+  const cp = await ControlPlane.open({ store: new MemoryStore(), reconcileMs: 60_000 });
+  await cp.nodes.register(registration("n1"), null);
+  const app = createControlApi(cp, {
+    adminTokenHashes: [await hashToken(ADMIN)],
+    joinTokenHashes: [],
+  });
+  const apply = async (body: unknown, query = "") => {
+    const res = await app.request(`/v1/deployments${query}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: await res.json() };
+  };
+  return { cp, app, apply };
+}
+
+Deno.test("POST /v1/deployments?dry_run=true: validated, answers what an apply would do, stores nothing", async () => {
+  const { cp, apply } = await setup();
+  const dry = await apply(QWEN, "?dry_run=true");
+  assertEquals(dry.status, 200);
+  assertEquals([dry.json.result, dry.json.created, dry.json.dry_run], ["created", true, true]);
+  assertEquals(cp.deployments.list(), []);
+
+  const created = await apply(QWEN);
+  assertEquals([created.status, created.json.result, created.json.dry_run], [
+    201,
+    "created",
+    false,
+  ]);
+  await cp.reconcile();
+  const stored = JSON.stringify(cp.deployments.list());
+  const replicas = JSON.stringify(cp.replicas());
+
+  // The same spec, keys in another order and a default written out: unchanged.
+  const again = await apply({
+    profiles: [{ tensor_parallel: 2, gpu_class: "rtx4090-24g", engine: "vllm", name: "tp2" }],
+    replicas: 2,
+    placement: "pack",
+    model: QWEN.model,
+    name: "qwen",
+  });
+  assertEquals([again.status, again.json.result, again.json.revision], [200, "unchanged", 1]);
+
+  const changed = { ...QWEN, profiles: [{ ...QWEN.profiles[0], quantization: "fp8" }] };
+  const diff = await apply(changed, "?dry_run=true");
+  assertEquals(diff.status, 200);
+  assertEquals(
+    [diff.json.result, diff.json.revision, diff.json.rolling],
+    ["updated", 2, ["qwen-r0", "qwen-r1"]],
+  );
+  assertEquals(diff.json.changes, [{
+    path: "profiles[0].quantization",
+    from: "none",
+    to: "fp8",
+    rolls: true,
+  }]);
+  await cp.reconcile();
+  assertEquals(JSON.stringify(cp.deployments.list()), stored);
+  assertEquals(JSON.stringify(cp.replicas()), replicas);
+});
+
+Deno.test("POST /v1/deployments?dry_run: a bad value or a bad body is a 400 naming it, never a 500", async () => {
+  const { cp, apply } = await setup();
+  const bad = await apply(QWEN, "?dry_run=yes");
+  assertEquals(bad.status, 400);
+  assertEquals(bad.json.error.path, "dry_run");
+  const body = await apply({ ...QWEN, replicas: "two" }, "?dry_run=true");
+  assertEquals(body.status, 400);
+  assertEquals(body.json.error.path, "replicas");
+  assertEquals(cp.deployments.list(), []);
+});
+
+Deno.test("the OpenAPI document shows apply's dry_run query and its answer's result", async () => {
+  const { app } = await setup();
+  const res = await app.request("/openapi.json", {
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
+  const doc = await res.json();
+  const op = doc.paths["/v1/deployments"].post;
+  assertOk(
+    op.parameters.some((p: { name: string; in: string }) =>
+      p.name === "dry_run" && p.in === "query"
+    ),
+  );
+  assertStringIncludes(JSON.stringify(op.responses), "unchanged");
+});
