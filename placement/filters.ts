@@ -124,7 +124,7 @@ export const engineFilter: NodeFilter = {
     `needs engine ${ctx.profile.engine}; node has ${engineList(n.node.engine_versions ?? {})}`,
 };
 
-/** "vllm 0.11.1, sglang 0.5.3", in name order. */
+/** "sglang 0.5.3, vllm 0.11.1": engines in name order, each with its version. */
 export function engineList(versions: Record<string, string>): string {
   return Object.entries(versions).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
     .map(([e, v]) => `${e} ${v}`).join(", ");
