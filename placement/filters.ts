@@ -125,9 +125,9 @@ export const engineFilter: NodeFilter = {
 };
 
 /** "sglang 0.5.3, vllm 0.11.1": engines in name order, each with its version. */
-export function engineList(versions: Record<string, string>): string {
+export function engineList(versions: Record<string, string>, separator = ", "): string {
   return Object.entries(versions).sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
-    .map(([e, v]) => `${e} ${v}`).join(", ");
+    .map(([e, v]) => `${e} ${v}`).join(separator);
 }
 
 /** Enough healthy, unallocated GPUs of the class for one shard. */

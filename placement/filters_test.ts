@@ -102,7 +102,7 @@ Deno.test("engine_missing: the group names what the nodes have, most common firs
     reason: "engine_missing",
     count: 4,
     message:
-      "needs engine trtllm; they have vllm 0.11.1 (2), my-engine 2, sglang 0.5.3 (1), vllm 0.10.2 (1)",
+      "needs engine trtllm; they have vllm 0.11.1 (2), my-engine 2 + sglang 0.5.3 (1), vllm 0.10.2 (1)",
     examples: ["n1", "n2", "n3"],
   }]);
   assertEquals(rejections(a).n4, [

@@ -138,11 +138,14 @@ function stableMessage(
   }
 }
 
-/** "needs engine sglang; they have vllm 0.11.1 (300), vllm 0.10.2 (2)". */
+/**
+ * "needs engine sglang; they have vllm 0.11.1 (300), trtllm 1.0 + vllm 0.10.2 (2)":
+ * one entry per set of engines, its engines joined by "+".
+ */
 function engineMessage(members: readonly ClassMember[], ctx: ProfileContext): string {
   const tally = new Map<string, number>();
   for (const m of members) {
-    const has = engineList(m.n.node.engine_versions ?? {});
+    const has = engineList(m.n.node.engine_versions ?? {}, " + ");
     tally.set(has, (tally.get(has) ?? 0) + 1);
   }
   const has = [...tally].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
