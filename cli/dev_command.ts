@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "../agent/agent.ts";
@@ -243,6 +244,7 @@ export async function devCommand(
     );
   }
   const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
+  const made = values.dir === undefined || !existsSync(dir);
   Deno.mkdirSync(dir, { recursive: true });
   // One dev per directory (the lock outlives no process, kill -9 included),
   // taken before anything is checked or written: a second dev must not
@@ -269,8 +271,8 @@ export async function devCommand(
   } catch (e) {
     if (!(e instanceof BindError || e instanceof DevAgentError)) throw e;
     err(`llmgw: dev: ${e.message}\n`);
-    // A temporary directory made for this run holds nothing worth keeping.
-    if (values.dir === undefined) await Deno.remove(dir, { recursive: true }).catch(() => {});
+    // A directory this run made holds only its lock: a failed start leaves no state behind.
+    if (made) await Deno.remove(dir, { recursive: true }).catch(() => {});
     return 1;
   } finally {
     lock.release();
