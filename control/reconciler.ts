@@ -10,7 +10,7 @@ import { noPorts } from "../engines/launch.ts";
 import { applyPlacement, type ClusterIndex, indexCluster, place } from "../placement/mod.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
-import { givenUpFailure, placeAvoiding } from "./replica_failures.ts";
+import { failedAgain, givenUpFailure, placeAvoiding } from "./replica_failures.ts";
 import { recordLastSeen } from "./last_seen.ts";
 import { transitionEvent } from "./nodes.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
@@ -39,6 +39,8 @@ export interface Pass {
   counters: PlacementCounters;
   /** Attempt numbers by replica id: a new placement gets a new shard id. */
   attempts: Map<string, number>;
+  /** Rebuilds in a row after a shard failure, by replica id, until it is ready (crash loops). */
+  rebuilds: Map<string, number>;
   /** Draining nodes already announced as drained. */
   drained: Set<string>;
   /** The time of this pass. */
@@ -102,10 +104,11 @@ async function rebuildBroken(pass: Pass): Promise<void> {
           permanent.f!.last_failure!,
         );
       } else {
-        await state.rebuild(r, `shard ${s.shard_id} failed: ${f?.reason ?? "unknown"}`);
+        await failedAgain(pass, r, s.shard_id, s.node, f);
       }
       break;
     }
+    if (allReady) pass.rebuilds.delete(r.id);
     if (
       allReady && state.replicas.has(r.id) && r.phase === "placed" && (r.failure ?? null) !== null
     ) {
@@ -321,6 +324,7 @@ export class Reconciler {
   readonly #desired: DesiredStates;
   readonly #periodMs: number;
   readonly #attempts = new Map<string, number>();
+  readonly #rebuilds = new Map<string, number>();
   readonly #drained = new Set<string>();
   #timer: ReturnType<typeof setTimeout> | null = null;
   #kickTimer: ReturnType<typeof setTimeout> | null = null;
@@ -349,6 +353,7 @@ export class Reconciler {
         desired: this.#desired,
         counters: this.counters,
         attempts: this.#attempts,
+        rebuilds: this.#rebuilds,
         drained: this.#drained,
         now: this.#state.now(),
       };

@@ -2,6 +2,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts
 import { QWEN, registerNodes, reportAll, testControl } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
 import { MAX_PERMANENT_FAILURES, RECONCILE_STEPS } from "./reconciler.ts";
+import { MAX_REBUILDS_IN_A_ROW } from "./replica_failures.ts";
 
 const ARG_FAILURE = {
   at: 1_700_000_000_001, // after the fake clock's start: not a predecessor's failure
@@ -150,27 +151,54 @@ Deno.test("a permanent shard failure ends the replica failed after a bounded num
   assertEquals(retried.failure, null);
 });
 
-Deno.test("a transient failure rebuilds without counting towards giving up", async () => {
+Deno.test("transient failures rebuild the replica; five in a row without becoming ready are a crash loop", async () => {
   const { cp, clock } = await testControl();
   await registerNodes(cp, ["n1"]);
   await cp.deployments.apply({ ...QWEN, replicas: 1 });
   await cp.reconcile();
-  for (let i = 0; i < MAX_PERMANENT_FAILURES + 2; i++) {
+  const fail = async () => {
     clock.advance(1_000);
     await reportAll(cp, "n1", "failed", {
       last_failure: {
         ...ARG_FAILURE,
         at: clock.now(),
-        reason: "killed by signal SIGKILL",
+        reason: "killed by signal 9 (SIGKILL)",
         permanent: false,
       },
     });
     await cp.reconcile();
-    assertEquals(cp.replicas()[0].state, "starting");
+  };
+  for (let i = 1; i < MAX_REBUILDS_IN_A_ROW; i++) {
+    await fail();
+    assertEquals(cp.replicas()[0].state, "starting", `failure ${i}`);
     assertEquals(cp.replicas()[0].failure, null);
   }
+  // Ready once: the count starts over.
+  await reportAll(cp, "n1", "ready");
+  await cp.reconcile();
+  for (let i = 1; i < MAX_REBUILDS_IN_A_ROW; i++) {
+    await fail();
+    assertEquals(cp.replicas()[0].state, "starting", `failure ${i} after ready`);
+  }
+  await fail();
+  const [r] = cp.replicas();
+  assertEquals(r.state, "failed");
+  assertStringIncludes(
+    r.failure!.reason,
+    `crash loop: the replica failed ${MAX_REBUILDS_IN_A_ROW} times in a row without becoming ready; ` +
+      "last: killed by signal 9 (SIGKILL)",
+  );
   const events = await cp.events.list({ limit: 1000 });
-  assertEquals(events.filter((e) => e.kind === "shard_failed").length, MAX_PERMANENT_FAILURES + 2);
+  assertEquals(
+    events.filter((e) => e.kind === "shard_failed").length,
+    2 * MAX_REBUILDS_IN_A_ROW - 1,
+  );
+  const rebuilding = events.filter((e) => e.kind === "replica_rebuilding");
+  assertStringIncludes(rebuilding[0].message, "(failure 1 in a row; given up on n1 at 5)");
+  assertStringIncludes(
+    events.find((e) => e.kind === "replica_failed")!.message,
+    "no node other than n1 fits",
+  );
 });
 
 Deno.test("a replica that becomes ready forgets its permanent failures", async () => {

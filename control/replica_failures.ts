@@ -19,6 +19,14 @@ import type { StoredReplica } from "./store.ts";
 /** Placements in a row whose shard an agent gave up on, before the replica is failed. */
 export const MAX_PERMANENT_FAILURES = 3;
 
+/**
+ * Rebuilds in a row, without becoming ready, after which a shard failure
+ * that the agent could not restart itself (a shard of a multi-node replica)
+ * counts as a crash loop and is given up like a permanent one: the agent's
+ * own bound for one-node shards (supervisor/crash_loop.ts) does not see these.
+ */
+export const MAX_REBUILDS_IN_A_ROW = 5;
+
 /** A shard's failure as the agent reported it. */
 export interface GivenUp {
   /** Why, in words (a crash loop's count included). */
@@ -82,6 +90,38 @@ export async function givenUpFailure(
     "replica_failed",
     `replica/${r.id}`,
     `${shardFailureMessage(shardId, node, f)}\n${why}; apply a changed deployment to try again`,
+  );
+}
+
+/**
+ * A shard failure retrying might cure: the replica is rebuilt whole (design
+ * §5.4), counted; the {@link MAX_REBUILDS_IN_A_ROW}th in a row without the
+ * replica becoming ready is a crash loop, and the failing shard's node is
+ * given up ({@link givenUpFailure}).
+ */
+export async function failedAgain(
+  pass: Pass,
+  r: StoredReplica,
+  shardId: string,
+  node: string,
+  f: GivenUp | null,
+): Promise<void> {
+  const n = (pass.rebuilds.get(r.id) ?? 0) + 1;
+  const reason = f?.reason ?? "unknown";
+  if (n >= MAX_REBUILDS_IN_A_ROW && f !== null) {
+    pass.rebuilds.delete(r.id);
+    await givenUpFailure(pass, r, shardId, node, {
+      ...f,
+      reason: `crash loop: the replica failed ${n} times in a row without becoming ready; ` +
+        `last: ${reason}`,
+    });
+    return;
+  }
+  pass.rebuilds.set(r.id, n);
+  await pass.state.rebuild(
+    r,
+    `shard ${shardId} failed: ${reason} (failure ${n} in a row; ` +
+      `given up on ${node} at ${MAX_REBUILDS_IN_A_ROW})`,
   );
 }
 
