@@ -63,30 +63,28 @@ export const PROXY_DRAIN_MS = 30_000;
 
 /**
  * Serves the engine proxy. Its shutdown stops accepting at once (gateways
- * then hold or reroute, docs/gateway.md), lets the requests in flight finish
- * for up to `drainMs`, then cuts the rest.
+ * then hold or reroute, docs/gateway.md) and lets the requests in flight
+ * finish, returning once they have or after `drainMs`: a TLS listener then
+ * closes what is left; a plain one leaves it to end with the agent's process,
+ * which exits next. (Cutting plain streams from here would mean relaying
+ * every stream through JS; bodies are handed to Deno's server as they come.)
  */
 export async function serveEngineProxy(
   proxy: EngineProxyOptions,
   at: ListenerPlacement,
   drainMs: number = PROXY_DRAIN_MS,
 ): Promise<ServedListener> {
-  const cut = new AbortController();
-  const handler = engineProxy({ ...proxy, cut: cut.signal });
-  const server = await serve("the engine proxy", "engine proxy", handler, false, at);
+  const server = await serve("the engine proxy", "engine proxy", engineProxy(proxy), false, at);
   const drained: AgentListener = {
     addr: server.addr,
     async shutdown() {
-      // A TLS server would close its connections after its own grace: not before ours.
-      const closed = server.shutdown(drainMs + 1_000);
+      const closed = server.shutdown(drainMs);
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), drainMs));
       if (await Promise.race([closed, late]) === "late") {
-        at.log.warn("engine proxy: requests still running after the drain; cutting them", {
+        at.log.warn("engine proxy: requests still running after the drain; not waiting for them", {
           drain_ms: drainMs,
         });
-        cut.abort();
-        await closed;
       }
       clearTimeout(timer);
     },

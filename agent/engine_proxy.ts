@@ -47,11 +47,6 @@ export interface EngineProxyOptions {
   host?: string;
   /** How requests are sent on (tests inject one). Default `fetch`. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
-  /**
-   * Aborted when a stopping agent's drain has run out: the engine requests
-   * still in flight are cut, so the listener can close.
-   */
-  cut?: AbortSignal;
 }
 
 /** Request headers never forwarded: the proxy credential, the shard's name, framing. */
@@ -80,7 +75,6 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
   const host = options.host ?? "127.0.0.1";
   const send = options.fetch ?? ((input, init) => fetch(input, init));
   const expected = digest(options.token);
-  const cut = options.cut;
   return async (req: Request): Promise<Response> => {
     // The credential first: no token 401, another one 403, whatever the request.
     const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
@@ -114,14 +108,11 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
         method: req.method,
         headers,
         body: req.body,
-        signal: cut === undefined ? req.signal : AbortSignal.any([req.signal, cut]),
+        signal: req.signal,
         redirect: "manual",
       });
     } catch (e) {
       if (req.signal.aborted) return error(499, "client_closed", "the caller went away");
-      if (cut?.aborted) {
-        return error(502, "agent_stopped", `the agent stopped before shard ${shard} answered`);
-      }
       // No connection at all (the engine is stopping, or gone): nothing reached it.
       if (neverConnected(e)) {
         return error(
@@ -136,15 +127,7 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
         `the engine of shard ${shard} did not answer: ${e instanceof Error ? e.message : e}`,
       );
     }
-    // A stream may outlast a stopping agent's drain: relayed through a pipe
-    // the cut can break (a body passed on as is would be piped natively, out
-    // of the signal's reach). Whole answers end soon after their head.
-    const streamed = cut !== undefined && res.body !== null &&
-      (res.headers.get("content-type") ?? "").includes("text/event-stream");
-    const body = streamed
-      ? res.body!.pipeThrough(new TransformStream(), { signal: cut })
-      : res.body;
-    return new Response(body, {
+    return new Response(res.body, {
       status: res.status,
       statusText: res.statusText,
       headers: forwardHeaders(res.headers, RESPONSE_DROP),
