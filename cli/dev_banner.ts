@@ -60,16 +60,22 @@ export function devBanner(f: DevBannerFacts): string {
 }
 
 /**
- * How the banner tells the operator to run the CLI: `deno task llmgw` where
- * a `deno` is on `PATH`, else the npx form the README's quick start uses, at
- * the Deno version running dev (a machine with only Node and npm).
+ * How the banner tells the operator to run the CLI: the npx form the
+ * README's quick start uses, at the Deno version running dev, when dev was
+ * started through npx (`npm_command=exec`: npx puts its own deno on dev's
+ * PATH only) or no `deno` is on PATH; else `deno task llmgw`.
  */
 export function devCliCommand(
-  path: string = Deno.env.get("PATH") ?? "",
+  env: { PATH?: string; npm_command?: string } = {
+    PATH: Deno.env.get("PATH"),
+    npm_command: Deno.env.get("npm_command"),
+  },
   isExecutable: (file: string) => boolean = executable,
 ): string {
-  const onPath = path.split(":").some((d) => d !== "" && isExecutable(`${d}/deno`));
-  return onPath ? "deno task llmgw" : `npx -y deno@${Deno.version.deno} task llmgw`;
+  const onPath = (env.PATH ?? "").split(":").some((d) => d !== "" && isExecutable(`${d}/deno`));
+  return onPath && env.npm_command !== "exec"
+    ? "deno task llmgw"
+    : `npx -y deno@${Deno.version.deno} task llmgw`;
 }
 
 function executable(file: string): boolean {

@@ -38,12 +38,18 @@ Deno.test("dev banner: says whether the admin token was kept, and how to run the
   );
 });
 
-Deno.test("devCliCommand: deno task where a deno is on PATH, else npx at the running Deno's version", () => {
+Deno.test("devCliCommand: deno task where a deno is on PATH, else (or under npx) npx at the running Deno's version", () => {
   const has = (dirs: string[]) => (f: string) => dirs.some((d) => f === `${d}/deno`);
-  assertEquals(devCliCommand("/usr/bin:/bin", has(["/bin"])), "deno task llmgw");
+  const npx = `npx -y deno@${Deno.version.deno} task llmgw`;
+  assertEquals(devCliCommand({ PATH: "/usr/bin:/bin" }, has(["/bin"])), "deno task llmgw");
+  assertEquals(devCliCommand({ PATH: "/usr/bin:/bin" }, has([])), npx);
+  assertEquals(devCliCommand({ PATH: "" }, has([""])), npx);
+  // npx puts its cached deno on dev's PATH, not on the operator's shell's.
   assertEquals(
-    devCliCommand("/usr/bin:/bin", has([])),
-    `npx -y deno@${Deno.version.deno} task llmgw`,
+    devCliCommand(
+      { PATH: "/root/.npm/_npx/1/node_modules/.bin:/usr/bin", npm_command: "exec" },
+      () => true,
+    ),
+    npx,
   );
-  assertEquals(devCliCommand("", has([""])), `npx -y deno@${Deno.version.deno} task llmgw`);
 });
