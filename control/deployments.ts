@@ -8,7 +8,7 @@
  */
 import { DeploymentError, type LoadedDeployment, parseDeployment } from "../deployment/load.ts";
 import { DEFAULT_ROUTING, type Deployment, type RoutingPolicy } from "../deployment/schema.ts";
-import { classFacts, type DeploymentIssue } from "../deployment/validate.ts";
+import { classFacts, type DeploymentIssue, validateDeployment } from "../deployment/validate.ts";
 import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
@@ -323,8 +323,11 @@ export class DeploymentService {
     );
   }
 
-  /** Changes a deployment's replica count. */
-  scale(name: string, replicas: number): Promise<void> {
+  /**
+   * Changes a deployment's replica count; answers the warnings an apply of
+   * the scaled spec would give (more replicas than the fleet's GPUs hold).
+   */
+  scale(name: string, replicas: number): Promise<DeploymentIssue[]> {
     const state = this.#state;
     return state.locked(async () => {
       const d = state.deployments.get(name);
@@ -335,6 +338,10 @@ export class DeploymentService {
       await state.store.putDeployment(d);
       await state.event("deployment_scaled", `deployment/${name}`, `${replicas} replicas`);
       state.kick();
+      return validateDeployment(d.spec, {
+        knownEngines: this.#engines.names(),
+        classes: classFacts(state.inventory.snapshot()),
+      }).warnings;
     });
   }
 

@@ -2,6 +2,7 @@
  * `llmgw apply -f` warns, and still stores, a deployment whose profile no
  * node can hold (TP 16 on 8-GPU nodes) or whose replicas need more GPUs than
  * the whole cluster has (issue #23 item 5); one that fits gets no warning.
+ * `scale` past what the fleet holds warns the same way.
  */
 import { join } from "node:path";
 import { main } from "../cli/main.ts";
@@ -26,7 +27,7 @@ function yaml(name: string, replicas: number, tp: number): string {
   ].join("\n");
 }
 
-Deno.test("apply -f warns about a profile no node can hold and replicas the fleet cannot hold", async () => {
+Deno.test("apply -f and scale warn about a profile no node can hold and replicas the fleet cannot hold", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw-apply-warnings-" });
   const control = await startControl({
     hostname: "127.0.0.1",
@@ -65,6 +66,18 @@ Deno.test("apply -f warns about a profile no node can hold and replicas the flee
     const fits = await apply("fits", 2, 4);
     assertEquals(fits.code, 0, fits.out);
     assertEquals(fits.out.includes("warning"), false, fits.out);
+    // Scaling past what the fleet holds answers the same warning.
+    const scaled = await fetch(`${control.url}/v1/deployments/fits/scale`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+      body: JSON.stringify({ replicas: 3 }),
+    });
+    assertEquals(scaled.status, 200);
+    assertEquals((await scaled.json()).warnings, [{
+      path: ["replicas"],
+      message:
+        "3 replicas need 12 rtx4090-24g GPUs (4 each), but the cluster has 8 in all: at most 2 can ever run",
+    }]);
     // Warnings do not refuse: the hardware may still arrive.
     assertEquals(control.cp.deployments.list().map((d) => d.name).sort(), [
       "fits",

@@ -91,8 +91,8 @@ export function deploymentRoutes(cp: ControlPlane): RouteGroup {
     body: { schema: ScaleBody },
     response: ScaleAnswer,
   }, async ({ params, body }) => {
-    await cp.deployments.scale(params.name, body.replicas);
-    return { deployment: params.name, replicas: body.replicas };
+    const warnings = await cp.deployments.scale(params.name, body.replicas);
+    return { deployment: params.name, replicas: body.replicas, warnings };
   });
   g.add({
     method: "get",

@@ -260,7 +260,12 @@ export const ApplyAnswer = z.object({
 /** A deletion's answer. */
 export const DeletedAnswer = z.object({ deleted: z.string() });
 /** A scale's answer. */
-export const ScaleAnswer = z.object({ deployment: z.string(), replicas: z.number().int() });
+export const ScaleAnswer = z.object({
+  deployment: z.string(),
+  replicas: z.number().int(),
+  /** What cannot run at this count, as apply warns (more replicas than the fleet's GPUs hold). */
+  warnings: z.array(Issue),
+});
 /** A dry run's answer. */
 export const PlanAnswer = z.object({
   replicas: z.array(z.looseObject({
