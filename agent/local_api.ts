@@ -136,6 +136,8 @@ export interface ShardLogView {
   log_id?: string;
   /** The position in the log of `log_tail[0]`. */
   log_first?: number;
+  /** Probe lines the tail left out (supervisor/probe_lines.ts). */
+  probe_lines_hidden?: number;
 }
 
 /**
@@ -152,6 +154,9 @@ export function shardLogsAnswer(id: string, shard: ShardLogView, lines: number):
       log_id: shard.log_id,
       first: shard.log_first + shard.log_tail.length - kept.length,
     }),
+    ...(shard.probe_lines_hidden === undefined
+      ? {}
+      : { probe_lines_hidden: shard.probe_lines_hidden }),
   };
 }
 

@@ -263,3 +263,12 @@ Deno.test("shardLogsAnswer: the position of the first line answered", () => {
   });
   assertEquals("first" in shardLogsAnswer("s", { status, log_tail: ["a"] }, 2), false);
 });
+
+Deno.test("shardLogsAnswer: the count of probe lines the tail left out", () => {
+  const status = { state: "ready" } as ShardStatus;
+  const view = { status, log_tail: ["a"], log_id: "L", log_first: 0, probe_lines_hidden: 42 };
+  const answer = shardLogsAnswer("s", view, 10);
+  assertEquals(answer.probe_lines_hidden, 42);
+  assertEquals(parseShardLogsAnswer(answer).probe_lines_hidden, 42);
+  assertEquals("probe_lines_hidden" in shardLogsAnswer("s", { status, log_tail: ["a"] }, 2), false);
+});

@@ -23,6 +23,7 @@ import {
   replicaTable,
 } from "./admin_views.ts";
 import { advanceLog } from "../protocol/log_window.ts";
+import { PROBE_PATHS, probeLinesNote } from "../supervisor/probe_lines.ts";
 import { readApplySources } from "./apply_sources.ts";
 import { describe, describedText } from "./describe_command.ts";
 import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
@@ -365,6 +366,15 @@ interface ShardLogs {
   lines: string[];
   log_id?: string | null;
   first?: number | null;
+  probe_lines_hidden?: number | null;
+}
+
+/** The `#` line over a shard's log: where it runs, and the probe lines left out. */
+function logHeader(logs: ShardLogs, what: string): string {
+  const note = probeLinesNote(logs.probe_lines_hidden);
+  return `# shard ${logs.shard_id} on ${logs.node}${what}` +
+    (note === "" ? "" : `; ${note} (GET ${PROBE_PATHS.join(", ")}; the node's log file has them)`) +
+    "\n";
 }
 
 /** `logs REPLICA [-f]`: the tail once, or followed until the signal (Ctrl-C). */
@@ -383,14 +393,14 @@ async function logs(
   if (!values.follow) {
     if (plan.json) out(JSON.stringify(first, null, 2) + "\n");
     else {out(
-        `# shard ${first.shard_id} on ${first.node} (${first.state})\n${first.lines.join("\n")}\n`,
+        logHeader(first, ` (${first.state})`) + `${first.lines.join("\n")}\n`,
       );}
     return 0;
   }
   const emit = (lines: string[]) => {
     for (const line of lines) out(plan.json ? JSON.stringify({ line }) + "\n" : `${line}\n`);
   };
-  if (!plan.json) out(`# shard ${first.shard_id} on ${first.node}, following (Ctrl-C stops)\n`);
+  if (!plan.json) out(logHeader(first, ", following (Ctrl-C stops)"));
   emit(first.lines);
   const stop = signal ?? interruptSignal();
   const intervalMs = Number(values.interval ?? "1000");

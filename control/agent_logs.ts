@@ -27,6 +27,8 @@ export interface ShardLogs {
   log_id: string | null;
   /** The position in that log of `lines[0]`; null from an agent that does not say. */
   first: number | null;
+  /** llmgw's own probe lines the agent left out of the tail; null from an agent that does not say. */
+  probe_lines_hidden: number | null;
 }
 
 /** How the service reaches agents; `fetch` unless a test gives another. */
@@ -119,6 +121,7 @@ export class AgentLogs {
       lines: answer.lines,
       log_id: answer.log_id ?? null,
       first: answer.first ?? null,
+      probe_lines_hidden: answer.probe_lines_hidden ?? null,
     };
   }
 }

@@ -32,6 +32,7 @@ Deno.test("shard logs come from the node's agent with its local token", async ()
     lines: ["a", "b"],
     log_id: null,
     first: null,
+    probe_lines_hidden: null,
   });
   assertEquals(asked, [
     "http://127.0.0.1:9/v1/shards/qwen-r0.1%2F0/logs?lines=2 Bearer llmgw_local_t",
@@ -41,11 +42,21 @@ Deno.test("shard logs come from the node's agent with its local token", async ()
 Deno.test("shard logs: the agent's positions pass through, for followers", async () => {
   const { cp } = await withAgent(() =>
     Promise.resolve(
-      Response.json({ id: "qwen-r0.1/0", state: "ready", lines: ["c"], log_id: "L", first: 2 }),
+      Response.json({
+        id: "qwen-r0.1/0",
+        state: "ready",
+        lines: ["c"],
+        log_id: "L",
+        first: 2,
+        probe_lines_hidden: 7,
+      }),
     )
   );
   const logs = await cp.agentLogs.shard("qwen-r0", 0, 1);
-  assertEquals([logs.log_id, logs.first, logs.lines], ["L", 2, ["c"]]);
+  assertEquals(
+    [logs.log_id, logs.first, logs.lines, logs.probe_lines_hidden],
+    ["L", 2, ["c"], 7],
+  );
 });
 
 Deno.test("shard logs: every way an agent can fail is a named 502, never a crash", async () => {

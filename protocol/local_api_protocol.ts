@@ -44,6 +44,8 @@ export const ShardLogsAnswerSchema = z.object({
   // from older agents): the log's identity, and the position of lines[0].
   log_id: z.string().min(1).max(64).optional(),
   first: z.number().int().min(0).optional(),
+  // llmgw's own probe lines the tail left out, counted (absent from older agents).
+  probe_lines_hidden: z.number().int().min(0).optional(),
 });
 
 /** Every error answer of the local API. */

@@ -33,13 +33,22 @@ export class LogTail {
   #bytes = 0;
   #partial = "";
   #dropped = 0;
+  readonly #hide: (line: string) => boolean;
+  #hidden = 0;
 
-  /** Creates an empty tail. */
-  constructor(limits: LogTailLimits = DEFAULT_TAIL_LIMITS) {
+  /**
+   * Creates an empty tail. Lines `hide` picks are counted, not kept
+   * (supervisor/probe_lines.ts); they take no position in the log.
+   */
+  constructor(
+    limits: LogTailLimits = DEFAULT_TAIL_LIMITS,
+    hide: (line: string) => boolean = () => false,
+  ) {
     if (limits.maxLines < 1 || limits.maxBytes < 1) {
       throw new RangeError("Cannot create log tail: limits must be positive");
     }
     this.#limits = limits;
+    this.#hide = hide;
   }
 
   /** Appends a chunk; returns the complete lines it finished, for parsing. */
@@ -52,7 +61,10 @@ export class LogTail {
       this.#partial = "";
     }
     const done = parts.filter((l) => l !== "");
-    for (const line of done) this.#add(line);
+    for (const line of done) {
+      if (this.#hide(line)) this.#hidden++;
+      else this.#add(line);
+    }
     return done;
   }
 
@@ -86,6 +98,11 @@ export class LogTail {
   window(n: number): { log_id: string; first: number; lines: string[] } {
     const lines = this.#lines.slice(-n);
     return { log_id: this.id, first: this.#dropped + this.#lines.length - lines.length, lines };
+  }
+
+  /** How many lines were hidden (counted, not kept) since the tail was made. */
+  get hidden(): number {
+    return this.#hidden;
   }
 
   /** How many lines were dropped to stay within the limits. */

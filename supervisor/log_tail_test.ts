@@ -36,3 +36,12 @@ Deno.test("LogTail.window: a line keeps its position however many are dropped", 
   assertEquals(tail.window(10).first, 2);
   assertOk(new LogTail().id !== tail.id, "each tail is its own log");
 });
+
+Deno.test("LogTail: hidden lines are counted, not kept, and take no position", () => {
+  const tail = new LogTail({ maxLines: 2, maxBytes: 1_000 }, (l) => l.startsWith("probe"));
+  assertEquals(tail.push("a\nprobe 1\nb\nprobe 2\nc\n"), ["a", "probe 1", "b", "probe 2", "c"]);
+  assertEquals(tail.lines(), ["b", "c"]);
+  assertEquals([tail.hidden, tail.dropped], [2, 1]);
+  assertEquals(tail.window(2).first, 1);
+  assertEquals(new LogTail().hidden, 0);
+});

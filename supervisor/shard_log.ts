@@ -8,6 +8,7 @@
  */
 import { LogFollower, rotateIfLarge } from "./log_file.ts";
 import { LogTail, type LogTailLimits } from "./log_tail.ts";
+import { isProbeLine } from "./probe_lines.ts";
 
 /** How a shard's log is kept. */
 export interface ShardLogOptions {
@@ -32,7 +33,8 @@ export class ShardLog {
   /** Creates the log with an empty tail, following nothing yet. */
   constructor(options: ShardLogOptions) {
     this.#o = options;
-    this.#tail = new LogTail(options.tailLimits);
+    // llmgw's own probes would crowd out what the engine says; the file keeps them.
+    this.#tail = new LogTail(options.tailLimits, isProbeLine);
   }
 
   /** Follows `path` from byte `offset` on (a new run's file, or an adopted one's recent past). */
@@ -77,9 +79,12 @@ export class ShardLog {
     return this.#tail.last(n);
   }
 
-  /** The whole tail with its position in the log (LogTail.window). */
-  window(): { log_id: string; first: number; lines: string[] } {
-    return this.#tail.window(Number.MAX_SAFE_INTEGER);
+  /**
+   * The whole tail with its position in the log (LogTail.window), and how
+   * many probe lines it left out (supervisor/probe_lines.ts).
+   */
+  window(): { log_id: string; first: number; lines: string[]; probe_lines_hidden: number } {
+    return { ...this.#tail.window(Number.MAX_SAFE_INTEGER), probe_lines_hidden: this.#tail.hidden };
   }
 
   #push(raw: string): void {

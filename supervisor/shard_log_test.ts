@@ -31,3 +31,47 @@ Deno.test("ShardLog: follows the file, scrubs before keeping, hands each line on
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("ShardLog: llmgw's probe lines stay in the file, out of the tail, and are counted", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-shard-log-" });
+  try {
+    const path = join(dir, "engine.log");
+    const log = new ShardLog({
+      tailLimits: { maxLines: 3, maxBytes: 10_000 },
+      maxBytes: 1_000_000,
+      keep: 1,
+      scrub: (t) => t,
+      onLine: () => {},
+    });
+    log.followFromEnd(path);
+    // A vLLM log as a probed shard writes it: probes every few seconds, one real request.
+    const probes = [
+      '(APIServer pid=41) INFO:     127.0.0.1:43210 - "GET /health HTTP/1.1" 200 OK',
+      '(APIServer pid=41) INFO:     127.0.0.1:43212 - "GET /v1/models HTTP/1.1" 200 OK',
+      '(APIServer pid=41) INFO:     127.0.0.1:43214 - "GET /metrics HTTP/1.1" 200 OK',
+    ];
+    const text = [
+      "(APIServer pid=41) INFO 05-06 21:00:52 [api_server.py:602] Starting vLLM server",
+      ...probes,
+      ...probes,
+      '(APIServer pid=41) INFO:     127.0.0.1:43220 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+      ...probes,
+      '(APIServer pid=41) INFO:     127.0.0.1:43222 - "GET /health HTTP/1.1" 503 Service Unavailable',
+      ...probes,
+    ].join("\n") + "\n";
+    Deno.writeTextFileSync(path, text, { append: true });
+    log.read();
+    const w = log.window();
+    assertEquals(w.lines, [
+      "(APIServer pid=41) INFO 05-06 21:00:52 [api_server.py:602] Starting vLLM server",
+      '(APIServer pid=41) INFO:     127.0.0.1:43220 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+      '(APIServer pid=41) INFO:     127.0.0.1:43222 - "GET /health HTTP/1.1" 503 Service Unavailable',
+    ]);
+    assertEquals([w.first, w.probe_lines_hidden], [0, 12]);
+    assertEquals(log.last(3), w.lines);
+    // The file on disk keeps every line.
+    assertEquals(Deno.readTextFileSync(path), text);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

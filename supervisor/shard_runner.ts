@@ -170,8 +170,8 @@ export class ShardRunner {
     };
   }
 
-  /** The whole in-memory tail with its position in the log (LogTail.window). */
-  logWindow(): { log_id: string; first: number; lines: string[] } {
+  /** The whole in-memory tail with its position in the log and the probe lines it left out. */
+  logWindow(): { log_id: string; first: number; lines: string[]; probe_lines_hidden: number } {
     return this.#log.window();
   }
 

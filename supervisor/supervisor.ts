@@ -248,14 +248,27 @@ export class Supervisor {
     return this.#runners.get(id)?.target() ?? null;
   }
 
-  /** One shard's status and in-memory log tail, with the tail's position in the log. */
-  shard(
-    id: string,
-  ): { status: ShardStatus; log_tail: string[]; log_id: string; log_first: number } | null {
+  /**
+   * One shard's status and in-memory log tail, with the tail's position in
+   * the log and the probe lines it left out (supervisor/probe_lines.ts).
+   */
+  shard(id: string): {
+    status: ShardStatus;
+    log_tail: string[];
+    log_id: string;
+    log_first: number;
+    probe_lines_hidden: number;
+  } | null {
     const r = this.#runners.get(id);
     if (r === undefined) return null;
     const w = r.logWindow();
-    return { status: r.status(), log_tail: w.lines, log_id: w.log_id, log_first: w.first };
+    return {
+      status: r.status(),
+      log_tail: w.lines,
+      log_id: w.log_id,
+      log_first: w.first,
+      probe_lines_hidden: w.probe_lines_hidden,
+    };
   }
 
   /** Stops every shard and the loop. */

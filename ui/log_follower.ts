@@ -9,6 +9,7 @@
  */
 import type { ShardLogs } from "../control/agent_logs.ts";
 import { errorMessage } from "../control/errors.ts";
+import { probeLinesNote } from "../supervisor/probe_lines.ts";
 import { advance, emptyWindow, type LogLine, type LogWindow } from "./log_resume.ts";
 
 /** How often a watched shard's agent is asked. */
@@ -83,7 +84,9 @@ class Followed {
       : { log_id: logs.log_id, first: logs.first };
     const step = advance(this.window, logs.shard_id, logs.lines, KEEP_LINES, position);
     this.window = step.window;
-    const status = `shard ${logs.shard_id} on ${logs.node}: ${logs.state}`;
+    const note = probeLinesNote(logs.probe_lines_hidden);
+    const status = `shard ${logs.shard_id} on ${logs.node}: ${logs.state}` +
+      (note === "" ? "" : ` (${note})`);
     if (status !== this.#status) {
       this.#tell({ kind: "status", message: status });
     }

@@ -16,6 +16,7 @@ function reader(log: string[]) {
       lines: log.slice(-lines),
       log_id: "L",
       first: Math.max(0, log.length - lines),
+      probe_lines_hidden: 0,
     });
   };
   return { read, calls };
@@ -87,6 +88,28 @@ Deno.test("LogFollowers: past the limit, the shard unwatched longest is dropped 
     assertEquals(await epochOf("r1"), second);
     assertOk(await epochOf("r0") !== first);
   } finally {
+    followers.close();
+  }
+});
+
+Deno.test("LogFollowers: the status line says how many probe lines the agent left out", async () => {
+  const read = (replica: string, rank: number): Promise<ShardLogs> =>
+    Promise.resolve({
+      shard_id: `${replica}.1/${rank}`,
+      node: "n1",
+      state: "ready",
+      lines: ["a"],
+      log_id: "L",
+      first: 0,
+      probe_lines_hidden: 240,
+    });
+  const followers = new LogFollowers(read);
+  const w = followers.watch("r0", 0, () => {});
+  try {
+    await w.ready;
+    assertEquals(w.status(), "shard r0.1/0 on n1: ready (240 probe lines hidden)");
+  } finally {
+    w.close();
     followers.close();
   }
 });

@@ -326,6 +326,11 @@ export const ShardLogsAnswer = z.object({
   first: z.number().int().nullable().describe(
     "The position in the log of the first line; null from an agent that does not say",
   ),
+  probe_lines_hidden: z.number().int().nullable().describe(
+    "Access lines of llmgw's own probes (GET /health, /v1/models, /metrics answered 2xx) left " +
+      "out of the lines, counted since the log began; the file on the node keeps them. Null " +
+      "from an agent that does not say",
+  ),
 });
 
 /** Events. */
