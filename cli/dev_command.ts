@@ -23,7 +23,7 @@ import type { ControlPlane } from "../control/control_plane.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
-import { acquireDevLock, type DevLock, DevLockedError } from "./dev_lock.ts";
+import { acquireDevLock, type DevLock, DevLockedError, DevLockError } from "./dev_lock.ts";
 import {
   devStatePaths,
   loadOrCreateDevAdminToken,
@@ -245,15 +245,19 @@ export async function devCommand(
   }
   const dir = resolve(values.dir ?? await Deno.makeTempDir({ prefix: "llmgw-dev-" }));
   const made = values.dir === undefined || !existsSync(dir);
-  Deno.mkdirSync(dir, { recursive: true });
   // One dev per directory (the lock outlives no process, kill -9 included),
   // taken before anything is checked or written: a second dev must not
   // rewrite dev.env nor touch the first one's engines.
   let lock: DevLock;
   try {
+    try {
+      Deno.mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      throw new DevLockError(dir, e);
+    }
     lock = acquireDevLock(dir, ports.control);
   } catch (e) {
-    if (!(e instanceof DevLockedError)) throw e;
+    if (!(e instanceof DevLockedError || e instanceof DevLockError)) throw e;
     err(`llmgw: dev: ${e.message}\n`);
     return 1;
   }

@@ -43,6 +43,17 @@ export class DevLockedError extends Error {
   }
 }
 
+/** The lock file cannot be opened or locked at all (permissions, a filesystem without locks). */
+export class DevLockError extends Error {
+  /** Creates the error for the lock file `path`. */
+  constructor(path: string, cause: unknown) {
+    super(`Cannot lock ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+    this.name = "DevLockError";
+  }
+}
+
 /** A held lock: release it when dev stops (the kernel also does when the process ends). */
 export interface DevLock {
   /** The lock file. */
@@ -67,14 +78,25 @@ export function parseDevLockHolder(text: string): DevLockHolder | null {
 /**
  * Takes the exclusive lock on `dir` (which must exist) for a dev on `port`,
  * or throws {@link DevLockedError} naming the holder. Never blocks.
+ *
+ * @throws {DevLockError} When the lock file cannot be opened or locked.
  */
 export function acquireDevLock(dir: string, port: number, now = Date.now()): DevLock {
   const path = join(dir, DEV_LOCK_FILE);
-  // Not truncated on open: the holder's text must survive a refused start.
-  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  let file: Deno.FsFile;
+  try {
+    // Not truncated on open: the holder's text must survive a refused start.
+    file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  } catch (e) {
+    throw new DevLockError(path, e);
+  }
   let locked = false;
   try {
-    locked = file.tryLockSync(true);
+    try {
+      locked = file.tryLockSync(true);
+    } catch (e) {
+      throw new DevLockError(path, e);
+    }
     if (!locked) {
       throw new DevLockedError(dir, parseDevLockHolder(Deno.readTextFileSync(path)));
     }

@@ -1,6 +1,12 @@
 import { join } from "node:path";
 import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
-import { acquireDevLock, DEV_LOCK_FILE, DevLockedError, parseDevLockHolder } from "./dev_lock.ts";
+import {
+  acquireDevLock,
+  DEV_LOCK_FILE,
+  DevLockedError,
+  DevLockError,
+  parseDevLockHolder,
+} from "./dev_lock.ts";
 
 Deno.test("dev lock: a second lock on a held directory is refused naming the holder's pid and port", () => {
   const dir = Deno.makeTempDirSync({ prefix: "llmgw-dev-lock-" });
@@ -71,4 +77,18 @@ Deno.test("dev lock: a lock file that names nobody readable still refuses, witho
     new DevLockedError("/d", null).message,
     "already running on this directory: another llmgw dev (/d); stop it first, or give this one another --dir",
   );
+});
+
+Deno.test("dev lock: a lock file that cannot be opened is a DevLockError naming it", () => {
+  const dir = Deno.makeTempDirSync({ prefix: "llmgw-dev-lock-dir-" });
+  try {
+    Deno.mkdirSync(join(dir, DEV_LOCK_FILE));
+    assertThrows(
+      () => acquireDevLock(dir, 7070),
+      DevLockError,
+      `Cannot lock ${join(dir, DEV_LOCK_FILE)}: `,
+    );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
 });

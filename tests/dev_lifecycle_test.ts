@@ -13,6 +13,7 @@ import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { groupMembers, isRunning } from "../supervisor/proc.ts";
+import { devCommand } from "../cli/dev_command.ts";
 import {
   devEnginePids,
   type DevProcess,
@@ -182,4 +183,26 @@ Deno.test({
       }
     }
   },
+});
+
+Deno.test("llmgw dev: a --dir it cannot lock is one line and exit 1, before anything starts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-nolock-" });
+  try {
+    // A file where the directory should be.
+    const file = join(dir, "not-a-dir");
+    Deno.writeTextFileSync(file, "");
+    const [base] = freeDevBases(1);
+    let out = "";
+    const code = await devCommand(
+      ["--dir", file, "--port", String(base), "--quiet"],
+      (t) => out += t,
+      Promise.resolve(),
+      (t) => out += t,
+    );
+    assertEquals(code, 1, out);
+    assertStringIncludes(out, `llmgw: dev: Cannot lock ${file}: `);
+    assertEquals(out.trimEnd().split("\n").length, 1, out);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
