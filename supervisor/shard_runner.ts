@@ -15,13 +15,13 @@ import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
 import { afterFailure } from "./crash_loop.ts";
-import { endsWithin, exitReason } from "./process_end.ts";
+import { exitReason } from "./process_end.ts";
 import { ShardLog } from "./shard_log.ts";
-import { engineKey, spawnEngine } from "./engine_spawn.ts";
-import { fingerprint, type PidRecord, writePidFile } from "./pid_file.ts";
+import { engineKey } from "./engine_spawn.ts";
+import { EngineProcess } from "./engine_process.ts";
+import type { PidRecord } from "./pid_file.ts";
 import { describeHolders, portOwnership } from "./listen_owner.ts";
 import { ownershipHint, takeBlock } from "./shard_ports.ts";
-import { groupMembers, isRunning, signalGroup, waitGroupEmpty } from "./proc.ts";
 import { runHttpCheck } from "./probes.ts";
 import { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
 import type {
@@ -82,11 +82,8 @@ export class ShardRunner {
   /** Why the last ownership check did not find the shard's socket; null when it did. */
   #lastOwnership: string | null = null;
   #patterns: RegExp[] = [];
-  #child: Deno.ChildProcess | null = null;
-  #exit: Deno.CommandStatus | null = null;
-  #pid: number | null = null;
-  #startTime = 0;
-  #record: PidRecord | null = null;
+  /** This run's engine process, while there is one. */
+  #proc: EngineProcess | null = null;
   readonly #log: ShardLog;
   #progress: LoadingProgress | null = null;
   #restarts = 0;
@@ -138,7 +135,7 @@ export class ShardRunner {
       engine: this.desired.engine,
       state: this.#state,
       since: this.#since,
-      pid: this.#pid,
+      pid: this.pid,
       port: this.#launch?.port ?? 0,
       rendezvous_port: this.#launch !== null && this.#launch.rank === 0 &&
           this.#launch.world.nodes > 1
@@ -177,12 +174,12 @@ export class ShardRunner {
 
   /** True once the shard has stopped for good (removed or stopped and not wanted). */
   get finished(): boolean {
-    return !this.#wanted && this.#stopping === null && this.#pid === null;
+    return !this.#wanted && this.#stopping === null && this.#proc === null;
   }
 
   /** The live process's pid, if any. */
   get pid(): number | null {
-    return this.#pid;
+    return this.#proc?.pid ?? null;
   }
 
   #setState(state: ShardState, message: string): void {
@@ -246,7 +243,6 @@ export class ShardRunner {
     Deno.mkdirSync(this.paths.dir, { recursive: true });
     this.#log.followFromEnd(this.paths.log);
     this.#progress = null;
-    this.#exit = null;
     this.#livenessFailures = 0;
     let command = spec.command;
     if (spec.api_key !== undefined && this.#launch!.rank === 0) {
@@ -257,45 +253,36 @@ export class ShardRunner {
     }
     const argv = command.argv;
     try {
-      this.#child = spawnEngine(this.paths.log, argv, {
-        ...engineBaseEnv(),
-        ...this.#opts.env,
-        ...command.env,
-      });
+      this.#proc = EngineProcess.spawn(
+        argv,
+        {
+          ...engineBaseEnv(),
+          ...this.#opts.env,
+          ...command.env,
+        },
+        this.paths.pidFile,
+        {
+          shard_id: this.desired.id,
+          engine: this.desired.engine,
+          spec_hash: this.hash,
+          port: this.#launch.port,
+          ports: [...this.#ports],
+          log_path: this.paths.log,
+          launch: this.#launch,
+        },
+      );
     } catch (e) {
       this.#fail(`cannot spawn ${argv[0]}: ${e instanceof Error ? e.message : e}`, null, true);
       return;
     }
-    const child = this.#child;
-    this.#pid = child.pid;
-    child.status.then((s) => {
-      if (this.#child === child) this.#exit = s;
-    });
-    const fp = fingerprint(child.pid);
-    this.#startTime = fp?.start_time ?? 0;
-    this.#record = {
-      version: 1,
-      shard_id: this.desired.id,
-      engine: this.desired.engine,
-      spec_hash: this.hash,
-      pid: child.pid,
-      pgid: child.pid,
-      start_time: this.#startTime,
-      cmdline: fp?.cmdline ?? argv,
-      port: this.#launch.port,
-      ports: [...this.#ports],
-      log_path: this.paths.log,
-      started_at: Date.now(),
-      launch: this.#launch,
-    };
-    writePidFile(this.paths.pidFile, this.#record);
+    const pid = this.#proc.pid;
     this.#emit({
       shard: this.desired.id,
       kind: "spawned",
-      message: this.#scrub(`pid ${child.pid}: ${argv.join(" ")}`),
+      message: this.#scrub(`pid ${pid}: ${argv.join(" ")}`),
     });
     this.#spawnedAt = Date.now();
-    this.#setState("starting", `spawned pid ${child.pid}`);
+    this.#setState("starting", `spawned pid ${pid}`);
   }
 
   /**
@@ -312,9 +299,7 @@ export class ShardRunner {
     }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     this.#adopted = true;
-    this.#record = record;
-    this.#pid = record.pid;
-    this.#startTime = record.start_time;
+    this.#proc = EngineProcess.adopt(record, this.paths.pidFile);
     let size = 0;
     try {
       size = Deno.statSync(record.log_path).size;
@@ -347,7 +332,7 @@ export class ShardRunner {
       return;
     }
     if (!["starting", "loading", "ready"].includes(this.#state)) return;
-    this.#refreshCmdline();
+    this.#proc?.refreshCmdline();
     if (!this.#alive()) {
       await this.#exited();
       return;
@@ -380,24 +365,8 @@ export class ShardRunner {
     }
   }
 
-  /**
-   * Keeps the recorded command line current: the exec chain (shell, shims,
-   * interpreters) may settle after the engine is already loading, and a
-   * stale fingerprint would make the next agent refuse to adopt it.
-   */
-  #refreshCmdline(): void {
-    if (this.#adopted || this.#record === null || this.#pid === null) return;
-    const fp = fingerprint(this.#pid);
-    if (fp !== null && fp.cmdline.join("\0") !== this.#record.cmdline.join("\0")) {
-      this.#record = { ...this.#record, cmdline: fp.cmdline };
-      writePidFile(this.paths.pidFile, this.#record);
-    }
-  }
-
   #alive(): boolean {
-    if (this.#pid === null) return false;
-    if (this.#child !== null) return this.#exit === null;
-    return isRunning(this.#pid, this.#startTime);
+    return this.#proc?.alive() ?? false;
   }
 
   /**
@@ -408,19 +377,19 @@ export class ShardRunner {
    * holding it: its exit is the cause, so the exit is looked for first.
    */
   async #ownsPort(port: number): Promise<boolean> {
-    if (this.#pid === null) return false;
-    let owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+    const proc = this.#proc;
+    if (proc === null) return false;
+    let owner = portOwnership(port, proc.members(), this.#opts.procRoot);
     if (owner.kind === "foreign") {
-      const pid = this.#pid;
-      const ended = await endsWithin(this.#child, pid, this.#startTime, EXIT_SETTLE_MS);
+      const ended = await proc.endsWithin(EXIT_SETTLE_MS);
       // Stopped meanwhile: nothing of this run is left to judge.
-      if (this.#pid !== pid) return false;
+      if (this.#proc !== proc) return false;
       if (ended) {
         await this.#exited();
         return false;
       }
       // Once more, after the wait: the first look may have caught a socket being torn down.
-      owner = portOwnership(port, groupMembers(this.#pid), this.#opts.procRoot);
+      owner = portOwnership(port, proc.members(), this.#opts.procRoot);
     }
     this.#lastOwnership = ownershipHint(owner, port);
     if (owner.kind === "ours") return true;
@@ -443,7 +412,7 @@ export class ShardRunner {
   target(): { port: number; key: string | null } | null {
     // Only a ready shard: readiness means its own process held the port at the
     // last probe. Never the key to a port nobody has checked (right after adoption).
-    if (this.#launch === null || this.#pid === null || this.#state !== "ready") return null;
+    if (this.#launch === null || this.#proc === null || this.#state !== "ready") return null;
     return { port: this.#launch.port, key: this.#engineKey };
   }
 
@@ -522,9 +491,9 @@ export class ShardRunner {
     // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
     // SGLang's schedulers): the whole group goes before anything restarts.
     // It also reaps our child, so its exit status is known after it.
-    const pid = this.#pid;
+    const pid = this.pid;
     await this.#killGroup(0);
-    const exit = this.#exit;
+    const exit = this.#proc?.exit ?? null;
     const reason = exitReason(exit, pid);
     this.#log.read();
     // An engine that refused its arguments would refuse them again.
@@ -539,7 +508,7 @@ export class ShardRunner {
 
   async #timeout(reason: string): Promise<void> {
     await this.#killGroup(this.#opts.stopGraceMs);
-    this.#fail(reason, this.#exit, true);
+    this.#fail(reason, this.#proc?.exit ?? null, true);
   }
 
   /**
@@ -594,14 +563,8 @@ export class ShardRunner {
   }
 
   #forgetProcess(): void {
-    this.#pid = null;
-    this.#child = null;
-    this.#record = null;
-    try {
-      Deno.removeSync(this.paths.pidFile);
-    } catch {
-      // Already gone.
-    }
+    this.#proc?.forget();
+    this.#proc = null;
   }
 
   /**
@@ -612,7 +575,7 @@ export class ShardRunner {
     this.#wanted = false;
     if (this.#stopping !== null) return this.#stopping;
     this.#stopping = (async () => {
-      if (this.#pid !== null) {
+      if (this.#proc !== null) {
         this.#setState("stopping", reason);
         await this.#killGroup(this.#opts.stopGraceMs);
         this.#forgetProcess();
@@ -625,26 +588,14 @@ export class ShardRunner {
     return this.#stopping;
   }
 
-  /** SIGTERM (when there is a grace period), wait, SIGKILL, wait until the group is empty. */
+  /** Stops this run's process group whole (EngineProcess.kill). */
   async #killGroup(graceMs: number): Promise<void> {
-    const pgid = this.#record?.pgid ?? this.#pid;
-    if (pgid === null) return;
-    if (graceMs > 0 && groupMembers(pgid).length > 0) {
-      signalGroup(pgid, "SIGTERM");
-      await waitGroupEmpty(pgid, graceMs);
-    }
-    if (groupMembers(pgid).length > 0) {
-      signalGroup(pgid, "SIGKILL");
-      await waitGroupEmpty(pgid, 10_000);
-    }
-    // Reap our own child so it does not linger as a zombie.
-    if (this.#child !== null) await this.#child.status;
+    await this.#proc?.kill(graceMs);
   }
 
   /** Forgets the process without touching it: the agent is going away, the engine stays. */
   detach(): void {
     this.#wanted = false;
-    this.#child = null;
-    this.#pid = null;
+    this.#proc = null;
   }
 }
