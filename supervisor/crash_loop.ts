@@ -18,7 +18,6 @@ import { backoffDelay, type BackoffPolicy } from "./backoff.ts";
 /** Failures in a row without staying ready after which the supervisor stops restarting a shard. */
 export const DEFAULT_CRASH_LOOP_LIMIT = 5;
 
-
 /** What the runner knows when a run of a shard has failed. */
 export interface FailureFacts {
   /** Failures in a row without staying ready, this one included (1 for a first failure). */
@@ -56,8 +55,10 @@ export type FailureDecision =
     action: "fail";
     /** Whether retrying on this node cannot help: the control plane places it elsewhere. */
     permanent: boolean;
-    /** What to add to the failure's reason, or null. */
+    /** What the failure's reason starts with (a crash loop's count), or null. */
     note: string | null;
+    /** What the state change adds for the operator (what happens next), or null. */
+    next: string | null;
   };
 
 /**
@@ -67,17 +68,25 @@ export type FailureDecision =
  * else restarts with backoff.
  */
 export function afterFailure(facts: FailureFacts, policy: CrashLoopPolicy): FailureDecision {
-  if (!facts.restartable) return { action: "fail", permanent: facts.permanent, note: null };
-  if (facts.multiNode) {
-    return { action: "fail", permanent: false, note: "the replica must be rebuilt whole" };
+  if (!facts.restartable) {
+    return { action: "fail", permanent: facts.permanent, note: null, next: null };
   }
-  if (!facts.wanted) return { action: "fail", permanent: false, note: null };
+  if (facts.multiNode) {
+    return {
+      action: "fail",
+      permanent: false,
+      note: null,
+      next: "the replica must be rebuilt whole",
+    };
+  }
+  if (!facts.wanted) return { action: "fail", permanent: false, note: null, next: null };
   if (facts.failures >= policy.limit) {
     return {
       action: "fail",
       permanent: true,
       note: `crash loop: failed ${facts.failures} times in a row without staying ready; ` +
         "not restarted on this node again",
+      next: "the replica must be placed on another node",
     };
   }
   return {

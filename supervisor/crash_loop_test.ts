@@ -28,32 +28,37 @@ const CASES: [string, Partial<FailureFacts>, FailureDecision][] = [
     action: "fail",
     permanent: true,
     note: GIVE_UP,
+    next: "the replica must be placed on another node",
   }],
   ["past the limit too", { failures: 9 }, {
     action: "fail",
     permanent: true,
     note: "crash loop: failed 9 times in a row without staying ready; " +
       "not restarted on this node again",
+    next: "the replica must be placed on another node",
   }],
   ["a refused launch fails at once", { restartable: false, permanent: true }, {
     action: "fail",
     permanent: true,
     note: null,
+    next: null,
   }],
   ["a multi-node shard is rebuilt whole", { multiNode: true, failures: 1 }, {
     action: "fail",
     permanent: false,
-    note: "the replica must be rebuilt whole",
+    note: null,
+    next: "the replica must be rebuilt whole",
   }],
   ["a multi-node shard refused stays permanent", {
     multiNode: true,
     restartable: false,
     permanent: true,
-  }, { action: "fail", permanent: true, note: null }],
+  }, { action: "fail", permanent: true, note: null, next: null }],
   ["a shard being stopped is not restarted", { wanted: false, failures: 3 }, {
     action: "fail",
     permanent: false,
     note: null,
+    next: null,
   }],
 ];
 

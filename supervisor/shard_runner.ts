@@ -558,7 +558,7 @@ export class ShardRunner {
         `${reason}; ${loop}restart ${this.#restarts} in ${decision.delayMs} ms`,
       );
     } else {
-      this.#setState("failed", said);
+      this.#setState("failed", decision.next === null ? said : `${said}; ${decision.next}`);
     }
   }
 
