@@ -326,11 +326,9 @@ export class Agent {
     this.#stopping = (async () => {
       this.#state = "stopping";
       this.#stopCtl.abort();
-      await Promise.all(this.#tasks);
-      await this.#server?.shutdown();
-      this.#server = null;
-      await this.#proxyServer?.shutdown();
-      this.#proxyServer = null;
+      // Together: a local API client still reading must not keep the proxy open.
+      await Promise.all([...this.#tasks, this.#server?.shutdown(), this.#proxyServer?.shutdown()]);
+      this.#server = this.#proxyServer = null;
       this.#tls?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();

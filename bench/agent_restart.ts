@@ -149,16 +149,23 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       async () => (await admin("GET", "/v1/nodes")).nodes?.length === nodes.length,
       wait,
     );
-    await admin("POST", "/v1/deployments", {
+    const applied = await admin("POST", "/v1/deployments", {
       name: "steady",
       model: "org/steady",
       replicas: o.replicas,
       profiles: [{ name: "h100-tp8", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 8 }],
     });
-    const model = await until("every replica routed by the gateway", () => {
+    if (applied.error !== undefined) throw new Error(`apply: ${JSON.stringify(applied.error)}`);
+    let replicas = "";
+    const model = await until("every replica routed by the gateway", async () => {
+      replicas = JSON.stringify(
+        (await admin("GET", "/v1/replicas")).replicas?.map((
+          r: { id: string; state: string },
+        ) => [r.id, r.state]),
+      );
       const m = table.readyModels()[0];
       return m !== undefined && table.endpoints(m).length === o.replicas ? m : null;
-    }, wait);
+    }, { ...wait, describe: () => `replicas: ${replicas}` });
 
     const body = JSON.stringify({
       model,
