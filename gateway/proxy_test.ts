@@ -201,6 +201,21 @@ Deno.test("gateway: the OpenAI surface over two fake engines", async (t) => {
           if (status === 503) assertEquals(r.headers.get("retry-after"), "5");
         }
       });
+      await t.step(
+        "field types are the engine's to judge: its 400 comes back as it sent it",
+        async () => {
+          const refused: [Record<string, unknown>, string][] = [
+            [{ temperature: "hot" }, "body.temperature"],
+            [{ messages: "hi" }, "body.messages"],
+          ];
+          for (const [body, param] of refused) {
+            const r = await post(gw, "/v1/chat/completions", { ...chat("demo"), ...body });
+            assertEquals(r.status, 400, JSON.stringify(body));
+            const e = (await r.json()).error;
+            assertEquals([e.type, e.param, e.code], ["Bad Request", param, 400]);
+          }
+        },
+      );
     },
   );
 });

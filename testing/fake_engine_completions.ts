@@ -11,6 +11,7 @@
 import { promptBlocks } from "./fake_prefix_cache.ts";
 import { approxTokens, prefill, sleep, textOf, token } from "./fake_engine_generation.ts";
 import { apiError, checkModel, hexId, json, readBody } from "./fake_engine_http.ts";
+import { checkRequest, validationError } from "./fake_engine_request.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
 import { eventStream, sseData, sseDone } from "./fake_engine_sse.ts";
 
@@ -23,8 +24,12 @@ export async function completion(
   req: Request,
   kind: "chat" | "text",
 ): Promise<Response> {
-  const body = await readBody(req);
-  if (body instanceof Response) return body;
+  const raw = await readBody(req);
+  if (raw instanceof Response) return raw;
+  // Types and shapes first, as vLLM's pydantic models check them before any handler.
+  const checked = checkRequest(raw, kind);
+  if (!checked.ok) return validationError(checked.errors);
+  const body = checked.body;
   const model = checkModel(rt, body);
   if (model instanceof Response) return model;
   let promptText: string;

@@ -132,6 +132,25 @@ Deno.test("vLLM: chat and text completions, streaming, embeddings and OpenAI err
           assertEquals(JSON.parse(bad!.body).error.type, "BadRequestError");
         }
         assertEquals((await e.post("/v1/chat/completions", { model: "fake-model" }))?.status, 400);
+        // Wrong types and shapes of OpenAI fields: vLLM's pydantic 400, naming the field.
+        const refused: [Record<string, unknown>, string][] = [
+          [{ messages, temperature: "hot" }, "body.temperature"],
+          [{ messages: "hi" }, "body.messages"],
+          [{ messages, stream: "maybe" }, "body.stream"],
+        ];
+        for (const [body, param] of refused) {
+          const r = await e.post("/v1/chat/completions", { model: "fake-model", ...body });
+          assertEquals(r?.status, 400, JSON.stringify(body));
+          const error = JSON.parse(r!.body).error;
+          assertEquals([error.type, error.param, error.code], ["Bad Request", param, 400]);
+          assertStringIncludes(error.message, "1 validation error:");
+        }
+        const text = await e.post("/v1/completions", {
+          model: "fake-model",
+          prompt: "x",
+          echo: [],
+        });
+        assertEquals([text?.status, JSON.parse(text!.body).error.param], [400, "body.echo"]);
         assertEquals(
           (await e.post("/v1/chat/completions", { model: "fake-model", messages, max_tokens: 0 }))
             ?.status,
@@ -189,11 +208,19 @@ Deno.test("vLLM: n choices, plain and streamed, and the Responses API", async (t
           "This is a reply",
           "This is a reply",
         ]);
-        for (const n of [0, 1.5, "2", 129]) {
+        // The handler refuses counts out of range; pydantic refuses what is not an integer
+        // and takes a numeric string, as vLLM does.
+        const refusals: [unknown, string][] = [[0, "n"], [129, "n"], [1.5, "body.n"], [
+          "x",
+          "body.n",
+        ]];
+        for (const [n, param] of refusals) {
           const bad = await e.post("/v1/chat/completions", { model: "fake-model", messages, n });
           assertEquals(bad?.status, 400, `n=${JSON.stringify(n)}`);
-          assertEquals(JSON.parse(bad!.body).error.param, "n");
+          assertEquals(JSON.parse(bad!.body).error.param, param);
         }
+        const lax = await e.post("/v1/chat/completions", { model: "fake-model", messages, n: "2" });
+        assertEquals(JSON.parse(lax!.body).choices.length, 2);
       });
 
       await t.step("n streamed choices, then the usage chunk", async () => {
