@@ -1,5 +1,5 @@
 import { assertEquals } from "../tests/assert.ts";
-import { isProbeLine } from "./probe_lines.ts";
+import { isProbeLine, probeLinesNote } from "./probe_lines.ts";
 
 Deno.test("isProbeLine: the access lines of llmgw's probes, in each engine's real format", () => {
   const cases: [string, boolean][] = [
@@ -34,4 +34,15 @@ Deno.test("isProbeLine: the access lines of llmgw's probes, in each engine's rea
     ["", false],
   ];
   for (const [line, want] of cases) assertEquals(isProbeLine(line), want, line);
+});
+
+Deno.test("probeLinesNote: nothing for none or an agent that does not say, else the count", () => {
+  const cases: [number | null | undefined, string][] = [
+    [undefined, ""],
+    [null, ""],
+    [0, ""],
+    [1, "1 probe line hidden"],
+    [240, "240 probe lines hidden"],
+  ];
+  for (const [n, want] of cases) assertEquals(probeLinesNote(n), want, String(n));
 });
