@@ -461,8 +461,9 @@ export class ShardRunner {
       return;
     }
     if (probes.readiness.length === 0) {
-      // Shards that serve no HTTP (other ranks): the replica's readiness is rank 0's.
-      const settled = now - this.#since > this.#opts.settleMs || this.#progress?.percent === 100;
+      // Other ranks serve no HTTP: readiness is rank 0's; adopted ones (never spawned) have settled.
+      const settled = this.#spawnedAt === null || now - this.#since > this.#opts.settleMs ||
+        this.#progress?.percent === 100;
       if (settled) this.#markReady("running; readiness is the replica leader's");
       return;
     }

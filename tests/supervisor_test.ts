@@ -374,3 +374,39 @@ Deno.test("a restarted supervisor adopts running shards and refuses a reused pid
     await Deno.remove(stateDir, { recursive: true });
   }
 });
+
+Deno.test("an adopted shard that serves no HTTP is ready at the new supervisor's first tick", async () => {
+  // A rank above 0 of a multi-node replica: its readiness is its leader's.
+  // Waiting out the settle time again after an agent restart would take the
+  // whole replica out of the endpoints meanwhile (issue #23 item 4).
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_test_" });
+  const engine = shellEngine("exec sleep 303");
+  const cleanup = new Cleanup();
+  const first = new Supervisor({ stateDir, tickMs: 50, settleMs: 200, onEvent: () => {} }, engine);
+  let second: Supervisor | null = null;
+  try {
+    await first.start();
+    await first.reconcile([{ id: "w1", engine: "test", launch: launch("w1") }]);
+    const pid = (await shardReaches(first, "w1", inState("ready"), cleanup, "ready")).pid;
+    await first.detach();
+    // No tick of its own and a settle time of a minute: only adoption can make it ready.
+    second = new Supervisor(
+      { stateDir, tickMs: 60_000, settleMs: 60_000, onEvent: () => {} },
+      engine,
+    );
+    await second.start();
+    await second.tick();
+    assertEquals(
+      second.status().map((s) => [s.id, s.pid, s.adopted, s.state]),
+      [["w1", pid, true, "ready"]],
+    );
+  } finally {
+    cleanup.watch(first.status());
+    if (second !== null) {
+      cleanup.watch(second.status());
+      await second.shutdown();
+    }
+    cleanup.kill();
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
