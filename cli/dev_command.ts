@@ -25,10 +25,14 @@ import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
 import { acquireDevLock, type DevLock, DevLockedError, DevLockError } from "./dev_lock.ts";
 import {
+  chooseDevPort,
+  DevPortError,
   devStatePaths,
   loadOrCreateDevAdminToken,
   prepareDevState,
+  readDevPort,
   writeDevEnv,
+  writeDevPort,
 } from "./dev_state.ts";
 import { devBanner, devCliCommand } from "./dev_banner.ts";
 import { engineLeftReport, scanEnginesLeft } from "./dev_engines_left.ts";
@@ -160,7 +164,8 @@ Options:
                      DIR/dev.env holds the URLs, the admin token and LLMGW_CA
                      (the cluster CA certificate; TLS as in production)
   --port P           every port it uses, all on 127.0.0.1 in P…P+${DEV_PORT_SPAN - 1}
-                     (default ${DEV_DEFAULT_PORT}; from ${DEV_PORT_MIN} to ${DEV_PORT_MAX}):
+                     (default: the port DIR was made with, else ${DEV_DEFAULT_PORT};
+                     from ${DEV_PORT_MIN} to ${DEV_PORT_MAX}; a DIR keeps its port):
 ${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${what}\n`).join("")}\
                      Two clusters side by side need --port values at least
                      ${DEV_PORT_SPAN} apart, and different --dir.
@@ -180,8 +185,7 @@ llmgw dev runs (GPUs, adapters, fabrics, problems).
 `;
 
 /** Parses `--port`: a whole number whose whole span of ports exists. */
-function parseDevPort(value: string | undefined): number {
-  if (value === undefined) return DEV_DEFAULT_PORT;
+function parseDevPort(value: string): number {
   const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
   if (!(port >= DEV_PORT_MIN && port <= DEV_PORT_MAX)) {
     throw new UsageError(
@@ -236,7 +240,7 @@ export async function devCommand(
   if (positionals.length > 0) {
     throw new UsageError(`dev: unexpected argument "${positionals[0]}"`);
   }
-  const ports = devPorts(parseDevPort(values.port));
+  const asked = values.port === undefined ? null : parseDevPort(values.port);
   const loadSeconds = values["load-seconds"] ?? "4";
   if (!(Number(loadSeconds) >= 0) || loadSeconds.trim() === "") {
     throw new UsageError(
@@ -255,13 +259,16 @@ export async function devCommand(
     } catch (e) {
       throw new DevLockError(dir, e);
     }
-    lock = acquireDevLock(dir, ports.control);
+    lock = acquireDevLock(dir, asked ?? readDevPort(devStatePaths(dir)) ?? DEV_DEFAULT_PORT);
   } catch (e) {
     if (!(e instanceof DevLockedError || e instanceof DevLockError)) throw e;
     err(`llmgw: dev: ${e.message}\n`);
     return 1;
   }
   try {
+    // Without --port a directory comes back on its own port; another one is refused.
+    const recorded = readDevPort(devStatePaths(dir), DEV_PORT_MIN, DEV_PORT_MAX);
+    const ports = devPorts(chooseDevPort(asked, recorded, DEV_DEFAULT_PORT));
     // Every listener is checked before anything starts or is written, so a
     // clash (another cluster on the same --port) stops dev cleanly; the
     // binds themselves still report a port taken in between.
@@ -273,7 +280,9 @@ export async function devCommand(
     }
     return await runCluster(dir, ports, values, loadSeconds, write, stopSignal);
   } catch (e) {
-    if (!(e instanceof BindError || e instanceof DevAgentError)) throw e;
+    if (!(e instanceof BindError || e instanceof DevAgentError || e instanceof DevPortError)) {
+      throw e;
+    }
     err(`llmgw: dev: ${e.message}\n`);
     // A directory this run made holds only its lock: a failed start leaves no state behind.
     if (made) await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -320,6 +329,8 @@ async function runCluster(
     },
     reconcileMs: 500,
   });
+  // Its agents register against this URL: a later start must use the same port.
+  writeDevPort(paths, ports.control);
   let gateway: FollowingGateway | null = null;
   const trust = pinnedFetch(ca.certPem);
   const agents: Agent[] = [];

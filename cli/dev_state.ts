@@ -3,7 +3,8 @@
  * the control plane's directory (0700), its SQLite store (0600: it holds
  * token and API-key hashes and every deployment), the admin token (0600,
  * kept across restarts so shells and dashboard sessions signed in with it
- * keep working) and `dev.env` (0600, it holds that token).
+ * keep working), `dev.env` (0600, it holds that token) and the `--port` the
+ * cluster was made with (its agents are registered at that URL).
  *
  * @module
  */
@@ -21,6 +22,8 @@ export interface DevStatePaths {
   adminToken: string;
   /** The environment file for the CLI and scripts. */
   env: string;
+  /** The `--port` the directory's cluster was made with. */
+  port: string;
 }
 
 /** Where dev keeps its state under `dir`. */
@@ -31,6 +34,7 @@ export function devStatePaths(dir: string): DevStatePaths {
     store: join(control, "llmgw.db"),
     adminToken: join(control, "admin.token"),
     env: join(dir, "dev.env"),
+    port: join(dir, "dev.port"),
   };
 }
 
@@ -86,4 +90,52 @@ export function writeDevEnv(paths: DevStatePaths, env: DevEnvFile): void {
     `LLMGW_URL=${env.url}\nLLMGW_TOKEN=${env.token}\n` +
       `LLMGW_GATEWAY_URL=${env.gatewayUrl}\nLLMGW_CA=${env.caPath}\n`,
   );
+}
+
+/**
+ * A `--port` other than the one a directory's cluster was made with: its
+ * agents hold node credentials for the control plane at the first port's URL,
+ * so under another one they could not register again (`node_taken`) and every
+ * node went lost.
+ */
+export class DevPortError extends Error {
+  /** Creates the error: `recorded` is the directory's port, `asked` the flag's. */
+  constructor(readonly recorded: number, readonly asked: number) {
+    super(
+      `this directory's cluster runs on --port ${recorded}, not ${asked}: its nodes are registered ` +
+        `with the control plane at https://127.0.0.1:${recorded}; start it with --port ${recorded} ` +
+        `(or without --port), or give --port ${asked} another --dir`,
+    );
+    this.name = "DevPortError";
+  }
+}
+
+/** The `--port` a directory's cluster was made with, or null (a new or older directory). */
+export function readDevPort(paths: DevStatePaths, min = 1, max = 65535): number | null {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(paths.port).trim();
+  } catch {
+    return null;
+  }
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  return port >= min && port <= max ? port : null;
+}
+
+/** Records the `--port` of a directory's cluster. */
+export function writeDevPort(paths: DevStatePaths, port: number): void {
+  Deno.writeTextFileSync(paths.port, `${port}\n`);
+}
+
+/**
+ * The port a dev runs on: the one asked for, else the directory's, else
+ * `fallback`.
+ *
+ * @throws {DevPortError} When both are known and differ.
+ */
+export function chooseDevPort(asked: number | null, recorded: number | null, fallback: number) {
+  if (asked !== null && recorded !== null && asked !== recorded) {
+    throw new DevPortError(recorded, asked);
+  }
+  return asked ?? recorded ?? fallback;
 }

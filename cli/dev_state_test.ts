@@ -1,10 +1,14 @@
 import { join } from "node:path";
-import { assertEquals, assertOk } from "../tests/assert.ts";
+import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
 import {
+  chooseDevPort,
+  DevPortError,
   devStatePaths,
   loadOrCreateDevAdminToken,
   prepareDevState,
+  readDevPort,
   writeDevEnv,
+  writeDevPort,
 } from "./dev_state.ts";
 import { SqliteStore } from "../control/sqlite_store.ts";
 
@@ -72,6 +76,32 @@ Deno.test("dev state: dev.env is 0600 and holds the four variables", () => {
       `LLMGW_URL=https://127.0.0.1:7070\nLLMGW_TOKEN=llmgw_admin_x\n` +
         `LLMGW_GATEWAY_URL=https://127.0.0.1:7080\nLLMGW_CA=${join(dir, "control/tls/ca.crt")}\n`,
     );
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("dev state: a directory keeps the --port it was made with; another one is refused", () => {
+  assertEquals(chooseDevPort(null, null, 7070), 7070);
+  assertEquals(chooseDevPort(9070, null, 7070), 9070);
+  assertEquals(chooseDevPort(null, 9070, 7070), 9070);
+  assertEquals(chooseDevPort(9070, 9070, 7070), 9070);
+  const e = assertThrows(() => chooseDevPort(8070, 9070, 7070), DevPortError);
+  assertEquals(
+    e.message,
+    "this directory's cluster runs on --port 9070, not 8070: its nodes are registered with the " +
+      "control plane at https://127.0.0.1:9070; start it with --port 9070 (or without --port), " +
+      "or give --port 8070 another --dir",
+  );
+  const dir = Deno.makeTempDirSync({ prefix: "llmgw-dev-port-" });
+  try {
+    const paths = devStatePaths(dir);
+    assertEquals(readDevPort(paths), null);
+    writeDevPort(paths, 9070);
+    assertEquals(readDevPort(paths), 9070);
+    assertEquals(readDevPort(paths, 1024, 9000), null, "out of range: not a port of ours");
+    Deno.writeTextFileSync(paths.port, "seven\n");
+    assertEquals(readDevPort(paths), null);
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }

@@ -168,6 +168,15 @@ Deno.test({
       again.child.kill("SIGHUP");
       assertEquals(await exitCode(again, 60_000, describe), 0, describe());
       assertEquals(engines.filter((p) => groupMembers(p).length > 0), [], "engines left");
+
+      // 7. The directory's agents are registered at its port: another --port is refused.
+      const moved = spawnDev(otherBase, dir, [], env);
+      devs.push(moved);
+      assertEquals(await exitCode(moved, 60_000, describe), 1, describe());
+      assertStringIncludes(
+        moved.output().stderr,
+        `llmgw: dev: this directory's cluster runs on --port ${base}, not ${otherBase}`,
+      );
     } finally {
       for (const p of pins) p.close();
       await Promise.allSettled(devs.map((d) => stopDev(d)));
