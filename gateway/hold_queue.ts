@@ -34,8 +34,11 @@ export class HoldQueue {
   readonly #now: () => number;
   #held = 0;
 
-  /** Creates an empty queue. */
-  constructor(settings: HoldSettings = {}) {
+  readonly #onHeld: (count: number) => void;
+
+  /** Creates an empty queue; `onHeld` hears the count of held requests as it changes. */
+  constructor(settings: HoldSettings = {}, onHeld: (count: number) => void = () => {}) {
+    this.#onHeld = onHeld;
     this.holdMs = settings.holdMs ?? 10_000;
     this.#maxHeld = settings.maxHeld ?? 1_024;
     this.#retryMs = settings.retryMs ?? 250;
@@ -63,11 +66,11 @@ export class HoldQueue {
     const left = deadline - this.#now();
     if (left <= 0) return "expired";
     if (this.#held >= this.#maxHeld) return "full";
-    this.#held++;
+    this.#onHeld(++this.#held);
     try {
       await health.changed(Math.min(left, this.#retryMs), signal);
     } finally {
-      this.#held--;
+      this.#onHeld(--this.#held);
     }
     return signal?.aborted ? "aborted" : "retry";
   }

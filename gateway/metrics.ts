@@ -55,6 +55,7 @@ export class GatewayMetrics {
   readonly #latency = new Map<string, Histogram>();
   readonly #ttft = new Map<string, Histogram>();
   readonly #inflight = new Map<string, number>();
+  #held = 0;
   readonly #replicaRequests = new Map<string, number>();
   readonly #replicaLatency = new Map<string, Histogram>();
   readonly #replicaTtft = new Map<string, Histogram>();
@@ -137,6 +138,11 @@ export class GatewayMetrics {
     }
   }
 
+  /** Sets the gauge of requests held while every replica of their model is behind a down proxy. */
+  held(count: number): void {
+    this.#held = count;
+  }
+
   /** Adds `delta` to the in-flight gauge of a model's replica. */
   inflight(model: string, replica: string, delta: number): void {
     const key = this.#replicaLabel(model, replica);
@@ -169,6 +175,11 @@ export class GatewayMetrics {
       "# TYPE llmgw_gateway_inflight_requests gauge",
     );
     for (const [k, v] of this.#inflight) out.push(`llmgw_gateway_inflight_requests{${k}} ${v}`);
+    out.push(
+      "# HELP llmgw_gateway_held_requests Requests waiting for an agent's engine proxy to come back.",
+      "# TYPE llmgw_gateway_held_requests gauge",
+      `llmgw_gateway_held_requests ${this.#held}`,
+    );
     out.push(
       "# HELP llmgw_gateway_replica_requests_total Attempts per replica by outcome.",
       "# TYPE llmgw_gateway_replica_requests_total counter",

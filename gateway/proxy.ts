@@ -162,11 +162,11 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const retryAfter = String(options.retryAfterSeconds ?? 5);
   const client = options.client ?? new UpstreamClient();
-  const policy = attemptPolicy(options, retryAfter);
   const log = options.log ?? (() => {});
   const app = new Hono();
   const keys = options.keys ?? new ApiKeyTable();
   const metrics = options.metrics ?? new GatewayMetrics();
+  const policy = attemptPolicy(options, retryAfter, (n) => metrics.held(n));
   const outcomeOf = (status: number): Outcome =>
     status < 400
       ? "ok"

@@ -38,13 +38,20 @@ export interface AttemptOptions {
   proxyHealth?: ProxyHealth;
 }
 
-/** The policy a gateway's requests share, from its options and its `Retry-After` seconds. */
-export function attemptPolicy(options: AttemptOptions, retryAfter: string): AttemptPolicy {
+/**
+ * The policy a gateway's requests share, from its options and its
+ * `Retry-After` seconds; `onHeld` hears how many requests are held.
+ */
+export function attemptPolicy(
+  options: AttemptOptions,
+  retryAfter: string,
+  onHeld?: (count: number) => void,
+): AttemptPolicy {
   return {
     maxRetries: options.maxRetries ?? 2,
     retryAfter,
     health: options.proxyHealth ?? new ProxyHealth(),
-    holds: new HoldQueue(options.hold),
+    holds: new HoldQueue(options.hold, onHeld),
   };
 }
 

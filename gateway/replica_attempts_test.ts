@@ -10,6 +10,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts
 import { type EndpointSpec, EndpointTable } from "./endpoints.ts";
 import { createGateway, type GatewayOptions } from "./proxy.ts";
 import { ProxyHealth } from "./proxy_health.ts";
+import { GatewayMetrics } from "./metrics.ts";
 import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 
 function freePort(): number {
@@ -81,7 +82,13 @@ Deno.test("every replica behind a down proxy: the request is held and served whe
   const table = new EndpointTable();
   table.setEndpoints([viaProxy("a", port)]);
   const health = new ProxyHealth();
-  const gw = gateway(table, { proxyHealth: health, hold: { holdMs: 20_000, retryMs: 50 } });
+  const metrics = new GatewayMetrics();
+  const gw = gateway(table, {
+    proxyHealth: health,
+    metrics,
+    hold: { holdMs: 20_000, retryMs: 50 },
+  });
+  const held = () => /^llmgw_gateway_held_requests (\d+)$/m.exec(metrics.render())?.[1];
   let proxy: Deno.HttpServer | undefined;
   try {
     const answer = gw.fetch(chat());
@@ -91,12 +98,14 @@ Deno.test("every replica behind a down proxy: the request is held and served whe
       await new Promise((r) => setTimeout(r, 10));
     }
     assertEquals(health.downOrigins(), [`http://127.0.0.1:${port}`], "marked down first");
+    assertEquals(held(), "1", "the gauge shows the held request");
     proxy = serveProxy(port);
     const r = await answer;
     assertEquals(r.status, 200);
     assertEquals((await r.json()).shard, "a.1/0");
     assertEquals(health.downOrigins(), [], "up again after its answer");
     assertOk(table.all()[0].dispatched >= 2, "tried, held, tried again");
+    assertEquals(held(), "0");
   } finally {
     gw.close();
     await proxy?.shutdown();
