@@ -10,22 +10,18 @@
  */
 import { type AdminCall, adminRequest, openAdminTarget } from "./admin_client.ts";
 import { adminHelp } from "./admin_help.ts";
-import {
-  type DeploymentRow,
-  deploymentTable,
-  type EventRow,
-  eventTable,
-  explainLines,
-  type LiveExplanationRow,
-  type NodeRow,
-  nodeTable,
-  type ReplicaRow,
-  replicaTable,
-} from "./admin_views.ts";
 import { advanceLog } from "../protocol/log_window.ts";
 import { PROBE_PATHS, probeLinesNote } from "../supervisor/probe_lines.ts";
 import { readApplySources } from "./apply_sources.ts";
-import { describe, describedText } from "./describe_command.ts";
+import { deleteCommand, deleteTarget } from "./delete_command.ts";
+import { describeCommand } from "./describe_command.ts";
+import { explainCommand } from "./explain_command.ts";
+import { durationMs } from "./duration.ts";
+import { GET_KINDS, getCommand } from "./get_command.ts";
+import { refuseExtra } from "./names.ts";
+import { nodeIntentCommand } from "./node_commands.ts";
+import { type OutputFormat, outputFormat } from "./output_format.ts";
+import { watchArgs } from "./rollout_watch.ts";
 import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
 import { ROLLOUT_USAGE, rolloutCommand } from "./rollout_command.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
@@ -63,11 +59,15 @@ const FLAGS = {
   delete: {},
   cordon: {},
   uncordon: {},
-  drain: {},
+  drain: { timeout: { type: "string" } },
   events: { limit: { type: "string" }, incarnation: { type: "string" } },
   apikeys: { models: { type: "string" } },
   tokens: { ttl: { type: "string" }, description: { type: "string" } },
-  rollout: { "to-revision": { type: "string" } },
+  rollout: {
+    "to-revision": { type: "string" },
+    watch: { type: "string" },
+    timeout: { type: "string" },
+  },
 } as const;
 
 type Verb = keyof typeof FLAGS;
@@ -77,8 +77,12 @@ export const ADMIN_VERBS: ReadonlySet<string> = new Set(Object.keys(FLAGS));
 
 /** What a running command may be told from outside: tests stop `logs -f` with it. */
 export interface AdminOptions {
-  /** Ends a command that follows (`logs -f`). */
+  /** Ends a command that follows or waits (`logs -f`, `drain`, `rollout status`). */
   signal?: AbortSignal;
+  /** Standard error, for each name of a list that failed (default: the process's). */
+  err?: (t: string) => void;
+  /** Between two reads of a command that waits (`drain`, `rollout status`). Default 1 s. */
+  pollMs?: number;
 }
 
 /** Runs one admin verb; returns the exit code. */
@@ -90,7 +94,10 @@ export async function adminCommand(
 ): Promise<number> {
   if (!ADMIN_VERBS.has(verb)) throw new UsageError(`unknown admin command "${verb}"`);
   const v = verb as Verb;
-  const { values, positionals } = parseFlags(verb, args, { ...COMMON, ...FLAGS[v] });
+  const { values, positionals } = parseFlags(verb, v === "rollout" ? watchArgs(args) : args, {
+    ...COMMON,
+    ...FLAGS[v],
+  });
   if (values.help) {
     // `rollout SUBCOMMAND --help` is the subcommand's own.
     if (v === "rollout" && positionals.length > 0) {
@@ -124,16 +131,19 @@ interface Values {
   description?: string;
   "to-revision"?: string;
   incarnation?: string;
+  timeout?: string;
+  watch?: string;
 }
 
 /** A command's arguments after the usage checks. */
 interface Plan {
   positionals: string[];
-  wide: boolean;
+  format: OutputFormat;
   json: boolean;
+  /** `drain --timeout`, in ms; 0: no limit. */
+  timeoutMs: number;
 }
 
-const GET_KINDS = ["nodes", "deployments", "replicas", "events"];
 const DESCRIBE_KINDS = ["node", "deployment", "replica"];
 
 /** The positional each command needs, in order, as shown in its usage. */
@@ -162,10 +172,20 @@ function checkUsage(verb: Verb, positionals: string[], values: Values): Plan {
       throw new UsageError(`${verb}: ${what} is required`, verb);
     }
   }
-  const output = values.output;
-  if (output !== undefined && output !== "wide" && output !== "json") {
-    throw new UsageError(`${verb}: -o must be wide or json, got "${output}"`, verb);
+  const format = outputFormat(verb, values.output, values.json === true);
+  // Commands that take one name refuse the rest; the others take lists (cli/names.ts).
+  const takes: Partial<Record<Verb, string[]>> = {
+    logs: ["one REPLICA"],
+    scale: ["one DEPLOYMENT", "N"],
+    apply: [],
+  };
+  if (takes[verb] !== undefined) refuseExtra(verb, positionals, takes[verb]);
+  const subject = ["one SUBJECT (node/ID, deployment/NAME, replica/ID)"];
+  if (verb === "events") refuseExtra(verb, positionals, subject);
+  if (verb === "get" && positionals[0] === "events") {
+    refuseExtra("get events", positionals.slice(1), subject);
   }
+  if (verb === "delete") deleteTarget(positionals);
   if (verb === "get" && !GET_KINDS.includes(positionals[0])) {
     throw new UsageError(
       `get: expected ${GET_KINDS.join(", ")}, got "${positionals[0]}"`,
@@ -190,7 +210,14 @@ function checkUsage(verb: Verb, positionals: string[], values: Values): Plan {
   if (verb === "apply" && (values.file ?? []).length === 0) {
     throw new UsageError("apply: -f FILE|DIR|- is required", verb);
   }
-  return { positionals, wide: output === "wide", json: values.json === true || output === "json" };
+  const timeoutMs = values.timeout === undefined ? 0 : durationMs(values.timeout);
+  if (timeoutMs === null) {
+    throw new UsageError(
+      `${verb}: --timeout must be a duration such as 90s, 10m or 1h, got "${values.timeout}"`,
+      verb,
+    );
+  }
+  return { positionals, format, json: format === "json", timeoutMs };
 }
 
 async function run(
@@ -204,23 +231,30 @@ async function run(
   const [first, second] = plan.positionals;
   const print = (json: unknown, text: () => string) =>
     out(plan.json ? JSON.stringify(json, null, 2) + "\n" : text().replace(/\n?$/, "\n"));
+  const err = options.err ?? ((t: string) => Deno.stderr.writeSync(new TextEncoder().encode(t)));
+  const wait = {
+    intervalMs: options.pollMs ?? 1_000,
+    timeoutMs: plan.timeoutMs,
+    signal: options.signal,
+  };
+  const getOptions = {
+    format: plan.format,
+    limit: values.limit,
+    incarnation: values.incarnation,
+    out,
+    err,
+  };
   switch (verb) {
     case "nodes":
-      return await get(call, "nodes", undefined, plan, values, print);
+      return await getCommand(call, "nodes", plan.positionals, getOptions);
     case "events":
-      return await get(call, "events", undefined, plan, values, print);
+      return await getCommand(call, "events", plan.positionals, getOptions);
     case "get":
-      return await get(call, first, second, plan, values, print);
-    case "describe": {
-      const d = await describe(call, first, second);
-      print(d, () => describedText(d));
-      return 0;
-    }
-    case "explain": {
-      const all = await explain(call, first);
-      print(all, () => all.map((x) => explainLines(x).join("\n")).join("\n\n"));
-      return 0;
-    }
+      return await getCommand(call, first, plan.positionals.slice(1), getOptions);
+    case "describe":
+      return await describeCommand(call, first, plan.positionals.slice(1), plan.json, out, err);
+    case "explain":
+      return await explainCommand(call, plan.positionals, plan.json, out, err);
     case "logs":
       return await logs(call, first, values, plan, out, options.signal);
     case "apply": {
@@ -254,109 +288,35 @@ async function run(
       print(d, () => `deployment ${first} scaled to ${second}`);
       return 0;
     }
-    case "delete": {
-      const name = encodeURIComponent(first);
-      const d = await call("GET", `/v1/deployments/${name}`);
-      await call("DELETE", `/v1/deployments/${name}`);
-      print(d, () => `deployment ${first} deleted`);
-      return 0;
-    }
+    case "delete":
+      return await deleteCommand(call, deleteTarget(plan.positionals), plan.json, out, err);
     case "cordon":
     case "uncordon":
-    case "drain": {
-      const n = await call(
-        "POST",
-        `/v1/nodes/${encodeURIComponent(first)}/${verb}`,
-      ) as NodeRow;
-      print(n, () => `node ${n.id}: ${n.state}`);
-      return 0;
-    }
+    case "drain":
+      return await nodeIntentCommand(call, verb, plan.positionals, {
+        json: plan.json,
+        out,
+        err,
+        wait,
+      });
     case "apikeys":
       return await apiKeysCommand(call, plan.positionals, { ...values, json: plan.json }, out);
     case "tokens":
       return await tokensCommand(call, plan.positionals, { ...values, json: plan.json }, out);
     case "rollout":
-      return await rolloutCommand(call, [
-        ...plan.positionals,
-        ...(plan.json ? ["--json"] : []),
-        ...(values["to-revision"] === undefined ? [] : ["--to-revision", values["to-revision"]]),
-      ], out);
-  }
-}
-
-async function get(
-  call: AdminCall,
-  kind: string,
-  name: string | undefined,
-  plan: Plan,
-  values: Values,
-  print: (json: unknown, text: () => string) => void,
-): Promise<number> {
-  const one = name === undefined ? "" : `/${encodeURIComponent(name)}`;
-  switch (kind) {
-    case "nodes": {
-      const nodes = name === undefined
-        ? (await call("GET", "/v1/nodes") as { nodes: NodeRow[] }).nodes
-        : [await call("GET", `/v1/nodes${one}`) as NodeRow];
-      print(name === undefined ? nodes : nodes[0], () => nodeTable(nodes, plan.wide));
-      return 0;
-    }
-    case "deployments": {
-      const deployments = name === undefined
-        ? (await call("GET", "/v1/deployments") as { deployments: DeploymentRow[] }).deployments
-        : [await call("GET", `/v1/deployments${one}`) as DeploymentRow];
-      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
-      print(
-        name === undefined ? deployments : deployments[0],
-        () => deploymentTable(deployments, replicas, plan.wide),
+      return await rolloutCommand(
+        call,
+        [
+          ...plan.positionals,
+          ...(plan.json ? ["--json"] : []),
+          ...(values["to-revision"] === undefined ? [] : ["--to-revision", values["to-revision"]]),
+          ...(values.watch === undefined ? [] : [`--watch=${values.watch}`]),
+          ...(values.timeout === undefined ? [] : ["--timeout", values.timeout]),
+        ],
+        out,
+        { err, wait: { intervalMs: wait.intervalMs, signal: options.signal } },
       );
-      return 0;
-    }
-    case "replicas": {
-      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
-      const chosen = name === undefined
-        ? replicas
-        : replicas.filter((r) => r.id === name || r.deployment === name);
-      if (name !== undefined && chosen.length === 0) {
-        throw new UsageError(`get replicas: no replica or deployment named ${name}`, "get");
-      }
-      print(chosen, () => replicaTable(chosen, plan.wide));
-      return 0;
-    }
-    default: {
-      const limit = values.limit ?? "50";
-      const subject = name === undefined ? "" : `&subject=${encodeURIComponent(name)}`;
-      // Of one subject, its current incarnation unless asked (control/identity.ts).
-      const incarnation = values.incarnation === undefined
-        ? ""
-        : `&incarnation=${encodeURIComponent(values.incarnation)}`;
-      const { events } = await call(
-        "GET",
-        `/v1/events?limit=${limit}${subject}${incarnation}`,
-      ) as { events: EventRow[] };
-      print(events, () => eventTable(events, plan.wide ? 200 : 80, plan.wide));
-      return 0;
-    }
   }
-}
-
-/** Each replica of a deployment (or the one replica named) explained on the live inventory. */
-async function explain(call: AdminCall, name: string): Promise<LiveExplanationRow[]> {
-  const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
-  const ids = replicas.filter((r) => r.deployment === name || r.id === name).map((r) => r.id);
-  if (ids.length === 0) {
-    throw new UsageError(
-      `explain: no replica or deployment named ${name} (llmgw get deployments)`,
-      "explain",
-    );
-  }
-  const out: LiveExplanationRow[] = [];
-  for (const id of ids) {
-    out.push(
-      await call("GET", `/v1/replicas/${encodeURIComponent(id)}/explanation`) as LiveExplanationRow,
-    );
-  }
-  return out;
 }
 
 interface ShardLogs {
@@ -392,9 +352,7 @@ async function logs(
   const first = await call("GET", path) as ShardLogs;
   if (!values.follow) {
     if (plan.json) out(JSON.stringify(first, null, 2) + "\n");
-    else {out(
-        logHeader(first, ` (${first.state})`) + `${first.lines.join("\n")}\n`,
-      );}
+    else out(logHeader(first, ` (${first.state})`) + `${first.lines.join("\n")}\n`);
     return 0;
   }
   const emit = (lines: string[]) => {

@@ -15,27 +15,32 @@ const CONNECTION = `Connection (every admin command):
 
 /** Help text of each admin command, without the connection block. */
 const TEXTS: Readonly<Record<string, string>> = {
-  get: `Usage: llmgw get nodes|deployments|replicas|events [NAME] [-o wide|json] [--limit N]
+  get: `Usage: llmgw get nodes|deployments|replicas|events [NAME…] [-o wide|json|yaml] [--limit N]
 
-Lists a kind of object, or one object by NAME. Deployments show READY as
-ready replicas / desired; replicas one line per shard; events one line each
-(long messages cut at a word; the whole text is in describe and --json).
+Lists a kind of object, or the objects named (several names: each one; a
+name that is not found is reported and the others printed, exit 1).
+Deployments show READY as ready replicas / desired; replicas one line per
+shard; events one line each (long messages cut at a word; the whole text is
+in describe and --json); get events takes one SUBJECT at most.
+Deployments in -o json or -o yaml are their specs as apply -f takes them:
+  llmgw get deployments llama-8b -o yaml > llama-8b.yaml
+  llmgw apply -f llama-8b.yaml
 Events of one subject (get events deployment/NAME) are those of the object
 that has the name now, not of an earlier one deleted under it.
-  -o wide        more columns; -o json is --json
+  -o wide        more columns; -o json is --json; -o yaml the same as YAML
   --limit N      events: the last N (default 50)
   --incarnation all|UID
                  events of a subject: every object that had the name, or one
                  (its UID from -o wide or --json)`,
-  nodes: `Usage: llmgw nodes [-o wide] [--json]
+  nodes: `Usage: llmgw nodes [NODE…] [-o wide|json|yaml]
 
 Lists nodes with state and GPUs (the same as llmgw get nodes).`,
-  describe: `Usage: llmgw describe node|deployment|replica NAME [--json]
+  describe: `Usage: llmgw describe node|deployment|replica NAME… [--json]
 
-Everything about one object: state, placement, the explanation on the live
+Everything about each object named: state, placement, the explanation on the live
 inventory (what llmgw plan would say now), last failure with its log tail,
 and recent events.`,
-  explain: `Usage: llmgw explain DEPLOYMENT|REPLICA [--json]
+  explain: `Usage: llmgw explain DEPLOYMENT|REPLICA… [--json]
 
 Why each replica is where it is, or why it is pending: its state, its last
 failure with the log tail, and the placement explanation on the live
@@ -55,22 +60,32 @@ A YAML file may hold several documents separated by ---.
   -f, --file     where to read (repeatable)`,
   scale: `Usage: llmgw scale DEPLOYMENT N [--json]
 
-Changes the replica count. Nothing else restarts.`,
-  delete: `Usage: llmgw delete DEPLOYMENT [--json]
+Changes one deployment's replica count. Nothing else restarts.`,
+  delete: `Usage: llmgw delete [deployment] DEPLOYMENT… [--json]
+       llmgw delete node NODE… [--json]
 
-Stops its replicas and frees their GPUs.`,
-  cordon: `Usage: llmgw cordon NODE [--json]
+A deployment: stops its replicas and frees their GPUs. A node: removes it
+from the inventory and the fleet (a decommissioned or mistyped node). Only
+a node that holds no replica and is lost, cordoned or draining can go:
+drain a live node first (llmgw drain NODE), and stop its agent, or it
+registers again. Several names: each one; a failure is reported and the
+others go on (exit 1).`,
+  cordon: `Usage: llmgw cordon NODE… [--json]
 
 No new replicas are placed on NODE; what runs there stays. Survives the
 node's re-registration.`,
-  uncordon: `Usage: llmgw uncordon NODE [--json]
+  uncordon: `Usage: llmgw uncordon NODE… [--json]
 
 NODE takes new replicas again.`,
-  drain: `Usage: llmgw drain NODE [--json]
+  drain: `Usage: llmgw drain NODE… [--timeout D] [--json]
 
-Moves NODE's replicas elsewhere (replacements start first when capacity
-allows), then says node_drained.`,
-  events: `Usage: llmgw events [--limit N] [--incarnation UID] [--json]
+Moves each NODE's replicas elsewhere (replacements start first when
+capacity allows) and waits until the node holds none, printing a line each
+time that changes. Exits 1 when --timeout runs out first (the drain goes
+on) or the node stops draining (uncordoned).
+  --timeout D    stop waiting after D, e.g. 90s, 10m, 1h (default 0: no limit;
+                 Ctrl-C stops too)`,
+  events: `Usage: llmgw events [SUBJECT] [--limit N] [--incarnation UID] [--json]
 
 Recent events, one line each (the same as llmgw get events).
   --limit N      the last N (default 50)
@@ -100,18 +115,20 @@ export function adminHelp(verb: string, extra: Record<string, string> = {}): str
 /** Usage of the admin commands, for `llmgw help`. */
 export const ADMIN_USAGE =
   `Admin commands (control plane from --url or LLMGW_URL, token from LLMGW_TOKEN[_FILE]):
-  get nodes|deployments|replicas|events [NAME] [-o wide]
+  get nodes|deployments|replicas|events [NAME…] [-o wide|json|yaml]
                                        list them (READY for deployments)
-  describe node|deployment|replica NAME
+  describe node|deployment|replica NAME…
                                        state, placement, live explanation, failures, events
-  explain DEPLOYMENT|REPLICA           why its replicas are where they are, or pending
+  explain DEPLOYMENT|REPLICA…          why its replicas are where they are, or pending
   logs REPLICA [-f]                    a shard's log lines, from its agent; -f follows
   apply -f FILE|DIR|-                  create or update deployments (YAML or JSON)
   scale DEPLOYMENT N                   change the replica count
-  delete DEPLOYMENT                    stop its replicas and free their GPUs
+  delete DEPLOYMENT…                   stop their replicas and free their GPUs
+  delete node NODE…                    remove nodes that are lost, cordoned or drained
   rollout status|history|undo DEPLOYMENT
-                                       follow, list or undo a deployment's rolling update
-  cordon|uncordon|drain NODE           operator intent (survives re-registration)
+                                       wait for, list or undo a deployment's rolling update
+  cordon|uncordon|drain NODE…          operator intent (survives re-registration);
+                                       drain waits until the nodes are empty
   nodes, events                        short for get nodes, get events
   apikeys create|list|delete           gateway API keys
   tokens create|list|revoke            access tokens (admin, gateway, metrics, join)

@@ -25,6 +25,19 @@ const EXTENSIONS = /\.(ya?ml|json)$/i;
  * @throws {UsageError} Naming the source (and document) that is not valid YAML or JSON.
  */
 export function decodeDocuments(text: string, source: string): ApplyDocument[] {
+  return decodeEach(text, source).flatMap(listItems);
+}
+
+/**
+ * A document that is a list (what `llmgw get deployments -o json` prints
+ * for several) stands for each of its items, so get's output applies back.
+ */
+function listItems(d: ApplyDocument): ApplyDocument[] {
+  if (!Array.isArray(d.doc)) return [d];
+  return d.doc.map((doc, i) => ({ source: `${d.source} (item ${i + 1})`, doc }));
+}
+
+function decodeEach(text: string, source: string): ApplyDocument[] {
   if (/\.json$/i.test(source)) {
     try {
       return [{ source, doc: JSON.parse(text) }];

@@ -21,6 +21,7 @@ import {
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { type StatusRow, statusText } from "./rollout_command.ts";
+import { eachName, exitCode, oneOrMany } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
 
 /** Recent events shown by describe. */
@@ -209,4 +210,28 @@ export function describedText(d: Described): string {
 
 function indent(text: string): string {
   return text.split("\n").map((l) => `  ${l}`).join("\n");
+}
+
+/**
+ * `describe KIND NAME…`: each object described in turn, a blank line
+ * between; returns the exit code (1 when any name failed).
+ */
+export async function describeCommand(
+  call: AdminCall,
+  kind: string,
+  names: readonly string[],
+  json: boolean,
+  out: (text: string) => void,
+  err: (text: string) => void,
+): Promise<number> {
+  let shown = 0;
+  const r = await eachName(names, async (name) => {
+    const d = await describe(call, kind, name);
+    if (!json) out(`${shown++ > 0 ? "\n" : ""}${describedText(d)}`);
+    return d;
+  }, err);
+  if (json && r.results.length > 0) {
+    out(`${JSON.stringify(oneOrMany(names, r.results), null, 2)}\n`);
+  }
+  return exitCode(r);
 }

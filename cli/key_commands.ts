@@ -6,6 +6,8 @@
  */
 import type { AdminCall } from "./admin_client.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
+import { durationMs } from "./duration.ts";
+import { refuseExtra } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
 
 const TOKEN_KINDS = ["admin", "gateway", "metrics", "join"];
@@ -17,8 +19,8 @@ const TOKEN_KINDS = ["admin", "gateway", "metrics", "join"];
  */
 export function parseTtl(text: string): number | null {
   if (text === "never") return null;
-  const m = /^(\d+)(s|m|h|d)$/.exec(text);
-  const n = m === null ? 0 : Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as "s"];
+  const ms = durationMs(text);
+  const n = ms === null || ms % 1_000 !== 0 ? 0 : ms / 1_000;
   if (n <= 0) {
     throw new UsageError(
       `tokens: --ttl must be a positive duration such as 30m, 12h or 7d, or "never"; got "${text}"`,
@@ -43,6 +45,12 @@ export async function tokensCommand(
   out: (t: string) => void,
 ): Promise<number> {
   const [sub, arg] = positionals;
+  const takes: Record<string, string[]> = {
+    create: ["one KIND"],
+    list: ["one KIND"],
+    revoke: ["one ID"],
+  };
+  if (takes[sub] !== undefined) refuseExtra(`tokens ${sub}`, positionals.slice(1), takes[sub]);
   const kindOf = (what: string | undefined, required: boolean): string | undefined => {
     if (what === undefined && !required) return undefined;
     if (what === undefined || !TOKEN_KINDS.includes(what)) {
@@ -114,6 +122,8 @@ export async function apiKeysCommand(
   out: (t: string) => void,
 ): Promise<number> {
   const [sub, name] = positionals;
+  const takes: Record<string, string[]> = { create: ["one NAME"], list: [], delete: ["one ID"] };
+  if (takes[sub] !== undefined) refuseExtra(`apikeys ${sub}`, positionals.slice(1), takes[sub]);
   const print = (json: unknown, table: () => string) =>
     out(values.json ? JSON.stringify(json, null, 2) + "\n" : table() + "\n");
   if (sub === "create") {

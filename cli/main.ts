@@ -76,6 +76,8 @@ export async function main(args: string[], io: Io = STD_IO): Promise<number> {
   try {
     return await dispatch(args, io);
   } catch (e) {
+    // The reader left (`llmgw get events | head -1`): it has what it wanted.
+    if (isBrokenPipe(e)) return 0;
     if (e instanceof UsageError) {
       const command = e.command ?? commandOf(e.message);
       const help = command === undefined ? "llmgw help" : `llmgw ${command} --help`;
@@ -87,6 +89,15 @@ export async function main(args: string[], io: Io = STD_IO): Promise<number> {
     io.err(`llmgw: internal error: ${e instanceof Error ? e.message : String(e)}${detail}\n`);
     return 1;
   }
+}
+
+/**
+ * True for a write to a pipe whose reader has gone. Such a CLI exits
+ * quietly, as others do, rather than report an internal error.
+ */
+export function isBrokenPipe(e: unknown): boolean {
+  return e instanceof Deno.errors.BrokenPipe ||
+    (e instanceof Error && (e as { code?: string }).code === "EPIPE");
 }
 
 /** Every command path that has its own `--help`. */
@@ -191,6 +202,7 @@ async function dispatch(args: string[], io: Io): Promise<number> {
             role,
             command === undefined ? rest : [command, ...rest],
             io.out,
+            { err: io.err },
           );
         } catch (e) {
           if (!(e instanceof AdminError)) throw e;

@@ -9,7 +9,10 @@
 import type { RolloutStatus } from "../control/rollout_status.ts";
 import type { DeploymentRevision } from "../control/store.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
+import { durationMs } from "./duration.ts";
+import { watchArgs, watchRollout, watchValue } from "./rollout_watch.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
+import type { WaitOptions } from "./wait.ts";
 
 /** The help text of `llmgw rollout`. */
 export const ROLLOUT_USAGE = `Usage: llmgw rollout status|history|undo DEPLOYMENT [flags]
@@ -20,8 +23,10 @@ is free, else one old replica is taken down at a time; each step waits for
 readiness, and a step past the progress deadline reverts to the previous
 revision.
 
-  status DEPLOYMENT                  the revision, the step under way, its deadline,
-                                     and replicas by revision
+  status DEPLOYMENT                  waits until the rollout is done (exit 0) or
+                                     failed (exit 1), a line per change;
+                                     --watch=false: the revision, the step under way,
+                                     its deadline, and replicas by revision, at once
   history DEPLOYMENT                 the deployment's recent revisions
   undo DEPLOYMENT [--to-revision N]  roll out an older revision's spec as a new
                                      revision (default: the previous one)
@@ -29,15 +34,27 @@ revision.
 Flags:
   --json            print the control plane's answer as JSON
   --to-revision N   (undo) the revision whose spec comes back
+  --watch=false     (status) a snapshot instead of waiting
+  --timeout D       (status) stop waiting after D (90s, 10m, 1h; default 0: no limit)
   -h, --help        this help; \`llmgw rollout SUBCOMMAND --help\` for one subcommand
 `;
 
 const SUBCOMMAND_USAGE: Record<string, string> = {
-  status: `Usage: llmgw rollout status DEPLOYMENT [--json]
+  status: `Usage: llmgw rollout status DEPLOYMENT [--watch=false] [--timeout D] [--json]
 
-Shows the deployment's current revision, whether a rollout is under way,
-its step (which replica is being replaced by which), when it fails without
-progress, and how many replicas of each revision there are and are ready.
+Waits until the deployment's rollout is done: every replica on the current
+revision and ready (exit 0), printing a line each time the progress
+changes. Exits 1 when the revision failed (the progress deadline passed and
+the previous spec is rolling back) or its replicas stay failed, and when
+--timeout runs out; the rollout itself goes on. A revision applied
+meanwhile is followed.
+
+  --watch=false   print the status once and exit: the current revision,
+                  the rollout under way with its step (which replica is
+                  being replaced by which) and deadline, and how many
+                  replicas of each revision there are and are ready
+  --timeout D     stop waiting after D, e.g. 90s, 10m, 1h (default 0: no limit;
+                  Ctrl-C stops too)
 `,
   history: `Usage: llmgw rollout history DEPLOYMENT [--json]
 
@@ -58,6 +75,8 @@ const FLAGS = {
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   "to-revision": { type: "string" },
+  watch: { type: "string" },
+  timeout: { type: "string" },
   url: { type: "string" },
   token: { type: "string" },
   "token-file": { type: "string" },
@@ -69,6 +88,14 @@ type RevisionRow = DeploymentRevision;
 /** The answer of `GET /v1/deployments/:name/rollout`. */
 export type StatusRow = RolloutStatus;
 
+/** Where `rollout status` reports failures, and how it waits. */
+export interface RolloutOptions {
+  /** Standard error (default: the process's). */
+  err?: (t: string) => void;
+  /** Between two reads while waiting, and what ends the wait early (tests). */
+  wait?: Pick<WaitOptions, "intervalMs" | "signal">;
+}
+
 /**
  * Runs `llmgw rollout ARGS`; returns the exit code.
  *
@@ -78,8 +105,9 @@ export async function rolloutCommand(
   call: (method: string, path: string, body?: unknown) => Promise<unknown>,
   args: string[],
   out: (t: string) => void,
+  options: RolloutOptions = {},
 ): Promise<number> {
-  const { values, positionals } = parseFlags("rollout", args, FLAGS);
+  const { values, positionals } = parseFlags("rollout", watchArgs(args), FLAGS);
   const [sub, name, ...extra] = positionals;
   if (sub === undefined) {
     if (values.help) {
@@ -122,9 +150,30 @@ export async function rolloutCommand(
       "rollout",
     );
   }
+  for (const flag of ["watch", "timeout"] as const) {
+    if (values[flag] !== undefined && sub !== "status") {
+      throw new UsageError(`${command}: --${flag} is for rollout status; leave it out`, "rollout");
+    }
+  }
+  const watch = watchValue(values.watch);
+  const timeoutMs = values.timeout === undefined ? 0 : durationMs(values.timeout);
+  if (timeoutMs === null) {
+    throw new UsageError(
+      `${command}: --timeout must be a duration such as 90s, 10m or 1h, got "${values.timeout}"`,
+      "rollout",
+    );
+  }
   const path = `/v1/deployments/${encodeURIComponent(name)}`;
   switch (sub) {
     case "status": {
+      if (watch) {
+        return await watchRollout(call, name, {
+          json: values.json === true,
+          out,
+          err: options.err ?? ((t) => Deno.stderr.writeSync(new TextEncoder().encode(t))),
+          wait: { intervalMs: 1_000, ...options.wait, timeoutMs },
+        });
+      }
       const status = await call("GET", `${path}/rollout`) as StatusRow;
       out(values.json ? json(status) : statusText(status));
       return 0;

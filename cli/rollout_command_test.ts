@@ -92,8 +92,8 @@ async function run(args: string[]): Promise<{ code: number; text: string; calls:
   return { code, text, calls: api.calls };
 }
 
-Deno.test("rollout status: the step, its deadline, replicas by revision", async () => {
-  const { code, text } = await run(["status", "llama"]);
+Deno.test("rollout status --watch=false: the step, its deadline, replicas by revision", async () => {
+  const { code, text } = await run(["status", "llama", "--watch=false"]);
   assertEquals(code, 0);
   assertEquals(
     text,
@@ -113,7 +113,7 @@ Deno.test("rollout status: the step, its deadline, replicas by revision", async 
       "",
     ].join("\n"),
   );
-  const json = await run(["status", "llama", "--json"]);
+  const json = await run(["status", "llama", "--json", "--watch=false"]);
   assertEquals(JSON.parse(json.text), STATUS);
 });
 
@@ -178,10 +178,107 @@ Deno.test("rollout usage errors: one line naming what is wrong and the fix", asy
     [["undo", "llama", "--to-revision", "0"], 'rollout undo: --to-revision "0"'],
     [["undo", "llama", "--to-revision"], "rollout: --to-revision needs a value"],
     [["status", "llama", "--follow"], "rollout: unknown flag --follow"],
+    [
+      ["status", "llama", "--watch=maybe"],
+      'rollout status: --watch must be true or false, got "maybe"',
+    ],
+    [["status", "llama", "--timeout", "soon"], "rollout status: --timeout must be a duration"],
+    [["history", "llama", "--watch=false"], "rollout history: --watch is for rollout status"],
   ];
   for (const [args, message] of cases) {
     const e = await assertRejects(() => run(args), UsageError);
     assertStringIncludes(e.message, message, args.join(" "));
     assertEquals(e.message.includes("\n"), false, args.join(" "));
   }
+});
+
+/** A fake admin API whose rollout status moves through `steps`, one per read (the last repeats). */
+function scripted(steps: unknown[], revisions: unknown[] = []) {
+  let reads = 0;
+  const call = (method: string, path: string) => {
+    if (method === "GET" && path === "/v1/deployments/llama/rollout") {
+      return Promise.resolve(steps[Math.min(reads++, steps.length - 1)]);
+    }
+    if (method === "GET" && path === "/v1/deployments/llama/revisions") {
+      return Promise.resolve({ deployment: "llama", revision: 4, revisions });
+    }
+    return Promise.reject(new Error(`unexpected ${method} ${path}`));
+  };
+  return { call, reads: () => reads };
+}
+
+async function watch(steps: unknown[], revisions: unknown[] = [], args: string[] = []) {
+  const api = scripted(steps, revisions);
+  let text = "";
+  let err = "";
+  const code = await rolloutCommand(api.call, ["status", "llama", ...args], (t) => text += t, {
+    err: (t) => err += t,
+    wait: { intervalMs: 1 },
+  });
+  return { code, text, err, reads: api.reads() };
+}
+
+const DONE = {
+  ...STATUS,
+  state: "complete",
+  ready: 2,
+  updated: 2,
+  replicas_by_revision: [{ revision: 3, replicas: 2, ready: 2 }],
+  rollout: null,
+  replicas: [
+    { id: "llama-r0-v3", index: 0, revision: 3, state: "ready" },
+    { id: "llama-r1-v3", index: 1, revision: 3, state: "ready" },
+  ],
+};
+
+Deno.test("rollout status waits until every replica runs the revision and is ready", async () => {
+  const { code, text, err, reads } = await watch([STATUS, STATUS, DONE]);
+  assertEquals([code, err, reads], [0, "", 3]);
+  assertEquals(text.trimEnd().split("\n"), [
+    "deployment llama: waiting for revision 3: 1/2 updated, 2/2 ready; replacing llama-r0 by llama-r0-v3",
+    "deployment llama successfully rolled out (revision 3, 2/2 ready)",
+  ]);
+  // --json: the final status only.
+  const json = await watch([STATUS, DONE], [], ["--json"]);
+  assertEquals([json.code, JSON.parse(json.text)], [0, DONE]);
+});
+
+Deno.test("rollout status fails when the revision failed and is reverted, or its replicas stay failed", async () => {
+  const reverted = {
+    ...STATUS,
+    revision: 4,
+    rollout: { ...STATUS.rollout, target: 4, fallback: null, deadline_at: null, step: null },
+  };
+  const failedRevision = [{
+    ...REVISIONS.revisions[2],
+    outcome: "failed",
+    reason: "replica llama-r0-v3 missed the progress deadline",
+  }];
+  const r = await watch([STATUS, reverted], failedRevision);
+  assertEquals(r.code, 1);
+  assertStringIncludes(
+    r.err,
+    "deployment llama: revision 3 failed: replica llama-r0-v3 missed the progress deadline; " +
+      "revision 4 brings the previous spec back",
+  );
+  const failing = {
+    ...DONE,
+    ready: 1,
+    replicas: [DONE.replicas[0], { ...DONE.replicas[1], state: "failed" }],
+  };
+  const stuck = await watch([failing]);
+  assertEquals([stuck.code, stuck.reads], [1, 3]);
+  assertStringIncludes(
+    stuck.err,
+    "llama-r1-v3 of revision 3 failed (llmgw describe replica llama-r1-v3)",
+  );
+});
+
+Deno.test("rollout status --timeout: exits 1 when the limit passes first", async () => {
+  const r = await watch([STATUS], [], ["--timeout", "50ms"]);
+  assertEquals(r.code, 1);
+  assertStringIncludes(
+    r.err,
+    "deployment llama not rolled out when --timeout ran out: 1/2 updated",
+  );
 });

@@ -1,0 +1,48 @@
+/**
+ * `llmgw explain DEPLOYMENT|REPLICA…`: each replica of a deployment (or the
+ * replica named) explained on the live inventory, by the control plane's
+ * `GET /v1/replicas/:id/explanation`.
+ *
+ * @module
+ */
+import { type AdminCall, AdminError } from "./admin_client.ts";
+import { explainLines, type LiveExplanationRow, type ReplicaRow } from "./admin_views.ts";
+import { eachName, exitCode } from "./names.ts";
+
+/**
+ * The explanations of a deployment's replicas, or of the one replica named.
+ *
+ * @throws {AdminError} 404 when no replica or deployment has that name.
+ */
+export async function explain(call: AdminCall, name: string): Promise<LiveExplanationRow[]> {
+  const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+  const ids = replicas.filter((r) => r.deployment === name || r.id === name).map((r) => r.id);
+  if (ids.length === 0) {
+    throw new AdminError(
+      `explain: no replica or deployment named ${name} (llmgw get deployments)`,
+      404,
+    );
+  }
+  const out: LiveExplanationRow[] = [];
+  for (const id of ids) {
+    out.push(
+      await call("GET", `/v1/replicas/${encodeURIComponent(id)}/explanation`) as LiveExplanationRow,
+    );
+  }
+  return out;
+}
+
+/** `explain NAME…`: each name's replicas explained in turn; returns the exit code (1 when any failed). */
+export async function explainCommand(
+  call: AdminCall,
+  names: readonly string[],
+  json: boolean,
+  out: (text: string) => void,
+  err: (text: string) => void,
+): Promise<number> {
+  const r = await eachName(names, (name) => explain(call, name), err);
+  const all = r.results.flat();
+  if (json) out(`${JSON.stringify(all, null, 2)}\n`);
+  else if (all.length > 0) out(`${all.map((x) => explainLines(x).join("\n")).join("\n\n")}\n`);
+  return exitCode(r);
+}
