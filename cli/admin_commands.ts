@@ -283,7 +283,10 @@ async function run(
     }
     case "scale": {
       const name = encodeURIComponent(first);
-      await call("POST", `/v1/deployments/${name}/scale`, { replicas: Number(second) });
+      const scaled = await call("POST", `/v1/deployments/${name}/scale`, {
+        replicas: Number(second),
+      }) as { warnings?: { message: string }[] };
+      for (const w of scaled.warnings ?? []) err(`warning: deployment/${first}: ${w.message}\n`);
       const d = await call("GET", `/v1/deployments/${name}`);
       print(d, () => `deployment ${first} scaled to ${second}`);
       return 0;

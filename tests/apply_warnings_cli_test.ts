@@ -78,6 +78,19 @@ Deno.test("apply -f and scale warn about a profile no node can hold and replicas
       message:
         "3 replicas need 12 rtx4090-24g GPUs (4 each), but the cluster has 8 in all: at most 2 can ever run",
     }]);
+    // `llmgw scale` prints it on stderr, so --json output stays JSON.
+    let scaleOut = "";
+    let scaleErr = "";
+    const code = await main(["scale", "fits", "3", "--url", control.url, "--token", ADMIN], {
+      out: (t) => scaleOut += t,
+      err: (t) => scaleErr += t,
+    });
+    assertEquals(code, 0, scaleErr);
+    assertStringIncludes(scaleOut, "deployment fits scaled to 3");
+    assertEquals(
+      scaleErr,
+      "warning: deployment/fits: 3 replicas need 12 rtx4090-24g GPUs (4 each), but the cluster has 8 in all: at most 2 can ever run\n",
+    );
     // Warnings do not refuse: the hardware may still arrive.
     assertEquals(control.cp.deployments.list().map((d) => d.name).sort(), [
       "fits",
