@@ -12,7 +12,7 @@ import { type AdminCall, adminRequest, openAdminTarget } from "./admin_client.ts
 import { adminHelp } from "./admin_help.ts";
 import { advanceLog } from "../protocol/log_window.ts";
 import { PROBE_PATHS, probeLinesNote } from "../supervisor/probe_lines.ts";
-import { readApplySources } from "./apply_sources.ts";
+import { applyCommand } from "./apply_command.ts";
 import { deleteCommand, deleteTarget } from "./delete_command.ts";
 import { describeCommand } from "./describe_command.ts";
 import { explainCommand } from "./explain_command.ts";
@@ -54,7 +54,7 @@ const FLAGS = {
     lines: { type: "string" },
     interval: { type: "string" },
   },
-  apply: { file: { type: "string", short: "f", multiple: true } },
+  apply: { file: { type: "string", short: "f", multiple: true }, "dry-run": { type: "boolean" } },
   scale: {},
   delete: {},
   cordon: {},
@@ -130,6 +130,7 @@ interface Values {
   ttl?: string;
   description?: string;
   "to-revision"?: string;
+  "dry-run"?: boolean;
   incarnation?: string;
   timeout?: string;
   watch?: string;
@@ -257,30 +258,11 @@ async function run(
       return await explainCommand(call, plan.positionals, plan.json, out, err);
     case "logs":
       return await logs(call, first, values, plan, out, options.signal);
-    case "apply": {
-      const docs = await readApplySources(values.file ?? []);
-      const applied = [];
-      for (const { source, doc } of docs) {
-        const r = await call("POST", "/v1/deployments", doc).catch((e) => {
-          throw new (e.constructor as typeof Error)(`${source}: ${e.message}`);
-        }) as {
-          deployment: { name: string; replicas: number };
-          created: boolean;
-          warnings: { message: string }[];
-        };
-        applied.push({ source, ...r });
-        if (!plan.json) {
-          for (const w of r.warnings) out(`warning: ${source}: ${w.message}\n`);
-          out(
-            `deployment ${r.deployment.name} ${
-              r.created ? "created" : "updated"
-            } (${r.deployment.replicas} replica${r.deployment.replicas === 1 ? "" : "s"})\n`,
-          );
-        }
-      }
-      if (plan.json) out(JSON.stringify(applied, null, 2) + "\n");
-      return 0;
-    }
+    case "apply":
+      return await applyCommand(call, values.file ?? [], {
+        json: plan.json,
+        dryRun: values["dry-run"] === true,
+      }, out);
     case "scale": {
       const name = encodeURIComponent(first);
       const scaled = await call("POST", `/v1/deployments/${name}/scale`, {

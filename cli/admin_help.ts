@@ -52,12 +52,18 @@ A shard's recent log lines, fetched from its agent.
   -f, --follow   keep printing new lines until Ctrl-C
   --shard N      the shard's rank (default 0)
   --lines N      how many lines from the end (default 100)`,
-  apply: `Usage: llmgw apply -f FILE|DIR|- [-f …] [--json]
+  apply: `Usage: llmgw apply -f FILE|DIR|- [-f …] [--dry-run] [--json]
 
 Creates or updates deployments from YAML or JSON: a file, every .yaml, .yml
 and .json file in a directory (in name order), or standard input (-).
 A YAML file may hold several documents separated by ---.
-  -f, --file     where to read (repeatable)`,
+Prints one line per deployment: created, updated (a new revision: its
+replicas are replaced one at a time), scaled or configured (nothing
+restarts), or unchanged (nothing stored: re-applying is safe).
+  -f, --file     where to read (repeatable)
+  --dry-run      the control plane validates each document and shows what
+                 would change against the live spec and which replicas
+                 would be replaced; nothing changes`,
   scale: `Usage: llmgw scale DEPLOYMENT N [--json]
 
 Changes one deployment's replica count. Nothing else restarts.`,

@@ -168,8 +168,8 @@ Deno.test("admin CLI: apply -f - reads several YAML documents from standard inpu
       const { code, stdout, stderr } = await child.output();
       const [out, err] = [stdout, stderr].map((b) => new TextDecoder().decode(b));
       assertEquals(code, 0, err);
-      assertStringIncludes(out, "deployment qwen created");
-      assertStringIncludes(out, "deployment qwen-b created");
+      assertStringIncludes(out, "deployment/qwen created");
+      assertStringIncludes(out, "deployment/qwen-b created");
     } finally {
       try {
         child.kill("SIGKILL");
