@@ -15,6 +15,9 @@
  * @module
  */
 
+/** How old a down mark is forgotten, in ms. */
+const FORGET_MS = 60_000;
+
 /** Settings of {@link ProxyHealth}. */
 export interface ProxyHealthOptions {
   /** Clock in ms (tests inject one). Default `performance.now`. */
@@ -29,6 +32,7 @@ export class ProxyHealth {
   readonly #waiters = new Set<() => void>();
   readonly #now: () => number;
   readonly #reprobeMs: number;
+  #prunedAt = -Infinity;
 
   /** Creates a table with every proxy up. */
   constructor(options: ProxyHealthOptions = {}) {
@@ -54,8 +58,21 @@ export class ProxyHealth {
     return since !== undefined && this.#now() - since < this.#reprobeMs;
   }
 
-  /** Whether any proxy is marked (a lapsed mark included): the common case, none, costs nothing. */
+  /**
+   * Whether any proxy is marked (a lapsed mark included): the common case,
+   * none, costs nothing. Marks a minute old are forgotten here: a proxy still
+   * down is marked again by its next refusal, and one that left the
+   * endpoints (a removed node) would otherwise keep every request filtering.
+   */
   get anyDown(): boolean {
+    if (this.#down.size === 0) return false;
+    const now = this.#now();
+    if (now - this.#prunedAt >= FORGET_MS / 60) {
+      this.#prunedAt = now;
+      for (const [origin, since] of this.#down) {
+        if (now - since >= FORGET_MS) this.#down.delete(origin);
+      }
+    }
     return this.#down.size > 0;
   }
 
