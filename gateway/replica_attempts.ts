@@ -153,7 +153,6 @@ export class ReplicaAttempts {
       return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
     }
     const retry = { "retry-after": this.#policy.retryAfter };
-    const why = this.#lastError === "" ? "" : ` (last: ${this.#lastError})`;
     if (this.#table.endpoints(model).length === 0) {
       return errorResponse(
         503,
@@ -173,8 +172,9 @@ export class ReplicaAttempts {
       return errorResponse(
         503,
         openAiError(
+          // Node addresses stay in the gateway's log, not in a client's error.
           `no replica of \`${model}\` could be reached: the engine proxy of every node serving it ` +
-            `is down (an agent restarting?) and ${held}${why}`,
+            `is down (an agent restarting?) and ${held}`,
           "server_error",
           "replica_unreachable",
         ),
