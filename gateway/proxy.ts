@@ -374,16 +374,18 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
             errorResponse(499, openAiError("client closed request", "invalid_request_error")),
           );
         }
-        const lastError = attempts.failed(e, err);
-        table.markSuspect(e);
+        // Marks it suspect; the reason comes back only while it was not (held requests retry often).
+        const news = attempts.failed(e, err);
         if (err instanceof UpstreamUnreachable) {
           metrics.replicaRequest(model, e.replica_id, "upstream_unreachable", seconds);
-          log(`gateway: ${model}: ${e.url} failed before answering (${lastError}); marked suspect`);
+          if (news !== null) {
+            log(`gateway: ${model}: ${e.url} unreachable (${news}); marked suspect`);
+          }
           continue;
         }
         // The engine began an answer and broke it (or sent garbage): not retried.
         metrics.replicaRequest(model, e.replica_id, "upstream_error", seconds);
-        log(`gateway: ${model}: ${e.url} sent a broken response (${lastError}); marked suspect`);
+        log(`gateway: ${model}: ${e.url} sent a broken response (${attempts.lastError}); suspect`);
         return done(
           brokenUpstream(`replica of \`${model}\` sent a broken response`),
           "upstream_error",
@@ -402,9 +404,9 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
           "upstream_unreachable",
           (performance.now() - tAttempt) / 1000,
         );
-        table.markSuspect(e);
         const why = `the node did not reach an engine of shard ${e.shard ?? "?"} (${refused})`;
-        log(`gateway: ${model}: ${e.url}: ${attempts.failed(e, why)}; marked suspect`);
+        const news = attempts.failed(e, why);
+        if (news !== null) log(`gateway: ${model}: ${e.url}: ${news}; marked suspect`);
         continue;
       }
       const outHeaders = forwardHeaders(upstream.headers, RESPONSE_DROP);

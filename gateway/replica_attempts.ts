@@ -127,13 +127,22 @@ export class ReplicaAttempts {
   }
 
   /**
-   * Records that `e` failed before answering, with the error or reason;
-   * returns the reason's text. A refused connection marks its proxy down.
+   * Records that `e` failed, with the error or reason, and marks it suspect
+   * in the table; a refused connection marks its proxy down too. Returns the
+   * reason's text when `e` was not suspect yet, else null: one log line per
+   * endpoint until its mark clears, whatever held requests retry it.
    */
-  failed(e: Endpoint, why: unknown): string {
+  failed(e: Endpoint, why: unknown): string | null {
     this.#lastError = why instanceof Error ? why.message : String(why);
     if (e.shard === undefined) this.#holdable = false;
     else if (why instanceof UpstreamConnectFailed) this.#policy.health.markDown(e.url);
+    const news = e.suspectSince === null;
+    this.#table.markSuspect(e);
+    return news ? this.#lastError : null;
+  }
+
+  /** The last failure's reason ("" before any). */
+  get lastError(): string {
     return this.#lastError;
   }
 
