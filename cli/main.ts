@@ -12,6 +12,7 @@ import { controlInitCommand } from "./control_init.ts";
 import { devCommand } from "./dev_command.ts";
 import { GATEWAY_USAGE, gatewayServeCommand } from "./gateway_serve.ts";
 import { planCommand } from "./plan_command.ts";
+import { refuseExtra } from "./names.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 /** The version printed by `llmgw version`. */
@@ -139,10 +140,12 @@ async function dispatch(args: string[], io: Io): Promise<number> {
       return 0;
     case "version":
     case "--version": {
-      const { values } = parseFlags("version", command === undefined ? rest : [command, ...rest], {
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      });
+      const { values, positionals } = parseFlags(
+        "version",
+        command === undefined ? rest : [command, ...rest],
+        { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      );
+      refuseExtra("version", positionals, []);
       if (values.help) io.out(VERSION_USAGE);
       else if (values.json) io.out(JSON.stringify({ version: VERSION }) + "\n");
       else io.out(`llmgw ${VERSION}\n`);
@@ -164,9 +167,10 @@ async function dispatch(args: string[], io: Io): Promise<number> {
       if (command !== "deployment") {
         throw new UsageError(`schema: expected "schema deployment", got "${command}"`, "schema");
       }
-      const { values } = parseFlags("schema deployment", rest, {
+      const { values, positionals } = parseFlags("schema deployment", rest, {
         help: { type: "boolean", short: "h" },
       });
+      refuseExtra("schema deployment", positionals, []);
       if (values.help) io.out(SCHEMA_USAGE);
       else io.out(JSON.stringify(deploymentJsonSchema(), null, 2) + "\n");
       return 0;

@@ -97,6 +97,8 @@ Deno.test("a usage error of every command is one line naming the flag and where 
     [["apply"], "apply: -f FILE|DIR|- is required; run 'llmgw apply --help'"],
     [["version", "--json=yes"], "version: --json takes no value; write --json alone"],
     [["schema", "table"], 'schema: expected "schema deployment", got "table"'],
+    [["schema", "deployment", "x"], 'schema deployment: unexpected argument "x"'],
+    [["version", "now"], 'version: unexpected argument "now"; version takes no argument'],
   ];
   for (const [args, message] of cases) {
     const r = await run(args);
