@@ -95,11 +95,6 @@ export class ReplicaAttempts {
     this.#policy = policy;
   }
 
-  /** Whether the request waited for a proxy to come back. */
-  get held(): boolean {
-    return this.#deadline !== null;
-  }
-
   /**
    * The next endpoint to try, waiting first when every one failed behind a
    * down proxy; null when there is none left to try (then {@link giveUp}).
