@@ -14,15 +14,15 @@ import { join } from "node:path";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { pinnedFetch } from "../tls/trust.ts";
+import { devCommand } from "../cli/dev_command.ts";
 import {
   DEV_NODES,
   DEV_PORT_MAX,
   DEV_PORT_MIN,
   DEV_PORT_SPAN,
-  devCommand,
   type DevPorts,
   devPorts,
-} from "../cli/dev_command.ts";
+} from "../cli/dev_ports.ts";
 import { UsageError } from "../cli/usage_error.ts";
 import {
   devEnginePids,

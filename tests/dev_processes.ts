@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEV_NODES, DEV_PORT_SPAN, devPorts } from "../cli/dev_command.ts";
+import { DEV_NODES, DEV_PORT_SPAN, devPorts } from "../cli/dev_ports.ts";
 import { enginePids } from "./agent_processes.ts";
 import { until } from "./until.ts";
 
