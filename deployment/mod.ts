@@ -21,6 +21,7 @@ export {
   BUILTIN_ENGINES,
   type ClassFacts,
   classFacts,
+  type ClassSize,
   type DeploymentIssue,
   resolveGpusPerNode,
   validateDeployment,

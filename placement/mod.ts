@@ -4,7 +4,7 @@
  * @module
  */
 export * from "./types.ts";
-export { type ReasonCode, reasonLabel, REASONS } from "./reasons.ts";
+export { type LabelFacts, type ReasonCode, reasonLabel, REASONS } from "./reasons.ts";
 export {
   type AppliedShard,
   applyPlacement,
