@@ -180,11 +180,10 @@ try {
   await page.goto(`${base}/ui/replicas/${encodeURIComponent(replica)}`);
   await page.waitForSelector("#log div");
   const marker = `ui-marker-${Date.now().toString(36)}`;
-  // The fake engine writes an access line for every request it serves.
+  // The fake engine writes an access line for every request it serves. Not a
+  // probe path: successful probe and scrape lines are left out of the tail.
   const wrote = Date.now();
-  const answer = await fetch(
-    `http://127.0.0.1:${enginePort}/metrics?${marker}=1`,
-  );
+  const answer = await fetch(`http://127.0.0.1:${enginePort}/${marker}`);
   await answer.arrayBuffer();
   await page.locator("#log div", { hasText: marker }).waitFor({
     timeout: WITHIN_MS,
