@@ -1,5 +1,5 @@
 /**
- * The agent's two listeners (design §13): the local API (status, logs,
+ * The agent's two listeners (design §11.2): the local API (status, logs,
  * metrics) and the engine proxy, the one door to this node's engines.
  * Plain HTTP for an http:// control plane, else TLS with the agent's
  * certificate, swapped in place on every renewal.

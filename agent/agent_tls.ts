@@ -1,5 +1,5 @@
 /**
- * The agent's side of TLS (design §13): which CA it trusts and its own
+ * The agent's side of TLS (design §11.2): which CA it trusts and its own
  * serving certificate.
  *
  * - Trust: `LLMGW_CA` (a file) when given; else the CA pinned on an earlier

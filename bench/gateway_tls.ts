@@ -1,5 +1,5 @@
 /**
- * What TLS on the gateway's own listener costs (design §13, §16): the same
+ * What TLS on the gateway's own listener costs (design §11.2, §16): the same
  * gateway over an instant upstream, served plain (`Deno.serve`) and over TLS
  * (`node:https`, which renews certificates without a restart), with 64
  * clients in a process of their own, non-streaming and streaming chat

@@ -1,5 +1,5 @@
 /**
- * The control plane's TLS (design §13): the cluster CA kept in the state
+ * The control plane's TLS (design §11.2): the cluster CA kept in the state
  * directory (`tls/ca.crt`, `tls/ca.key` 0600), the control plane's own
  * certificate (serving its API, and presented as a client certificate when
  * it calls agents), and the agents' certificates signed from their CSRs

@@ -1,5 +1,5 @@
 /**
- * The certificates the control plane signed for nodes, watched (design §13):
+ * The certificates the control plane signed for nodes, watched (design §11.2):
  * an agent renews two thirds into its certificate's life, so one still not
  * renewed five sixths in is failing to renew, with a sixth of the life (five
  * days of the default 30) left to fix it. That is said once per certificate

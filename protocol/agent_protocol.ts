@@ -225,7 +225,7 @@ export interface HeartbeatResponse {
   /**
    * SHA-256 hashes (hex) of the live metrics tokens: the agent's `/metrics`
    * takes exactly these, so a revoked token stops working within one
-   * heartbeat (design §13).
+   * heartbeat (design §11.2).
    */
   metrics_token_hashes?: string[];
 }

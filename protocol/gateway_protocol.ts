@@ -1,6 +1,6 @@
 /**
  * The gateway ↔ control plane protocol (design §11, §12): what a gateway
- * polls, with a gateway token (design §13), to keep its routing table and
+ * polls, with a gateway token (design §11.2), to keep its routing table and
  * API keys.
  *
  * - `GET /v1/endpoints` → {@link EndpointListAnswer}: rank-0 endpoints of

@@ -1,5 +1,5 @@
 /**
- * The format of llmgw's access tokens (design §13), shared by the control
+ * The format of llmgw's access tokens (design §11.2), shared by the control
  * plane, which issues and checks them, and the agent, which reads the CA
  * hash a join token carries: `llmgw1.<id>.<secret>[.<ca-hash>]`.
  *

@@ -1,5 +1,5 @@
 /**
- * The cluster's certificate authority (design §13): a P-256 key and a
+ * The cluster's certificate authority (design §11.2): a P-256 key and a
  * self-signed CA certificate, made by the control plane on its first start.
  * It issues the control plane's serving and client certificates and, from
  * each agent's CSR, the agent's serving certificate. Trust in it is pinned by

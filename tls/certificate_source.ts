@@ -1,6 +1,6 @@
 /**
  * Where a server's certificate comes from, and keeping it fresh without a
- * restart (design §13): a server asks its source again every so often and
+ * restart (design §11.2): a server asks its source again every so often and
  * swaps in a certificate that changed. Sources: files an operator (or
  * cert-manager, or an ACME client) rewrites, and certificates the cluster CA
  * issues in-process, renewed two thirds into their life.

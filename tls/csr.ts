@@ -1,5 +1,5 @@
 /**
- * Certificate signing requests (design §13): the agent makes its own key and
+ * Certificate signing requests (design §11.2): the agent makes its own key and
  * sends only a CSR, so its private key never leaves its host; the control
  * plane checks the CSR's signature and key type before it signs anything.
  * The names in the certificate are the control plane's choice (the node's

@@ -1,5 +1,5 @@
 /**
- * An HTTPS server for fetch-style handlers (design §13), on `node:https`:
+ * An HTTPS server for fetch-style handlers (design §11.2), on `node:https`:
  * unlike `Deno.serve` it can ask for client certificates, and it can swap
  * its certificate while it runs (`setSecureContext`), so a renewed
  * certificate takes effect on the next handshake with no restart and no

@@ -1,5 +1,5 @@
 /**
- * Trusting the control plane (design §13), the kubeadm way: a join token
+ * Trusting the control plane (design §11.2), the kubeadm way: a join token
  * carries the SHA-256 of the CA's public key. A joining agent fetches the CA
  * certificate over a connection it does not yet trust, checks the hash, and
  * only then sends anything secret; afterwards every call verifies the server

@@ -1,5 +1,5 @@
 /**
- * Who may call what (design §13): each route declares a token kind
+ * Who may call what (design §11.2): each route declares a token kind
  * (route.ts), and this checks the caller's bearer token against it before
  * the request is read. {@link ACCEPTS} is the one table of which tokens each
  * kind of route takes. No token, or one that is unknown, expired or revoked,

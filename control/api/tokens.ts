@@ -1,5 +1,5 @@
 /**
- * Access tokens (design §13): list (no secrets), create (the token shown
+ * Access tokens (design §11.2): list (no secrets), create (the token shown
  * once), revoke. A join token created while the control plane serves TLS
  * carries the CA's public-key hash, so an agent can check the server before
  * it sends the token.
