@@ -16,7 +16,7 @@ import { AccessTokenService } from "./access_tokens.ts";
 import type { ClusterTls } from "./cluster_tls.ts";
 import { NodeCertificates } from "./node_certificates.ts";
 import { ApiKeyService } from "./api_keys.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 import { DeploymentService, type EngineCatalog } from "./deployments.ts";
 import { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";

@@ -10,7 +10,7 @@ import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../time/clock.ts";
 import { currentUid, newUid } from "./identity.ts";
 import { freshReplicaId } from "./rollout.ts";
 import { revisionSpec } from "./rollout_revisions.ts";

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Clock } from "../control/clock.ts";
+import type { Clock } from "../time/clock.ts";
 
 /** A clock that stands still until {@link FakeClock.advance}. */
 export class FakeClock implements Clock {

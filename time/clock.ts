@@ -1,6 +1,7 @@
 /**
- * The control plane's clock: injected, so services can be tested with a fake
- * one and no test waits for real time to pass.
+ * The clock every loop reads (control plane, agent, supervisor): injected, so
+ * a test moves time itself ({@link FakeClock} in testing/fake_clock.ts) and
+ * none waits for real time to pass. A leaf: it imports nothing.
  *
  * @module
  */
