@@ -2,7 +2,9 @@
  * A placement index over a cluster snapshot: per node and GPU class, the free
  * healthy GPUs, so that placing one replica on 10,000 nodes touches only the
  * nodes that have the class (design §16). It is a derived cache: `place()`
- * only reads it; {@link applyPlacement} updates it after a placement.
+ * only reads it; {@link applyPlacement} updates it after a placement and
+ * `releasePlacement` (placement/release.ts) after a release, so one index serves a whole
+ * reconcile pass.
  *
  * @module
  */
@@ -72,7 +74,30 @@ export interface ClusterIndex {
 
 /** Builds the index of a snapshot. Nodes are not copied; do not change them afterwards. */
 export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
-  const indexed = [...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode);
+  return assemble([...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode));
+}
+
+/**
+ * The index without the nodes in `avoid`, as if they were not in the
+ * cluster, with every placement and release applied to `index` so far; a
+ * copy, so `index` is left as it is.
+ */
+export function withoutNodes(index: ClusterIndex, avoid: ReadonlySet<string>): ClusterIndex {
+  return assemble(
+    index.nodes.filter((n) => !avoid.has(n.node.id)).map((n) => ({
+      node: n.node,
+      classes: new Map(
+        [...n.classes].map(([cls, slot]) => [cls, { ...slot, free: [...slot.free], pos: -1 }]),
+      ),
+      deployments: new Map(n.deployments),
+      allocatedIndices: new Set(n.allocatedIndices),
+      engines: n.engines,
+    })),
+  );
+}
+
+/** The index of nodes already indexed and sorted by id. */
+function assemble(indexed: IndexedNode[]): ClusterIndex {
   const byId = new Map<string, IndexedNode>();
   const byClass = new Map<string, ClassMember[]>();
   for (const n of indexed) {

@@ -14,7 +14,9 @@ export {
   compareIds,
   indexCluster,
   type IndexedNode,
+  withoutNodes,
 } from "./cluster_index.ts";
+export { type ReleasedShard, releasePlacement } from "./release.ts";
 export { chooseGpus, nvlinkDomains } from "./gpu_choice.ts";
 export {
   computeCapabilityFilter,

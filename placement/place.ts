@@ -15,7 +15,13 @@
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { FabricAttachment } from "../discovery/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
-import { type ClassMember, type ClusterIndex, compareIds, indexCluster } from "./cluster_index.ts";
+import {
+  type ClassMember,
+  type ClusterIndex,
+  compareIds,
+  indexCluster,
+  withoutNodes,
+} from "./cluster_index.ts";
 import { describeNoClass, firstRejection, type ProfileContext, profileContext } from "./filters.ts";
 import { chooseGpus } from "./gpu_choice.ts";
 import {
@@ -50,6 +56,12 @@ export interface PlaceOptions {
    * rejected node with its own message, which grows with the cluster.
    */
   detail?: DetailLevel;
+  /**
+   * Nodes to leave out, as if they were not in the cluster: where the
+   * replica was refused for good before (control/replica_failures.ts). The
+   * explanation counts only the other nodes.
+   */
+  avoid?: ReadonlySet<string>;
 }
 
 /** The outcome of trying one profile. */
@@ -97,6 +109,7 @@ export function placeReplica(
 /**
  * Places one replica: profiles in priority order, the first that fits wins.
  * Never changes the index (per-profile work is memoized beside it, placement/stable_fit.ts).
+ * Nodes in `options.avoid` are left out.
  *
  * @example Why a replica is unschedulable, one line per reason
  * ```ts ignore
@@ -111,6 +124,10 @@ export function place(
   options: PlaceOptions = {},
 ): PlacementResult {
   const detail: DetailLevel = options.detail ?? false;
+  // Rare (a replica refused for good somewhere): a filtered copy, so the hot path stays as it is.
+  if (options.avoid !== undefined && options.avoid.size > 0) {
+    index = withoutNodes(index, options.avoid);
+  }
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
     const trial = tryProfile(index, deployment, profile, replicaId, detail);

@@ -71,6 +71,11 @@ export function stableFit(index: ClusterIndex, ctx: ProfileContext): StableFit {
   return fit;
 }
 
+/** Drops an index's verdicts: a release made an unhealthy GPU unallocated (cluster_index.ts). */
+export function forgetStableFit(index: ClusterIndex): void {
+  MEMO.delete(index);
+}
+
 /** Active HCAs × the slowest active port's rate, Gb/s; null when the rate is unknown. */
 export function perNodeGbps(attachment: FabricAttachment): number | null {
   return attachment.rate_gbps === null ? null : attachment.rate_gbps * attachment.hcas.length;
