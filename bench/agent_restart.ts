@@ -27,7 +27,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";

@@ -7,7 +7,7 @@
  *
  * Run: `deno run -A bench/endpoints_poll.ts [NODES...]` (default 1000 10000).
  */
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 

@@ -12,9 +12,9 @@
  */
 import { ControlPlane } from "../control/control_plane.ts";
 import { LeaderLease } from "../control/leader_lease.ts";
-import { PostgresStore } from "../control/postgres_store.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
-import type { ControlStore } from "../control/store.ts";
+import { PostgresStore } from "../control/store/postgres_store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
+import type { ControlStore } from "../control/store/store.ts";
 import { startPostgres } from "../testing/postgres_server.ts";
 import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 

@@ -32,9 +32,9 @@
 import { join } from "node:path";
 import { cpuUsage } from "node:process";
 import { parseArgs } from "node:util";
-import { MemoryStore } from "../control/memory_store.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
-import { PostgresStore } from "../control/postgres_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
+import { PostgresStore } from "../control/store/postgres_store.ts";
 import { type RunningHaControl, startHaControl } from "../control/ha_control.ts";
 import { startControl } from "../control/server.ts";
 import type { ControlPlane } from "../control/control_plane.ts";

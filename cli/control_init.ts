@@ -10,8 +10,8 @@
 import { dirname, join, resolve } from "node:path";
 import { ControlPlane } from "../control/control_plane.ts";
 import { loadOrCreateCa } from "../control/cluster_tls.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
-import { StoreError } from "../control/store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
+import { StoreError } from "../control/store/store.ts";
 import { publicKeyHash, TlsMaterialError } from "../tls/authority.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";

@@ -20,7 +20,7 @@ import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { formatInventory } from "../agent/inventory_table.ts";
 import type { ControlPlane } from "../control/control_plane.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
 import { startControl } from "../control/server.ts";
 import { newToken } from "../http/tokens.ts";
 import { acquireDevLock, type DevLock, DevLockedError, DevLockError } from "./dev_lock.ts";

@@ -10,7 +10,7 @@ import {
   writeDevEnv,
   writeDevPort,
 } from "./dev_state.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
 
 function mode(path: string): string {
   return (Deno.statSync(path).mode! & 0o777).toString(8);

@@ -7,7 +7,7 @@
  * @module
  */
 import type { RolloutStatus } from "../control/rollout_status.ts";
-import type { DeploymentRevision } from "../control/store.ts";
+import type { DeploymentRevision } from "../control/store/store.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 import { durationMs } from "./duration.ts";
 import { watchArgs, watchRollout, watchValue } from "./rollout_watch.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { DeploymentRevision } from "../control/store.ts";
+import type { DeploymentRevision } from "../control/store/store.ts";
 import type { AdminCall } from "./admin_client.ts";
 import type { StatusRow } from "./rollout_command.ts";
 import { UsageError } from "./usage_error.ts";

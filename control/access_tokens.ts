@@ -17,7 +17,7 @@ import { randomSecret } from "../http/secret_file.ts";
 import { tokenParts } from "../protocol/token_format.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
-import type { AccessTokenKind, AccessTokenRecord } from "./store.ts";
+import type { AccessTokenKind, AccessTokenRecord } from "./store/store.ts";
 import { hashToken, tokenMatches } from "../http/tokens.ts";
 
 export type { AccessTokenKind, AccessTokenRecord };

@@ -8,7 +8,7 @@ import { FakeClock } from "../testing/fake_clock.ts";
 import { ACCESS_TOKEN_KINDS, DEFAULT_JOIN_TTL_MS, tokenParts } from "./access_tokens.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError, NotFoundError } from "./errors.ts";
-import { MemoryStore } from "./memory_store.ts";
+import { MemoryStore } from "./store/memory_store.ts";
 import { hashToken } from "../http/tokens.ts";
 
 async function world() {

@@ -25,7 +25,7 @@ import type { ControlPlane } from "./control_plane.ts";
 import type { ControlError } from "./errors.ts";
 import { domainErrorStatus } from "./error_status.ts";
 import { HttpStats } from "./metrics.ts";
-import { NotLeaderError, StoreError } from "./store.ts";
+import { NotLeaderError, StoreError } from "./store/store.ts";
 import { openApiDocument } from "./openapi.ts";
 import { uiApp } from "../ui/mod.ts";
 

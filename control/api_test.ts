@@ -4,7 +4,7 @@ import { registration } from "../tests/registration.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError } from "./errors.ts";
-import { MemoryStore } from "./memory_store.ts";
+import { MemoryStore } from "./store/memory_store.ts";
 import { hashToken } from "../http/tokens.ts";
 
 const ADMIN = "admin-secret";

@@ -12,7 +12,7 @@ import { specChanges } from "../deployment/canonical.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { ApplyResultKind, SpecChange } from "../protocol/apply_answer.ts";
 import { revisionSpec, sameWorkload } from "./rollout_revisions.ts";
-import { replicaRevision, type StoredDeployment, type StoredReplica } from "./store.ts";
+import { replicaRevision, type StoredDeployment, type StoredReplica } from "./store/store.ts";
 
 /** What an apply of a spec does to the deployment of its name. */
 export interface ApplyPlan {

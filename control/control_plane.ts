@@ -25,7 +25,7 @@ import { recordLastSeen, restoreLastSeen } from "./last_seen.ts";
 import { NodeService } from "./nodes.ts";
 import { type PlacementCounters, Reconciler } from "./reconciler.ts";
 import { ControlState } from "./state.ts";
-import type { ControlStore, StoredReplica } from "./store.ts";
+import type { ControlStore, StoredReplica } from "./store/store.ts";
 import {
   endpointsSettled,
   type ReadyEndpoint,

@@ -32,7 +32,7 @@ import {
   replicaRevision,
   type RevisionCause,
   type StoredDeployment,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** The engines a control plane knows: names for the schema, drivers for the checks. */
 export interface EngineCatalog extends EngineLookup {

@@ -12,7 +12,7 @@ import type { ClusterNode } from "../inventory/types.ts";
 import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
-import type { StoredPlacement } from "./store.ts";
+import type { StoredPlacement } from "./store/store.ts";
 
 /**
  * The launches of a stored placement with the ports its agents reported, or

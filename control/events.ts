@@ -8,7 +8,7 @@
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { incarnationFilter } from "./identity.ts";
 import type { ControlState } from "./state.ts";
-import type { EventQuery, EventRecord } from "./store.ts";
+import type { EventQuery, EventRecord } from "./store/store.ts";
 
 /** A query of events as the API takes it. */
 export interface EventListQuery extends Omit<EventQuery, "uid"> {

@@ -32,7 +32,7 @@ import { type ApiAuth, createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { errorMessage } from "./errors.ts";
 import { LeaderLease, type LeaseTerm } from "./leader_lease.ts";
-import type { PostgresStore } from "./postgres_store.ts";
+import type { PostgresStore } from "./store/postgres_store.ts";
 import {
   apiAuthOf,
   type ControlListener,

@@ -11,7 +11,7 @@ import { assertEquals, assertOk } from "../tests/assert.ts";
 import { postgresAvailable, startPostgres } from "../testing/postgres_server.ts";
 import { until } from "../tests/until.ts";
 import { type RunningHaControl, startHaControl } from "./ha_control.ts";
-import { PostgresStore } from "./postgres_store.ts";
+import { PostgresStore } from "./store/postgres_store.ts";
 import { READ_ONLY_HEADER } from "../protocol/leadership.ts";
 
 const available = postgresAvailable();

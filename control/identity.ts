@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { StoredDeployment, StoredReplica } from "./store.ts";
+import type { StoredDeployment, StoredReplica } from "./store/store.ts";
 
 /** A fresh identity for a new incarnation. */
 export function newUid(): string {

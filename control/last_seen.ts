@@ -10,7 +10,7 @@
  * @module
  */
 import type { ControlState } from "./state.ts";
-import type { NodeSeen } from "./store.ts";
+import type { NodeSeen } from "./store/store.ts";
 
 /** The least time between two writes of one node's last-seen time. */
 export const LAST_SEEN_WRITE_EVERY_MS = 60_000;

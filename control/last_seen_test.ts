@@ -4,8 +4,8 @@ import { assertEquals } from "../tests/assert.ts";
 import { registerNodes, testControl } from "../tests/control_fixture.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { LAST_SEEN_WRITE_EVERY_MS } from "./last_seen.ts";
-import { SqliteStore } from "./sqlite_store.ts";
-import type { ControlStore } from "./store.ts";
+import { SqliteStore } from "./store/sqlite_store.ts";
+import type { ControlStore } from "./store/store.ts";
 
 const T0 = 1_700_000_000_000;
 

@@ -7,7 +7,7 @@
  * and behind a connection pooler (or when a session dies but its backend
  * lingers) two instances can each believe they hold it. A row with an
  * expiry has one holder at a time by construction, and the epoch it carries
- * fences writes (control/postgres_store.ts): a deposed leader's writes name
+ * fences writes (control/store/postgres_store.ts): a deposed leader's writes name
  * an epoch the row no longer holds and change nothing.
  *
  * Local validity is measured on the monotonic clock from the moment the
@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { PostgresStore } from "./postgres_store.ts";
+import type { PostgresStore } from "./store/postgres_store.ts";
 
 /** A term of leadership this instance holds. */
 export interface LeaseTerm {

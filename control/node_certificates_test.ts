@@ -7,7 +7,7 @@ import { FakeClock } from "../testing/fake_clock.ts";
 import { lintExposition } from "../testing/prometheus_lint.ts";
 import { CertificateAuthority, newKeyPair, notAfter, notBefore } from "../tls/authority.ts";
 import { ControlPlane } from "./control_plane.ts";
-import { MemoryStore } from "./memory_store.ts";
+import { MemoryStore } from "./store/memory_store.ts";
 import { HttpStats, renderMetrics } from "./metrics.ts";
 import { WARN_AFTER_FRACTION } from "./node_certificates.ts";
 

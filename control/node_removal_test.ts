@@ -5,7 +5,7 @@ import { FakeClock } from "../testing/fake_clock.ts";
 import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
-import { MemoryStore } from "./memory_store.ts";
+import { MemoryStore } from "./store/memory_store.ts";
 
 const ADMIN = "admin-secret";
 const JOIN = "join-secret";

@@ -18,7 +18,7 @@ import { removeNode } from "./node_removal.ts";
 import { learnPorts, replicaIdOfShard } from "./ports.ts";
 import { shardEvents } from "./shard_events.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
-import type { NodeIntent, StoredNode } from "./store.ts";
+import type { NodeIntent, StoredNode } from "./store/store.ts";
 import { hashToken, newToken, tokenMatches } from "../http/tokens.ts";
 
 /** The verbs of an operator's intent, for events. */

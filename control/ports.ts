@@ -7,7 +7,7 @@
  */
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
-import type { StoredReplica } from "./store.ts";
+import type { StoredReplica } from "./store/store.ts";
 
 /** The replica id of a shard id: `llama-r0.3/1` is rank 1 of placement 3 of `llama-r0`. */
 export function replicaIdOfShard(shardId: string): string {

@@ -16,7 +16,7 @@ import { transitionEvent } from "./nodes.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
-import { deploymentRevision, replicaRevision, type StoredReplica } from "./store.ts";
+import { deploymentRevision, replicaRevision, type StoredReplica } from "./store/store.ts";
 import { isReady } from "./views.ts";
 
 export { MAX_PERMANENT_FAILURES } from "./replica_failures.ts";

@@ -14,7 +14,7 @@ import type { Placed, PlacementResult } from "../placement/types.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
 import type { Pass } from "./reconciler.ts";
 import type { ControlState } from "./state.ts";
-import type { StoredReplica } from "./store.ts";
+import type { StoredReplica } from "./store/store.ts";
 
 /** Placements in a row whose shard an agent gave up on, before the replica is failed. */
 export const MAX_PERMANENT_FAILURES = 3;

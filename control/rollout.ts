@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { RolloutStepRecord } from "./store.ts";
+import type { RolloutStepRecord } from "./store/store.ts";
 
 /** A replica as the planner sees it. */
 export interface RolloutReplica {

@@ -12,7 +12,7 @@ import {
   deploymentRevision,
   type RevisionCause,
   type StoredDeployment,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** Revisions a deployment keeps (besides any a replica still runs). */
 export const MAX_REVISIONS = 10;

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { deploymentSpec, storedDeployment } from "./store_contract.ts";
+import { deploymentSpec, storedDeployment } from "../tests/store_contract.ts";
 import {
   MAX_REVISIONS,
   nextRevision,
@@ -9,7 +9,7 @@ import {
   sameWorkload,
   undoTarget,
 } from "./rollout_revisions.ts";
-import type { DeploymentRevision } from "./store.ts";
+import type { DeploymentRevision } from "./store/store.ts";
 
 function revision(n: number, args: string[] = []): DeploymentRevision {
   const spec = deploymentSpec("llama");

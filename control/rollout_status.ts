@@ -10,7 +10,7 @@ import { NotFoundError } from "./errors.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { replicasOf } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
-import { deploymentRevision, replicaRevision, type RolloutStepRecord } from "./store.ts";
+import { deploymentRevision, replicaRevision, type RolloutStepRecord } from "./store/store.ts";
 import { isReady, type ReplicaState, replicaView } from "./views.ts";
 
 /** Replicas of one revision. */

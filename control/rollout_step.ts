@@ -27,7 +27,7 @@ import {
   replicaRevision,
   type StoredDeployment,
   type StoredReplica,
-} from "./store.ts";
+} from "./store/store.ts";
 import { isReady } from "./views.ts";
 
 /** Places one pending replica now, on the live inventory; true when it was placed. */

@@ -7,7 +7,7 @@ import {
   type RolloutReplica,
   type RolloutView,
 } from "./rollout.ts";
-import type { RolloutStepRecord } from "./store.ts";
+import type { RolloutStepRecord } from "./store/store.ts";
 
 const MIN = 60_000;
 

@@ -11,7 +11,7 @@ import { type ApiAuth, createControlApi } from "./api.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
-import type { ControlStore } from "./store.ts";
+import type { ControlStore } from "./store/store.ts";
 import { hashToken } from "../http/tokens.ts";
 import type { ClusterTls } from "./cluster_tls.ts";
 import { issuedCertificate, watchCertificate } from "../tls/certificate_source.ts";

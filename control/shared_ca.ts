@@ -10,7 +10,7 @@
  * @module
  */
 import { caPaths } from "./cluster_tls.ts";
-import type { PostgresStore } from "./postgres_store.ts";
+import type { PostgresStore } from "./store/postgres_store.ts";
 import { TlsMaterialError } from "../tls/authority.ts";
 
 /** The CA key hash the shared store records, or null before the first control plane starts. */

@@ -23,7 +23,7 @@ import {
   type StoredDeployment,
   type StoredNode,
   type StoredReplica,
-} from "./store.ts";
+} from "./store/store.ts";
 
 /** The most events queued for a batching store; past it the oldest are dropped (and counted). */
 const MAX_PENDING_EVENTS = 10_000;

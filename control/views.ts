@@ -8,7 +8,7 @@
 import type { Explanation } from "../placement/types.ts";
 import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
-import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store.ts";
+import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
 /** A shard of a replica as the API shows it. */
 export interface ShardView {

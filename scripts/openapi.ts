@@ -8,7 +8,7 @@
  */
 import { controlRoutes } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { openApiDocument } from "../control/openapi.ts";
 
 const cp = await ControlPlane.open({ store: new MemoryStore() });

@@ -6,7 +6,7 @@
 import { assertEquals, assertOk, assertStringIncludes, assertThrows } from "../tests/assert.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { hashToken } from "../http/tokens.ts";
 import { GatewayMetrics } from "../gateway/metrics.ts";
 import { registration } from "../tests/registration.ts";

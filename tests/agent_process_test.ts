@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";

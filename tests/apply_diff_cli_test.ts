@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";

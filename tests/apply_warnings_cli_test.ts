@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { assertEquals, assertStringIncludes } from "./assert.ts";
 import { registration } from "./registration.ts";

@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { assertEquals, assertOk, assertRejects, assertThrows } from "./assert.ts";
 import { devPorts } from "../cli/dev_ports.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { BindError } from "../http/bind_error.ts";

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { adminCommand } from "../cli/admin_commands.ts";
 import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { QWEN, reportAll } from "./control_fixture.ts";

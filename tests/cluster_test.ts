@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { Agent } from "../agent/agent.ts";
-import { SqliteStore } from "../control/sqlite_store.ts";
+import { SqliteStore } from "../control/store/sqlite_store.ts";
 import { type RunningControl, startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";

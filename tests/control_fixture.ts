@@ -5,7 +5,7 @@
  * @module
  */
 import { ControlPlane, type ControlPlaneOptions } from "../control/control_plane.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import { registration } from "./registration.ts";

@@ -5,7 +5,7 @@
  * with `--incarnation all` or its uid.
  */
 import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { QWEN } from "./control_fixture.ts";

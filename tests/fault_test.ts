@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";

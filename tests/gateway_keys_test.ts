@@ -4,7 +4,7 @@
  */
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";

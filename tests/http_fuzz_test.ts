@@ -26,7 +26,7 @@ import { assertEquals, assertOk } from "./assert.ts";
 import { registration } from "./registration.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { hashToken } from "../http/tokens.ts";
 import { localApi, type LocalApiView } from "../agent/local_api.ts";
 import type { ShardStatus } from "../supervisor/types.ts";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { type RunningControl, startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";

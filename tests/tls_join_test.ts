@@ -14,7 +14,7 @@ import { registration } from "./registration.ts";
 import { Agent, AgentError } from "../agent/agent.ts";
 import { agentTlsPaths } from "../agent/agent_tls.ts";
 import { ClusterTls } from "../control/cluster_tls.ts";
-import { MemoryStore } from "../control/memory_store.ts";
+import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { CertificateAuthority, notAfter, readCertificate } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";

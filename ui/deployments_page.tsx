@@ -8,7 +8,7 @@
  * @module
  */
 import type { ReplicaState, ReplicaView } from "../control/views.ts";
-import type { StoredDeployment } from "../control/store.ts";
+import type { StoredDeployment } from "../control/store/store.ts";
 import { Layout, type SessionView, StateBadge } from "./layout.tsx";
 
 /** Replica states in lifecycle order. */

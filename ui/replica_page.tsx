@@ -8,7 +8,7 @@
  * @module
  */
 import type { ReplicaView } from "../control/views.ts";
-import type { EventRecord } from "../control/store.ts";
+import type { EventRecord } from "../control/store/store.ts";
 import type { InventoryNode } from "../inventory/store.ts";
 import { explanationLines } from "../placement/place.ts";
 import { loadingPercent, replicaNote } from "./deployments_page.tsx";

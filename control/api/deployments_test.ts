@@ -3,7 +3,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert
 import { registration } from "../../tests/registration.ts";
 import { createControlApi } from "../api.ts";
 import { ControlPlane } from "../control_plane.ts";
-import { MemoryStore } from "../memory_store.ts";
+import { MemoryStore } from "../store/memory_store.ts";
 
 const ADMIN = "admin-secret";
 

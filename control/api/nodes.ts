@@ -4,7 +4,7 @@
  * @module
  */
 import type { ControlPlane } from "../control_plane.ts";
-import type { NodeIntent } from "../store.ts";
+import type { NodeIntent } from "../store/store.ts";
 import { RouteGroup } from "./route.ts";
 import {
   FabricOverridesBody,

@@ -6,7 +6,7 @@
  */
 import { domainErrorStatus } from "../../control/error_status.ts";
 import { ControlError } from "../../control/errors.ts";
-import { StoreError } from "../../control/store.ts";
+import { StoreError } from "../../control/store/store.ts";
 import { FleetQueryError } from "../fleet_model.ts";
 
 /**

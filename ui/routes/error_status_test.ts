@@ -8,7 +8,7 @@ import {
   NotFoundError,
   NotSettledError,
 } from "../../control/errors.ts";
-import { NotLeaderError, StoreError } from "../../control/store.ts";
+import { NotLeaderError, StoreError } from "../../control/store/store.ts";
 import { FleetQueryError } from "../fleet_model.ts";
 import { errorStatus } from "./error_status.ts";
 

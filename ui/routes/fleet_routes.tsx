@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import type { ControlPlane } from "../../control/control_plane.ts";
-import type { NodeIntent } from "../../control/store.ts";
+import type { NodeIntent } from "../../control/store/store.ts";
 import { fleetModel, parseFleetQuery } from "../fleet_model.ts";
 import { FleetFragment, FleetPage } from "../fleet_page.tsx";
 import type { Guard } from "./guard.tsx";

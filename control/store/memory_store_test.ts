@@ -4,7 +4,7 @@
  * @module
  */
 import { MemoryStore } from "./memory_store.ts";
-import { storeContract } from "./store_contract.ts";
+import { storeContract } from "../../tests/store_contract.ts";
 
 storeContract("MemoryStore", () => {
   const store = new MemoryStore();

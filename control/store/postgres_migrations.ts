@@ -5,7 +5,7 @@
  * control planes starting on an empty database migrate it once: the second
  * waits for the lock, then finds nothing left to do.
  *
- * The tables mirror the SQLite store's (control/sqlite_migrations.ts), with
+ * The tables mirror the SQLite store's (control/store/sqlite_migrations.ts), with
  * two columns more on every record: `epoch`, the leadership term of the
  * write (design §11.1: a deposed leader's writes are refused, and the rows
  * show it), and `seq`, from one sequence, so a follower can tell that

@@ -13,7 +13,7 @@ import {
   assertRejects,
   assertStringIncludes,
   assertThrows,
-} from "../tests/assert.ts";
+} from "../../tests/assert.ts";
 import { SCHEMA_VERSION, SqliteStore } from "./sqlite_store.ts";
 import { MIGRATIONS } from "./sqlite_migrations.ts";
 import { StoreError } from "./store.ts";
@@ -24,7 +24,7 @@ import {
   storedDeployment,
   storedNode,
   storedReplica,
-} from "./store_contract.ts";
+} from "../../tests/store_contract.ts";
 
 /** A fresh directory for one test's database, removed by `cleanup`. */
 async function tempDir(): Promise<{ dir: string; path: string; cleanup: () => Promise<void> }> {

@@ -9,8 +9,8 @@
  *
  * @module
  */
-import { assertEquals, assertOk } from "../tests/assert.ts";
-import { MAX_EVENTS } from "./memory_store.ts";
+import { assertEquals, assertOk } from "./assert.ts";
+import { MAX_EVENTS } from "../control/store/memory_store.ts";
 import type {
   AccessTokenKind,
   AccessTokenRecord,
@@ -21,7 +21,7 @@ import type {
   StoredNode,
   StoredPlacement,
   StoredReplica,
-} from "./store.ts";
+} from "../control/store/store.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Explanation } from "../placement/types.ts";
 import type { RegisterRequest } from "../protocol/agent_protocol.ts";

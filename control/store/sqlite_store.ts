@@ -53,9 +53,9 @@ import {
   type StoredReplica,
   StoreError,
 } from "./store.ts";
-import type { Deployment } from "../deployment/schema.ts";
-import type { Explanation } from "../placement/types.ts";
-import type { RegisterRequest } from "../protocol/agent_protocol.ts";
+import type { Deployment } from "../../deployment/schema.ts";
+import type { Explanation } from "../../placement/types.ts";
+import type { RegisterRequest } from "../../protocol/agent_protocol.ts";
 
 export { SCHEMA_VERSION };
 

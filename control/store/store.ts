@@ -11,10 +11,10 @@
  *
  * @module
  */
-import type { Deployment } from "../deployment/schema.ts";
-import type { PlacementPorts } from "../engines/launch.ts";
-import type { Explanation, Placed } from "../placement/types.ts";
-import type { RegisterRequest } from "../protocol/agent_protocol.ts";
+import type { Deployment } from "../../deployment/schema.ts";
+import type { PlacementPorts } from "../../engines/launch.ts";
+import type { Explanation, Placed } from "../../placement/types.ts";
+import type { RegisterRequest } from "../../protocol/agent_protocol.ts";
 
 /** A deployment as stored. */
 export interface StoredDeployment {

@@ -7,20 +7,20 @@
  *
  * @module
  */
-import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../../tests/assert.ts";
 import {
   postgresAvailable,
   type PostgresServer,
   startPostgres,
-} from "../testing/postgres_server.ts";
-import { until } from "../tests/until.ts";
-import { LeaderLease } from "./leader_lease.ts";
+} from "../../testing/postgres_server.ts";
+import { until } from "../../tests/until.ts";
+import { LeaderLease } from "../leader_lease.ts";
 import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from "./postgres_migrations.ts";
 import { NotLeaderError, PostgresStore, redactUrl } from "./postgres_store.ts";
 import type { StoreChange } from "./postgres_changes.ts";
-import { storeContractSteps, storedDeployment, storedNode } from "./store_contract.ts";
+import { storeContractSteps, storedDeployment, storedNode } from "../../tests/store_contract.ts";
 import { StoreError } from "./store.ts";
-import { CertificateAuthority } from "../tls/authority.ts";
+import { CertificateAuthority } from "../../tls/authority.ts";
 
 const available = postgresAvailable();
 if (!available.ok) console.error(`PostgresStore tests ignored: ${available.reason}`);
