@@ -10,7 +10,7 @@
  */
 import type { DeploymentRevision } from "../control/store/store.ts";
 import type { AdminCall } from "./admin_client.ts";
-import type { StatusRow } from "./rollout_command.ts";
+import type { RolloutStatus as StatusRow } from "../control/rollout_status.ts";
 import { UsageError } from "./usage_error.ts";
 import { type WaitOptions, waitUntil } from "./wait.ts";
 
