@@ -1,5 +1,5 @@
 /**
- * `llmgw control init` (design §13): prepares a control plane's state
+ * `llmgw control init` (design §11.2): prepares a control plane's state
  * directory before its service first starts: the store, the cluster CA, the
  * first admin token (in a file readable by its owner only) and, when asked,
  * a config file for `control serve --config`. Running it again changes

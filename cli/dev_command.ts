@@ -212,7 +212,7 @@ async function runCluster(
   const admin = loadOrCreateDevAdminToken(paths);
   const adminToken = admin.token;
   const gatewayToken = newToken("llmgw_gateway");
-  // TLS as in production (design §13): the CA lives in the dev directory and survives restarts.
+  // TLS as in production (design §11.2): the CA lives in the dev directory and survives restarts.
   const { ca, certPath } = await loadOrCreateCa(paths.control, Date.now());
   // A state directory always gives the CA a file.
   const caPath = certPath!;

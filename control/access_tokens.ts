@@ -1,5 +1,5 @@
 /**
- * Access tokens with least privilege (design §13): admin, gateway (the
+ * Access tokens with least privilege (design §11.2): admin, gateway (the
  * endpoint feed and nothing else), metrics (`GET /metrics` only) and join.
  * A token is `llmgw1.<id>.<secret>`; only its SHA-256 is stored, the id finds
  * the record without comparing against every hash, and the secret is shown

@@ -1,5 +1,5 @@
 /**
- * Access tokens (design §13): the format, lookups by id, expiry by the
+ * Access tokens (design §11.2): the format, lookups by id, expiry by the
  * control plane's clock, revocation, and what is stored.
  */
 import fc from "fast-check";

@@ -1,5 +1,5 @@
 /**
- * A node certificate not renewed in time (design §13): one event, five sixths
+ * A node certificate not renewed in time (design §11.2): one event, five sixths
  * into its life, and every node's expiry in the control plane's metrics.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";

@@ -1,5 +1,5 @@
 /**
- * Joining over TLS (design §13): a real control plane serving HTTPS from its
+ * Joining over TLS (design §11.2): a real control plane serving HTTPS from its
  * own CA and a real agent. The join token pins the CA by its key hash; the
  * agent's key stays on its host (it sends a CSR); the control plane calls
  * the agent's local API over TLS with its own client certificate; a wrong

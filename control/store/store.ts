@@ -238,7 +238,7 @@ export interface ApiKeyRecord {
   created_at: number;
 }
 
-/** The kinds of access token the control plane issues (design §13). */
+/** The kinds of access token the control plane issues (design §11.2). */
 export type AccessTokenKind = "admin" | "gateway" | "metrics" | "join";
 
 /** An access token, stored hashed; its secret is shown once, at creation. */
