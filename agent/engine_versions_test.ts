@@ -4,7 +4,7 @@
  * simulated nodes, and with nothing installed.
  */
 import { assertEquals } from "../tests/assert.ts";
-import { BIN } from "../testing/fake_engine_harness.ts";
+import { BIN } from "../tests/fake_engine_harness.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { engineVersions } from "./engine_versions.ts";
 

@@ -19,7 +19,7 @@ import {
   POLL,
   vllmArgv,
   withEngine,
-} from "./fake_engine_harness.ts";
+} from "../tests/fake_engine_harness.ts";
 
 // ---------------------------------------------------------------------------
 // API keys (engine reference §6), no processes

@@ -15,14 +15,13 @@ import {
   UsageError,
 } from "./fake_engine_argparse.ts";
 import { SGLANG_FLAGS, VLLM_FLAGS } from "./fake_engine_flags.ts";
-import { envGet, knobVersion } from "./fake_engine_knobs.ts";
+import { type EngineName, envGet, knobVersion } from "./fake_engine_knobs.ts";
 
 const VLLM_SERVE_USAGE = "vllm serve [model_tag] [options]";
 const VLLM_USAGE = "vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...";
 const SGLANG_USAGE = "launch_server.py [-h] --model-path MODEL_PATH [options]";
 
-/** The engine being imitated. */
-export type EngineName = "vllm" | "sglang";
+export type { EngineName };
 
 /** What the fake engine was asked to run, from its argv. */
 export interface EngineConfig {

@@ -9,7 +9,7 @@ import { SGLANG_QUANTIZATIONS, sglangPlugin } from "../engines/sglang.ts";
 import { UsageError } from "./fake_engine_argparse.ts";
 import { ConfigError, type EngineConfig, parseCommandLine } from "./fake_engine_command.ts";
 import { FAKE_SGLANG_QUANTIZATIONS, FAKE_VLLM_QUANTIZATIONS } from "./fake_engine_flags.ts";
-import { fakeArgv, launch } from "./fake_engine_harness.ts";
+import { fakeArgv, launch } from "../tests/fake_engine_harness.ts";
 
 function serveConfig(argv: string[]): EngineConfig {
   const c = parseCommandLine(argv);

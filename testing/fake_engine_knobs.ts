@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { EngineName } from "./fake_engine_command.ts";
+/** The engine being imitated. */
+export type EngineName = "vllm" | "sglang";
 
 /** Behaviour knobs, from `FAKE_ENGINE_*` environment variables. */
 export interface Knobs {

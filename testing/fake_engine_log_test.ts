@@ -3,7 +3,7 @@
  * tqdm progress lines against the plugins' loading-progress patterns.
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { SGLANG_PROGRESS, VLLM_PROGRESS } from "./fake_engine_harness.ts";
+import { SGLANG_PROGRESS, VLLM_PROGRESS } from "../tests/fake_engine_harness.ts";
 import { progressBar } from "./fake_engine_log.ts";
 
 Deno.test("progress lines match the plugins' loading-progress patterns", () => {

@@ -14,7 +14,7 @@ import {
   sglangArgv,
   vllmArgv,
   withEngine,
-} from "./fake_engine_harness.ts";
+} from "../tests/fake_engine_harness.ts";
 import { metricsText } from "./fake_engine_metrics.ts";
 
 Deno.test("metric names follow the engine and the vLLM version", () => {

@@ -14,7 +14,7 @@ import {
   sglangArgv,
   vllmArgv,
   withEngine,
-} from "./fake_engine_harness.ts";
+} from "../tests/fake_engine_harness.ts";
 
 Deno.test("vLLM: chat and text completions, streaming, embeddings and OpenAI errors", async (t) => {
   const port = freePort();

@@ -19,7 +19,7 @@ import {
   VLLM_PROGRESS,
   vllmArgv,
   withEngine,
-} from "./fake_engine_harness.ts";
+} from "../tests/fake_engine_harness.ts";
 
 // ---------------------------------------------------------------------------
 // Real processes through the shims

@@ -5,7 +5,7 @@
  * `-m sglang.launch_server`.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { BIN, sglangArgv, vllmArgv, withEngine } from "./fake_engine_harness.ts";
+import { BIN, sglangArgv, vllmArgv, withEngine } from "../tests/fake_engine_harness.ts";
 
 Deno.test("an unknown flag or a missing value exits 2 with argparse's message", async () => {
   const cases: [string[], string][] = [

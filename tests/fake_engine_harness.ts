@@ -11,15 +11,15 @@
  *
  * @module
  */
-import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { until } from "../tests/until.ts";
-import { killLeftovers, settleWithin } from "../tests/proc_probe.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { until } from "./until.ts";
+import { killLeftovers, settleWithin } from "./proc_probe.ts";
 import { VLLM_LOADING_PROGRESS } from "../engines/vllm.ts";
 import { sglangPlugin } from "../engines/sglang.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 
 /** The shims' directory. */
-export const BIN = new URL("./bin", import.meta.url).pathname;
+export const BIN = new URL("../testing/bin", import.meta.url).pathname;
 /** Generous upper bound for any wait on a fake engine (deno start + load). */
 export const WAIT_MS = 30_000;
 
