@@ -12,7 +12,7 @@
  * @module
  */
 import { PROXY_REFUSED_HEADER, SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
-import { createHash, timingSafeEqual } from "node:crypto";
+import { bearer, tokensEqual } from "../http/tokens.ts";
 import { forwardHeaders } from "../http/forward_headers.ts";
 
 /** The header that names the shard a request is for. */
@@ -61,25 +61,19 @@ function error(status: number, code: string, message: string): Response {
   });
 }
 
-/**
- * SHA-256, so the comparison sees equal lengths whatever was presented.
- * Synchronous: WebCrypto's digest is an async op costing about 5× as much per
- * request (docs/benchmarks.md, the engine proxy's hop).
- */
-function digest(text: string): Uint8Array {
-  return createHash("sha256").update(text).digest();
-}
-
 /** The proxy as a request handler. */
 export function engineProxy(options: EngineProxyOptions): (req: Request) => Promise<Response> {
   const host = options.host ?? "127.0.0.1";
   const send = options.fetch ?? ((input, init) => fetch(input, init));
-  const expected = digest(options.token);
   return async (req: Request): Promise<Response> => {
     // The credential first: no token 401, another one 403, whatever the request.
-    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.get("authorization") ?? "");
-    if (m === null) return error(401, "unauthorized", "the node's proxy credential is required");
-    if (!timingSafeEqual(digest(m[1]), expected)) {
+    // Hashed and compared synchronously (http/tokens.ts): WebCrypto's digest is
+    // an async op costing about 5× as much per request (docs/benchmarks.md).
+    const presented = bearer(req.headers.get("authorization"));
+    if (presented === null) {
+      return error(401, "unauthorized", "the node's proxy credential is required");
+    }
+    if (!tokensEqual(presented, options.token)) {
       return error(403, "forbidden", "this token is not this node's proxy credential");
     }
     const url = new URL(req.url);

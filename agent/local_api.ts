@@ -20,8 +20,7 @@
  *
  * @module
  */
-import { digestMatchesAny } from "../http/tokens.ts";
-import { createHash, timingSafeEqual } from "node:crypto";
+import { bearer, bearerHashMatches, bearerMatches } from "../http/tokens.ts";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import { z } from "zod";
@@ -76,34 +75,6 @@ const LogsQuerySchema = z.object({
     .pipe(z.number().int().min(1).max(MAX_LOG_LINES))
     .optional(),
 });
-
-function digest(s: string): Uint8Array {
-  return createHash("sha256").update(s).digest();
-}
-
-/**
- * True when the `Authorization` header carries `token` as a bearer token.
- * Both sides are hashed first, so the comparison takes the same time
- * whatever the input's length or content.
- */
-export function bearerMatches(header: string | undefined, token: string): boolean {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-  const presented = m === null ? "" : m[1];
-  const same = timingSafeEqual(digest(presented), digest(token));
-  return same && m !== null;
-}
-
-/**
- * True when the `Authorization` header's bearer token hashes (SHA-256, hex)
- * to one of `hashes`. Every hash is compared, each in constant time, so the
- * time taken says nothing about which one matched or how closely.
- */
-export function bearerHashMatches(header: string | undefined, hashes: readonly string[]): boolean {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-  const presented = createHash("sha256").update(m === null ? "" : m[1]).digest("hex");
-  // Hex case is no secret: a hash listed in upper case still names the token.
-  return digestMatchesAny(presented, hashes.map((h) => h.toLowerCase())) && m !== null;
-}
 
 function fail(c: Context, status: 400 | 401 | 403 | 404, code: string, message: string) {
   if (status === 401) c.header("WWW-Authenticate", 'Bearer realm="llmgw-agent"');
@@ -166,7 +137,7 @@ export function localApi(view: LocalApiView, token: string): Hono {
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/metrics", (c) => {
     const header = c.req.header("authorization");
-    if (!/^Bearer\s+\S+\s*$/i.test(header ?? "")) {
+    if (bearer(header) === null) {
       return fail(c, 401, "unauthorized", "a bearer token is required");
     }
     if (!bearerHashMatches(header, view.metricsTokenHashes())) {
@@ -178,7 +149,7 @@ export function localApi(view: LocalApiView, token: string): Hono {
   });
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization");
-    if (!/^Bearer\s+\S+\s*$/i.test(header ?? "")) {
+    if (bearer(header) === null) {
       return fail(c, 401, "unauthorized", "a bearer token is required");
     }
     if (!bearerMatches(header, token)) {

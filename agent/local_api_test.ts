@@ -13,9 +13,8 @@ import {
 } from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { lintExposition } from "../testing/prometheus_lint.ts";
+import { bearerHashMatches, bearerMatches } from "../http/tokens.ts";
 import {
-  bearerHashMatches,
-  bearerMatches,
   localApi,
   type LocalApiView,
   METRICS_CONTENT_TYPE,

@@ -1,17 +1,35 @@
 /**
- * Tokens: compared in constant time, stored hashed, never logged.
+ * Tokens: compared in constant time, stored hashed, never logged. The one
+ * owner of the bearer grammar, token hashing and constant-time comparison:
+ * the control plane's API, the agent's local API and engine proxy, and the
+ * gateway's API keys all read an `Authorization` header through here.
  *
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 
 /**
- * SHA-256 of a token, hex. node:crypto's synchronous hash: every heartbeat
- * and long poll is hashed, and WebCrypto's async digest was 9% of a heartbeat
- * profile (bench/heartbeat_load.ts under --cpu-prof).
+ * SHA-256 of a token, hex. node:crypto's synchronous hash: every heartbeat,
+ * long poll and gateway request is hashed, and WebCrypto's async digest was
+ * 9% of a heartbeat profile (bench/heartbeat_load.ts under --cpu-prof).
  */
+export function tokenDigest(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+/** {@link tokenDigest}, as a promise (for callers written against an async hash). */
 export function hashToken(token: string): Promise<string> {
-  return Promise.resolve(createHash("sha256").update(token).digest("hex"));
+  return Promise.resolve(tokenDigest(token));
+}
+
+/**
+ * True when `presented` is `expected`. Both are hashed first, so the
+ * constant-time comparison sees equal lengths whatever was presented.
+ */
+export function tokensEqual(presented: string, expected: string): boolean {
+  const a = createHash("sha256").update(presented).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
 }
 
 /** True when `token` hashes to `hash`; the comparison takes the same time whatever matches. */
@@ -46,8 +64,37 @@ export function newToken(prefix: string): string {
   return `${prefix}_${b64}`;
 }
 
-/** The bearer token of an Authorization header, or null. */
+/**
+ * The bearer token of an Authorization header, or null: `Bearer` in any case,
+ * whitespace, one token. Whitespace around the value is no part of a header
+ * field (RFC 9110 §5.5), so it is allowed at either end.
+ */
 export function bearer(header: string | null | undefined): string | null {
-  const m = /^Bearer\s+(\S+)$/i.exec(header ?? "");
+  const m = /^\s*Bearer\s+(\S+)\s*$/i.exec(header ?? "");
   return m === null ? null : m[1];
+}
+
+/**
+ * True when the Authorization header carries `token` as its bearer token,
+ * compared in constant time ({@link tokensEqual}).
+ */
+export function bearerMatches(header: string | null | undefined, token: string): boolean {
+  const presented = bearer(header);
+  const same = tokensEqual(presented ?? "", token);
+  return same && presented !== null;
+}
+
+/**
+ * True when the Authorization header's bearer token hashes (SHA-256, hex) to
+ * one of `hashes`. Every hash is compared, each in constant time, so the
+ * time taken says nothing about which one matched or how closely.
+ */
+export function bearerHashMatches(
+  header: string | null | undefined,
+  hashes: readonly string[],
+): boolean {
+  const presented = bearer(header);
+  const digest = tokenDigest(presented ?? "");
+  // Hex case is no secret: a hash listed in upper case still names the token.
+  return digestMatchesAny(digest, hashes.map((h) => h.toLowerCase())) && presented !== null;
 }
