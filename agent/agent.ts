@@ -38,7 +38,7 @@ import {
 import { type ListenerPlacement, serveEngineProxy, serveLocalApi } from "./agent_listeners.ts";
 import { DesiredStateLoop } from "./desired_state_loop.ts";
 import { DiscoveryLoop } from "./discovery_loop.ts";
-import { errorText } from "./error_fields.ts";
+import { errorMessage } from "../text/error_message.ts";
 import { HeartbeatLoop } from "./heartbeat_loop.ts";
 import type { AgentStatus } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "./log.ts";
@@ -235,7 +235,7 @@ export class Agent {
     try {
       Deno.mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
     } catch (e) {
-      throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorText(e)}`);
+      throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorMessage(e)}`);
     }
     try {
       this.#tls = await AgentTls.prepare({
@@ -247,7 +247,7 @@ export class Agent {
         log: (message, fields) => this.#log.info(message, fields),
       });
     } catch (e) {
-      throw new AgentError(errorText(e));
+      throw new AgentError(errorMessage(e));
     }
     if (this.#tls === null) {
       this.#log.warn(
@@ -292,7 +292,7 @@ export class Agent {
       try {
         await supervisor.start();
       } catch (e) {
-        throw new AgentError(`supervisor cannot start: ${errorText(e)}`);
+        throw new AgentError(`supervisor cannot start: ${errorMessage(e)}`);
       }
       // Adopted engines are probed now, so the first heartbeat reports the
       // ready ones ready and their replicas never leave the endpoints.
@@ -356,7 +356,7 @@ export class Agent {
       ]);
     } catch (e) {
       // Every loop catches its own failures; this is a bug, not an outage.
-      this.#log.error("agent loop ended unexpectedly", { error: errorText(e) });
+      this.#log.error("agent loop ended unexpectedly", { error: errorMessage(e) });
     }
   }
 

@@ -28,6 +28,7 @@ import { newKeyAndCsr } from "../tls/csr.ts";
 import { fetchPinnedCa, RenewableFetch } from "../tls/trust.ts";
 import { renewalDueAt } from "../tls/certificate_source.ts";
 import type { HttpsRequestInfo } from "../tls/https_server.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /**
  * The local API over TLS: `/v1` (status, logs) needs a client certificate
@@ -207,7 +208,7 @@ export class AgentTls {
       } catch (e) {
         this.#renewalFailures++;
         done(false, {
-          error: e instanceof Error ? e.message : String(e),
+          error: errorMessage(e),
           expires: this.notAfterMs === null ? null : new Date(this.notAfterMs).toISOString(),
         });
       } finally {
@@ -249,7 +250,7 @@ async function trustedCa(o: AgentTlsOptions, pinnedPath: string): Promise<string
       pem = await fetchPinnedCa(url, hash);
       break;
     } catch (e) {
-      failures.push(e instanceof Error ? e.message : String(e));
+      failures.push(errorMessage(e));
     }
   }
   if (pem === null) throw new AgentTlsError(failures.join("; "));

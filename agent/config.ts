@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
 import { validatePortRange } from "../supervisor/port_allocator.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The schema of the agent config file; field names are snake_case. */
 export const AgentConfigSchema = z.object({
@@ -50,7 +51,7 @@ export function parseAgentConfig(text: string, where: string): AgentConfig {
     raw = JSON.parse(text);
   } catch (e) {
     throw new AgentConfigError(
-      `Cannot parse ${where}: not valid JSON (${e instanceof Error ? e.message : e})`,
+      `Cannot parse ${where}: not valid JSON (${errorMessage(e)})`,
     );
   }
   const result = AgentConfigSchema.safeParse(raw);
@@ -63,7 +64,7 @@ export function parseAgentConfig(text: string, where: string): AgentConfig {
     validateFabricConfig(result.data.fabrics ?? {}, `${where} fabrics`);
     if (result.data.ports !== undefined) validatePortRange(result.data.ports, `${where} ports`);
   } catch (e) {
-    throw new AgentConfigError(e instanceof Error ? e.message : String(e));
+    throw new AgentConfigError(errorMessage(e));
   }
   return result.data;
 }

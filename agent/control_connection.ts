@@ -10,6 +10,7 @@ import { FailoverFetch } from "../http/failover_fetch.ts";
 import { AgentError, type AgentOptions } from "./agent_options.ts";
 import { ControlClient } from "./control_client.ts";
 import type { Logger } from "./log.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /**
  * The agent's control-plane client. `tlsFetch` is read at every call: TLS
@@ -36,7 +37,7 @@ export function controlClient(
     });
   } catch (e) {
     throw new AgentError(
-      `control plane URL ${options.controlUrl}: ${e instanceof Error ? e.message : e}`,
+      `control plane URL ${options.controlUrl}: ${errorMessage(e)}`,
     );
   }
 }

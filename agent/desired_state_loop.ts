@@ -22,7 +22,8 @@ import type { DesiredState } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import type { DesiredShard } from "../supervisor/types.ts";
 import { type ControlClient, ControlError } from "./control_client.ts";
-import { errorFields, errorText } from "./error_fields.ts";
+import { errorFields } from "./error_fields.ts";
+import { errorMessage } from "../text/error_message.ts";
 import type { Logger } from "./log.ts";
 import type { Registration } from "./registration.ts";
 import { retryDelay, sleep } from "./retry.ts";
@@ -157,7 +158,7 @@ export class DesiredStateLoop {
     try {
       await this.#opts.reconcile(shards);
     } catch (e) {
-      log.error("reconcile failed", { generation: state.generation, error: errorText(e) });
+      log.error("reconcile failed", { generation: state.generation, error: errorMessage(e) });
       return false;
     }
     const previous = this.#generation;

@@ -13,7 +13,7 @@ import type { FabricAttachment, Gpu } from "../discovery/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import type { AgentOptions } from "./agent_options.ts";
-import { errorText } from "./error_fields.ts";
+import { errorMessage } from "../text/error_message.ts";
 import type { Logger } from "./log.ts";
 import type { DiscoverySource } from "./metrics.ts";
 import { gpusAfterRediscovery } from "./reports.ts";
@@ -123,7 +123,7 @@ export class DiscoveryLoop {
         }
       }
     } catch (e) {
-      log.error("discovery failed", { error: errorText(e) });
+      log.error("discovery failed", { error: errorMessage(e) });
     }
   }
 

@@ -14,6 +14,7 @@
 import { PROXY_REFUSED_HEADER, SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import { bearer, tokensEqual } from "../http/tokens.ts";
 import { forwardHeaders } from "../http/forward_headers.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The header that names the shard a request is for. */
 export { SHARD_HEADER };
@@ -118,7 +119,7 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
       return error(
         502,
         "engine_unreachable",
-        `the engine of shard ${shard} did not answer: ${e instanceof Error ? e.message : e}`,
+        `the engine of shard ${shard} did not answer: ${errorMessage(e)}`,
       );
     }
     return new Response(res.body, {

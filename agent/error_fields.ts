@@ -4,17 +4,13 @@
  *
  * @module
  */
+import { errorMessage } from "../text/error_message.ts";
 import { ControlError } from "./control_client.ts";
-
-/** The message of `e`, whatever was thrown. */
-export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 /** Log fields for `e`: a {@link ControlError} adds its kind, status and code. */
 export function errorFields(e: unknown): Record<string, unknown> {
   if (e instanceof ControlError) {
     return { error: e.message, kind: e.kind, status: e.status, code: e.code };
   }
-  return { error: errorText(e) };
+  return { error: errorMessage(e) };
 }

@@ -34,6 +34,7 @@ import {
 import type { ShardStatus } from "../supervisor/types.ts";
 import { type AgentMetricsSnapshot, renderAgentMetrics } from "./metrics.ts";
 import { shardReport } from "./reports.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** What the agent reports about itself on `/v1/status`. */
 export interface AgentStatus {
@@ -172,7 +173,7 @@ export function localApi(view: LocalApiView, token: string): Hono {
   app.notFound((c) => fail(c, 404, "not_found", `no route ${c.req.method} ${c.req.path}`));
   // Only a bug reaches this: no input makes a handler throw.
   app.onError((e, c) => {
-    const message = (e instanceof Error ? e.message : String(e)).slice(0, 4096);
+    const message = errorMessage(e).slice(0, 4096);
     const answer: LocalApiErrorAnswer = { error: { code: "internal", message } };
     return c.json(answer, 500);
   });

@@ -10,7 +10,7 @@ import type { EngineRegistry } from "../engines/registry.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { PrepareShard } from "../supervisor/supervisor.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
-import { errorText } from "./error_fields.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The supervisor's prepare over `registry`: never throws, so a bad launch is a failed shard with its reason. */
 export function prepareShard(registry: EngineRegistry): PrepareShard {
@@ -34,7 +34,7 @@ export function prepareShard(registry: EngineRegistry): PrepareShard {
       const spec = await driver.prepare(d.launch);
       return driver.api_key === undefined ? spec : { ...spec, api_key: driver.api_key };
     } catch (e) {
-      return refuse(`engine ${d.engine} cannot prepare shard ${d.id}: ${errorText(e)}`);
+      return refuse(`engine ${d.engine} cannot prepare shard ${d.id}: ${errorMessage(e)}`);
     }
   };
 }

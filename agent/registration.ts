@@ -23,7 +23,8 @@ import type { AgentTls } from "./agent_tls.ts";
 import type { ControlClient, ControlError } from "./control_client.ts";
 import { readSession, removeSession, type StoredSession, writeSession } from "./credentials.ts";
 import { engineVersions } from "./engine_versions.ts";
-import { errorFields, errorText } from "./error_fields.ts";
+import { errorFields } from "./error_fields.ts";
+import { errorMessage } from "../text/error_message.ts";
 import type { Logger } from "./log.ts";
 import { type NodeIdentity, registerRequest, registrationFingerprint } from "./reports.ts";
 import { retryDelay, sleep } from "./retry.ts";
@@ -232,7 +233,7 @@ export class Registration {
           writeSession(this.#opts.stateDir, session);
         } catch (e) {
           log.error("cannot store the node token; a restart will register again", {
-            error: errorText(e),
+            error: errorMessage(e),
           });
         }
         this.#useSession(session, "registered");

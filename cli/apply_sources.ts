@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { UsageError } from "./usage_error.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** One deployment document and where it came from, for messages. */
 export interface ApplyDocument {
@@ -61,7 +62,7 @@ function decodeEach(text: string, source: string): ApplyDocument[] {
 }
 
 function firstLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split("\n")[0];
+  return errorMessage(e).split("\n")[0];
 }
 
 /**

@@ -14,6 +14,7 @@ import type { z } from "zod";
 import { formatPath } from "../validation/issues.ts";
 import { zodIssues } from "../validation/issues.ts";
 import { UsageError } from "./usage_error.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** A config value: what a flag takes. */
 type FlagValue = string | number | boolean | readonly string[];
@@ -61,7 +62,7 @@ function configFlags(
     text = Deno.readTextFileSync(file);
   } catch (e) {
     throw new UsageError(
-      `${command}: cannot read --config ${file}: ${e instanceof Error ? e.message : e}`,
+      `${command}: cannot read --config ${file}: ${errorMessage(e)}`,
     );
   }
   let raw: unknown;
@@ -69,7 +70,7 @@ function configFlags(
     raw = JSON.parse(text);
   } catch (e) {
     throw new UsageError(
-      `${command}: cannot parse ${file}: not valid JSON (${e instanceof Error ? e.message : e})`,
+      `${command}: cannot parse ${file}: not valid JSON (${errorMessage(e)})`,
     );
   }
   const parsed = schema.safeParse(raw);

@@ -57,6 +57,7 @@ import {
   layoutRows,
   parseDevPort,
 } from "./dev_ports.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const MACHINES = join(ROOT, "tests/fixtures/machines");
@@ -107,7 +108,7 @@ const HOST = "127.0.0.1";
 /** A simulated agent that could not start; the message names it. */
 class DevAgentError extends Error {
   constructor(node: string, cause: unknown) {
-    super(`agent ${node} cannot start: ${cause instanceof Error ? cause.message : cause}`, {
+    super(`agent ${node} cannot start: ${errorMessage(cause)}`, {
       cause,
     });
     this.name = "DevAgentError";

@@ -26,6 +26,7 @@ import {
   ProcNetError,
 } from "../supervisor/listen_owner.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** An engine of this directory that its agents will adopt. */
 export interface AdoptableEngine {
@@ -163,7 +164,7 @@ export function scanEnginesLeft(
       }
     }
   } catch (e) {
-    return { adoptable, foreign, unknown: e instanceof Error ? e.message : String(e) };
+    return { adoptable, foreign, unknown: errorMessage(e) };
   }
   return { adoptable, foreign };
 }

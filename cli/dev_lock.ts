@@ -12,6 +12,7 @@
  * @module
  */
 import { join } from "node:path";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The lock file inside a dev directory. */
 export const DEV_LOCK_FILE = "dev.lock";
@@ -47,7 +48,7 @@ export class DevLockedError extends Error {
 export class DevLockError extends Error {
   /** Creates the error for the lock file `path`. */
   constructor(path: string, cause: unknown) {
-    super(`Cannot lock ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    super(`Cannot lock ${path}: ${errorMessage(cause)}`, {
       cause,
     });
     this.name = "DevLockError";

@@ -14,6 +14,7 @@ import { GATEWAY_USAGE, gatewayServeCommand } from "./gateway_serve.ts";
 import { planCommand } from "./plan_command.ts";
 import { refuseExtra } from "./names.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The version printed by `llmgw version`. */
 export const VERSION = "0.1.0";
@@ -87,7 +88,7 @@ export async function main(args: string[], io: Io = STD_IO): Promise<number> {
       return 2;
     }
     const detail = Deno.env.get("LLMGW_DEBUG") && e instanceof Error ? `\n${e.stack}` : "";
-    io.err(`llmgw: internal error: ${e instanceof Error ? e.message : String(e)}${detail}\n`);
+    io.err(`llmgw: internal error: ${errorMessage(e)}${detail}\n`);
     return 1;
   }
 }

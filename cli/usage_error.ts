@@ -6,6 +6,7 @@
  */
 import { ControlUrlError, parseControlUrls } from "../http/failover_fetch.ts";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { errorMessage } from "../text/error_message.ts";
 
 /** A mistake on the command line: printed on one line without a stack trace, exit code 2. */
 export class UsageError extends Error {
@@ -25,7 +26,7 @@ export class UsageError extends Error {
  */
 export function flagErrorMessage(command: string, error: unknown): string {
   const code = (error as { code?: string }).code;
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   const flag = /'[^']*?(--[\w-]+)/.exec(text)?.[1] ?? /'(-\w)/.exec(text)?.[1] ?? "a flag";
   switch (code) {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION":

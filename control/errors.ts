@@ -83,7 +83,5 @@ export class NotSettledError extends ControlError {
   }
 }
 
-/** The message of anything thrown. */
-export function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
+/** The message of anything thrown (text/error_message.ts owns the rule). */
+export { errorMessage } from "../text/error_message.ts";

@@ -13,6 +13,7 @@ import {
   validateDeployment,
   type ValidateOptions,
 } from "./validate.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Raised for a deployment that cannot be used; `issues` lists every problem found. */
 export class DeploymentError extends Error {
@@ -53,7 +54,7 @@ export function parseDeploymentText(
       ? JSON.parse(text)
       : parseYaml(text, { prettyErrors: true });
   } catch (e) {
-    const first = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    const first = errorMessage(e).split("\n")[0];
     throw new DeploymentError(where, [{ path: [], message: `not valid YAML or JSON: ${first}` }]);
   }
   return parseDeployment(raw, where, options);

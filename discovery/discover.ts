@@ -19,6 +19,7 @@ import { CommandError, type CommandOutput, runCommand } from "./run_command.ts";
 import { isFailure, readNumaNode } from "./sysfs.ts";
 import { parseTopoMatrix } from "./topo_matrix.ts";
 import type { Gpu, GpuSource, Inventory } from "./types.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Where discovery reads from, and what it counts as ours. */
 export interface DiscoveryOptions {
@@ -185,7 +186,7 @@ function safely<T>(parse: () => T, problems: string[]): T | null {
   try {
     return parse();
   } catch (e) {
-    problems.push(e instanceof Error ? e.message : String(e));
+    problems.push(errorMessage(e));
     return null;
   }
 }

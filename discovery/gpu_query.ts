@@ -6,6 +6,7 @@
 import { gpuClass } from "./gpu_class.ts";
 import { clip, type CsvColumn, parseCsvTable, smiNumber, smiValue } from "./nvidia_smi_csv.ts";
 import type { Gpu } from "./types.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The fields llmgw asks for, in the order it asks. */
 export const GPU_QUERY_FIELDS: readonly string[] = [
@@ -125,7 +126,7 @@ export function parseGpuQuery(text: string): GpuQueryResult {
       try {
         cls = gpuClass(name, memoryTotal);
       } catch (e) {
-        gpuProblems.push(`class unknown: ${e instanceof Error ? e.message : e}`);
+        gpuProblems.push(`class unknown: ${errorMessage(e)}`);
       }
     } else {
       gpuProblems.push("class unknown: nvidia-smi did not report the name and total memory");

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorMessage } from "../text/error_message.ts";
 
 /** Sysfs attributes are short; anything longer is not what we expect. */
 const MAX_ATTRIBUTE_BYTES = 4096;
@@ -88,5 +89,5 @@ function describeFsError(e: unknown): string {
   if (e instanceof Deno.errors.NotFound) return "missing";
   if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
   if (e instanceof Deno.errors.IsADirectory) return "is a directory, not a file";
-  return e instanceof Error ? e.message : String(e);
+  return errorMessage(e);
 }

@@ -20,6 +20,7 @@ import type { FieldPath } from "../validation/issues.ts";
 import { launchProfile } from "./launch.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 import type { ShardSpec } from "./prepare.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** What the checks need of an engine: a name lookup and its prepare step. */
 export interface EngineLookup {
@@ -123,7 +124,7 @@ export async function engineIssues(
       issues.push({
         path: ["profiles", i, "engine"],
         message: `profile "${profile.name}": engine ${profile.engine} failed to check it: ${
-          e instanceof Error ? e.message : String(e)
+          errorMessage(e)
         }`,
       });
       continue;

@@ -15,6 +15,7 @@ import { finishShard, type ShardSpec } from "./prepare.ts";
 import type { PluginAnswer } from "./plugin_sdk.ts";
 import { OWNED_ENV } from "./shard_env.ts";
 import { ENGINE_API_VERSION, type EngineApiKey, type ShardLaunch } from "./types.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** File names of engine plugins start with this; the rest is the engine name. */
 export const EXEC_PLUGIN_PREFIX = "llmgw-engine-";
@@ -171,7 +172,7 @@ export async function loadExecPlugin(
         answer = parsed.data;
       } catch (e) {
         answer = {
-          problems: [`engine plugin ${d.name}: ${e instanceof Error ? e.message : String(e)}`],
+          problems: [`engine plugin ${d.name}: ${errorMessage(e)}`],
           command: null,
           probes: null,
           metrics: null,
@@ -217,7 +218,7 @@ export async function loadExecPlugins(
       try {
         drivers.push(await loadExecPlugin(path, timeoutMs));
       } catch (e) {
-        problems.push(e instanceof Error ? e.message : String(e));
+        problems.push(errorMessage(e));
       }
     }
   }

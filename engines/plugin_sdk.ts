@@ -29,6 +29,7 @@ import {
 } from "./types.ts";
 
 export * from "./types.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** What a plugin answers for one shard, before llmgw's shared checks and environment. */
 export interface PluginAnswer {
@@ -121,7 +122,7 @@ export async function serveEnginePlugin(plugin: EnginePlugin, io?: PluginIo): Pr
         return 2;
     }
   } catch (e) {
-    error(`${plugin.name}: ${e instanceof Error ? e.message : String(e)}\n`);
+    error(`${plugin.name}: ${errorMessage(e)}\n`);
     return 1;
   }
 }

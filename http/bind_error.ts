@@ -15,6 +15,7 @@ import {
   type PortHolder,
   portHolders as procPortHolders,
 } from "../supervisor/listen_owner.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Who holds the port, as far as the failure could tell. */
 export type BindHolder =
@@ -130,7 +131,7 @@ export function bindErrorFrom(
     try {
       holder = { kind: "found", holders: lookup(port) };
     } catch (err) {
-      holder = { kind: "unknown", reason: err instanceof Error ? err.message : String(err) };
+      holder = { kind: "unknown", reason: errorMessage(err) };
     }
     return failure("address already in use", holder);
   }
@@ -143,7 +144,7 @@ export function bindErrorFrom(
       { kind: "not_looked" },
     );
   }
-  return failure(e instanceof Error ? e.message : String(e), { kind: "not_looked" });
+  return failure(errorMessage(e), { kind: "not_looked" });
 }
 
 /**

@@ -9,6 +9,7 @@ import { z } from "zod";
 import type { FabricAttachment } from "../discovery/types.ts";
 import { formatIssues, type InputIssue, zodIssues } from "../validation/issues.ts";
 import { type ClusterNode, NODE_STATES } from "./types.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 const nullableInt = z.number().int().nullable();
 
@@ -106,7 +107,7 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
   } catch (e) {
     throw new ClusterFileError(where, [{
       path: [],
-      message: `not valid JSON: ${e instanceof Error ? e.message : e}`,
+      message: `not valid JSON: ${errorMessage(e)}`,
     }]);
   }
   const parsed = ClusterFileSchema.safeParse(raw);

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { errorMessage } from "../text/error_message.ts";
 
 /** A listening TCP socket, as /proc/net/tcp{,6} lists it. */
 export interface ListeningSocket {
@@ -156,7 +157,7 @@ export function listenersOn(port: number, procRoot = "/proc"): ListeningSocket[]
     } catch (e) {
       if (optional && e instanceof Deno.errors.NotFound) return "";
       throw new ProcNetError(
-        `Cannot read ${path}: ${e instanceof Error ? e.message : e}`,
+        `Cannot read ${path}: ${errorMessage(e)}`,
       );
     }
   };
@@ -284,7 +285,7 @@ export function portOwnership(
   try {
     listeners = listenersOn(port, procRoot);
   } catch (e) {
-    return { kind: "unknown", reason: e instanceof Error ? e.message : String(e) };
+    return { kind: "unknown", reason: errorMessage(e) };
   }
   if (listeners.length === 0) return { kind: "none" };
   const wanted = new Set(listeners.map((s) => s.inode));

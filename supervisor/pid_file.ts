@@ -8,6 +8,7 @@
  */
 import type { ShardLaunch } from "../engines/types.ts";
 import { isRunning, readCmdline, readProcStat } from "./proc.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** What a pid file records about one shard's process. */
 export interface PidRecord {
@@ -53,9 +54,7 @@ export function readPidFile(path: string): { record: PidRecord } | { error: stri
     raw = JSON.parse(Deno.readTextFileSync(path));
   } catch (e) {
     return {
-      error: e instanceof Deno.errors.NotFound
-        ? "missing"
-        : `unreadable: ${e instanceof Error ? e.message : e}`,
+      error: e instanceof Deno.errors.NotFound ? "missing" : `unreadable: ${errorMessage(e)}`,
     };
   }
   const r = raw as Partial<PidRecord>;

@@ -10,6 +10,7 @@
  * @module
  */
 import * as x509 from "@peculiar/x509";
+import { errorMessage } from "../text/error_message.ts";
 
 x509.cryptoProvider.set(crypto);
 
@@ -90,7 +91,7 @@ export async function importPrivateKey(pem: string, what: string): Promise<Crypt
     return await crypto.subtle.importKey("pkcs8", der, P256, true, ["sign"]);
   } catch (e) {
     throw new TlsMaterialError(
-      `Cannot read ${what}: not a PKCS#8 P-256 private key (${e instanceof Error ? e.message : e})`,
+      `Cannot read ${what}: not a PKCS#8 P-256 private key (${errorMessage(e)})`,
     );
   }
 }
@@ -105,7 +106,7 @@ export function readCertificate(pem: string, what: string): x509.X509Certificate
     return new x509.X509Certificate(pem);
   } catch (e) {
     throw new TlsMaterialError(
-      `Cannot read ${what}: not a PEM certificate (${e instanceof Error ? e.message : e})`,
+      `Cannot read ${what}: not a PEM certificate (${errorMessage(e)})`,
     );
   }
 }
@@ -149,7 +150,7 @@ export function readCaFile(path: string): string {
     pem = Deno.readTextFileSync(path);
   } catch (e) {
     throw new TlsMaterialError(
-      `Cannot read the CA file ${path}: ${e instanceof Error ? e.message : e}`,
+      `Cannot read the CA file ${path}: ${errorMessage(e)}`,
     );
   }
   readCertificate(pem, `the CA file ${path}`);

@@ -9,6 +9,7 @@
  */
 import { notAfter, notBefore, readCertificate, TlsMaterialError } from "./authority.ts";
 import type { ServingCertificate } from "./https_server.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The fraction of a certificate's life after which llmgw renews it. */
 export const RENEW_AFTER_FRACTION = 2 / 3;
@@ -41,7 +42,7 @@ export function fileCertificate(certFile: string, keyFile: string): CertificateS
           return Deno.readTextFileSync(path);
         } catch (e) {
           throw new TlsMaterialError(
-            `Cannot read the ${what} ${path}: ${e instanceof Error ? e.message : e}`,
+            `Cannot read the ${what} ${path}: ${errorMessage(e)}`,
           );
         }
       };
@@ -97,7 +98,7 @@ export function watchCertificate(
       }
     } catch (e) {
       problem(
-        `cannot renew the certificate from ${source.what}: ${e instanceof Error ? e.message : e}`,
+        `cannot renew the certificate from ${source.what}: ${errorMessage(e)}`,
       );
     } finally {
       busy = false;

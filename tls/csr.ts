@@ -9,6 +9,7 @@
  */
 import * as x509 from "@peculiar/x509";
 import { newKeyPair, P256, privateKeyPem } from "./authority.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The largest CSR accepted, in characters of PEM. */
 export const MAX_CSR_CHARS = 8192;
@@ -48,7 +49,7 @@ export async function csrPublicKey(pem: string): Promise<CryptoKey> {
     csr = new x509.Pkcs10CertificateRequest(pem);
   } catch (e) {
     throw new CsrError(
-      `Cannot use the CSR: not a PEM certificate request (${e instanceof Error ? e.message : e})`,
+      `Cannot use the CSR: not a PEM certificate request (${errorMessage(e)})`,
     );
   }
   const alg = csr.publicKey.algorithm as EcKeyAlgorithm;

@@ -9,6 +9,7 @@
  */
 import https from "node:https";
 import { publicKeyHash, readCertificate } from "./authority.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Where the CA certificate is served, with no token: it is public. */
 export const CA_PATH = "/v1/ca";
@@ -61,7 +62,7 @@ export async function fetchPinnedCa(
     req.on("error", reject);
   }).catch((e) => {
     throw e instanceof TrustError ? e : new TrustError(
-      `Cannot fetch the CA from ${url.origin}: ${e instanceof Error ? e.message : e}`,
+      `Cannot fetch the CA from ${url.origin}: ${errorMessage(e)}`,
     );
   });
   let pem: string;

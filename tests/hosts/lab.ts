@@ -59,7 +59,6 @@ export {
 } from "./netns.ts";
 import {
   emptyNamespace,
-  errorText,
   ip,
   IP_TIMEOUT_MS,
   KILL_GRACE_MS,
@@ -67,6 +66,7 @@ import {
   labLeftovers,
   nextSerial,
 } from "./netns.ts";
+import { errorMessage } from "../../text/error_message.ts";
 
 /** The management network every host joins. */
 export const MGMT = "mgmt";
@@ -268,7 +268,7 @@ export class Lab implements AsyncDisposable {
       try {
         await lab.close();
       } catch (cleanup) {
-        throw new LabError(`${errorText(e)}; then: ${errorText(cleanup)}`, { cause: e });
+        throw new LabError(`${errorMessage(e)}; then: ${errorMessage(cleanup)}`, { cause: e });
       }
       throw e;
     }
@@ -411,7 +411,7 @@ export class Lab implements AsyncDisposable {
 
   async #close(): Promise<void> {
     const problems: string[] = [];
-    const note = (e: unknown) => problems.push(errorText(e));
+    const note = (e: unknown) => problems.push(errorMessage(e));
     const stopped = await Promise.all(
       this.#processes.map((p) => p.stop(this.#termGraceMs, KILL_GRACE_MS)),
     );

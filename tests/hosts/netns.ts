@@ -16,6 +16,7 @@ import {
 } from "./lab_names.ts";
 import { isAlive } from "../proc_probe.ts";
 import { until, WaitTimeoutError } from "../until.ts";
+import { errorMessage } from "../../text/error_message.ts";
 
 /** Whether this machine can run a lab. */
 export type NetnsAvailability = { ok: true } | { ok: false; reason: string };
@@ -202,7 +203,7 @@ export async function sweepStaleLabs(pattern: RegExp = LAB_NAME_PATTERN): Promis
       await ip(["netns", "del", ns], `delete namespace ${ns}`);
       report.removed.push(`namespace ${ns}`);
     } catch (e) {
-      report.failed.push(`namespace ${ns}: ${errorText(e)}`);
+      report.failed.push(`namespace ${ns}: ${errorMessage(e)}`);
     }
   }
   for (const link of (await rootLinks()).filter(stale)) {
@@ -210,13 +211,8 @@ export async function sweepStaleLabs(pattern: RegExp = LAB_NAME_PATTERN): Promis
       await ip(["link", "del", link], `delete link ${link}`);
       report.removed.push(`link ${link}`);
     } catch (e) {
-      report.failed.push(`link ${link}: ${errorText(e)}`);
+      report.failed.push(`link ${link}: ${errorMessage(e)}`);
     }
   }
   return report;
-}
-
-/** An error's message. */
-export function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
