@@ -230,7 +230,9 @@ export function designCitations(text: string): string[] {
   return [...text.matchAll(/\bdesign(?:\.md)?\s+§(\d+(?:\.\d+)*)/g)].map((m) => m[1]);
 }
 
-const SKIPPED_DIRS = new Set([".git", "node_modules", "dist", ".deno", "tests/fixtures"]);
+/** Folders the walk skips: by name anywhere (vendored code), or by path. */
+const SKIPPED_NAMES = new Set([".git", "node_modules", ".deno"]);
+const SKIPPED_DIRS = new Set(["dist", "tests/fixtures"]);
 
 /** Every file under `root` whose name ends in one of `endings`, relative and `/`-separated. */
 function treeFiles(root: string, endings: readonly string[], dir = root): string[] {
@@ -238,8 +240,11 @@ function treeFiles(root: string, endings: readonly string[], dir = root): string
   for (const entry of Deno.readDirSync(dir)) {
     const path = join(dir, entry.name);
     const rel = relative(root, path).split(sep).join("/");
-    if (entry.isDirectory && !SKIPPED_DIRS.has(rel)) files.push(...treeFiles(root, endings, path));
-    else if (entry.isFile && endings.some((e) => entry.name.endsWith(e))) files.push(rel);
+    if (entry.isDirectory) {
+      if (!SKIPPED_NAMES.has(entry.name) && !SKIPPED_DIRS.has(rel)) {
+        files.push(...treeFiles(root, endings, path));
+      }
+    } else if (entry.isFile && endings.some((e) => entry.name.endsWith(e))) files.push(rel);
   }
   return files;
 }
