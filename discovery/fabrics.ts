@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { naturalCompare } from "./sysfs.ts";
+import { compareNatural } from "../text/natural_order.ts";
 import type { FabricAttachment, FabricPort, Hca } from "./types.ts";
 
 /** The operator's assignment: fabric name → adapters (`mlx5_0`, or `mlx5_0:1` for one port). */
@@ -109,7 +109,7 @@ export function attachFabrics(
   const byName = new Map(hcas.map((h) => [h.name, h]));
   const fabrics: FabricAttachment[] = [];
   const warnings: string[] = [];
-  for (const fabric of Object.keys(config).sort(naturalCompare)) {
+  for (const fabric of Object.keys(config).sort(compareNatural)) {
     const ports: FabricPort[] = [];
     const taken = new Set<string>();
     for (const ref of config[fabric]) {
@@ -160,7 +160,7 @@ export function attachFabrics(
       warnings.push(`fabric ${fabric}: no active port on this node; not attached`);
       continue;
     }
-    ports.sort((a, b) => naturalCompare(a.hca, b.hca) || a.port - b.port);
+    ports.sort((a, b) => compareNatural(a.hca, b.hca) || a.port - b.port);
     const layers = new Set(ports.map((p) => p.link_layer));
     if (layers.has("infiniband") && layers.has("roce")) {
       warnings.push(

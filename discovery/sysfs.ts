@@ -5,6 +5,7 @@
  * @module
  */
 import { errorMessage } from "../text/error_message.ts";
+import { compareNatural } from "../text/natural_order.ts";
 
 /** Sysfs attributes are short; anything longer is not what we expect. */
 const MAX_ATTRIBUTE_BYTES = 4096;
@@ -50,7 +51,7 @@ export async function listDir(path: string, limit = 1024): Promise<string[] | Re
       names.push(entry.name);
       if (names.length > limit) return { error: `more than ${limit} entries` };
     }
-    return names.sort(naturalCompare);
+    return names.sort(compareNatural);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return null;
     return { error: describeFsError(e) };
@@ -69,11 +70,6 @@ export async function resolvePath(path: string): Promise<string | null> {
 /** True when the value is a read failure. */
 export function isFailure(v: unknown): v is ReadFailure {
   return typeof v === "object" && v !== null && "error" in v;
-}
-
-/** Compares names so that `mlx5_2` sorts before `mlx5_10`. */
-export function naturalCompare(a: string, b: string): number {
-  return a.localeCompare(b, "en", { numeric: true });
 }
 
 /** Reads a `numa_node` file: `-1` (no NUMA information) is `null`. */

@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { CommandError, runCommand } from "../discovery/run_command.ts";
-import { naturalCompare } from "../discovery/sysfs.ts";
+import { compareNatural } from "../text/natural_order.ts";
 import { formatIssues, zodIssues } from "../validation/issues.ts";
 import { apiKeyProblems } from "./api_key.ts";
 import { finishShard, type ShardSpec } from "./prepare.ts";
@@ -214,7 +214,7 @@ export async function loadExecPlugins(
       );
       continue;
     }
-    for (const path of paths.sort(naturalCompare)) {
+    for (const path of paths.sort(compareNatural)) {
       try {
         drivers.push(await loadExecPlugin(path, timeoutMs));
       } catch (e) {

@@ -1,17 +1,14 @@
 /**
- * The inventory's one order for ids (design §4): natural, so `n2` comes before
- * `n10` in every list the store hands out.
+ * The inventory's order for allocations, in the one natural order for ids
+ * (text/natural_order.ts, design §4): `n2` comes before `n10` in every list
+ * the store hands out.
  *
  * @module
  */
+import { compareNatural } from "../text/natural_order.ts";
 import type { Allocation } from "./types.ts";
 
-const collator = new Intl.Collator("en", { numeric: true });
-
-/** Natural order (`n2` before `n10`), ties broken by code units so the order is total. */
-export function compareNatural(a: string, b: string): number {
-  return collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
-}
+export { compareNatural };
 
 /** Allocations by replica, then shard, both in natural order. */
 export function compareAllocations(a: Allocation, b: Allocation): number {

@@ -11,6 +11,7 @@
 import { fp8Capable } from "../deployment/quantization.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { Allocation, ClusterNode } from "../inventory/types.ts";
+import { compareNatural } from "../text/natural_order.ts";
 
 /** One node's GPUs of one class. */
 export interface ClassSlot {
@@ -209,10 +210,8 @@ export function applyPlacement(
   for (const n of touched) n.deployments.set(deployment, (n.deployments.get(deployment) ?? 0) + 1);
 }
 
-/** Orders ids so that `node-2` sorts before `node-10` (ties break on node id, design §7). */
-export function compareIds(a: string, b: string): number {
-  const c = collator.compare(a, b);
-  return c !== 0 ? c : a < b ? -1 : a > b ? 1 : 0;
-}
-
-const collator = new Intl.Collator("en", { numeric: true });
+/**
+ * Orders ids so that `node-2` sorts before `node-10` (ties break on node id,
+ * design §7): the one natural order, text/natural_order.ts.
+ */
+export const compareIds: (a: string, b: string) => number = compareNatural;
