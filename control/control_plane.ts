@@ -24,8 +24,10 @@ import { EventLog } from "./events.ts";
 import { recordLastSeen, restoreLastSeen } from "./last_seen.ts";
 import { NodeService } from "./nodes.ts";
 import { type PlacementCounters, Reconciler } from "./reconciler.ts";
+import { ReplicaBook } from "./replicas.ts";
 import { ControlState } from "./state.ts";
 import type { ControlStore, StoredReplica } from "./store/store.ts";
+import { Wake } from "./wake.ts";
 import {
   endpointsSettled,
   type ReadyEndpoint,
@@ -65,6 +67,8 @@ export interface ControlPlaneOptions {
   readOnly?: boolean;
   /** Whether the control plane may act now (see {@link ControlState.leading}). */
   leading?: () => boolean;
+  /** Who leads, for `GET /v1/leader` (HA control's view); default: this one, alone. */
+  leadership?: () => Leadership;
   /** See {@link ControlState.retireGraceMs}. Default 5 s. */
   retireGraceMs?: number;
 }
@@ -99,26 +103,39 @@ export class ControlPlane {
   readonly nodeCertificates: NodeCertificates;
   /** Events. */
   readonly events: EventLog;
-  /** Who leads, for `GET /v1/leader`: a store of its own leads alone; HA control sets this. */
-  leadership: () => Leadership = () => singleLeadership("this control plane");
+  /** Who leads, for `GET /v1/leader`: a store of its own leads alone; HA control says otherwise. */
+  readonly leadership: () => Leadership;
+  /** The replica book: every replica transition (control/replicas.ts). */
+  readonly book: ReplicaBook;
   /** False for a read-only view (a follower's): it never writes. */
   readonly #writes: boolean;
 
   private constructor(options: ControlPlaneOptions) {
     this.#writes = options.readOnly !== true;
+    // One wake: services kick it through the state, the reconciler answers it.
+    const wake = new Wake();
     this.state = new ControlState({
       store: options.store,
       clock: options.clock ?? systemClock,
       thresholds: options.thresholds,
       retireGraceMs: options.retireGraceMs,
+      leading: options.leading,
+      wake,
     });
+    this.leadership = options.leadership ??
+      (() => singleLeadership("this control plane"));
+    this.book = new ReplicaBook(this.state);
     this.desired = new DesiredStates(this.state);
     this.nodes = new NodeService(this.state, this.desired);
     this.deployments = new DeploymentService(
       this.state,
+      this.book,
       options.engines ?? EngineRegistry.builtin(),
     );
-    this.reconciler = new Reconciler(this.state, this.desired, options.reconcileMs ?? 1_000);
+    this.reconciler = new Reconciler(
+      { state: this.state, book: this.book, desired: this.desired, wake },
+      options.reconcileMs ?? 1_000,
+    );
     this.apiKeys = new ApiKeyService(this.state);
     this.tokens = new AccessTokenService(this.state);
     this.tls = options.tls ?? null;
@@ -135,7 +152,6 @@ export class ControlPlane {
   static async open(options: ControlPlaneOptions): Promise<ControlPlane> {
     const cp = new ControlPlane(options);
     const state = cp.state;
-    if (options.leading !== undefined) state.leading = options.leading;
     const floor = (options.epoch ?? 0) * GENERATION_STRIDE;
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
@@ -154,30 +170,16 @@ export class ControlPlane {
       if (n.intent === "draining") state.inventory.drain(n.id);
     }
     for (const r of await state.store.listReplicas()) {
-      state.replicas.set(r.id, r);
       // A failed replica's next placement must not reuse its last shard ids.
       const lastAttempt = /\.(\d+)\/\d+$/.exec(r.failure?.shard_id ?? "")?.[1];
-      if (lastAttempt !== undefined) cp.reconciler.restoreAttempt(r.id, Number(lastAttempt));
-      if (r.phase !== "placed" || r.placement === null) continue;
-      cp.reconciler.restoreAttempt(r.id, Number(r.placement.replica_id.split(".").pop()) || 1);
-      for (const s of r.placement.shards) state.awaitingFirstReport.add(s.node);
-      try {
+      if (lastAttempt !== undefined) cp.book.restoreAttempt(r.id, Number(lastAttempt));
+      if (r.phase === "placed" && r.placement !== null) {
+        cp.book.restoreAttempt(r.id, Number(r.placement.replica_id.split(".").pop()) || 1);
+        for (const s of r.placement.shards) state.awaitingFirstReport.add(s.node);
         restorePorts(r);
-        for (const s of r.placement.shards) {
-          state.inventory.allocate({
-            node: s.node,
-            replica_id: r.id,
-            shard_id: s.shard_id,
-            deployment: r.deployment,
-            gpu_indices: s.gpu_indices,
-          });
-        }
-      } catch (e) {
-        // The node or its GPUs are gone: rebuild the replica whole.
-        state.inventory.releaseReplica(r.id);
-        if (options.readOnly) continue;
-        await state.rebuild(r, `restored placement is no longer valid: ${errorMessage(e)}`);
       }
+      // The node or its GPUs gone: the book rebuilds the replica whole.
+      await cp.book.restore(r, options.readOnly === true, errorMessage);
     }
     for (const n of state.nodes.values()) await cp.desired.compute(n.id, false);
     return cp;

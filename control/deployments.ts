@@ -25,6 +25,7 @@ import {
   undoTarget,
 } from "./rollout_revisions.ts";
 import { type RolloutStatus, rolloutStatus } from "./rollout_status.ts";
+import type { ReplicaBook } from "./replicas.ts";
 import type { ControlState } from "./state.ts";
 import {
   type DeploymentRevision,
@@ -63,11 +64,13 @@ export interface ApplyOptions {
 /** The deployment service. */
 export class DeploymentService {
   readonly #state: ControlState;
+  readonly #book: ReplicaBook;
   readonly #engines: EngineCatalog;
 
   /** Creates the service. */
-  constructor(state: ControlState, engines: EngineCatalog) {
+  constructor(state: ControlState, book: ReplicaBook, engines: EngineCatalog) {
     this.#state = state;
+    this.#book = book;
     this.#engines = engines;
   }
 
@@ -181,10 +184,11 @@ export class DeploymentService {
         for (const r of state.replicas.values()) {
           if (r.deployment !== d.name) continue;
           // A replica of the new incarnation now, with its own history.
-          r.uid = newUid();
-          r.failure = null;
-          r.revision = 1;
-          await state.rebuild(r, "deployment changed");
+          await this.#book.rebuild(r, "deployment changed", {
+            uid: newUid(),
+            failure: null,
+            revision: 1,
+          });
         }
         await state.event("deployment_created", `deployment/${d.name}`, describe(d));
       } else if (plan.result !== "updated") {

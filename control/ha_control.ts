@@ -408,11 +408,11 @@ class HaControl implements RunningHaControl {
       leading: readOnly ? () => false : () =>
         this.#term?.epoch === epoch &&
         this.#lease.holds(this.#term),
+      leadership: () => this.leadership(),
     });
   }
 
   #app(cp: ControlPlane): Hono {
-    cp.leadership = () => this.leadership();
     return createControlApi(cp, this.#auth);
   }
 

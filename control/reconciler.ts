@@ -6,54 +6,24 @@
  *
  * @module
  */
-import { noPorts } from "../engines/launch.ts";
-import { applyPlacement, type ClusterIndex, indexCluster, place } from "../placement/mod.ts";
+import { place } from "../placement/mod.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
-import { failedAgain, givenUpFailure, placeAvoiding } from "./replica_failures.ts";
 import { recordLastSeen } from "./last_seen.ts";
 import { transitionEvent } from "./nodes.ts";
+import type { Pass, ReconcileStep } from "./pass.ts";
+import { failedAgain, givenUpFailure, placeAvoiding } from "./replica_failures.ts";
+import type { PlacementCounters, ReplicaBook } from "./replicas.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
-import { afterGrace, removeReplica, rollOut } from "./rollout_step.ts";
+import { rollOut } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
-import { deploymentRevision, replicaRevision, type StoredReplica } from "./store/store.ts";
+import { deploymentRevision, type StoredReplica } from "./store/store.ts";
 import { isReady } from "./views.ts";
+import type { Wake } from "./wake.ts";
 
 export { MAX_PERMANENT_FAILURES } from "./replica_failures.ts";
-
-/** Placement outcomes since start, for /metrics. */
-export interface PlacementCounters {
-  /** Replicas placed. */
-  placements: number;
-  /** Placement attempts that found no fit (new explanations only). */
-  unschedulable: number;
-}
-
-/** What a step of a pass works on. */
-export interface Pass {
-  /** The books. */
-  state: ControlState;
-  /** Desired states, published at the end of the pass. */
-  desired: DesiredStates;
-  /** Placement counters. */
-  counters: PlacementCounters;
-  /** Attempt numbers by replica id: a new placement gets a new shard id. */
-  attempts: Map<string, number>;
-  /** Rebuilds in a row after a shard failure, by replica id, until it is ready (crash loops). */
-  rebuilds: Map<string, number>;
-  /** Draining nodes already announced as drained. */
-  drained: Set<string>;
-  /** The time of this pass. */
-  now: number;
-}
-
-/** One named step of a pass. */
-export interface ReconcileStep {
-  /** The step's name, for logs. */
-  name: string;
-  /** Runs the step. */
-  run(pass: Pass): Promise<void>;
-}
+export type { Pass, ReconcileStep } from "./pass.ts";
+export type { PlacementCounters } from "./replicas.ts";
 
 /** Nodes whose heartbeats stopped become unreachable, then lost. */
 async function refreshLiveness(pass: Pass): Promise<void> {
@@ -86,7 +56,7 @@ async function rebuildBroken(pass: Pass): Promise<void> {
       const report = state.reports.get(s.node)?.get(s.shard_id);
       if (report?.state !== "ready") allReady = false;
       if (node === undefined || node === "lost") {
-        await state.rebuild(r, `node ${s.node} is ${node ?? "gone"}`);
+        await pass.book.rebuild(r, `node ${s.node} is ${node ?? "gone"}`);
         break;
       }
       if (node === "draining") {
@@ -109,12 +79,8 @@ async function rebuildBroken(pass: Pass): Promise<void> {
       break;
     }
     if (allReady) pass.rebuilds.delete(r.id);
-    if (
-      allReady && state.replicas.has(r.id) && r.phase === "placed" && (r.failure ?? null) !== null
-    ) {
-      r.failure = null;
-      r.updated_at = pass.now;
-      await state.store.putReplica(r);
+    if (allReady && state.replicas.has(r.id) && r.phase === "placed") {
+      await pass.book.clearFailure(r);
     }
   }
 }
@@ -127,7 +93,7 @@ async function rebuildBroken(pass: Pass): Promise<void> {
  * Without free capacity it is rebuilt at once, as on a lost node.
  */
 async function drainReplica(pass: Pass, r: StoredReplica, node: string): Promise<void> {
-  const { state, now } = pass;
+  const { state, book, now } = pass;
   const d = state.deployments.get(r.deployment);
   if (d === undefined) return;
   const replacement = [...state.replicas.values()].find((x) =>
@@ -135,31 +101,34 @@ async function drainReplica(pass: Pass, r: StoredReplica, node: string): Promise
     !(x.placement?.shards ?? []).some((s) => state.inventory.stateOf(s.node) === "draining")
   );
   if (replacement === undefined) {
-    const index = indexCluster(state.inventory.snapshot());
-    if (place(index, d.spec, `${r.id}-drain`).status !== "placed") {
-      await state.rebuild(
+    // Placed once, on the pass's index: where it goes, or that it fits nowhere now.
+    const revision = deploymentRevision(d);
+    const id = book.freshId(d.name, r.index, revision, true);
+    const result = place(book.index(), d.spec, book.nextPlacementId({ id }), {
+      detail: "grouped",
+    });
+    if (result.status !== "placed") {
+      await book.rebuild(
         r,
         `node ${node} is draining (no free capacity to start a replacement first)`,
       );
       return;
     }
-    const y = await state.addPending(d.name, r.index, deploymentRevision(d), true);
-    const id = y.id;
+    const y = await book.addPending(d.name, r.index, revision, true);
     await state.event(
       "replica_rebuilding",
       `replica/${r.id}`,
-      `node ${node} is draining: starting ${id} elsewhere first; ${r.id} stops once it is ready`,
+      `node ${node} is draining: starting ${y.id} elsewhere first; ${r.id} stops once it is ready`,
     );
-    await placeReplica(pass, y, index);
+    await book.place(y, result);
     return;
   }
   const late = now - replacement.created_at > progressDeadlineMs(d.spec);
   if (isReady(state, replacement)) {
-    if (!await afterGrace(pass, r)) return;
-    await removeReplica(pass, r, `node ${node} is draining; replaced by ${replacement.id}`);
+    if (!await book.retire(r)) return;
+    await book.remove(r, `node ${node} is draining; replaced by ${replacement.id}`);
   } else if (replacement.phase !== "placed" || late) {
-    await removeReplica(
-      pass,
+    await book.remove(
       r,
       `node ${node} is draining; its replacement ${replacement.id} is ` +
         (replacement.phase === "failed"
@@ -177,78 +146,43 @@ async function followReplicaCounts(pass: Pass): Promise<void> {
   for (const r of [...state.replicas.values()]) {
     const d = state.deployments.get(r.deployment);
     if (d !== undefined && r.index < d.spec.replicas) continue;
-    await removeReplica(pass, r, d === undefined ? "deployment deleted" : "scaled down");
+    await pass.book.remove(r, d === undefined ? "deployment deleted" : "scaled down");
   }
   const held = new Set([...state.replicas.values()].map((r) => `${r.deployment}/${r.index}`));
   for (const d of state.deployments.values()) {
     // Indices, not ids: during a rollout an index may be held by a replacement's own id.
     for (let i = 0; i < d.spec.replicas; i++) {
       if (held.has(`${d.name}/${i}`)) continue;
-      await state.addPending(d.name, i, deploymentRevision(d), false);
+      await pass.book.addPending(d.name, i, deploymentRevision(d), false);
     }
   }
 }
 
 /**
- * Pending replicas are placed on the live inventory one after another, each
+ * Pending replicas are placed on the pass's index one after another, each
  * seeing the GPUs the ones before it took. Its ports come later, from the
  * agents that allocate them.
  */
 async function placePending(pass: Pass): Promise<void> {
-  const { state } = pass;
-  const pending = [...state.replicas.values()].filter((r) => r.phase === "pending");
-  if (pending.length === 0) return;
-  const index = indexCluster(state.inventory.snapshot());
-  for (const r of pending) await placeReplica(pass, r, index);
+  for (const r of [...pass.state.replicas.values()]) {
+    if (r.phase === "pending") await placeOrExplain(pass, r);
+  }
 }
 
 /**
- * Places one pending replica on `index` (the live inventory, with this
- * pass's earlier placements applied), on its own revision's spec; true
- * when it was placed.
+ * Places one pending replica on its own revision's spec, away from nodes
+ * that refused it for good when it fits elsewhere, or records why it fits
+ * nowhere (grouped reasons: what `llmgw explain` shows, cheap at any size).
  */
-async function placeReplica(
-  pass: Pass,
-  r: StoredReplica,
-  index: ClusterIndex = indexCluster(pass.state.inventory.snapshot()),
-): Promise<boolean> {
-  const { state, now } = pass;
+async function placeOrExplain(pass: Pass, r: StoredReplica): Promise<void> {
+  const { state, book } = pass;
   const d = state.specOf(r);
-  if (d === undefined) return false;
-  const attempt = (pass.attempts.get(r.id) ?? 0) + 1;
-  // Grouped reasons: what `llmgw explain` shows, cheap at any cluster size.
-  const result = placeAvoiding(state, r, d, attempt) ??
-    place(index, d, `${r.id}.${attempt}`, { detail: "grouped" });
-  if (result.status === "placed") {
-    applyPlacement(index, d.name, result.shards);
-    for (const s of result.shards) {
-      state.inventory.allocate({
-        node: s.node,
-        replica_id: r.id,
-        shard_id: s.shard_id,
-        deployment: d.name,
-        gpu_indices: s.gpu_indices,
-      });
-    }
-    pass.attempts.set(r.id, attempt);
-    r.phase = "placed";
-    // Ports are the agents' to allocate: known once they report them.
-    r.placement = { ...result, ports: noPorts() };
-    r.explanation = result.explanation;
-    r.updated_at = now;
-    state.touch(r);
-    await state.store.putReplica(r);
-    pass.counters.placements++;
-    await state.event("replica_placed", `replica/${r.id}`, result.explanation.summary);
-    return true;
-  } else if (r.explanation?.summary !== result.explanation.summary) {
-    r.explanation = result.explanation;
-    r.updated_at = now;
-    await state.store.putReplica(r);
-    pass.counters.unschedulable++;
-    await state.event("replica_unschedulable", `replica/${r.id}`, result.explanation.summary);
-  }
-  return false;
+  if (d === undefined) return;
+  const index = book.index();
+  const id = book.nextPlacementId(r);
+  const result = placeAvoiding(index, r, d, id) ?? place(index, d, id, { detail: "grouped" });
+  if (result.status === "placed") await book.place(r, result);
+  else await book.unschedulable(r, result);
 }
 
 /**
@@ -257,21 +191,10 @@ async function placeReplica(
  * with the placement, so a restart does not announce it again.
  */
 async function announceReady(pass: Pass): Promise<void> {
-  const { state, now } = pass;
+  const { state } = pass;
   for (const r of state.replicas.values()) {
     if (r.placement === null || (r.placement.ready_at ?? null) !== null) continue;
-    if (!isReady(state, r)) continue;
-    r.placement.ready_at = now;
-    r.updated_at = now;
-    await state.store.putReplica(r);
-    const nodes = [...new Set(r.placement.shards.map((s) => s.node))].join(", ");
-    const n = r.placement.shards.length;
-    await state.event(
-      "replica_ready",
-      `replica/${r.id}`,
-      `${n === 1 ? "its shard is" : `all ${n} shards are`} ready on ${nodes} ` +
-        `(revision ${replicaRevision(r)})`,
-    );
+    if (isReady(state, r)) await pass.book.markReady(r);
   }
 }
 
@@ -306,7 +229,7 @@ export const RECONCILE_STEPS: readonly ReconcileStep[] = [
   { name: "announce_ready", run: announceReady },
   { name: "rebuild_broken", run: rebuildBroken },
   { name: "follow_replica_counts", run: followReplicaCounts },
-  { name: "roll_out", run: (pass) => rollOut(pass, (r) => placeReplica(pass, r)) },
+  { name: "roll_out", run: rollOut },
   { name: "place_pending", run: placePending },
   { name: "announce_drained", run: announceDrained },
   { name: "publish_desired", run: publishDesired },
@@ -316,14 +239,24 @@ export const RECONCILE_STEPS: readonly ReconcileStep[] = [
 /** Debounce of a kick: changes made together get one pass. */
 const KICK_DELAY_MS = 20;
 
+/** What a reconciler works on, handed in by the control plane (control_plane.ts). */
+export interface ReconcilerParts {
+  /** The books. */
+  state: ControlState;
+  /** The replica book. */
+  book: ReplicaBook;
+  /** Desired states, published at the end of each pass. */
+  desired: DesiredStates;
+  /** What services kick after a change: the reconciler answers it with a pass soon. */
+  wake: Wake;
+}
+
 /** Runs passes: on a period, and soon after a change asks for one. */
 export class Reconciler {
-  /** Placement outcomes since start. */
-  readonly counters: PlacementCounters = { placements: 0, unschedulable: 0 };
   readonly #state: ControlState;
+  readonly #book: ReplicaBook;
   readonly #desired: DesiredStates;
   readonly #periodMs: number;
-  readonly #attempts = new Map<string, number>();
   readonly #rebuilds = new Map<string, number>();
   readonly #drained = new Set<string>();
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -331,16 +264,17 @@ export class Reconciler {
   #running = false;
 
   /** Creates the reconciler; `periodMs` between passes nobody asked for. */
-  constructor(state: ControlState, desired: DesiredStates, periodMs: number) {
-    this.#state = state;
-    this.#desired = desired;
+  constructor(parts: ReconcilerParts, periodMs: number) {
+    this.#state = parts.state;
+    this.#book = parts.book;
+    this.#desired = parts.desired;
     this.#periodMs = periodMs;
-    state.kick = () => this.#kick();
+    parts.wake.answerWith(() => this.#kick());
   }
 
-  /** Remembers a restored placement's attempt number, so the next one gets a new shard id. */
-  restoreAttempt(replicaId: string, attempt: number): void {
-    this.#attempts.set(replicaId, attempt);
+  /** Placement outcomes since start. */
+  get counters(): PlacementCounters {
+    return this.#book.counters;
   }
 
   /** One pass, alone under the lock. */
@@ -350,14 +284,18 @@ export class Reconciler {
       if (!this.#state.leading()) return;
       const pass: Pass = {
         state: this.#state,
+        book: this.#book,
         desired: this.#desired,
-        counters: this.counters,
-        attempts: this.#attempts,
         rebuilds: this.#rebuilds,
         drained: this.#drained,
         now: this.#state.now(),
       };
-      for (const step of RECONCILE_STEPS) await step.run(pass);
+      this.#book.beginPass();
+      try {
+        for (const step of RECONCILE_STEPS) await step.run(pass);
+      } finally {
+        this.#book.endPass();
+      }
     });
   }
 

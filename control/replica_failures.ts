@@ -9,12 +9,11 @@
  * @module
  */
 import type { Deployment } from "../deployment/schema.ts";
-import { indexCluster, place } from "../placement/mod.ts";
+import { type ClusterIndex, place } from "../placement/mod.ts";
 import type { Placed, PlacementResult } from "../placement/types.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
-import type { Pass } from "./reconciler.ts";
-import type { ControlState } from "./state.ts";
-import type { StoredReplica } from "./store/store.ts";
+import type { Pass } from "./pass.ts";
+import type { ReplicaFailure, StoredReplica } from "./store/store.ts";
 
 /** Placements in a row whose shard an agent gave up on, before the replica is failed. */
 export const MAX_PERMANENT_FAILURES = 3;
@@ -38,9 +37,9 @@ export interface GivenUp {
 }
 
 /**
- * Counts a failure the agent gave up on; rebuilds the replica away from
- * every node that gave up on it, or, when no other node fits or past the
- * bound, marks it failed.
+ * Counts a failure the agent gave up on; moves the replica away from every
+ * node that gave up on it (rebuilt, and placed at once on the pass's index),
+ * or, when no other node fits or past the bound, marks it failed.
  */
 export async function givenUpFailure(
   pass: Pass,
@@ -49,10 +48,10 @@ export async function givenUpFailure(
   node: string,
   f: GivenUp,
 ): Promise<void> {
-  const { state } = pass;
+  const { state, book } = pass;
   const attempts = (r.failure?.attempts ?? 0) + 1;
   const nodes = [...new Set([...(r.failure?.nodes ?? []), node])];
-  r.failure = {
+  const failure: ReplicaFailure = {
     reason: f.reason,
     shard_id: shardId,
     node,
@@ -63,32 +62,31 @@ export async function givenUpFailure(
     nodes,
   };
   // Its own GPUs count as free: a multi-node replica may keep its other nodes.
-  state.touch(r);
-  state.inventory.releaseReplica(r.id);
+  book.vacate(r);
   const d = state.specOf(r);
-  const elsewhere = d === undefined ? null : placeElsewhere(state, r, d, `${r.id}-elsewhere`);
-  const refused = nodes.sort().join(", ");
+  const elsewhere = d === undefined
+    ? null
+    : placeElsewhere(book.index(), failure, d, book.nextPlacementId(r));
+  const refused = [...nodes].sort().join(", ");
   if (attempts < MAX_PERMANENT_FAILURES && elsewhere?.status === "placed") {
-    await state.rebuild(
+    await book.rebuild(
       r,
       `shard ${shardId} on ${node} failed for a reason retrying there cannot change ` +
         `(placement ${attempts} of at most ${MAX_PERMANENT_FAILURES}); ` +
         `placing it on another node than ${refused}`,
+      { failure },
     );
+    await book.place(r, avoidingSummary(elsewhere, failure));
     return;
   }
-  r.phase = "failed";
-  r.placement = null;
-  r.updated_at = pass.now;
-  await state.store.putReplica(r);
   const why = attempts >= MAX_PERMANENT_FAILURES
     ? `gave up after ${attempts} placements`
     : `no node other than ${refused} fits${
       elsewhere === null ? "" : `: ${elsewhere.explanation.summary}`
     }`;
-  await state.event(
-    "replica_failed",
-    `replica/${r.id}`,
+  await book.fail(
+    r,
+    failure,
     `${shardFailureMessage(shardId, node, f)}\n${why}; apply a changed deployment to try again`,
   );
 }
@@ -118,46 +116,50 @@ export async function failedAgain(
     return;
   }
   pass.rebuilds.set(r.id, n);
-  await pass.state.rebuild(
+  await pass.book.rebuild(
     r,
     `shard ${shardId} failed: ${reason} (failure ${n} in a row; ` +
       `given up on ${node} at ${MAX_REBUILDS_IN_A_ROW})`,
   );
 }
 
-/** A placement of `d` on the live inventory without the nodes `r` was refused on; null when none. */
+/** A placement of `d` on `index` without the nodes `failure` names; null when it names none. */
 function placeElsewhere(
-  state: ControlState,
-  r: StoredReplica,
+  index: ClusterIndex,
+  failure: ReplicaFailure | null | undefined,
   d: Deployment,
   id: string,
 ): PlacementResult | null {
-  const avoid = new Set(r.failure?.nodes ?? []);
+  const avoid = new Set(failure?.nodes ?? []);
   if (avoid.size === 0) return null;
-  const others = indexCluster(state.inventory.snapshot().filter((n) => !avoid.has(n.id)));
-  return place(others, d, id, { detail: "grouped" });
+  return place(index, d, id, { detail: "grouped", avoid });
+}
+
+/** A placement that left nodes out says so in its summary. */
+function avoidingSummary(placed: Placed, failure: ReplicaFailure): Placed {
+  const left = [...new Set(failure.nodes ?? [])].sort().join(", ");
+  return {
+    ...placed,
+    explanation: {
+      ...placed.explanation,
+      summary: `${placed.explanation.summary} (left out, refused there before: ${left})`,
+    },
+  };
 }
 
 /**
  * A replica refused for good on some nodes is placed elsewhere first, on
- * the inventory as it stands (earlier placements of this pass included);
+ * `index` (the pass's, earlier placements included) as placement `id`;
  * null when it fits nowhere else, and it is then placed as any other (a
  * later failure there counts towards {@link MAX_PERMANENT_FAILURES}).
  */
 export function placeAvoiding(
-  state: ControlState,
+  index: ClusterIndex,
   r: StoredReplica,
   d: Deployment,
-  attempt: number,
+  id: string,
 ): Placed | null {
-  const result = placeElsewhere(state, r, d, `${r.id}.${attempt}`);
+  const result = placeElsewhere(index, r.failure, d, id);
   if (result === null || result.status !== "placed") return null;
-  const left = [...new Set(r.failure?.nodes ?? [])].sort().join(", ");
-  return {
-    ...result,
-    explanation: {
-      ...result.explanation,
-      summary: `${result.explanation.summary} (left out, refused there before: ${left})`,
-    },
-  };
+  return avoidingSummary(result, r.failure!);
 }

@@ -68,9 +68,13 @@ export type RolloutDecision =
 
 /**
  * The next decision. `surgeFits` answers whether one more replica of the
- * target revision would be placed now; it is asked only when it matters.
+ * target revision, at `index`, would be placed now; it is asked only when
+ * it matters, and at most once.
  */
-export function planRollout(v: RolloutView, surgeFits: () => boolean): RolloutDecision {
+export function planRollout(
+  v: RolloutView,
+  surgeFits: (index: number) => boolean,
+): RolloutDecision {
   const live = v.replicas.filter((r) => r.index < v.desired)
     .sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
   if (v.revertible) {
@@ -111,7 +115,7 @@ export function planRollout(v: RolloutView, surgeFits: () => boolean): RolloutDe
   const idle = old.find((r) => !r.ready);
   if (idle !== undefined) return { kind: "replace", id: idle.id };
   const next = old[0];
-  if (surgeFits()) return { kind: "surge", replaces: next.id, index: next.index };
+  if (surgeFits(next.index)) return { kind: "surge", replaces: next.id, index: next.index };
   const readyIndices = [...byIndex.values()].filter((g) => g.some((r) => r.ready)).length;
   if (readyIndices >= v.desired) return { kind: "replace", id: next.id };
   if (late) {

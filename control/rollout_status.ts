@@ -8,7 +8,7 @@
  */
 import { NotFoundError } from "./errors.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
-import { replicasOf } from "./rollout_step.ts";
+import { replicasOf } from "./replicas.ts";
 import type { ControlState } from "./state.ts";
 import { deploymentRevision, replicaRevision, type RolloutStepRecord } from "./store/store.ts";
 import { isReady, type ReplicaState, replicaView } from "./views.ts";

@@ -9,8 +9,9 @@
  * @module
  */
 import { withSettingsOf } from "../deployment/canonical.ts";
-import { indexCluster, place } from "../placement/mod.ts";
-import type { Pass } from "./reconciler.ts";
+import { place, type PlacementResult } from "../placement/mod.ts";
+import type { Pass } from "./pass.ts";
+import { type ReplicaBook, replicasOf } from "./replicas.ts";
 import { planRollout, type RolloutReplica } from "./rollout.ts";
 import {
   appendRevision,
@@ -30,11 +31,8 @@ import {
 } from "./store/store.ts";
 import { isReady } from "./views.ts";
 
-/** Places one pending replica now, on the live inventory; true when it was placed. */
-export type PlaceNow = (r: StoredReplica) => Promise<boolean>;
-
 /** Runs one decision for every deployment with a rollout under way. */
-export async function rollOut(pass: Pass, placeNow: PlaceNow): Promise<void> {
+export async function rollOut(pass: Pass): Promise<void> {
   const { state } = pass;
   // One walk over the replicas, not one per deployment.
   const behind = new Set<string>();
@@ -43,9 +41,9 @@ export async function rollOut(pass: Pass, placeNow: PlaceNow): Promise<void> {
     if (d !== undefined && replicaRevision(r) !== deploymentRevision(d)) behind.add(d.name);
   }
   for (const d of [...state.deployments.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-    if (behind.has(d.name)) await relabel(state, d);
+    if (behind.has(d.name)) await relabel(pass.book, state, d);
     if ((d.rollout ?? null) === null) continue;
-    await rollOne(pass, d, placeNow);
+    await rollOne(pass, d);
   }
 }
 
@@ -54,25 +52,15 @@ export async function rollOut(pass: Pass, placeNow: PlaceNow): Promise<void> {
  * undo or a revert back to their spec) join the current revision in place:
  * nothing restarts, since their launches do not change.
  */
-async function relabel(state: ControlState, d: StoredDeployment): Promise<void> {
+async function relabel(book: ReplicaBook, state: ControlState, d: StoredDeployment): Promise<void> {
   const current = deploymentRevision(d);
   for (const r of replicasOf(state, d.name)) {
     const rev = replicaRevision(r);
     if (rev === current) continue;
     const spec = revisionSpec(d, rev);
     if (spec === undefined || !sameWorkload(spec, d.spec)) continue;
-    r.revision = current;
-    // A revert keeps it: back in the endpoints if it was on its way out.
-    if (r.placement !== null) r.placement.retiring_at = null;
-    r.updated_at = state.now();
-    await state.store.putReplica(r);
+    await book.relabel(r, current);
   }
-}
-
-/** A deployment's replicas, by index then id. */
-export function replicasOf(state: ControlState, deployment: string): StoredReplica[] {
-  return [...state.replicas.values()].filter((r) => r.deployment === deployment)
-    .sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
 }
 
 /** The planner's view of one replica. */
@@ -90,10 +78,17 @@ export function plannerReplica(
   };
 }
 
-async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Promise<void> {
-  const { state, now } = pass;
+async function rollOne(pass: Pass, d: StoredDeployment): Promise<void> {
+  const { state, book, now } = pass;
   const rollout = d.rollout!;
   const target = deploymentRevision(d);
+  // "Would one more fit" is a placement on the pass's index, kept for the surge it allows.
+  const surge: { result: PlacementResult | null } = { result: null };
+  const fits = (index: number): boolean => {
+    const id = book.nextPlacementId({ id: book.freshId(d.name, index, target, true) });
+    surge.result = place(book.index(), d.spec, id, { detail: "grouped" });
+    return surge.result.status === "placed";
+  };
   const decision = planRollout({
     desired: d.spec.replicas,
     replicas: replicasOf(state, d.name).map((r) => plannerReplica(state, d, r)),
@@ -102,16 +97,15 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
     progressAt: rollout.progress_at,
     deadlineMs: progressDeadlineMs(d.spec),
     revertible: rollout.fallback !== null,
-  }, () => fits(state, d));
+  }, fits);
   const subject = `deployment/${d.name}`;
   switch (decision.kind) {
     case "wait":
       return;
     case "retire": {
       const r = state.replicas.get(decision.id)!;
-      if (!await afterGrace(pass, r)) return;
-      await removeReplica(
-        pass,
+      if (!await book.retire(r)) return;
+      await book.remove(
         r,
         decision.by === null
           ? `serving nothing; index ${r.index} runs revision ${target}`
@@ -134,7 +128,9 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
       state.kick();
       return;
     case "surge": {
-      const r = await state.addPending(d.name, decision.index, target, true);
+      const placed = surge.result;
+      if (placed?.status !== "placed") return; // planRollout surges only when it fits
+      const r = await book.addPending(d.name, decision.index, target, true);
       const id = r.id;
       rollout.step = { replaced: decision.replaces, by: id, mode: "surge", started_at: now };
       rollout.progress_at = now;
@@ -145,14 +141,14 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
         `revision ${target}: replacing ${decision.replaces} by ${id}, started first ` +
           `(free capacity); ${decision.replaces} stops once ${id} is ready`,
       );
-      await placeNow(r);
+      await book.place(r, placed);
       return;
     }
     case "replace": {
       const r = state.replicas.get(decision.id)!;
       const wasReady = isReady(state, r);
       const announced = (r.placement?.retiring_at ?? null) !== null;
-      if (!await afterGrace(pass, r)) {
+      if (!await book.retire(r)) {
         if (announced) return;
         // Out of the endpoints now, rebuilt once the grace has passed: the step begins.
         rollout.step = { replaced: r.id, by: r.id, mode: "in_place", started_at: now };
@@ -161,16 +157,9 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
         await state.event("rollout_step", subject, inPlaceMessage(target, r.id, true));
         return;
       }
-      r.revision = target;
-      r.failure = null;
-      if (r.phase === "placed") {
-        await state.rebuild(r, `rolling out revision ${target}`);
-      } else {
-        r.phase = "pending";
-        r.placement = null;
-        r.updated_at = now;
-        await state.store.putReplica(r);
-      }
+      const changes = { revision: target, failure: null };
+      if (r.phase === "placed") await book.rebuild(r, `rolling out revision ${target}`, changes);
+      else await book.requeue(r, changes);
       if (announced) return;
       rollout.step = { replaced: r.id, by: r.id, mode: "in_place", started_at: now };
       rollout.progress_at = now;
@@ -193,7 +182,7 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
       return;
     }
     case "fail":
-      await revert(state, d, decision.reason, now);
+      await revert(book, state, d, decision.reason, now);
       state.kick();
       return;
   }
@@ -206,6 +195,7 @@ async function rollOne(pass: Pass, d: StoredDeployment, placeNow: PlaceNow): Pro
  * the new ones are replaced.
  */
 async function revert(
+  book: ReplicaBook,
   state: ControlState,
   d: StoredDeployment,
   reason: string,
@@ -254,7 +244,7 @@ async function revert(
     subject,
     `revision ${failed} stopped; revision ${fallback}'s spec is back as revision ${revision}`,
   );
-  await relabel(state, d);
+  await relabel(book, state, d);
 }
 
 function inPlaceMessage(target: number, id: string, wasReady: boolean): string {
@@ -262,43 +252,6 @@ function inPlaceMessage(target: number, id: string, wasReady: boolean): string {
     ? `revision ${target}: replacing ${id} in place (no free capacity to start ` +
       `its replacement first; one replica down at a time)`
     : `revision ${target}: replacing ${id} in place (it was serving nothing)`;
-}
-
-/**
- * Whether a replica may be stopped now. A ready one first leaves the
- * gateways' endpoints and is stopped only after the state's grace, so no
- * gateway still sends it requests (gateways poll the feed); one that serves
- * nothing may go at once. False means: not yet (it is marked, ask again).
- */
-export async function afterGrace(pass: Pass, r: StoredReplica): Promise<boolean> {
-  const { state, now } = pass;
-  const grace = state.retireGraceMs;
-  if (grace <= 0 || r.placement === null || !isReady(state, r)) return true;
-  const since = r.placement.retiring_at ?? null;
-  if (since === null) {
-    r.placement.retiring_at = now;
-    r.updated_at = now;
-    await state.store.putReplica(r);
-    return false;
-  }
-  return now - since >= grace;
-}
-
-/** Whether one more replica of `d`'s current spec would be placed now. */
-function fits(state: ControlState, d: StoredDeployment): boolean {
-  const index = indexCluster(state.inventory.snapshot());
-  return place(index, d.spec, `${d.name}-surge`).status === "placed";
-}
-
-/** Removes a replica: its GPUs are freed and its shards leave their nodes' desired states. */
-export async function removeReplica(pass: Pass, r: StoredReplica, why: string): Promise<void> {
-  const { state } = pass;
-  state.touch(r);
-  state.inventory.releaseReplica(r.id);
-  state.replicas.delete(r.id);
-  pass.attempts.delete(r.id);
-  await state.store.deleteReplica(r.id);
-  await state.event("replica_removed", `replica/${r.id}`, why, r.uid ?? "");
 }
 
 async function putDeployment(state: ControlState, d: StoredDeployment): Promise<void> {

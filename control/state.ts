@@ -11,8 +11,7 @@ import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Clock } from "../time/clock.ts";
-import { currentUid, newUid } from "./identity.ts";
-import { freshReplicaId } from "./rollout.ts";
+import { currentUid } from "./identity.ts";
 import { revisionSpec } from "./rollout_revisions.ts";
 import {
   type AccessTokenRecord,
@@ -24,6 +23,7 @@ import {
   type StoredNode,
   type StoredReplica,
 } from "./store/store.ts";
+import { Wake } from "./wake.ts";
 
 /** The most events queued for a batching store; past it the oldest are dropped (and counted). */
 const MAX_PENDING_EVENTS = 10_000;
@@ -41,6 +41,10 @@ export interface ControlStateOptions {
   thresholds?: Partial<LivenessThresholds>;
   /** See {@link ControlState.retireGraceMs}; default {@link DEFAULT_RETIRE_GRACE_MS}. */
   retireGraceMs?: number;
+  /** See {@link ControlState.leading}; default: always (a store of its own). */
+  leading?: () => boolean;
+  /** What {@link ControlState.kick} asks: the reconciler answers it (control/wake.ts). */
+  wake?: Wake;
 }
 
 /**
@@ -82,9 +86,9 @@ export class ControlState {
    * Whether this control plane may act: always, on a store of its own; while
    * its leadership term certainly holds, on a shared one (control/ha_control.ts).
    */
-  leading: () => boolean = () => true;
-  /** Asks for a reconcile soon; set by the reconciler's loop. */
-  kick: () => void = () => {};
+  readonly leading: () => boolean;
+  /** The reconciler's wake: {@link kick} asks it for a pass. */
+  readonly wake: Wake;
   /** Events queued and then given up (the queue was full, or the store refused them). */
   droppedEvents = 0;
   /**
@@ -104,6 +108,13 @@ export class ControlState {
     this.inventory = new InventoryStore({ thresholds: options.thresholds });
     this.startedAt = options.clock.now();
     this.retireGraceMs = options.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
+    this.leading = options.leading ?? (() => true);
+    this.wake = options.wake ?? new Wake();
+  }
+
+  /** Asks for a reconcile pass soon (debounced by the reconciler, which answers the wake). */
+  kick(): void {
+    this.wake.kick();
   }
 
   /** The current time. */
@@ -205,57 +216,6 @@ export class ControlState {
     const d = this.deployments.get(r.deployment);
     if (d === undefined) return undefined;
     return revisionSpec(d, replicaRevision(r)) ?? d.spec;
-  }
-
-  /**
-   * Adds a pending replica of `deployment` at `index`, on `revision`, and
-   * stores it; the reconciler places it. A `replacement` starts beside the
-   * replica it replaces, so it takes an id of its own (rollout.ts).
-   */
-  async addPending(
-    deployment: string,
-    index: number,
-    revision: number,
-    replacement: boolean,
-  ): Promise<StoredReplica> {
-    const now = this.now();
-    const id = freshReplicaId(
-      deployment,
-      index,
-      revision,
-      (x) => this.replicas.has(x),
-      replacement,
-    );
-    const r: StoredReplica = {
-      id,
-      deployment,
-      index,
-      phase: "pending",
-      placement: null,
-      explanation: null,
-      failure: null,
-      revision,
-      uid: newUid(),
-      created_at: now,
-      updated_at: now,
-    };
-    this.replicas.set(id, r);
-    await this.store.putReplica(r);
-    return r;
-  }
-
-  /**
-   * Takes a placed replica back to pending: its GPUs are freed and its nodes'
-   * desired states lose its shards. The reconciler places it again.
-   */
-  async rebuild(r: StoredReplica, reason: string): Promise<void> {
-    this.touch(r);
-    this.inventory.releaseReplica(r.id);
-    r.phase = "pending";
-    r.placement = null;
-    r.updated_at = this.now();
-    await this.store.putReplica(r);
-    await this.event("replica_rebuilding", `replica/${r.id}`, reason);
   }
 }
 
