@@ -126,7 +126,7 @@ export class ControlPlane {
       (() => singleLeadership("this control plane"));
     this.book = new ReplicaBook(this.state);
     this.desired = new DesiredStates(this.state);
-    this.nodes = new NodeService(this.state, this.desired);
+    this.nodes = new NodeService(this.state, this.desired, this.book);
     this.deployments = new DeploymentService(
       this.state,
       this.book,

@@ -16,6 +16,7 @@ import type { DesiredStates } from "./desired.ts";
 import { ForbiddenError, InvalidInputError, NotFoundError } from "./errors.ts";
 import { removeNode } from "./node_removal.ts";
 import { learnPorts, replicaIdOfShard } from "./ports.ts";
+import type { ReplicaBook } from "./replicas.ts";
 import { shardEvents } from "./shard_events.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
 import type { NodeIntent, StoredNode } from "./store/store.ts";
@@ -32,11 +33,13 @@ const INTENT_EVENT: Record<NodeIntent, { kind: string; verb: string }> = {
 export class NodeService {
   readonly #state: ControlState;
   readonly #desired: DesiredStates;
+  readonly #book: ReplicaBook;
 
-  /** Creates the service. */
-  constructor(state: ControlState, desired: DesiredStates) {
+  /** Creates the service; ports learned from heartbeats are stored through `book`. */
+  constructor(state: ControlState, desired: DesiredStates, book: ReplicaBook) {
     this.#state = state;
     this.#desired = desired;
+    this.#book = book;
   }
 
   /** Every node with its state and allocations. */
@@ -156,7 +159,9 @@ export class NodeService {
       }
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
       // The ports the agent allocated; other ranks learn rank 0's at once.
-      if ((await learnPorts(state, req.shards)).length > 0) await this.#desired.publishDirty();
+      const learned = learnPorts(state, req.shards);
+      for (const r of learned) await this.#book.savePorts(r);
+      if (learned.length > 0) await this.#desired.publishDirty();
       // A shard that failed for good (multi-node) or reached ready: worth a pass now.
       if (
         req.shards.some((s) =>

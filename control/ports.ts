@@ -16,13 +16,14 @@ export function replicaIdOfShard(shardId: string): string {
 
 /**
  * Records the ports in a node's shard reports. Returns the replicas whose
- * ports changed; their records are stored, and the nodes of their other
- * ranks are marked for a new desired state when rank 0's ports changed.
+ * ports changed, for the caller to store (the replica book's `savePorts`);
+ * the nodes of their other ranks are marked for a new desired state when
+ * rank 0's ports changed.
  */
-export async function learnPorts(
+export function learnPorts(
   state: ControlState,
   reports: readonly ShardReport[],
-): Promise<StoredReplica[]> {
+): StoredReplica[] {
   const changed = new Set<StoredReplica>();
   for (const report of reports) {
     if (report.port === 0) continue;
@@ -45,10 +46,6 @@ export async function learnPorts(
     if (leaderChanged) {
       for (const s of r.placement.shards) if (s.rank !== 0) state.dirty.add(s.node);
     }
-  }
-  for (const r of changed) {
-    r.updated_at = state.now();
-    await state.store.putReplica(r);
   }
   return [...changed];
 }

@@ -86,6 +86,11 @@ export class ReplicaBook {
     return index;
   }
 
+  /** Marks the nodes of a replica's shards for a new desired state. */
+  #touch(r: StoredReplica): void {
+    for (const s of r.placement?.shards ?? []) this.#state.dirty.add(s.node);
+  }
+
   /** Remembers a restored placement's number, so the next one gets new shard ids. */
   restoreAttempt(replicaId: string, attempt: number): void {
     this.#attempts.set(replicaId, attempt);
@@ -155,7 +160,7 @@ export class ReplicaBook {
     r.placement = { ...placed, ports: noPorts() };
     r.explanation = placed.explanation;
     r.updated_at = state.now();
-    state.touch(r);
+    this.#touch(r);
     await state.store.putReplica(r);
     this.counters.placements++;
     await state.event("replica_placed", `replica/${r.id}`, placed.explanation.summary);
@@ -185,7 +190,7 @@ export class ReplicaBook {
    */
   vacate(r: StoredReplica): void {
     const state = this.#state;
-    state.touch(r);
+    this.#touch(r);
     const released = state.inventory.releaseReplica(r.id);
     if (this.#index !== null && released.length > 0) {
       releasePlacement(this.#index, released[0].deployment ?? r.deployment, released);
@@ -264,6 +269,12 @@ export class ReplicaBook {
     this.#attempts.delete(r.id);
     await state.store.deleteReplica(r.id);
     await state.event("replica_removed", `replica/${r.id}`, why, r.uid ?? "");
+  }
+
+  /** Stores the ports its agents allocated (control/ports.ts learned them): no event. */
+  async savePorts(r: StoredReplica): Promise<void> {
+    r.updated_at = this.#state.now();
+    await this.#state.store.putReplica(r);
   }
 
   /**

@@ -187,11 +187,6 @@ export class ControlState {
     console.error(JSON.stringify({ level: "warn", component: "control", msg, detail }));
   }
 
-  /** Marks the nodes of a replica's shards for a new desired state. */
-  touch(r: StoredReplica): void {
-    for (const s of r.placement?.shards ?? []) this.dirty.add(s.node);
-  }
-
   /** What the inventory holds for a stored node: the agent's facts under the operator's intent. */
   registration(n: StoredNode): NodeRegistration {
     const r = n.registration;
