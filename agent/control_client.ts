@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { readLimited } from "../http/read_limited.ts";
 import {
   type CertificateAnswer,
@@ -24,9 +24,11 @@ import {
   type HeartbeatRequest,
   HeartbeatResponseSchema,
   parseDesiredState,
+  RegisterAnswerSchema,
   type RegisterRequest,
   type RegisterResponse,
 } from "../protocol/agent_protocol.ts";
+import { readErrorBody } from "../protocol/error_body.ts";
 import { describeIssues, WireFormatError } from "../protocol/wire_error.ts";
 import { zodIssues } from "../validation/issues.ts";
 
@@ -100,21 +102,6 @@ export interface HeartbeatResult {
   /** Hashes of the live metrics tokens; null when the control plane did not say. */
   metricsTokenHashes: string[] | null;
 }
-
-const RegisterAnswerSchema = z.object({
-  node_id: z.string().min(1).max(128).optional(),
-  node_token: z.string().min(1).max(4096),
-  heartbeat_interval_ms: z.number().finite().positive().optional(),
-  certificate: z.string().min(1).max(16_384).optional(),
-  ca_certificate: z.string().min(1).max(16_384).optional(),
-});
-
-const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.string().max(128).optional(),
-    message: z.string().max(4096).optional(),
-  }),
-});
 
 /** Talks to one control plane. */
 export class ControlClient {
@@ -323,14 +310,11 @@ async function readBounded(res: Response, max: number, what: string): Promise<st
 function httpError(what: string, status: number, text: string): ControlError {
   let code: string | null = null;
   let serverMessage: string | null = null;
-  try {
-    const parsed = ErrorBodySchema.safeParse(JSON.parse(text));
-    if (parsed.success) {
-      code = parsed.data.error.code ?? null;
-      serverMessage = parsed.data.error.message ?? null;
-    }
-  } catch {
-    // Not JSON: a proxy's error page, say.
+  // Not an error body (a proxy's error page, say): the text is shown.
+  const body = readErrorBody(text);
+  if (body !== null) {
+    code = body.code;
+    serverMessage = body.message;
   }
   const detail = serverMessage ?? (text.trim().slice(0, 200) || "no body");
   return new ControlError(

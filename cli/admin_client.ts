@@ -5,7 +5,10 @@
  *
  * @module
  */
+import type { z } from "zod";
 import { FailoverFetch } from "../http/failover_fetch.ts";
+import { readErrorBody } from "../protocol/error_body.ts";
+import { parseWire, WireFormatError } from "../protocol/wire_error.ts";
 import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { controlUrlsOf, UsageError } from "./usage_error.ts";
@@ -59,20 +62,41 @@ export async function adminRequest(
     );
   }
   const text = await res.text();
-  let json: unknown = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON: reported below.
-  }
   if (!res.ok) {
-    const err = (json as { error?: { message?: string } } | null)?.error?.message;
+    const err = readErrorBody(text)?.message;
     throw new AdminError(
       `${method} ${path}: ${res.status}: ${err ?? text.slice(0, 200)}`,
       res.status,
     );
   }
-  return json;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Not JSON: the answer's schema refuses it, naming the call.
+    return null;
+  }
+}
+
+/**
+ * Calls the admin API and parses the answer with its protocol schema
+ * (protocol/admin_protocol.ts).
+ *
+ * @throws {AdminError} When the call fails, or the answer is not what the schema says.
+ */
+export async function adminAnswer<S extends z.ZodType>(
+  call: AdminCall,
+  schema: S,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<z.output<S>> {
+  const json = await call(method, path, body);
+  try {
+    return parseWire(schema, json, `the answer to ${method} ${path}`);
+  } catch (e) {
+    if (e instanceof WireFormatError) throw new AdminError(e.message);
+    throw e;
+  }
 }
 
 /** The connection flags every admin command takes. */

@@ -8,7 +8,13 @@
  *
  * @module
  */
-import { type AdminCall, adminRequest, openAdminTarget } from "./admin_client.ts";
+import type { z } from "zod";
+import {
+  ScaleAnswer,
+  ShardLogsAnswer,
+  StoredDeploymentSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall, adminRequest, openAdminTarget } from "./admin_client.ts";
 import { adminHelp } from "./admin_help.ts";
 import { advanceLog } from "../protocol/log_window.ts";
 import { PROBE_PATHS, probeLinesNote } from "../supervisor/probe_lines.ts";
@@ -265,11 +271,11 @@ async function run(
       }, out);
     case "scale": {
       const name = encodeURIComponent(first);
-      const scaled = await call("POST", `/v1/deployments/${name}/scale`, {
+      const scaled = await adminAnswer(call, ScaleAnswer, "POST", `/v1/deployments/${name}/scale`, {
         replicas: Number(second),
-      }) as { warnings?: { message: string }[] };
-      for (const w of scaled.warnings ?? []) err(`warning: deployment/${first}: ${w.message}\n`);
-      const d = await call("GET", `/v1/deployments/${name}`);
+      });
+      for (const w of scaled.warnings) err(`warning: deployment/${first}: ${w.message}\n`);
+      const d = await adminAnswer(call, StoredDeploymentSchema, "GET", `/v1/deployments/${name}`);
       print(d, () => `deployment ${first} scaled to ${second}`);
       return 0;
     }
@@ -304,15 +310,8 @@ async function run(
   }
 }
 
-interface ShardLogs {
-  shard_id: string;
-  node: string;
-  state: string;
-  lines: string[];
-  log_id?: string | null;
-  first?: number | null;
-  probe_lines_hidden?: number | null;
-}
+/** A shard's logs as `GET /v1/replicas/:id/logs` answers them. */
+type ShardLogs = z.infer<typeof ShardLogsAnswer>;
 
 /** The `#` line over a shard's log: where it runs, and the probe lines left out. */
 function logHeader(logs: ShardLogs, what: string): string {
@@ -334,7 +333,7 @@ async function logs(
   const path = `/v1/replicas/${encodeURIComponent(replica)}/logs?shard=${
     values.shard ?? "0"
   }&lines=${values.lines ?? "100"}`;
-  const first = await call("GET", path) as ShardLogs;
+  const first = await adminAnswer(call, ShardLogsAnswer, "GET", path);
   if (!values.follow) {
     if (plan.json) out(JSON.stringify(first, null, 2) + "\n");
     else out(logHeader(first, ` (${first.state})`) + `${first.lines.join("\n")}\n`);
@@ -357,7 +356,7 @@ async function logs(
       }, { once: true });
     });
     if (stop.aborted) break;
-    const next = await call("GET", path) as ShardLogs;
+    const next = await adminAnswer(call, ShardLogsAnswer, "GET", path);
     // A new shard (the replica was placed again) is a new log too.
     const step = advanceLog(next.shard_id === shown.shard_id ? shown : null, next);
     if (!plan.json && next.shard_id !== shown.shard_id) {

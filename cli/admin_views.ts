@@ -6,92 +6,24 @@
  */
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { explanationLines } from "../placement/place.ts";
-import type { Explanation } from "../placement/types.ts";
+import type {
+  DeploymentListing,
+  EventListing,
+  LiveExplanation,
+  NodeListing,
+  ReplicaListing,
+  ShardListing,
+} from "../protocol/admin_protocol.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 
-/** A node as `GET /v1/nodes` lists it (the fields printed). */
-export interface NodeRow {
-  id: string;
-  hostname?: string;
-  state: string;
-  mgmt_addr: string;
-  intent?: string;
-  agent_version?: string;
-  engine_versions?: Record<string, string>;
-  last_seen_ms?: number;
-  labels?: Record<string, string>;
-  gpus: {
-    index?: number;
-    class: string | null;
-    name?: string | null;
-    memory_total_mb?: number | null;
-    memory_used_mb?: number | null;
-    health: { problems: string[] };
-  }[];
-  fabrics: { fabric: string; hcas?: string[]; rate_gbps?: number | null }[];
-  allocations: { replica_id?: string; shard_id?: string; gpu_indices: number[] }[];
-}
-
-/** A shard of a replica as listed. */
-export interface ShardRow {
-  shard_id?: string;
-  rank: number;
-  node: string;
-  gpu_indices: number[];
-  port?: number;
-  state: string;
-  progress: { percent: number | null } | null;
-  last_failure?: { reason: string; log_tail: string[] } | null;
-  restarts?: number;
-  crash_loop?: { failures: number; limit: number } | null;
-}
-
-/** A replica as `GET /v1/replicas` lists it. */
-export interface ReplicaRow {
-  id: string;
-  deployment: string;
-  state: string;
-  profile: string | null;
-  shards: ShardRow[];
-  explanation: Explanation | null;
-  failure?: { reason: string; log_tail: string[]; attempts: number } | null;
-  revision?: number;
-}
-
-/** A deployment as `GET /v1/deployments` lists it. */
-export interface DeploymentRow {
-  name: string;
-  spec: {
-    model: string;
-    served_model_name: string;
-    replicas: number;
-    routing?: string;
-    profiles: { name: string; engine: string; gpu_class?: string; tensor_parallel?: number }[];
-  };
-  created_at: number;
-  updated_at: number;
-  revision?: number;
-}
-
-/** An event as listed. */
-export interface EventRow {
-  id?: number;
-  at: number;
-  kind: string;
-  subject: string;
-  message: string;
-  /** The incarnation of its subject it is about; "" when none (absent from older servers). */
-  uid?: string;
-}
-
 /** GPUs free on a node: healthy and not held. */
-export function freeGpus(n: NodeRow): number {
+export function freeGpus(n: NodeListing): number {
   const held = new Set(n.allocations.flatMap((a) => a.gpu_indices));
   return n.gpus.filter((g, i) => g.health.problems.length === 0 && !held.has(g.index ?? i)).length;
 }
 
 /** Nodes as a table; `wide` adds agent, engines and what they hold. */
-export function nodeTable(nodes: readonly NodeRow[], wide = false): string {
+export function nodeTable(nodes: readonly NodeListing[], wide = false): string {
   const header = ["NODE", "STATE", "GPUS", "FREE", "CLASSES", "FABRICS", "ADDRESS"];
   if (wide) header.push("AGENT", "ENGINES", "REPLICAS");
   return renderTable(
@@ -119,15 +51,15 @@ export function nodeTable(nodes: readonly NodeRow[], wide = false): string {
 }
 
 /** Ready replicas of a deployment / desired, e.g. `2/3`. */
-export function readyColumn(d: DeploymentRow, replicas: readonly ReplicaRow[]): string {
+export function readyColumn(d: DeploymentListing, replicas: readonly ReplicaListing[]): string {
   const ready = replicas.filter((r) => r.deployment === d.name && r.state === "ready").length;
   return `${ready}/${d.spec.replicas}`;
 }
 
 /** Deployments as a table with READY; `wide` adds routing, profiles and revision. */
 export function deploymentTable(
-  deployments: readonly DeploymentRow[],
-  replicas: readonly ReplicaRow[],
+  deployments: readonly DeploymentListing[],
+  replicas: readonly ReplicaListing[],
   wide = false,
 ): string {
   const header = ["DEPLOYMENT", "READY", "MODEL", "SERVED AS"];
@@ -149,20 +81,20 @@ export function deploymentTable(
   );
 }
 
-function progressCell(s: ShardRow): string {
+function progressCell(s: ShardListing): string {
   return s.progress?.percent === null || s.progress === null || s.progress === undefined
     ? "-"
     : `${s.progress.percent}%`;
 }
 
 /** A shard's state as listed: `crash_loop 3/5` while it crash-loops. */
-function shardStateCell(s: ShardRow): string {
+function shardStateCell(s: ShardListing): string {
   const c = s.crash_loop;
   return c === null || c === undefined ? s.state : `crash_loop ${c.failures}/${c.limit}`;
 }
 
 /** Replicas as a table: one line per shard; `wide` adds the port and shard id. */
-export function replicaTable(replicas: readonly ReplicaRow[], wide = false): string {
+export function replicaTable(replicas: readonly ReplicaListing[], wide = false): string {
   const header = [
     "REPLICA",
     "STATE",
@@ -211,7 +143,7 @@ export function replicaTable(replicas: readonly ReplicaRow[], wide = false): str
  * word. `wide` adds the incarnation each is about (its uid's first 8
  * characters, "-" for none), which tells a name's earlier objects apart.
  */
-export function eventTable(events: readonly EventRow[], width = 80, wide = false): string {
+export function eventTable(events: readonly EventListing[], width = 80, wide = false): string {
   return renderTable(
     ["TIME", "KIND", "SUBJECT", ...(wide ? ["INCARNATION"] : []), "MESSAGE"],
     events.map((e) => [
@@ -225,7 +157,7 @@ export function eventTable(events: readonly EventRow[], width = 80, wide = false
 }
 
 /** Events in full, for describe: every line of each message, indented under its head. */
-export function eventBlock(events: readonly EventRow[]): string[] {
+export function eventBlock(events: readonly EventListing[]): string[] {
   if (events.length === 0) return ["  (none)"];
   return events.flatMap((e) => {
     const [first, ...rest] = e.message.split("\n");
@@ -237,7 +169,7 @@ export function eventBlock(events: readonly EventRow[]): string[] {
 }
 
 /** What explain says of a replica's failures: the given-up reason or each shard's last one. */
-export function failureLines(r: ReplicaRow): string[] {
+export function failureLines(r: ReplicaListing): string[] {
   const out: string[] = [];
   const tail = (lines: readonly string[]) =>
     lines.length === 0 ? [] : ["    log tail:", ...lines.slice(-20).map((l) => `      ${l}`)];
@@ -267,19 +199,11 @@ export function failureLines(r: ReplicaRow): string[] {
   return out;
 }
 
-/** A replica's live explanation as `GET /v1/replicas/:id/explanation` answers it. */
-export interface LiveExplanationRow {
-  replica: ReplicaRow;
-  live: Explanation | null;
-  detail: "full" | "grouped";
-  nodes: number;
-}
-
 /**
  * What explain prints for one replica: its state, failures, the explanation
  * of its placement, and what placement says on the live inventory now.
  */
-export function explainLines(x: LiveExplanationRow): string[] {
+export function explainLines(x: LiveExplanation): string[] {
   const r = x.replica;
   const lines = [`replica ${r.id}: ${r.state}${r.profile ? ` (profile ${r.profile})` : ""}`];
   lines.push(...failureLines(r));

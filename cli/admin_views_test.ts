@@ -1,10 +1,11 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import type { ReplicaListing, ShardListing } from "../protocol/admin_protocol.ts";
 import { deploymentTable, eventTable, failureLines, replicaTable } from "./admin_views.ts";
 
 const REASON =
   "exited with code 2: the engine refused its arguments: unrecognized arguments: --max-model-lenn";
 
-const failed = {
+const failed: ReplicaListing = {
   id: "llama-8b-r0",
   deployment: "llama-8b",
   state: "failed",
@@ -13,10 +14,38 @@ const failed = {
   explanation: null,
   failure: {
     reason: REASON,
+    shard_id: "llama-8b-r0.3/0",
+    node: "n1",
+    at: 0,
     log_tail: ["usage: vllm serve [model_tag] [options]", "vllm serve: error: unrecognized …"],
     attempts: 3,
   },
+  revision: 1,
+  ready_at: null,
+  retiring_at: null,
 };
+
+/** A shard as the API lists it: rank 0 on n1, its failure and crash loop as given. */
+function shard(over: Partial<ShardListing>): ShardListing {
+  return {
+    shard_id: "llama-8b-r0.1/0",
+    rank: 0,
+    node: "n1",
+    gpu_indices: [0],
+    port: 0,
+    state: "backoff",
+    progress: null,
+    last_failure: null,
+    restarts: 0,
+    crash_loop: null,
+    ...over,
+  };
+}
+
+/** A shard's last failure with `reason` and `log_tail`. */
+function lastFailure(reason: string, log_tail: string[]): ShardListing["last_failure"] {
+  return { at: 0, reason, exit_code: 1, signal: null, log_tail };
+}
 
 Deno.test("get replicas: a failed replica shows its reason, cut at a word", () => {
   const table = replicaTable([failed]);
@@ -36,18 +65,11 @@ Deno.test("explain: the reason and the log tail of a failed replica and of faili
     "      usage: vllm serve [model_tag] [options]",
     "      vllm serve: error: unrecognized …",
   ]);
-  const crashing = {
+  const crashing: ReplicaListing = {
     ...failed,
     state: "starting",
     failure: null,
-    shards: [{
-      rank: 0,
-      node: "n1",
-      gpu_indices: [0],
-      state: "backoff",
-      progress: null,
-      last_failure: { reason: "exited with code 1", log_tail: ["CUDA out of memory"] },
-    }],
+    shards: [shard({ last_failure: lastFailure("exited with code 1", ["CUDA out of memory"]) })],
   };
   assertEquals(failureLines(crashing), [
     "  rank 0 last failure: exited with code 1",
@@ -60,6 +82,7 @@ Deno.test("get deployments: READY is ready replicas over desired", () => {
   const d = {
     name: "llama-8b",
     spec: {
+      name: "llama-8b",
       model: "m",
       served_model_name: "llama-8b",
       replicas: 3,
@@ -68,7 +91,7 @@ Deno.test("get deployments: READY is ready replicas over desired", () => {
     created_at: 0,
     updated_at: 0,
   };
-  const replica = (id: string, state: string) => ({ ...failed, id, state });
+  const replica = (id: string, state: ReplicaListing["state"]) => ({ ...failed, id, state });
   const table = deploymentTable([d], [
     replica("llama-8b-r0", "ready"),
     replica("llama-8b-r1", "loading"),
@@ -81,8 +104,22 @@ Deno.test("get deployments: READY is ready replicas over desired", () => {
 
 Deno.test("get events: a multi-line or long message stays on one line, cut at a word", () => {
   const table = eventTable([
-    { at: 0, kind: "replica_failed", subject: "replica/x-r0", message: "line one\nline two" },
-    { at: 0, kind: "replica_placed", subject: "replica/x-r1", message: "word ".repeat(40).trim() },
+    {
+      id: 1,
+      at: 0,
+      kind: "replica_failed",
+      subject: "replica/x-r0",
+      message: "line one\nline two",
+      uid: "",
+    },
+    {
+      id: 2,
+      at: 0,
+      kind: "replica_placed",
+      subject: "replica/x-r1",
+      message: "word ".repeat(40).trim(),
+      uid: "",
+    },
   ]);
   const lines = table.split("\n");
   assertEquals(lines.length, 3, table);
@@ -91,23 +128,17 @@ Deno.test("get events: a multi-line or long message stays on one line, cut at a 
 });
 
 Deno.test("get replicas and explain: a crash-looping shard shows its count, restarts and last error", () => {
-  const looping = {
+  const looping: ReplicaListing = {
     ...failed,
     state: "starting",
     failure: null,
-    shards: [{
-      rank: 0,
-      node: "n1",
-      gpu_indices: [0],
-      state: "backoff",
-      progress: null,
+    shards: [shard({
       restarts: 3,
       crash_loop: { failures: 3, limit: 5 },
-      last_failure: {
-        reason: "exited with code 1",
-        log_tail: ["ModuleNotFoundError: No module named 'sglang'"],
-      },
-    }],
+      last_failure: lastFailure("exited with code 1", [
+        "ModuleNotFoundError: No module named 'sglang'",
+      ]),
+    })],
   };
   const [header, row] = replicaTable([looping]).split("\n");
   assertOk(/\bSHARD\s+RESTARTS\s+PROGRESS\b/.test(header), header);

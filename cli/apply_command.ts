@@ -8,9 +8,9 @@
  *
  * @module
  */
-import type { ApplyResult } from "../control/deployments.ts";
+import { ApplyAnswer, type ApplyListing } from "../protocol/admin_protocol.ts";
 import { describeChange } from "../protocol/apply_answer.ts";
-import type { AdminCall } from "./admin_client.ts";
+import { adminAnswer, type AdminCall, AdminError } from "./admin_client.ts";
 import { readApplySources } from "./apply_sources.ts";
 
 /** How `apply` runs. */
@@ -20,9 +20,6 @@ export interface ApplyFlags {
   /** Ask the control plane what each apply would do; change nothing. */
   dryRun: boolean;
 }
-
-/** The control plane's answer, as JSON carries it. */
-type Answer = Omit<ApplyResult, "deployment"> & { deployment: { name: string; replicas: number } };
 
 /** Runs `apply`; returns the exit code. */
 export async function applyCommand(
@@ -36,9 +33,11 @@ export async function applyCommand(
   const query = flags.dryRun ? "?dry_run=true" : "";
   const applied = [];
   for (const { source, doc } of docs) {
-    const r = await call("POST", `/v1/deployments${query}`, doc).catch((e) => {
-      throw new (e.constructor as typeof Error)(`${source}: ${e.message}`);
-    }) as Answer;
+    const r = await adminAnswer(call, ApplyAnswer, "POST", `/v1/deployments${query}`, doc)
+      .catch((e) => {
+        // Which document it was, the status kept (AdminError is all a call throws).
+        throw e instanceof AdminError ? new AdminError(`${source}: ${e.message}`, e.status) : e;
+      });
     applied.push({ source, ...r });
     if (flags.json) continue;
     for (const w of r.warnings) out(`warning: ${source}: ${w.message}\n`);
@@ -49,7 +48,7 @@ export async function applyCommand(
 }
 
 /** An answer as kubectl-style lines: what happened, then each change and the replicas that roll. */
-export function applyLines(r: Answer): string[] {
+export function applyLines(r: ApplyListing): string[] {
   const d = r.deployment;
   const count = `${d.replicas} replica${d.replicas === 1 ? "" : "s"}`;
   const dry = r.dry_run ? " (dry run)" : "";

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { AdminCall } from "./admin_client.ts";
-import type { NodeRow } from "./admin_views.ts";
+import { adminAnswer, type AdminCall } from "./admin_client.ts";
+import { DeletedAnswer, NodeSchema, StoredDeploymentSchema } from "../protocol/admin_protocol.ts";
 import { eachName, exitCode, oneOrMany } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -57,12 +57,12 @@ export async function deleteCommand(
   const r = await eachName(target.names, async (name) => {
     const id = encodeURIComponent(name);
     if (target.kind === "node") {
-      const n = await call("DELETE", `/v1/nodes/${id}`) as NodeRow;
+      const n = await adminAnswer(call, NodeSchema, "DELETE", `/v1/nodes/${id}`);
       if (!json) out(`node ${name} removed\n`);
       return n;
     }
-    const d = await call("GET", `/v1/deployments/${id}`);
-    await call("DELETE", `/v1/deployments/${id}`);
+    const d = await adminAnswer(call, StoredDeploymentSchema, "GET", `/v1/deployments/${id}`);
+    await adminAnswer(call, DeletedAnswer, "DELETE", `/v1/deployments/${id}`);
     if (!json) out(`deployment ${name} deleted\n`);
     return d;
   }, err);

@@ -5,22 +5,26 @@
  *
  * @module
  */
-import { type AdminCall, AdminError } from "./admin_client.ts";
 import {
-  type DeploymentRow,
-  eventBlock,
-  type EventRow,
-  explainLines,
-  freeGpus,
-  type LiveExplanationRow,
-  type NodeRow,
-  readyColumn,
-  type ReplicaRow,
-  replicaTable,
-} from "./admin_views.ts";
+  type DeploymentListing,
+  type EventListing,
+  EventListSchema,
+  type LiveExplanation,
+  LiveExplanationAnswer,
+  type NodeListing,
+  NodeSchema,
+  type ReplicaListing,
+  ReplicaListSchema,
+  type RolloutStatusAnswer,
+  RolloutStatusSchema,
+  ShardLogsAnswer,
+  StoredDeploymentSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall, AdminError } from "./admin_client.ts";
+import { eventBlock, explainLines, freeGpus, readyColumn, replicaTable } from "./admin_views.ts";
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
-import { type StatusRow, statusText } from "./rollout_command.ts";
+import { statusText } from "./rollout_command.ts";
 import { eachName, exitCode, oneOrMany } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -29,15 +33,15 @@ const EVENTS = 15;
 
 /** What describe found, before it is printed (also the `--json` answer). */
 export type Described =
-  | { kind: "node"; node: NodeRow; events: EventRow[] }
+  | { kind: "node"; node: NodeListing; events: EventListing[] }
   | {
     kind: "deployment";
-    deployment: DeploymentRow;
-    replicas: ReplicaRow[];
-    events: EventRow[];
-    rollout: unknown;
+    deployment: DeploymentListing;
+    replicas: ReplicaListing[];
+    events: EventListing[];
+    rollout: RolloutStatusAnswer | null;
   }
-  | { kind: "replica"; explanation: LiveExplanationRow; logs: ShardTail[]; events: EventRow[] };
+  | { kind: "replica"; explanation: LiveExplanation; logs: ShardTail[]; events: EventListing[] };
 
 /** The live log tail of a failing shard. */
 export interface ShardTail {
@@ -48,11 +52,13 @@ export interface ShardTail {
   error?: string;
 }
 
-async function eventsOf(call: AdminCall, subject: string): Promise<EventRow[]> {
-  const { events } = await call(
+async function eventsOf(call: AdminCall, subject: string): Promise<EventListing[]> {
+  const { events } = await adminAnswer(
+    call,
+    EventListSchema,
     "GET",
     `/v1/events?subject=${encodeURIComponent(subject)}&limit=${EVENTS}`,
-  ) as { events: EventRow[] };
+  );
   return events;
 }
 
@@ -64,15 +70,25 @@ export async function describe(call: AdminCall, kind: string, name: string): Pro
     case "nodes":
       return {
         kind: "node",
-        node: await call("GET", `/v1/nodes/${id}`) as NodeRow,
+        node: await adminAnswer(call, NodeSchema, "GET", `/v1/nodes/${id}`),
         events: await eventsOf(call, `node/${name}`),
       };
     case "deployment":
     case "deployments": {
-      const deployment = await call("GET", `/v1/deployments/${id}`) as DeploymentRow;
-      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      const deployment = await adminAnswer(
+        call,
+        StoredDeploymentSchema,
+        "GET",
+        `/v1/deployments/${id}`,
+      );
+      const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");
       // The rollout status, where the control plane has one (older ones do not).
-      const rollout = await call("GET", `/v1/deployments/${id}/rollout`).catch((e) => {
+      const rollout = await adminAnswer(
+        call,
+        RolloutStatusSchema,
+        "GET",
+        `/v1/deployments/${id}/rollout`,
+      ).catch((e) => {
         if (e instanceof AdminError && e.status === 404) return null;
         throw e;
       });
@@ -86,19 +102,24 @@ export async function describe(call: AdminCall, kind: string, name: string): Pro
     }
     case "replica":
     case "replicas": {
-      const explanation = await call(
+      const explanation = await adminAnswer(
+        call,
+        LiveExplanationAnswer,
         "GET",
         `/v1/replicas/${id}/explanation`,
-      ) as LiveExplanationRow;
+      );
       const failing = explanation.replica.shards.filter((s) =>
         s.state === "failed" || s.last_failure
       );
       const logs: ShardTail[] = [];
       for (const s of failing) {
         try {
-          const r = await call("GET", `/v1/replicas/${id}/logs?shard=${s.rank}&lines=20`) as {
-            lines: string[];
-          };
+          const r = await adminAnswer(
+            call,
+            ShardLogsAnswer,
+            "GET",
+            `/v1/replicas/${id}/logs?shard=${s.rank}&lines=20`,
+          );
           logs.push({ rank: s.rank, node: s.node, lines: r.lines });
         } catch (e) {
           if (!(e instanceof AdminError)) throw e;
@@ -190,7 +211,7 @@ export function describedText(d: Described): string {
       )),
     );
     if (d.rollout !== null && d.rollout !== undefined) {
-      out.push("Rollout:", indent(statusText(d.rollout as StatusRow).trimEnd()));
+      out.push("Rollout:", indent(statusText(d.rollout).trimEnd()));
     }
     out.push(
       "Replicas:",

@@ -5,8 +5,13 @@
  *
  * @module
  */
-import { type AdminCall, AdminError } from "./admin_client.ts";
-import { explainLines, type LiveExplanationRow, type ReplicaRow } from "./admin_views.ts";
+import {
+  type LiveExplanation,
+  LiveExplanationAnswer,
+  ReplicaListSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall, AdminError } from "./admin_client.ts";
+import { explainLines } from "./admin_views.ts";
 import { eachName, exitCode } from "./names.ts";
 
 /**
@@ -14,8 +19,8 @@ import { eachName, exitCode } from "./names.ts";
  *
  * @throws {AdminError} 404 when no replica or deployment has that name.
  */
-export async function explain(call: AdminCall, name: string): Promise<LiveExplanationRow[]> {
-  const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+export async function explain(call: AdminCall, name: string): Promise<LiveExplanation[]> {
+  const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");
   const ids = replicas.filter((r) => r.deployment === name || r.id === name).map((r) => r.id);
   if (ids.length === 0) {
     throw new AdminError(
@@ -23,11 +28,10 @@ export async function explain(call: AdminCall, name: string): Promise<LiveExplan
       404,
     );
   }
-  const out: LiveExplanationRow[] = [];
+  const out: LiveExplanation[] = [];
   for (const id of ids) {
-    out.push(
-      await call("GET", `/v1/replicas/${encodeURIComponent(id)}/explanation`) as LiveExplanationRow,
-    );
+    const path = `/v1/replicas/${encodeURIComponent(id)}/explanation`;
+    out.push(await adminAnswer(call, LiveExplanationAnswer, "GET", path));
   }
   return out;
 }

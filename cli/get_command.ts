@@ -7,17 +7,17 @@
  *
  * @module
  */
-import type { AdminCall } from "./admin_client.ts";
 import {
-  type DeploymentRow,
-  deploymentTable,
-  type EventRow,
-  eventTable,
-  type NodeRow,
-  nodeTable,
-  type ReplicaRow,
-  replicaTable,
-} from "./admin_views.ts";
+  type DeploymentListing,
+  DeploymentListSchema,
+  EventListSchema,
+  NodeListSchema,
+  NodeSchema,
+  ReplicaListSchema,
+  StoredDeploymentSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall } from "./admin_client.ts";
+import { deploymentTable, eventTable, nodeTable, replicaTable } from "./admin_views.ts";
 import { eachName, type EachResult, exitCode, oneOrMany, refuseExtra } from "./names.ts";
 import { dataText, documentsText, isData, type OutputFormat } from "./output_format.ts";
 import { AdminError } from "./admin_client.ts";
@@ -59,27 +59,32 @@ export async function getCommand(
   switch (kind) {
     case "nodes": {
       if (names.length === 0) {
-        const { nodes } = await call("GET", "/v1/nodes") as { nodes: NodeRow[] };
+        const { nodes } = await adminAnswer(call, NodeListSchema, "GET", "/v1/nodes");
         return print({ results: nodes, failed: 0 }, nodes, () => nodeTable(nodes, wide));
       }
       const r = await eachName(
         names,
-        async (n) => await call("GET", `/v1/nodes/${encodeURIComponent(n)}`) as NodeRow,
+        (n) => adminAnswer(call, NodeSchema, "GET", `/v1/nodes/${encodeURIComponent(n)}`),
         o.err,
       );
       return print(r, oneOrMany(names, r.results), () => nodeTable(r.results, wide));
     }
     case "deployments": {
-      const r: EachResult<DeploymentRow> = names.length === 0
+      const r: EachResult<DeploymentListing> = names.length === 0
         ? {
-          results: (await call("GET", "/v1/deployments") as { deployments: DeploymentRow[] })
+          results: (await adminAnswer(call, DeploymentListSchema, "GET", "/v1/deployments"))
             .deployments,
           failed: 0,
         }
         : await eachName(
           names,
-          async (n) =>
-            await call("GET", `/v1/deployments/${encodeURIComponent(n)}`) as DeploymentRow,
+          (n) =>
+            adminAnswer(
+              call,
+              StoredDeploymentSchema,
+              "GET",
+              `/v1/deployments/${encodeURIComponent(n)}`,
+            ),
           o.err,
         );
       if (isData(o.format)) {
@@ -88,11 +93,11 @@ export async function getCommand(
         return exitCode(r);
       }
       if (r.results.length === 0 && names.length > 0) return exitCode(r);
-      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");
       return print(r, null, () => deploymentTable(r.results, replicas, wide));
     }
     case "replicas": {
-      const { replicas } = await call("GET", "/v1/replicas") as { replicas: ReplicaRow[] };
+      const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");
       if (names.length === 0) {
         return print(
           { results: replicas, failed: 0 },
@@ -121,10 +126,12 @@ export async function getCommand(
       const incarnation = o.incarnation === undefined
         ? ""
         : `&incarnation=${encodeURIComponent(o.incarnation)}`;
-      const { events } = await call(
+      const { events } = await adminAnswer(
+        call,
+        EventListSchema,
         "GET",
         `/v1/events?limit=${o.limit ?? "50"}${subject}${incarnation}`,
-      ) as { events: EventRow[] };
+      );
       return print(
         { results: events, failed: 0 },
         events,

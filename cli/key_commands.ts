@@ -4,7 +4,15 @@
  *
  * @module
  */
-import type { AdminCall } from "./admin_client.ts";
+import {
+  ApiKeyListSchema,
+  DeletedAnswer,
+  NewApiKeyAnswer,
+  NewTokenAnswer,
+  RevokedTokenAnswer,
+  TokenListSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall } from "./admin_client.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 import { durationMs } from "./duration.ts";
 import { refuseExtra } from "./names.ts";
@@ -27,14 +35,6 @@ export function parseTtl(text: string): number | null {
     );
   }
   return n;
-}
-
-interface TokenRow {
-  id: string;
-  kind: string;
-  description: string;
-  created_at: number;
-  expires_at: number | null;
 }
 
 /** `llmgw tokens create|list|revoke`. */
@@ -63,11 +63,11 @@ export async function tokensCommand(
   if (sub === "create") {
     const kind = kindOf(arg, true);
     const ttl = values.ttl === undefined ? undefined : parseTtl(values.ttl);
-    const created = await call("POST", "/v1/tokens", {
+    const created = await adminAnswer(call, NewTokenAnswer, "POST", "/v1/tokens", {
       kind,
       ...(values.description === undefined ? {} : { description: values.description }),
       ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
-    }) as TokenRow & { token: string };
+    });
     const expiry = created.expires_at === null
       ? "never expires"
       : `expires ${new Date(created.expires_at).toISOString()}`;
@@ -80,10 +80,12 @@ export async function tokensCommand(
   }
   if (sub === "list") {
     const kind = kindOf(arg, false);
-    const { tokens } = await call(
+    const { tokens } = await adminAnswer(
+      call,
+      TokenListSchema,
       "GET",
       `/v1/tokens${kind === undefined ? "" : `?kind=${kind}`}`,
-    ) as { tokens: TokenRow[] };
+    );
     out(
       values.json ? JSON.stringify(tokens, null, 2) + "\n" : renderTable(
         ["ID", "KIND", "EXPIRES", "DESCRIPTION"],
@@ -101,9 +103,12 @@ export async function tokensCommand(
     if (arg === undefined) {
       throw new UsageError("tokens revoke: ID is required (llmgw tokens list)", "tokens");
     }
-    const { revoked } = await call("DELETE", `/v1/tokens/${encodeURIComponent(arg)}`) as {
-      revoked: TokenRow;
-    };
+    const { revoked } = await adminAnswer(
+      call,
+      RevokedTokenAnswer,
+      "DELETE",
+      `/v1/tokens/${encodeURIComponent(arg)}`,
+    );
     out(
       values.json
         ? JSON.stringify(revoked, null, 2) + "\n"
@@ -131,7 +136,7 @@ export async function apiKeysCommand(
     const models = values.models === undefined
       ? null
       : values.models.split(",").map((m) => m.trim()).filter((m) => m !== "");
-    const k = await call("POST", "/v1/apikeys", { name, models }) as { id: string; key: string };
+    const k = await adminAnswer(call, NewApiKeyAnswer, "POST", "/v1/apikeys", { name, models });
     out(
       values.json
         ? JSON.stringify(k, null, 2) + "\n"
@@ -140,9 +145,7 @@ export async function apiKeysCommand(
     return 0;
   }
   if (sub === "list") {
-    const { api_keys } = await call("GET", "/v1/apikeys") as {
-      api_keys: { id: string; name: string; models: string[] | null; created_at: number }[];
-    };
+    const { api_keys } = await adminAnswer(call, ApiKeyListSchema, "GET", "/v1/apikeys");
     print(api_keys, () =>
       renderTable(
         ["ID", "NAME", "MODELS", "CREATED"],
@@ -157,7 +160,8 @@ export async function apiKeysCommand(
   }
   if (sub === "delete") {
     if (name === undefined) throw new UsageError("apikeys delete: ID is required", "apikeys");
-    const r = await call("DELETE", `/v1/apikeys/${encodeURIComponent(name)}`);
+    const path = `/v1/apikeys/${encodeURIComponent(name)}`;
+    const r = await adminAnswer(call, DeletedAnswer, "DELETE", path);
     out(values.json ? JSON.stringify(r, null, 2) + "\n" : `API key ${name} deleted\n`);
     return 0;
   }

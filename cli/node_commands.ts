@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { AdminCall } from "./admin_client.ts";
-import type { NodeRow } from "./admin_views.ts";
+import { adminAnswer, type AdminCall } from "./admin_client.ts";
+import { type NodeListing, NodeListSchema, NodeSchema } from "../protocol/admin_protocol.ts";
 import { eachName, oneOrMany } from "./names.ts";
 import { type WaitOptions, waitUntil } from "./wait.ts";
 
@@ -24,7 +24,7 @@ export interface NodeCommandOptions {
 }
 
 /** The replicas a node holds, by id. */
-function held(n: NodeRow): string[] {
+function held(n: NodeListing): string[] {
   return [...new Set(n.allocations.map((a) => a.replica_id ?? "?"))].sort();
 }
 
@@ -40,7 +40,8 @@ export async function nodeIntentCommand(
   o: NodeCommandOptions,
 ): Promise<number> {
   const r = await eachName(names, async (name) => {
-    const n = await call("POST", `/v1/nodes/${encodeURIComponent(name)}/${verb}`) as NodeRow;
+    const path = `/v1/nodes/${encodeURIComponent(name)}/${verb}`;
+    const n = await adminAnswer(call, NodeSchema, "POST", path);
     if (!o.json) o.out(`node ${n.id}: ${n.state}\n`);
     return n;
   }, o.err);
@@ -63,14 +64,14 @@ async function waitDrained(
   call: AdminCall,
   ids: readonly string[],
   o: NodeCommandOptions,
-): Promise<{ nodes: NodeRow[]; failed: number }> {
+): Promise<{ nodes: NodeListing[]; failed: number }> {
   const shown = new Map<string, string>();
   const readAll = async () => {
-    const { nodes } = await call("GET", "/v1/nodes") as { nodes: NodeRow[] };
+    const { nodes } = await adminAnswer(call, NodeListSchema, "GET", "/v1/nodes");
     const byId = new Map(nodes.map((n) => [n.id, n]));
     return ids.map((id) => ({ id, node: byId.get(id) }));
   };
-  const finished = (x: { node?: NodeRow }) =>
+  const finished = (x: { node?: NodeListing }) =>
     x.node === undefined || x.node.intent !== "draining" || held(x.node).length === 0;
   const result = await waitUntil(readAll, (all) => all.every(finished), o.wait, (all) => {
     for (const { id, node } of all) {

@@ -6,8 +6,14 @@
  *
  * @module
  */
-import type { RolloutStatus } from "../control/rollout_status.ts";
-import type { DeploymentRevision } from "../control/store/store.ts";
+import {
+  type RevisionListing,
+  RevisionListSchema,
+  type RolloutStatusAnswer,
+  RolloutStatusSchema,
+  UndoAnswer,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer } from "./admin_client.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 import { durationMs } from "./duration.ts";
 import { watchArgs, watchRollout, watchValue } from "./rollout_watch.ts";
@@ -81,12 +87,6 @@ const FLAGS = {
   token: { type: "string" },
   "token-file": { type: "string" },
 } as const;
-
-/** A revision as `GET /v1/deployments/:name/revisions` lists it. */
-type RevisionRow = DeploymentRevision;
-
-/** The answer of `GET /v1/deployments/:name/rollout`. */
-export type StatusRow = RolloutStatus;
 
 /** Where `rollout status` reports failures, and how it waits. */
 export interface RolloutOptions {
@@ -174,25 +174,18 @@ export async function rolloutCommand(
           wait: { intervalMs: 1_000, ...options.wait, timeoutMs },
         });
       }
-      const status = await call("GET", `${path}/rollout`) as StatusRow;
+      const status = await adminAnswer(call, RolloutStatusSchema, "GET", `${path}/rollout`);
       out(values.json ? json(status) : statusText(status));
       return 0;
     }
     case "history": {
-      const answer = await call("GET", `${path}/revisions`) as {
-        revision: number;
-        revisions: RevisionRow[];
-      };
+      const answer = await adminAnswer(call, RevisionListSchema, "GET", `${path}/revisions`);
       out(values.json ? json(answer) : historyText(answer.revision, answer.revisions));
       return 0;
     }
     default: {
       const body = toRevision === undefined ? {} : { to_revision: revisionNumber(toRevision) };
-      const answer = await call("POST", `${path}/rollout/undo`, body) as {
-        deployment: string;
-        revision: number;
-        from_revision: number;
-      };
+      const answer = await adminAnswer(call, UndoAnswer, "POST", `${path}/rollout/undo`, body);
       out(
         values.json ? json(answer) : `deployment ${answer.deployment}: revision ` +
           `${answer.from_revision}'s spec is rolling out as revision ${answer.revision}\n`,
@@ -224,7 +217,7 @@ function time(ms: number): string {
 }
 
 /** The status in words and tables. */
-export function statusText(s: StatusRow): string {
+export function statusText(s: RolloutStatusAnswer): string {
   const lines: string[] = [];
   const r = s.rollout;
   if (r === null) {
@@ -263,8 +256,8 @@ export function statusText(s: StatusRow): string {
 }
 
 /** The history as a table, the current revision marked. */
-export function historyText(current: number, revisions: readonly RevisionRow[]): string {
-  const cause = (h: RevisionRow) =>
+export function historyText(current: number, revisions: readonly RevisionListing[]): string {
+  const cause = (h: RevisionListing) =>
     h.cause === "apply"
       ? "apply"
       : `${h.cause === "undo" ? "undo to" : "revert to"} ${h.from_revision}`;

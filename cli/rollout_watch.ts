@@ -8,9 +8,12 @@
  *
  * @module
  */
-import type { DeploymentRevision } from "../control/store/store.ts";
-import type { AdminCall } from "./admin_client.ts";
-import type { RolloutStatus as StatusRow } from "../control/rollout_status.ts";
+import {
+  RevisionListSchema,
+  type RolloutStatusAnswer,
+  RolloutStatusSchema,
+} from "../protocol/admin_protocol.ts";
+import { adminAnswer, type AdminCall } from "./admin_client.ts";
 import { UsageError } from "./usage_error.ts";
 import { type WaitOptions, waitUntil } from "./wait.ts";
 
@@ -49,7 +52,7 @@ export interface WatchOptions {
 }
 
 /** One line of progress. */
-export function progressLine(s: StatusRow): string {
+export function progressLine(s: RolloutStatusAnswer): string {
   const r = s.rollout;
   const step = r?.step ?? null;
   const doing = step === null
@@ -62,7 +65,7 @@ export function progressLine(s: StatusRow): string {
 }
 
 /** True once every replica runs the current revision and is ready, with no rollout under way. */
-export function rolledOut(s: StatusRow): boolean {
+export function rolledOut(s: RolloutStatusAnswer): boolean {
   return s.rollout === null && s.updated >= s.desired && s.ready >= s.desired &&
     s.replicas.every((r) => r.revision === s.revision && r.state === "ready");
 }
@@ -78,12 +81,15 @@ export async function watchRollout(
   let failedReads = 0;
   let verdict: { failed: string } | null = null;
   let last = "";
-  const read = async () => await call("GET", `${path}/rollout`) as StatusRow;
-  const judge = async (s: StatusRow): Promise<boolean> => {
+  const read = () => adminAnswer(call, RolloutStatusSchema, "GET", `${path}/rollout`);
+  const judge = async (s: RolloutStatusAnswer): Promise<boolean> => {
     if (watched !== null && s.revision !== watched) {
-      const { revisions } = await call("GET", `${path}/revisions`) as {
-        revisions: DeploymentRevision[];
-      };
+      const { revisions } = await adminAnswer(
+        call,
+        RevisionListSchema,
+        "GET",
+        `${path}/revisions`,
+      );
       const was = revisions.find((h) => h.revision === watched);
       if (was?.outcome === "failed") {
         verdict = {

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { RouteSpec } from "./api/route.ts";
-import { ErrorBodySchema } from "./api/schemas.ts";
+import { ErrorBodySchema } from "../protocol/error_body.ts";
 
 const toSchema = (s: z.ZodType, io: "input" | "output") =>
   z.toJSONSchema(s, { io, unrepresentable: "any", target: "draft-2020-12" });

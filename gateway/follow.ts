@@ -10,6 +10,7 @@
  * @module
  */
 import { parseEndpointListAnswer } from "../protocol/gateway_protocol.ts";
+import { readErrorBody } from "../protocol/error_body.ts";
 import { WireFormatError } from "../protocol/wire_error.ts";
 import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
@@ -44,8 +45,11 @@ export async function fetchSnapshot(
       signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
     });
     if (!res.ok) {
-      await res.body?.cancel();
-      throw new Error(`GET ${path}: HTTP ${res.status}`);
+      // The control plane's error body says why (a revoked token, a follower that lost the leader).
+      const why = readErrorBody(await res.text().catch(() => ""));
+      throw new Error(
+        `GET ${path}: HTTP ${res.status}${why === null ? "" : `: ${why.code}: ${why.message}`}`,
+      );
     }
     let body: unknown;
     try {

@@ -104,7 +104,27 @@ export const RegisterRequestSchema = z.object({
     .describe("A PEM certificate request for the agent's serving certificate (TLS)."),
 });
 
-/** The answer to a registration. */
+/**
+ * The answer to a registration, as sent. The control plane always sends
+ * `node_id` and `heartbeat_interval_ms`; an agent reading an answer without
+ * them keeps the id it asked for and the default interval, so both are
+ * optional here.
+ */
+export const RegisterAnswerSchema = z.object({
+  node_id: NodeId.optional().describe("The node's id as registered"),
+  node_token: z.string().min(1).max(4096).describe(
+    "The node's credential; shown only in this answer",
+  ),
+  heartbeat_interval_ms: z.number().int().positive().optional().describe("How often to heartbeat"),
+  certificate: z.string().min(1).max(16_384).optional().describe(
+    "The agent's certificate, signed from its CSR",
+  ),
+  ca_certificate: z.string().min(1).max(16_384).optional().describe(
+    "The cluster CA the certificate chains to",
+  ),
+});
+
+/** The answer to a registration, with what an answer may leave out filled in. */
 export interface RegisterResponse {
   /** The node's id as registered. */
   node_id: string;
@@ -117,6 +137,11 @@ export interface RegisterResponse {
   /** The cluster CA (PEM) the certificate chains to. */
   ca_certificate?: string;
 }
+
+// What the control plane answers is a full answer: the schema only leaves out what readers fill.
+type _RegisterResponseMatchesSchema = Assert<
+  Same<Required<z.output<typeof RegisterAnswerSchema>>, Required<RegisterResponse>>
+>;
 
 /** A renewal of the agent's certificate: `POST /v1/agent/certificate`. */
 export const CertificateRequestSchema = z.object({

@@ -4,12 +4,13 @@
  *
  * @module
  */
-import { z } from "zod";
 import {
   CertificateAnswerSchema,
   CertificateRequestSchema,
+  DesiredStateSchema,
   HeartbeatRequestSchema,
   HeartbeatResponseSchema,
+  RegisterAnswerSchema,
   type RegisterRequest,
   RegisterRequestSchema,
 } from "../../protocol/agent_protocol.ts";
@@ -19,21 +20,9 @@ import { InvalidInputError, NotFoundError } from "../errors.ts";
 import type { ControlPlane } from "../control_plane.ts";
 import { ApiError } from "../api_error.ts";
 import { RouteGroup } from "./route.ts";
-import { DesiredQuery } from "./schemas.ts";
+import { DesiredQuery } from "../../protocol/admin_protocol.ts";
 import { nodeOfRequest } from "./auth.ts";
 import { bearer } from "../../http/tokens.ts";
-
-const RegisterAnswer = z.object({
-  node_id: z.string(),
-  node_token: z.string().describe("The node's credential; shown only in this answer"),
-  heartbeat_interval_ms: z.number().int(),
-  certificate: z.string().optional().describe("The agent's certificate, signed from its CSR"),
-  ca_certificate: z.string().optional().describe("The cluster CA the certificate chains to"),
-});
-const DesiredAnswer = z.object({
-  generation: z.number().int(),
-  shards: z.array(z.looseObject({ id: z.string(), engine: z.string(), launch: z.looseObject({}) })),
-});
 
 /** The hosts a node's certificate names: what it registered, never what its CSR asks. */
 function nodeHosts(reg: RegisterRequest): string[] {
@@ -76,7 +65,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     tag: "agent",
     auth: "join",
     body: { schema: RegisterRequestSchema },
-    response: RegisterAnswer,
+    response: RegisterAnswerSchema,
     answers: { 403: "The node id is taken (node_taken): re-registering needs its credential" },
   }, async ({ body, c }) => {
     // The CSR is checked before anything is written: a bad one changes nothing.
@@ -132,7 +121,7 @@ export function agentRoutes(cp: ControlPlane): RouteGroup {
     tag: "agent",
     auth: "node",
     query: DesiredQuery,
-    response: DesiredAnswer,
+    response: DesiredStateSchema,
     answers: { 404: "The node is not registered (unknown_node): register again" },
   }, async ({ query, c }) => {
     // The node credential says which node asks.

@@ -11,7 +11,7 @@ import {
   ApiKeyParams,
   DeletedAnswer,
   NewApiKeyAnswer,
-} from "./schemas.ts";
+} from "../../protocol/admin_protocol.ts";
 
 /** The API key routes. */
 export function apiKeyRoutes(cp: ControlPlane): RouteGroup {

@@ -24,7 +24,7 @@ import {
   StoredDeploymentSchema,
   UndoAnswer,
   UndoBody,
-} from "./schemas.ts";
+} from "../../protocol/admin_protocol.ts";
 
 /** The deployment routes. */
 export function deploymentRoutes(cp: ControlPlane): RouteGroup {

@@ -5,7 +5,7 @@
  */
 import type { ControlPlane } from "../control_plane.ts";
 import { RouteGroup } from "./route.ts";
-import { EventListSchema, EventsQuery } from "./schemas.ts";
+import { EventListSchema, EventsQuery } from "../../protocol/admin_protocol.ts";
 
 /** The event routes. */
 export function eventRoutes(cp: ControlPlane): RouteGroup {

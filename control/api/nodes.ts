@@ -14,7 +14,7 @@ import {
   NodeListSchema,
   NodeParams,
   NodeSchema,
-} from "./schemas.ts";
+} from "../../protocol/admin_protocol.ts";
 
 const INTENTS: readonly [verb: string, intent: NodeIntent, summary: string, id: string][] = [
   ["cordon", "cordoned", "Cordon a node", "cordonNode"],

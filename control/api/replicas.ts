@@ -6,9 +6,14 @@
  */
 import type { ControlPlane } from "../control_plane.ts";
 import { liveExplanation } from "../live_explanation.ts";
-import { LiveExplanationAnswer } from "./explanation_schemas.ts";
 import { RouteGroup } from "./route.ts";
-import { LogsQuery, ReplicaListSchema, ReplicaParams, ShardLogsAnswer } from "./schemas.ts";
+import {
+  LiveExplanationAnswer,
+  LogsQuery,
+  ReplicaListSchema,
+  ReplicaParams,
+  ShardLogsAnswer,
+} from "../../protocol/admin_protocol.ts";
 
 /** The replica routes. */
 export function replicaRoutes(cp: ControlPlane): RouteGroup {

@@ -8,7 +8,12 @@ import { type HttpStats, renderMetrics } from "../metrics.ts";
 import { RouteGroup } from "./route.ts";
 import { LeadershipAnswer } from "../../protocol/leadership.ts";
 import { NotFoundError } from "../errors.ts";
-import { CaAnswer, HealthAnswer, MetricsAnswer, OpenApiAnswer } from "./schemas.ts";
+import {
+  CaAnswer,
+  HealthAnswer,
+  MetricsAnswer,
+  OpenApiAnswer,
+} from "../../protocol/admin_protocol.ts";
 
 /** The system routes; `document` builds the OpenAPI document on demand. */
 export function systemRoutes(

@@ -15,7 +15,7 @@ import {
   TokenListSchema,
   TokenParams,
   TokensQuery,
-} from "./schemas.ts";
+} from "../../protocol/admin_protocol.ts";
 
 /** The token routes; `caHash` is the CA's public-key hash when TLS is on. */
 export function tokenRoutes(cp: ControlPlane, caHash: string | null): RouteGroup {

@@ -1,27 +1,30 @@
 /**
- * The admin API's request and answer schemas: the edge validates with them
- * and the OpenAPI document is generated from them. Answers are described as
- * the CLI reads them; deep objects that other modules define (a node's GPUs,
- * an explanation) are described by their top-level fields and left open.
+ * The admin API's contract (design §11): its parameters, request bodies and
+ * answers, declared once. The control plane's edge validates requests with
+ * them and its OpenAPI document is generated from them; `llmgw` parses every
+ * answer with them. control/admin_answers.ts checks at compile time that the
+ * control plane's own types are what these schemas describe.
+ *
+ * Fields added after the first release default when absent (an event's
+ * `uid`, a replica's `revision`, a log's positions), so a newer `llmgw`
+ * still reads an older control plane's answers. Answers are looked at as a
+ * whole; deep objects other modules define (an
+ * explanation, a deployment's spec) are described by the fields the CLI
+ * reads and otherwise left open, so a newer control plane's extra fields
+ * pass through.
  *
  * @module
  */
 import { z } from "zod";
-import { ApplyResultKindSchema, SpecChangeSchema } from "../../protocol/apply_answer.ts";
-
-/** The error body every failure answers with. */
-export const ErrorBodySchema = z.object({
-  error: z.object({
-    code: z.string().describe("Stable error code, e.g. not_found, invalid_request"),
-    message: z.string().describe("What was wrong and where"),
-    path: z.string().nullable().describe("The field path, for bad input"),
-  }),
-});
+import { ApplyResultKindSchema, SpecChangeSchema } from "./apply_answer.ts";
+import { ShardReportSchema } from "./agent_protocol.ts";
+import { NodeIdSchema } from "./fields.ts";
+import type { Explanation } from "../placement/types.ts";
 
 // ---- parameters ----
 
 /** A node id. */
-export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "must be a node id");
+export const NodeId = NodeIdSchema;
 /** A deployment name. */
 export const DeploymentName = z.string().regex(
   /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
@@ -132,17 +135,61 @@ export const ScaleBody = z.object({
 
 const Open = z.looseObject({});
 
-/** A node as listed: inventory facts, liveness, intent and allocations. */
+const ExplanationHead = z.looseObject({
+  summary: z.string(),
+  profiles: z.array(z.looseObject({ profile: z.string(), summary: z.string() })),
+});
+
+/**
+ * A placement explanation (placement/types.ts `Explanation`): its summary
+ * and each profile's are checked; the per-node and per-group detail below
+ * them is placement's own and read as placement wrote it.
+ */
+export const ExplanationSchema = z.custom<Explanation>(
+  (v) => ExplanationHead.safeParse(v).success,
+  "must be a placement explanation: a summary and the profiles tried",
+).meta({
+  // What the OpenAPI document shows of it: the checked head.
+  ...z.toJSONSchema(ExplanationHead, { target: "draft-2020-12" }),
+  $schema: undefined,
+});
+
+/** A GPU of a node as listed (inventory/types.ts `GpuInfo`): the fields `llmgw` reads. */
+export const NodeGpuSchema = z.looseObject({
+  index: z.number().int(),
+  class: z.string().nullable(),
+  name: z.string().nullable().optional(),
+  memory_total_mb: z.number().nullable().optional(),
+  memory_used_mb: z.number().nullable().optional(),
+  health: z.looseObject({ problems: z.array(z.string()) }),
+});
+
+/** A node as listed: inventory facts, liveness, intent and allocations (inventory `InventoryNode`). */
 export const NodeSchema = z.looseObject({
   id: z.string(),
   hostname: z.string(),
   mgmt_addr: z.string(),
   state: z.string().describe("ready, unreachable, lost, cordoned or draining"),
+  intent: z.string().describe("none, cordoned or draining"),
+  agent_version: z.string(),
+  engine_versions: z.record(z.string(), z.string()),
+  last_seen_ms: z.number(),
   labels: z.record(z.string(), z.string()),
-  gpus: z.array(Open),
-  fabrics: z.array(Open),
-  allocations: z.array(Open),
+  gpus: z.array(NodeGpuSchema),
+  fabrics: z.array(z.looseObject({
+    fabric: z.string(),
+    hcas: z.array(z.string()),
+    rate_gbps: z.number().nullable(),
+  })),
+  allocations: z.array(z.looseObject({
+    replica_id: z.string(),
+    shard_id: z.string(),
+    gpu_indices: z.array(z.number().int()),
+  })),
 });
+
+/** A node as listed. */
+export type NodeListing = z.infer<typeof NodeSchema>;
 /** The node list. */
 export const NodeListSchema = z.object({ nodes: z.array(NodeSchema) });
 /** Label overrides after a change. */
@@ -179,7 +226,9 @@ export const RolloutRecordSchema = z.object({
 /** One revision of a deployment. */
 export const RevisionSchema = z.object({
   revision: z.number().int(),
-  spec: Open.describe("The deployment as applied in this revision"),
+  spec: z.looseObject({ model: z.string() }).describe(
+    "The deployment as applied in this revision",
+  ),
   applied_at: z.number(),
   cause: z.enum(["apply", "undo", "revert"]).describe(
     "An apply; an undo to an older revision's spec; an automatic revert after a failed rollout",
@@ -188,16 +237,38 @@ export const RevisionSchema = z.object({
   outcome: z.enum(["rolling_out", "complete", "failed", "superseded"]),
   reason: z.string().nullable().describe("Why it failed"),
 });
+/** A deployment's spec as answers carry it: the fields `llmgw` reads (deployment/schema.ts). */
+export const DeploymentSpecSchema = z.looseObject({
+  name: z.string(),
+  model: z.string(),
+  served_model_name: z.string(),
+  replicas: z.number().int(),
+  routing: z.string().optional(),
+  profiles: z.array(z.looseObject({
+    name: z.string(),
+    engine: z.string(),
+    gpu_class: z.string().optional(),
+    tensor_parallel: z.number().int().optional(),
+  })),
+}).describe("The deployment as applied, defaults filled in");
+
 /** A stored deployment. */
 export const StoredDeploymentSchema = z.object({
   name: z.string(),
-  spec: Open.describe("The deployment as applied"),
+  spec: DeploymentSpecSchema,
   created_at: z.number(),
   updated_at: z.number(),
   revision: z.number().int().optional().describe("Its current revision"),
   history: z.array(RevisionSchema).optional().describe("Recent revisions, oldest first"),
   rollout: RolloutRecordSchema.nullable().optional().describe("The rollout under way, or null"),
+  uid: z.string().optional().describe("This incarnation's identity"),
 });
+
+/** A deployment as answers carry it. */
+export type DeploymentListing = z.infer<typeof StoredDeploymentSchema>;
+/** One revision as listed. */
+export type RevisionListing = z.infer<typeof RevisionSchema>;
+
 /** A deployment's revisions. */
 export const RevisionListSchema = z.object({
   deployment: z.string(),
@@ -229,6 +300,9 @@ export const RolloutStatusSchema = z.object({
     state: z.enum(["pending", "starting", "loading", "ready", "failed"]),
   })),
 });
+/** A deployment's rollout status as answered. */
+export type RolloutStatusAnswer = z.infer<typeof RolloutStatusSchema>;
+
 /** An undo's answer. */
 export const UndoAnswer = z.object({
   deployment: z.string(),
@@ -240,7 +314,7 @@ export const DeploymentListSchema = z.object({ deployments: z.array(StoredDeploy
 const Issue = z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string() });
 /** An apply's answer. */
 export const ApplyAnswer = z.object({
-  deployment: Open,
+  deployment: DeploymentSpecSchema,
   warnings: z.array(Issue),
   created: z.boolean(),
   result: ApplyResultKindSchema,
@@ -257,6 +331,9 @@ export const ApplyAnswer = z.object({
   ),
   dry_run: z.boolean().describe("True when nothing was stored: what an apply would do"),
 });
+/** An apply's answer as `llmgw apply` reads it. */
+export type ApplyListing = z.infer<typeof ApplyAnswer>;
+
 /** A deletion's answer. */
 export const DeletedAnswer = z.object({ deleted: z.string() });
 /** A scale's answer. */
@@ -275,7 +352,7 @@ export const PlanAnswer = z.object({
   })),
 });
 
-/** A replica failure that retrying cannot change. */
+/** A replica failure that retrying cannot change (control/store `ReplicaFailure`). */
 export const ReplicaFailureSchema = z.object({
   reason: z.string(),
   shard_id: z.string(),
@@ -285,33 +362,53 @@ export const ReplicaFailureSchema = z.object({
   attempts: z.number().int(),
   nodes: z.array(z.string()).optional(),
 });
-/** A replica's view. */
+
+/** A replica's state as shown: from its phase and its shards' reports. */
+export const ReplicaStateSchema = z.enum(["pending", "starting", "loading", "ready", "failed"]);
+
+/** A shard of a replica as shown (control/views.ts `ShardView`). */
+export const ShardViewSchema = z.object({
+  shard_id: z.string(),
+  rank: z.number().int(),
+  node: z.string(),
+  gpu_indices: z.array(z.number().int()),
+  port: z.number().int(),
+  state: z.union([ShardReportSchema.shape.state, z.literal("unknown")]).describe(
+    "What its agent last reported; unknown before the first report",
+  ),
+  progress: ShardReportSchema.shape.progress,
+  last_failure: ShardReportSchema.shape.last_failure,
+  restarts: z.number().int().default(0).describe(
+    "Restarts after crashes since it last stayed ready",
+  ),
+  crash_loop: z.object({ failures: z.number().int(), limit: z.number().int() }).nullable()
+    .default(null).describe(
+      "Set while it crash-loops: failures in a row, and where the agent gives up",
+    ),
+});
+
+/** A replica's view (control/views.ts `ReplicaView`). */
 export const ReplicaViewSchema = z.object({
   id: z.string(),
   deployment: z.string(),
-  state: z.enum(["pending", "starting", "loading", "ready", "failed"]),
+  state: ReplicaStateSchema,
   profile: z.string().nullable(),
-  shards: z.array(z.object({
-    shard_id: z.string(),
-    rank: z.number().int(),
-    node: z.string(),
-    gpu_indices: z.array(z.number().int()),
-    port: z.number().int(),
-    state: z.string(),
-    progress: Open.nullable(),
-    last_failure: Open.nullable(),
-    restarts: z.number().int().describe("Restarts after crashes since it last stayed ready"),
-    crash_loop: z.object({ failures: z.number().int(), limit: z.number().int() }).nullable()
-      .describe("Set while it crash-loops: failures in a row, and where the agent gives up"),
-  })),
-  explanation: Open.nullable(),
-  failure: ReplicaFailureSchema.nullable(),
-  revision: z.number().int().describe("The deployment revision it is built from"),
-  ready_at: z.number().nullable().describe("When its shards first all reported ready"),
-  retiring_at: z.number().nullable().describe(
+  shards: z.array(ShardViewSchema),
+  explanation: ExplanationSchema.nullable(),
+  failure: ReplicaFailureSchema.nullable().default(null),
+  revision: z.number().int().default(1).describe("The deployment revision it is built from"),
+  ready_at: z.number().nullable().default(null).describe(
+    "When its shards first all reported ready",
+  ),
+  retiring_at: z.number().nullable().default(null).describe(
     "When it left the gateways' endpoints ahead of being replaced; null while it serves",
   ),
 });
+/** A shard of a replica as listed. */
+export type ShardListing = z.infer<typeof ShardViewSchema>;
+/** A replica as listed. */
+export type ReplicaListing = z.infer<typeof ReplicaViewSchema>;
+
 /** The replica list. */
 export const ReplicaListSchema = z.object({ replicas: z.array(ReplicaViewSchema) });
 /** A shard's logs. */
@@ -320,30 +417,52 @@ export const ShardLogsAnswer = z.object({
   node: z.string(),
   state: z.string(),
   lines: z.array(z.string()),
-  log_id: z.string().nullable().describe(
+  log_id: z.string().nullable().default(null).describe(
     "The log's identity on its agent: another id means the log began again",
   ),
-  first: z.number().int().nullable().describe(
+  first: z.number().int().nullable().default(null).describe(
     "The position in the log of the first line; null from an agent that does not say",
   ),
-  probe_lines_hidden: z.number().int().nullable().describe(
+  probe_lines_hidden: z.number().int().nullable().default(null).describe(
     "Access lines of llmgw's own probes (GET /health, /v1/models, /metrics answered 2xx) left " +
       "out of the lines, counted since the log began; the file on the node keeps them. Null " +
       "from an agent that does not say",
   ),
 });
 
-/** Events. */
-export const EventListSchema = z.object({
-  events: z.array(z.object({
-    id: z.number().int(),
-    at: z.number(),
-    kind: z.string(),
-    subject: z.string(),
-    message: z.string(),
-    uid: z.string().describe("The incarnation of its subject it is about; empty when none"),
-  })),
+/** An event as listed (control/store `EventRecord`). */
+export const EventSchema = z.object({
+  id: z.number().int(),
+  at: z.number(),
+  kind: z.string(),
+  subject: z.string(),
+  message: z.string(),
+  uid: z.string().default("").describe(
+    "The incarnation of its subject it is about; empty when none",
+  ),
 });
+
+/** An event as listed. */
+export type EventListing = z.infer<typeof EventSchema>;
+
+/** Events. */
+export const EventListSchema = z.object({ events: z.array(EventSchema) });
+
+/** `GET /v1/replicas/:id/explanation` (control/live_explanation.ts). */
+export const LiveExplanationAnswer = z.object({
+  replica: ReplicaViewSchema,
+  live: ExplanationSchema.nullable().describe(
+    "Where the replica would be placed now on the live inventory, its own GPUs counted free; " +
+      "null when its deployment is gone",
+  ),
+  detail: z.enum(["full", "grouped"]).describe(
+    "full: every rejected node is named; grouped: rejections are counted by reason",
+  ),
+  nodes: z.number().int().describe("Nodes in the live inventory"),
+});
+
+/** A replica's live explanation. */
+export type LiveExplanation = z.infer<typeof LiveExplanationAnswer>;
 
 const ApiKeyListing = z.object({
   id: z.string(),
@@ -368,6 +487,9 @@ const TokenListing = z.object({
   created_at: z.number(),
   expires_at: z.number().nullable().describe("ms since epoch; null: never"),
 });
+/** An access token as listed. */
+export type TokenListing = z.infer<typeof TokenListing>;
+
 /** The token list. */
 export const TokenListSchema = z.object({ tokens: z.array(TokenListing) });
 /** A new token, shown once. */
