@@ -6,59 +6,32 @@
  * @module
  */
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import {
+  decodeDocuments as decodeDeploymentDocuments,
+  type DeploymentDocument,
+  DocumentError,
+} from "../deployment/documents.ts";
 import { UsageError } from "./usage_error.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /** One deployment document and where it came from, for messages. */
-export interface ApplyDocument {
-  /** `FILE`, `FILE (document 2)` or `standard input`. */
-  source: string;
-  /** The decoded document. */
-  doc: unknown;
-}
+export type ApplyDocument = DeploymentDocument;
 
 const EXTENSIONS = /\.(ya?ml|json)$/i;
 
 /**
- * Decodes one source's text into its documents (pure).
+ * Decodes one source's text into its documents (pure), by the one reader
+ * `plan` uses too (deployment/documents.ts).
  *
  * @throws {UsageError} Naming the source (and document) that is not valid YAML or JSON.
  */
 export function decodeDocuments(text: string, source: string): ApplyDocument[] {
-  return decodeEach(text, source).flatMap(listItems);
-}
-
-/**
- * A document that is a list (what `llmgw get deployments -o json` prints
- * for several) stands for each of its items, so get's output applies back.
- */
-function listItems(d: ApplyDocument): ApplyDocument[] {
-  if (!Array.isArray(d.doc)) return [d];
-  return d.doc.map((doc, i) => ({ source: `${d.source} (item ${i + 1})`, doc }));
-}
-
-function decodeEach(text: string, source: string): ApplyDocument[] {
-  if (/\.json$/i.test(source)) {
-    try {
-      return [{ source, doc: JSON.parse(text) }];
-    } catch (e) {
-      throw new UsageError(`apply: ${source} is not valid JSON: ${firstLine(e)}`, "apply");
-    }
+  try {
+    return decodeDeploymentDocuments(text, source);
+  } catch (e) {
+    if (e instanceof DocumentError) throw new UsageError(`apply: ${e.message}`, "apply");
+    throw e;
   }
-  const docs = parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [docs];
-  const out: ApplyDocument[] = [];
-  for (const [i, d] of list.entries()) {
-    const where = list.length > 1 ? `${source} (document ${i + 1})` : source;
-    if (d.errors.length > 0) {
-      throw new UsageError(`apply: ${where} is not valid YAML: ${firstLine(d.errors[0])}`, "apply");
-    }
-    const doc = d.toJS();
-    if (doc === null || doc === undefined) continue; // an empty document between separators
-    out.push({ source: where, doc });
-  }
-  return out;
 }
 
 function firstLine(e: unknown): string {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parse as parseYaml } from "yaml";
+import { decodeDocuments, type DeploymentDocument, DocumentError } from "./documents.ts";
 import { type Deployment, DeploymentSchema } from "./schema.ts";
 import { formatIssues, zodIssues } from "../validation/issues.ts";
 import {
@@ -13,7 +13,6 @@ import {
   validateDeployment,
   type ValidateOptions,
 } from "./validate.ts";
-import { errorMessage } from "../text/error_message.ts";
 
 /** Raised for a deployment that cannot be used; `issues` lists every problem found. */
 export class DeploymentError extends Error {
@@ -38,8 +37,9 @@ export interface LoadedDeployment {
 }
 
 /**
- * Parses a deployment from text. JSON when `where` ends in `.json` or the text
- * starts with `{`, otherwise YAML.
+ * Parses one deployment from text, read as `llmgw apply` reads it
+ * (deployment/documents.ts): JSON when `where` ends in `.json`, otherwise
+ * YAML, which reads JSON text too. The text must hold exactly one deployment.
  *
  * @throws {DeploymentError} Naming every bad field with its path.
  */
@@ -48,16 +48,23 @@ export function parseDeploymentText(
   where: string,
   options: ValidateOptions = {},
 ): LoadedDeployment {
-  let raw: unknown;
+  let docs: DeploymentDocument[];
   try {
-    raw = where.endsWith(".json") || text.trimStart().startsWith("{")
-      ? JSON.parse(text)
-      : parseYaml(text, { prettyErrors: true });
+    docs = decodeDocuments(text, where);
   } catch (e) {
-    const first = errorMessage(e).split("\n")[0];
-    throw new DeploymentError(where, [{ path: [], message: `not valid YAML or JSON: ${first}` }]);
+    if (!(e instanceof DocumentError)) throw e;
+    // "FILE (document 2)" names the document; the path names the file already.
+    const document = /^ \((document \d+)\)$/.exec(e.source.slice(where.length))?.[1];
+    const message = document === undefined ? e.reason : `${document} is ${e.reason}`;
+    throw new DeploymentError(where, [{ path: [], message }]);
   }
-  return parseDeployment(raw, where, options);
+  if (docs.length !== 1) {
+    const message = docs.length === 0
+      ? "holds no deployment"
+      : `holds ${docs.length} deployments; give one per file`;
+    throw new DeploymentError(where, [{ path: [], message }]);
+  }
+  return parseDeployment(docs[0].doc, where, options);
 }
 
 /**

@@ -95,7 +95,12 @@ Deno.test("every kind of mistake names its field path", () => {
     ],
     ["name: [\n", ": not valid YAML or JSON"],
     ['{"name": ', ": not valid YAML or JSON"],
-    ["- a\n- b\n", ": Invalid input: expected object"],
+    // Read as apply reads it (deployment/documents.ts): a list is its items.
+    ["- a\n- b\n", ": holds 2 deployments; give one per file"],
+    ["- a\n", ": Invalid input: expected object"],
+    ["name: a\n---\nname: b\n", ": holds 2 deployments; give one per file"],
+    ["name: a\n---\nname: [\n", ": document 2 is not valid YAML or JSON: "],
+    ["", ": holds no deployment"],
   ];
   for (const [text, expected] of cases) {
     const issues = issuesOf(text);
