@@ -8,7 +8,8 @@
  * @module
  */
 import type { GpuReportSchema, RegisterRequest, ShardReport } from "../protocol/agent_protocol.ts";
-import { AGENT_PROTOCOL_VERSION } from "../protocol/agent_protocol.ts";
+import { AGENT_PROTOCOL_VERSION, type LoadMetricNames } from "../protocol/agent_protocol.ts";
+import { REPORT_BOUNDS as B } from "../protocol/report_bounds.ts";
 import type { FabricAttachment, Gpu, Inventory } from "../discovery/types.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import type { z } from "zod";
@@ -42,12 +43,22 @@ function crashLoopReport(c: ShardStatus["crash_loop"]): ShardReport["crash_loop"
   return ok(c.failures) && ok(c.limit) ? { failures: c.failures, limit: c.limit } : null;
 }
 
+/** Load metric names cut to the protocol's bounds. */
+function metricNamesReport(m: LoadMetricNames): LoadMetricNames {
+  const list = (names: string[]) => names.slice(0, B.metricNames).map((n) => clip(n, B.metricName));
+  return {
+    running: list(m.running),
+    waiting: list(m.waiting),
+    kv_cache_usage: list(m.kv_cache_usage),
+  };
+}
+
 /** A supervisor shard status as a heartbeat's shard report. */
 export function shardReport(s: ShardStatus): ShardReport {
   const port = Number.isInteger(s.port) && s.port >= 0 && s.port <= 65535 ? s.port : 0;
   const failure = s.last_failure;
   return {
-    id: clip(s.id, 256),
+    id: clip(s.id, B.shardId),
     state: s.state,
     since: finiteOrNull(s.since) ?? 0,
     pid: intOrNull(s.pid),
@@ -67,21 +78,19 @@ export function shardReport(s: ShardStatus): ShardReport {
     adopted: s.adopted === true,
     last_failure: failure === null ? null : {
       at: finiteOrNull(failure.at) ?? 0,
-      reason: clip(failure.reason, 4096),
+      reason: clip(failure.reason, B.reason),
       exit_code: intOrNull(failure.exit_code),
-      signal: clipOrNull(failure.signal, 32),
-      log_tail: failure.log_tail.slice(-200).map((l) => clip(l, 8192)),
+      signal: clipOrNull(failure.signal, B.signal),
+      log_tail: failure.log_tail.slice(-B.logTailLines).map((l) => clip(l, B.logLine)),
       permanent: failure.permanent === true,
     },
-    spec_hash: clip(s.spec_hash, 128),
+    spec_hash: clip(s.spec_hash, B.specHash),
     notice: s.notice === null || s.notice === undefined
       ? null
-      : { at: finiteOrNull(s.notice.at) ?? 0, message: clip(s.notice.message, 1024) },
-    load_metrics: s.load_metrics === null || s.load_metrics === undefined ? null : {
-      running: s.load_metrics.running.slice(0, 8).map((n) => clip(n, 128)),
-      waiting: s.load_metrics.waiting.slice(0, 8).map((n) => clip(n, 128)),
-      kv_cache_usage: s.load_metrics.kv_cache_usage.slice(0, 8).map((n) => clip(n, 128)),
-    },
+      : { at: finiteOrNull(s.notice.at) ?? 0, message: clip(s.notice.message, B.notice) },
+    load_metrics: s.load_metrics === null || s.load_metrics === undefined
+      ? null
+      : metricNamesReport(s.load_metrics),
   };
 }
 
@@ -92,21 +101,21 @@ export function gpuReport(g: Gpu): GpuReport {
     : null;
   return {
     index: g.index,
-    uuid: clipOrNull(g.uuid, 128),
-    name: clipOrNull(g.name, 256),
-    class: clipOrNull(g.class, 64),
+    uuid: clipOrNull(g.uuid, B.gpuUuid),
+    name: clipOrNull(g.name, B.gpuName),
+    class: clipOrNull(g.class, B.gpuClass),
     memory_total_mb: intOrNull(g.memory_total_mb),
     memory_used_mb: intOrNull(g.memory_used_mb),
     compute_capability: cc,
     numa_node: intOrNull(g.numa_node),
-    pci_bus_id: clipOrNull(g.pci_bus_id, 32),
-    driver_version: clipOrNull(g.driver_version, 64),
-    cuda_version: clipOrNull(g.cuda_version, 32),
-    nvlink_peers: g.nvlink_peers.slice(0, 1024),
+    pci_bus_id: clipOrNull(g.pci_bus_id, B.pciBusId),
+    driver_version: clipOrNull(g.driver_version, B.driverVersion),
+    cuda_version: clipOrNull(g.cuda_version, B.cudaVersion),
+    nvlink_peers: g.nvlink_peers.slice(0, B.nvlinkPeers),
     health: {
       ecc_errors: intOrNull(g.health.ecc_errors),
       temperature_c: finiteOrNull(g.health.temperature_c),
-      problems: g.health.problems.slice(0, 64).map((p) => clip(p, 1024)),
+      problems: g.health.problems.slice(0, B.gpuProblems).map((p) => clip(p, B.gpuProblem)),
     },
   };
 }
@@ -115,8 +124,8 @@ export function gpuReport(g: Gpu): GpuReport {
 export function fabricReport(f: FabricAttachment): FabricReport {
   return {
     fabric: f.fabric,
-    hcas: f.hcas.slice(0, 64),
-    ports: f.ports.slice(0, 128).map((p) => ({
+    hcas: f.hcas.slice(0, B.hcas),
+    ports: f.ports.slice(0, B.fabricPorts).map((p) => ({
       hca: p.hca,
       port: p.port,
       link_layer: p.link_layer,

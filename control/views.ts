@@ -6,7 +6,11 @@
  * @module
  */
 import type { Explanation } from "../placement/types.ts";
-import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
+import {
+  CRASH_LOOP_FROM,
+  type LoadMetricNames,
+  type ShardReport,
+} from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
@@ -77,7 +81,7 @@ export interface ReadyEndpoint {
   /** The engine proxy's credential. */
   token?: string;
   /** The engine's load metric names, as rank 0's agent reported them. */
-  load_metrics?: { running: string[]; waiting: string[]; kv_cache_usage: string[] };
+  load_metrics?: LoadMetricNames;
 }
 
 /** A replica's view. */

@@ -25,6 +25,7 @@
 import { HashRing, pickBounded } from "./bounded_ring.ts";
 import { effectiveLoad, type EngineLoad } from "./engine_load.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
+import type { LoadMetricNames } from "../protocol/agent_protocol.ts";
 
 /** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
 export interface EndpointSpec {
@@ -39,7 +40,7 @@ export interface EndpointSpec {
   /** The engine proxy's credential; absent: a direct engine. */
   token?: string;
   /** The engine's load metric names (from its plugin); absent: its load is not read. */
-  load_metrics?: { running: string[]; waiting: string[]; kv_cache_usage: string[] };
+  load_metrics?: LoadMetricNames;
 }
 
 /** An endpoint in the table, with its live counters. */

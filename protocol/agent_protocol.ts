@@ -30,7 +30,8 @@ import {
   NodeIdSchema as NodeId,
 } from "./fields.ts";
 import type { Assert, Same } from "./same_type.ts";
-import type { DesiredLaunch } from "../engines/types.ts";
+import type { DesiredLaunch, MetricNames } from "../engines/types.ts";
+import { REPORT_BOUNDS } from "./report_bounds.ts";
 import { DesiredLaunchSchema } from "./shard_launch.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
 
@@ -40,21 +41,21 @@ export const AGENT_PROTOCOL_VERSION = 1;
 /** A GPU as discovery reports it (discovery/types.ts `Gpu`). */
 export const GpuReportSchema = z.object({
   index: z.number().int().min(0).max(1023),
-  uuid: z.string().max(128).nullable(),
-  name: z.string().max(256).nullable(),
-  class: z.string().max(64).nullable(),
+  uuid: z.string().max(REPORT_BOUNDS.gpuUuid).nullable(),
+  name: z.string().max(REPORT_BOUNDS.gpuName).nullable(),
+  class: z.string().max(REPORT_BOUNDS.gpuClass).nullable(),
   memory_total_mb: z.number().int().nullable(),
   memory_used_mb: z.number().int().nullable(),
   compute_capability: ComputeCapabilitySchema.nullable(),
   numa_node: z.number().int().nullable(),
-  pci_bus_id: z.string().max(32).nullable(),
-  driver_version: z.string().max(64).nullable(),
-  cuda_version: z.string().max(32).nullable(),
-  nvlink_peers: z.array(z.number().int().min(0)).max(1024),
+  pci_bus_id: z.string().max(REPORT_BOUNDS.pciBusId).nullable(),
+  driver_version: z.string().max(REPORT_BOUNDS.driverVersion).nullable(),
+  cuda_version: z.string().max(REPORT_BOUNDS.cudaVersion).nullable(),
+  nvlink_peers: z.array(z.number().int().min(0)).max(REPORT_BOUNDS.nvlinkPeers),
   health: z.object({
     ecc_errors: z.number().int().nullable(),
     temperature_c: z.number().nullable(),
-    problems: z.array(z.string().max(1024)).max(64),
+    problems: z.array(z.string().max(REPORT_BOUNDS.gpuProblem)).max(REPORT_BOUNDS.gpuProblems),
   }),
 });
 
@@ -76,8 +77,8 @@ const GpuReportsSchema = z.array(GpuReportSchema).max(1024).superRefine((gpus, c
 /** A fabric attachment (discovery/types.ts `FabricAttachment`). */
 export const FabricReportSchema = z.object({
   fabric: z.string().min(1).max(64),
-  hcas: z.array(z.string().min(1).max(64)).max(64),
-  ports: z.array(FabricPortSchema).max(128),
+  hcas: z.array(z.string().min(1).max(64)).max(REPORT_BOUNDS.hcas),
+  ports: z.array(FabricPortSchema).max(REPORT_BOUNDS.fabricPorts),
   rate_gbps: z.number().nullable(),
 });
 
@@ -163,16 +164,26 @@ export type CertificateAnswer = z.infer<typeof CertificateAnswerSchema>;
  */
 export const CRASH_LOOP_FROM = 2;
 
-/** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
-/** Metric names an engine reports its load under (engines/types.ts `MetricNames`). */
+const MetricNameList = z.array(z.string().min(1).max(REPORT_BOUNDS.metricName)).max(
+  REPORT_BOUNDS.metricNames,
+);
+
+/** Metric names an engine reports its load under, candidates in order of preference. */
 export const LoadMetricNamesSchema = z.object({
-  running: z.array(z.string().min(1).max(128)).max(8),
-  waiting: z.array(z.string().min(1).max(128)).max(8),
-  kv_cache_usage: z.array(z.string().min(1).max(128)).max(8),
+  running: MetricNameList,
+  waiting: MetricNameList,
+  kv_cache_usage: MetricNameList,
 });
 
+/** Metric names an engine reports its load under (one shape for plugins, agents and gateways). */
+export type LoadMetricNames = z.infer<typeof LoadMetricNamesSchema>;
+
+type _LoadMetricNamesMatchEngines = Assert<Same<LoadMetricNames, MetricNames>>;
+
+/** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
+
 export const ShardReportSchema = z.object({
-  id: z.string().min(1).max(256),
+  id: z.string().min(1).max(REPORT_BOUNDS.shardId),
   state: z.enum([
     "pending",
     "starting",
@@ -208,10 +219,10 @@ export const ShardReportSchema = z.object({
   adopted: z.boolean(),
   last_failure: z.object({
     at: z.number(),
-    reason: z.string().max(4096),
+    reason: z.string().max(REPORT_BOUNDS.reason),
     exit_code: z.number().int().nullable(),
-    signal: z.string().max(32).nullable(),
-    log_tail: z.array(z.string().max(8192)).max(200),
+    signal: z.string().max(REPORT_BOUNDS.signal).nullable(),
+    log_tail: z.array(z.string().max(REPORT_BOUNDS.logLine)).max(REPORT_BOUNDS.logTailLines),
     /**
      * True when retrying cannot change the outcome (the engine or its plugin
      * refused the shard's arguments): the control plane stops rebuilding the
@@ -219,13 +230,14 @@ export const ShardReportSchema = z.object({
      */
     permanent: z.boolean().optional(),
   }).nullable(),
-  spec_hash: z.string().max(128),
+  spec_hash: z.string().max(REPORT_BOUNDS.specHash),
   /**
    * The last thing worth telling about the shard that is not a failure, e.g.
    * a port of the agent's range found held by another process (named) and
    * skipped. Absent from older agents.
    */
-  notice: z.object({ at: z.number(), message: z.string().max(1024) }).nullable().optional(),
+  notice: z.object({ at: z.number(), message: z.string().max(REPORT_BOUNDS.notice) }).nullable()
+    .optional(),
   /**
    * The engine's load metric names for its version, from its plugin, so
    * gateways can read its load (design §12). Absent from older agents.
