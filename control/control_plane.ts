@@ -7,6 +7,7 @@
  * @module
  */
 import { noPorts } from "../engines/launch.ts";
+import { parsePlacementId, parseShardId } from "../protocol/ids.ts";
 import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
@@ -171,10 +172,11 @@ export class ControlPlane {
     }
     for (const r of await state.store.listReplicas()) {
       // A failed replica's next placement must not reuse its last shard ids.
-      const lastAttempt = /\.(\d+)\/\d+$/.exec(r.failure?.shard_id ?? "")?.[1];
-      if (lastAttempt !== undefined) cp.book.restoreAttempt(r.id, Number(lastAttempt));
+      const lastAttempt = parseShardId(r.failure?.shard_id ?? "")?.attempt;
+      if (lastAttempt !== undefined) cp.book.restoreAttempt(r.id, lastAttempt);
       if (r.phase === "placed" && r.placement !== null) {
-        cp.book.restoreAttempt(r.id, Number(r.placement.replica_id.split(".").pop()) || 1);
+        const attempt = r.placement.attempt ?? parsePlacementId(r.placement.replica_id)?.attempt;
+        cp.book.restoreAttempt(r.id, attempt ?? 1);
         for (const s of r.placement.shards) state.awaitingFirstReport.add(s.node);
         restorePorts(r);
       }

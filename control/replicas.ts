@@ -23,6 +23,7 @@ import {
   releasePlacement,
   type Unschedulable,
 } from "../placement/mod.ts";
+import { placementId } from "../protocol/ids.ts";
 import { newUid } from "./identity.ts";
 import { freshReplicaId } from "./rollout.ts";
 import type { ControlState } from "./state.ts";
@@ -98,7 +99,7 @@ export class ReplicaBook {
 
   /** The id the next placement of `r` takes: `REPLICA.ATTEMPT`. */
   nextPlacementId(r: Pick<StoredReplica, "id">): string {
-    return `${r.id}.${(this.#attempts.get(r.id) ?? 0) + 1}`;
+    return placementId(r.id, (this.#attempts.get(r.id) ?? 0) + 1);
   }
 
   /**
@@ -155,9 +156,10 @@ export class ReplicaBook {
       });
     }
     if (this.#index !== null) applyPlacement(this.#index, placed.deployment, placed.shards);
-    this.#attempts.set(r.id, (this.#attempts.get(r.id) ?? 0) + 1);
+    const attempt = (this.#attempts.get(r.id) ?? 0) + 1;
+    this.#attempts.set(r.id, attempt);
     r.phase = "placed";
-    r.placement = { ...placed, ports: noPorts() };
+    r.placement = { ...placed, attempt, ports: noPorts() };
     r.explanation = placed.explanation;
     r.updated_at = state.now();
     this.#touch(r);

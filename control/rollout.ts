@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { replicaId, surgeReplicaId } from "../protocol/ids.ts";
 import type { RolloutStepRecord } from "./store/store.ts";
 
 /** A replica as the planner sees it. */
@@ -144,9 +145,10 @@ export function freshReplicaId(
   taken: (id: string) => boolean,
   surge: boolean,
 ): string {
-  const plain = `${deployment}-r${index}`;
+  const plain = replicaId(deployment, index);
   if (!surge && !taken(plain)) return plain;
-  const base = `${plain}-v${revision}`;
-  if (!taken(base)) return base;
-  for (let k = 2;; k++) if (!taken(`${base}-${k}`)) return `${base}-${k}`;
+  for (let k = 1;; k++) {
+    const id = surgeReplicaId(plain, revision, k);
+    if (!taken(id)) return id;
+  }
 }
