@@ -41,7 +41,7 @@ import { DiscoveryLoop } from "./discovery_loop.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { HeartbeatLoop } from "./heartbeat_loop.ts";
 import type { AgentStatus } from "./local_api.ts";
-import { createLogger, type Logger, stderrSink } from "./log.ts";
+import { createLogger, type Logger, stderrSink } from "../log/log.ts";
 import {
   type AgentMetricsSnapshot,
   emptyTimeToReady,

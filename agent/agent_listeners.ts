@@ -16,7 +16,7 @@ import {
 import { type AgentTls, requireClientCertificate } from "./agent_tls.ts";
 import { engineProxy, type EngineProxyOptions } from "./engine_proxy.ts";
 import { localApi, type LocalApiView } from "./local_api.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 
 /** Where a listener listens and how it is reached. */
 export interface ListenerPlacement {

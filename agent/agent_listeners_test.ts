@@ -6,7 +6,7 @@
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { serveEngineProxy } from "./agent_listeners.ts";
-import { createLogger } from "./log.ts";
+import { createLogger } from "../log/log.ts";
 import { SHARD_HEADER } from "./engine_proxy.ts";
 
 const TOKEN = "llmgw_proxy_drain-test-0123456789abcdef";

@@ -9,7 +9,7 @@
 import { FailoverFetch } from "../http/failover_fetch.ts";
 import { AgentError, type AgentOptions } from "./agent_options.ts";
 import { ControlClient } from "./control_client.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /**

@@ -24,7 +24,7 @@ import type { DesiredShard } from "../supervisor/types.ts";
 import { type ControlClient, ControlError } from "./control_client.ts";
 import { errorFields } from "./error_fields.ts";
 import { errorMessage } from "../text/error_message.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 import type { Registration } from "./registration.ts";
 import { retryDelay, sleep } from "./retry.ts";
 

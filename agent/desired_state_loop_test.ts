@@ -10,7 +10,7 @@ import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.
 import type { DesiredShard } from "../supervisor/types.ts";
 import { ControlError } from "./control_client.ts";
 import { DesiredStateLoop } from "./desired_state_loop.ts";
-import type { Logger, LogLevel } from "./log.ts";
+import type { Logger, LogLevel } from "../log/log.ts";
 
 interface Harness {
   loop: DesiredStateLoop;

@@ -14,7 +14,7 @@ import { groupMembers } from "../supervisor/proc.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import type { AgentOptions } from "./agent_options.ts";
 import { errorMessage } from "../text/error_message.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 import type { DiscoverySource } from "./metrics.ts";
 import { gpusAfterRediscovery } from "./reports.ts";
 import { sleep } from "./retry.ts";

@@ -19,7 +19,7 @@ import { type ControlClient, ControlError } from "./control_client.ts";
 import type { DesiredStateLoop } from "./desired_state_loop.ts";
 import type { DiscoveryLoop } from "./discovery_loop.ts";
 import { errorFields } from "./error_fields.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 import type { Registration } from "./registration.ts";
 import { gpuReport, shardReport } from "./reports.ts";
 import { retryDelay, sleep } from "./retry.ts";

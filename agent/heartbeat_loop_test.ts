@@ -10,7 +10,7 @@ import type { Gpu, Inventory } from "../discovery/types.ts";
 import type { HeartbeatRequest } from "../protocol/agent_protocol.ts";
 import { ControlError, type HeartbeatResult } from "./control_client.ts";
 import { HeartbeatLoop } from "./heartbeat_loop.ts";
-import type { Logger, LogLevel } from "./log.ts";
+import type { Logger, LogLevel } from "../log/log.ts";
 
 const GPUS = (JSON.parse(
   readFixture("machines/dgx_h100_8x_nics/expected_inventory.json"),

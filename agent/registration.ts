@@ -25,7 +25,7 @@ import { readSession, removeSession, type StoredSession, writeSession } from "./
 import { engineVersions } from "./engine_versions.ts";
 import { errorFields } from "./error_fields.ts";
 import { errorMessage } from "../text/error_message.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log/log.ts";
 import { type NodeIdentity, registerRequest, registrationFingerprint } from "./reports.ts";
 import { retryDelay, sleep } from "./retry.ts";
 

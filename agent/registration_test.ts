@@ -10,7 +10,7 @@ import { assertEquals, assertOk } from "../tests/assert.ts";
 import type { RegisterRequest, RegisterResponse } from "../protocol/agent_protocol.ts";
 import { ControlError } from "./control_client.ts";
 import { readSession, type StoredSession, writeSession } from "./credentials.ts";
-import type { Logger, LogLevel } from "./log.ts";
+import type { Logger, LogLevel } from "../log/log.ts";
 import { clampInterval, Registration, type RegistrationOptions } from "./registration.ts";
 
 const CONTROL = "http://control.example:8080";

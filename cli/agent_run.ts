@@ -20,7 +20,7 @@ import {
   DEFAULT_PROXY_LISTEN,
   nodeIdProblem,
 } from "../agent/agent.ts";
-import { createLogger } from "../agent/log.ts";
+import { createLogger } from "../log/log.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
 import { discoverySettings } from "./discovery_flags.ts";
 import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";

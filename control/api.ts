@@ -28,6 +28,10 @@ import { HttpStats } from "./metrics.ts";
 import { NotLeaderError, StoreError } from "./store/store.ts";
 import { openApiDocument } from "./openapi.ts";
 import { uiApp } from "../ui/mod.ts";
+import { createLogger } from "../log/log.ts";
+
+/** Unexpected errors: one JSON line each (log/log.ts), the body says only "internal error". */
+const log = createLogger("control-api");
 
 export type { ApiAuth };
 
@@ -111,7 +115,7 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   app.onError((err, c) => {
     const answer = errorAnswer(err);
     if (answer !== null) return c.json(answer.body, answer.status as 400);
-    console.error(JSON.stringify({ level: "error", component: "control-api", msg: String(err) }));
+    log.error("unhandled error", { error: String(err) });
     return c.json({ error: { code: "internal", message: "internal error", path: null } }, 500);
   });
   // An unknown path under /v1 is behind the admin check, like every admin route.

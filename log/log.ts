@@ -1,8 +1,10 @@
 /**
- * The agent's structured log (design §13): one JSON object per line on
- * stderr. Secrets (join, node and local tokens) are never passed to the
- * log; as a second line of defence every known secret that still shows up
- * in a line is replaced by `[redacted]` before it is written.
+ * llmgw's one structured log (design §13), for the agent, the control plane,
+ * the supervisor and the gateway: one JSON object per line on stderr,
+ * `{"ts", "level", "component", "msg", …fields}`. Secrets (join, node and
+ * local tokens) are never passed to the log; as a second line of defence
+ * every known secret that still shows up in a line is replaced by
+ * `[redacted]` before it is written.
  *
  * @module
  */
@@ -32,7 +34,7 @@ export function stderrSink(line: string): void {
   try {
     Deno.stderr.writeSync(encoder.encode(line + "\n"));
   } catch {
-    // A closed stderr must not take the agent down.
+    // A closed stderr must not take the process down.
   }
 }
 
@@ -73,7 +75,7 @@ export function createLogger(
     try {
       sink(formatLogLine(new Date(), level, component, msg, fields, secrets()));
     } catch {
-      // Logging never breaks the agent.
+      // Logging never breaks the process that logs.
     }
   };
   return {
