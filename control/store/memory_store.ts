@@ -18,12 +18,10 @@ import {
   withRevisionFields,
   withUid,
 } from "./store.ts";
+import { byKey } from "./tables.ts";
 
 /** Events kept before the oldest are pruned. */
 export const MAX_EVENTS = 10_000;
-
-const byKey = <T>(key: (t: T) => string) => (a: T, b: T) =>
-  key(a).localeCompare(key(b), "en", { numeric: true });
 
 /** The in-memory store. */
 export class MemoryStore implements ControlStore {

@@ -15,6 +15,8 @@
  *
  * @module
  */
+import type pg from "pg";
+import { StoreError } from "./store.ts";
 
 /** The advisory lock key every migration takes ("llmgw" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x6c6c6d6777;
@@ -125,3 +127,40 @@ export const PG_MIGRATIONS: readonly string[] = [
 
 /** The schema version this llmgw writes; a database with a larger one is refused. */
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS.length;
+
+/**
+ * Applies the pending migrations in one transaction under the migration
+ * lock. `name` is the store's redacted URL, for the newer-schema refusal.
+ *
+ * @throws {StoreError} when the database's schema is newer than this llmgw's.
+ */
+export async function migrate(pool: pg.Pool, name: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    try {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
+      await client.query("CREATE TABLE IF NOT EXISTS llmgw_schema (version INTEGER NOT NULL)");
+      const { rows } = await client.query("SELECT version FROM llmgw_schema");
+      const current = rows.length === 0 ? 0 : Number(rows[0].version);
+      if (current > PG_SCHEMA_VERSION) {
+        throw new StoreError(
+          `Cannot open store ${name}: its schema version ${current} is newer than this ` +
+            `llmgw (${PG_SCHEMA_VERSION}); upgrade llmgw or use another database`,
+        );
+      }
+      for (let v = current; v < PG_SCHEMA_VERSION; v++) await client.query(PG_MIGRATIONS[v]);
+      if (rows.length === 0) {
+        await client.query("INSERT INTO llmgw_schema (version) VALUES ($1)", [PG_SCHEMA_VERSION]);
+      } else if (current < PG_SCHEMA_VERSION) {
+        await client.query("UPDATE llmgw_schema SET version = $1", [PG_SCHEMA_VERSION]);
+      }
+      await client.query("COMMIT");
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw e;
+    }
+  } finally {
+    client.release();
+  }
+}

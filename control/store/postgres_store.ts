@@ -24,42 +24,48 @@
  * @module
  */
 import pg from "pg";
-import { MAX_EVENTS } from "./memory_store.ts";
 import {
-  apiKeyColumns,
-  deploymentColumns,
+  API_KEYS,
+  columnValues,
+  DEPLOYMENTS,
   eventFromRow,
-  nodeColumns,
-  replicaColumns,
-  tokenColumns,
-} from "./store_columns.ts";
-import {
-  CHANGE_CHANNEL,
-  ChangeListener,
-  type ChangeTable,
-  payload,
-  type StoreChange,
-} from "./postgres_changes.ts";
+  eventsQuery,
+  NODES,
+  openFailure,
+  parseRow,
+  REPLICAS,
+  type Row,
+  sortByKey,
+  storeFailure,
+  type Table,
+  TOKENS,
+} from "./tables.ts";
+import { ChangeListener, type ChangeTable, payload, type StoreChange } from "./postgres_changes.ts";
 import { describe, transient } from "./postgres_errors.ts";
-import { MIGRATION_LOCK_KEY, PG_MIGRATIONS, PG_SCHEMA_VERSION } from "./postgres_migrations.ts";
 import {
-  type AccessTokenKind,
+  ADD_EVENT,
+  ADD_EVENTS,
+  fencedDelete,
+  fencedUpsert,
+  RECORD_SEEN,
+} from "./postgres_fenced_sql.ts";
+import { migrate } from "./postgres_migrations.ts";
+import { isPostgresUrl, redactUrl } from "./postgres_url.ts";
+import {
   type AccessTokenRecord,
   type ApiKeyRecord,
   type ControlStore,
   type EventQuery,
   type EventRecord,
-  type NodeIntent,
   type NodeSeen,
   NotLeaderError,
-  type ReplicaPhase,
   type StoredDeployment,
   type StoredNode,
   type StoredReplica,
   StoreError,
 } from "./store.ts";
 
-export { NotLeaderError };
+export { isPostgresUrl, NotLeaderError, redactUrl };
 
 /** Options for {@link PostgresStore.open}. */
 export interface PostgresStoreOptions {
@@ -74,31 +80,6 @@ export interface PostgresStoreOptions {
   /** `application_name` of the sessions, shown in `pg_stat_activity`. */
   applicationName?: string;
 }
-
-/** A URL's password replaced by `***`, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    for (const k of [...u.searchParams.keys()]) {
-      if (/pass/i.test(k)) u.searchParams.set(k, "***");
-    }
-    return u.toString();
-  } catch {
-    return "(a store URL that does not parse)";
-  }
-}
-
-/** Whether `store` names a PostgreSQL database rather than a directory. */
-export function isPostgresUrl(store: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(store);
-}
-
-// Intl.Collator with the same locale and options is what localeCompare uses.
-const collator = new Intl.Collator("en", { numeric: true });
-const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => collator.compare(key(a), key(b));
-
-type Row = Record<string, unknown>;
 
 /** int8 (oid 20) as a JS number: every BIGINT here is a time in ms, an id or an epoch. */
 const types = {
@@ -159,14 +140,12 @@ export class PostgresStore implements ControlStore {
     let delay = 250;
     for (;;) {
       try {
-        await store.#migrate();
+        await migrate(pool, store.#name);
         return store;
       } catch (e) {
         if (e instanceof StoreError || !transient(e) || Date.now() + delay > deadline) {
           await pool.end().catch(() => {});
-          throw e instanceof StoreError
-            ? e
-            : new StoreError(`Cannot open store ${store.#name}: ${describe(e)}`);
+          throw openFailure(store.#name, e, describe);
         }
         log(`store ${store.#name}: ${describe(e)}; retrying in ${delay} ms`);
         await new Promise((r) => setTimeout(r, delay));
@@ -227,32 +206,11 @@ export class PostgresStore implements ControlStore {
   }
 
   listDeployments(): Promise<StoredDeployment[]> {
-    return this.#list("deployments", "list deployments", (row) => ({
-      name: row.name as string,
-      spec: this.#json(row, "deployments", row.name, "spec"),
-      created_at: row.created_at as number,
-      updated_at: row.updated_at as number,
-      revision: row.revision as number,
-      history: this.#json(row, "deployments", row.name, "history"),
-      rollout: this.#json(row, "deployments", row.name, "rollout", true),
-      uid: row.uid as string,
-    }), (d) => d.name);
+    return this.#list("list deployments", DEPLOYMENTS);
   }
 
   putDeployment(d: StoredDeployment): Promise<void> {
-    return this.#put(
-      "put deployment",
-      "deployments",
-      d.name,
-      `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout,
-         uid, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, fence.epoch, note.seq FROM fence, note
-       ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, created_at = excluded.created_at,
-         updated_at = excluded.updated_at, revision = excluded.revision,
-         history = excluded.history, rollout = excluded.rollout, uid = excluded.uid,
-         epoch = excluded.epoch, seq = excluded.seq`,
-      deploymentColumns(d),
-    );
+    return this.#put("put deployment", DEPLOYMENTS, d);
   }
 
   deleteDeployment(name: string): Promise<boolean> {
@@ -260,37 +218,11 @@ export class PostgresStore implements ControlStore {
   }
 
   listReplicas(): Promise<StoredReplica[]> {
-    return this.#list("replicas", "list replicas", (row) => ({
-      id: row.id as string,
-      deployment: row.deployment as string,
-      index: row.replica_index as number,
-      phase: row.phase as ReplicaPhase,
-      placement: this.#json(row, "replicas", row.id, "placement", true),
-      explanation: this.#json(row, "replicas", row.id, "explanation", true),
-      failure: this.#json(row, "replicas", row.id, "failure", true),
-      revision: row.revision as number,
-      uid: row.uid as string,
-      created_at: row.created_at as number,
-      updated_at: row.updated_at as number,
-    }), (r) => r.id);
+    return this.#list("list replicas", REPLICAS);
   }
 
   putReplica(r: StoredReplica): Promise<void> {
-    return this.#put(
-      "put replica",
-      "replicas",
-      r.id,
-      `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation, failure,
-         created_at, updated_at, revision, uid, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, fence.epoch, note.seq FROM fence, note
-       ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
-         replica_index = excluded.replica_index, phase = excluded.phase,
-         placement = excluded.placement, explanation = excluded.explanation,
-         failure = excluded.failure, created_at = excluded.created_at,
-         updated_at = excluded.updated_at, revision = excluded.revision, uid = excluded.uid,
-         epoch = excluded.epoch, seq = excluded.seq`,
-      replicaColumns(r),
-    );
+    return this.#put("put replica", REPLICAS, r);
   }
 
   deleteReplica(id: string): Promise<boolean> {
@@ -298,51 +230,19 @@ export class PostgresStore implements ControlStore {
   }
 
   listNodes(): Promise<StoredNode[]> {
-    return this.#list("nodes", "list nodes", (row) => ({
-      id: row.id as string,
-      registration: this.#json(row, "nodes", row.id, "registration"),
-      token_hash: row.token_hash as string,
-      intent: row.intent as NodeIntent,
-      label_overrides: this.#json(row, "nodes", row.id, "label_overrides"),
-      fabric_overrides: this.#json(row, "nodes", row.id, "fabric_overrides"),
-      generation: row.generation as number,
-      updated_at: row.updated_at as number,
-      last_seen_at: (row.last_seen_at ?? null) as number | null,
-    }), (n) => n.id);
+    return this.#list("list nodes", NODES);
   }
 
   putNode(n: StoredNode): Promise<void> {
-    return this.#put(
-      "put node",
-      "nodes",
-      n.id,
-      `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, fabric_overrides,
-         generation, updated_at, last_seen_at, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, $9, $10, $11, fence.epoch, note.seq FROM fence, note
-       ON CONFLICT (id) DO UPDATE SET registration = excluded.registration,
-         token_hash = excluded.token_hash, intent = excluded.intent,
-         label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
-         generation = excluded.generation, updated_at = excluded.updated_at,
-         last_seen_at = excluded.last_seen_at, epoch = excluded.epoch, seq = excluded.seq`,
-      nodeColumns(n),
-    );
+    return this.#put("put node", NODES, n);
   }
 
-  /**
-   * Sets nodes' last-seen times in one fenced statement. The change sequence
-   * does not move: a follower reloading its whole state for a last-seen
-   * time would cost more than the time is worth (it reads it at its next
-   * reload, or on taking over).
-   */
+  /** Sets nodes' last-seen times in one fenced statement (the change sequence does not move). */
   async recordNodesSeen(seen: readonly NodeSeen[]): Promise<void> {
     if (seen.length === 0) return;
     await this.#fenced(
       "record nodes seen",
-      `WITH fence AS (${FENCE}),
-       w AS (UPDATE nodes SET last_seen_at = s.at, epoch = fence.epoch
-             FROM fence, unnest($2::text[], $3::bigint[]) AS s(id, at)
-             WHERE nodes.id = s.id RETURNING 1)
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n`,
+      RECORD_SEEN,
       [seen.map((n) => n.id), seen.map((n) => n.last_seen_at)],
     );
   }
@@ -351,16 +251,11 @@ export class PostgresStore implements ControlStore {
     return this.#delete("nodes", "id", id);
   }
 
-  /** Appends an event and keeps the newest {@link MAX_EVENTS}, as MemoryStore does. */
+  /** Appends an event and keeps the newest MAX_EVENTS, as MemoryStore does. */
   async addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord> {
     const [row] = await this.#fenced(
       "add event",
-      `WITH fence AS (${FENCE}),
-       w AS (INSERT INTO events (at, kind, subject, message, uid, epoch)
-             SELECT $2, $3, $4, $5, $6, epoch FROM fence RETURNING id),
-       prune AS (DELETE FROM events WHERE id <= (SELECT id FROM w) - ${MAX_EVENTS} RETURNING 1)
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT id FROM w) AS id,
-         (SELECT count(*) FROM prune)::int AS pruned`,
+      ADD_EVENT,
       [e.at, e.kind, e.subject, e.message, e.uid],
     );
     return {
@@ -373,20 +268,12 @@ export class PostgresStore implements ControlStore {
     };
   }
 
-  /** Appends events in order in one statement, keeping the newest {@link MAX_EVENTS}. */
+  /** Appends events in order in one statement, keeping the newest MAX_EVENTS. */
   async addEvents(events: readonly Omit<EventRecord, "id">[]): Promise<void> {
     if (events.length === 0) return;
     await this.#fenced(
       "add events",
-      `WITH fence AS (${FENCE}),
-       w AS (INSERT INTO events (at, kind, subject, message, uid, epoch)
-             SELECT e.at, e.kind, e.subject, e.message, e.uid, fence.epoch
-             FROM fence, unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])
-               WITH ORDINALITY AS e(at, kind, subject, message, uid, n)
-             ORDER BY e.n RETURNING id),
-       prune AS (DELETE FROM events WHERE id <= (SELECT max(id) FROM w) - ${MAX_EVENTS} RETURNING 1)
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n,
-         (SELECT count(*) FROM prune)::int AS pruned`,
+      ADD_EVENTS,
       [
         events.map((e) => e.at),
         events.map((e) => e.kind),
@@ -398,54 +285,17 @@ export class PostgresStore implements ControlStore {
   }
 
   async listEvents(q: EventQuery = {}): Promise<EventRecord[]> {
-    const where: string[] = [];
-    const params: (number | string)[] = [];
-    if (q.after !== undefined) {
-      params.push(q.after);
-      where.push(`id > $${params.length}`);
-    }
-    if (q.subject !== undefined) {
-      params.push(q.subject);
-      where.push(`subject = $${params.length}`);
-    }
-    if (q.uid !== undefined) {
-      params.push(q.uid);
-      where.push(`uid = $${params.length}`);
-    }
-    params.push(Math.max(0, Math.trunc(q.limit ?? 100)));
-    const rows = await this.query(
-      "list events",
-      `SELECT id, at, kind, subject, message, uid FROM events
-       ${
-        where.length ? `WHERE ${where.join(" AND ")}` : ""
-      } ORDER BY id DESC LIMIT $${params.length}`,
-      params,
-    );
-    return rows.reverse().map(eventFromRow);
+    const { sql, params } = eventsQuery(q, (n) => `$${n}`);
+    const rows = await this.query("list events", sql, params);
+    return rows.reverse().map((row) => eventFromRow(row, this.#name));
   }
 
   listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.#list("api_keys", "list API keys", (row) => ({
-      id: row.id as string,
-      name: row.name as string,
-      hash: row.hash as string,
-      models: this.#json(row, "api_keys", row.id, "models", true),
-      created_at: row.created_at as number,
-    }), (k) => k.id);
+    return this.#list("list API keys", API_KEYS);
   }
 
   putApiKey(k: ApiKeyRecord): Promise<void> {
-    return this.#put(
-      "put API key",
-      "api_keys",
-      k.id,
-      `INSERT INTO api_keys (id, name, hash, models, created_at, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, fence.epoch, note.seq FROM fence, note
-       ON CONFLICT (id) DO UPDATE SET name = excluded.name, hash = excluded.hash,
-         models = excluded.models, created_at = excluded.created_at,
-         epoch = excluded.epoch, seq = excluded.seq`,
-      apiKeyColumns(k),
-    );
+    return this.#put("put API key", API_KEYS, k);
   }
 
   deleteApiKey(id: string): Promise<boolean> {
@@ -453,28 +303,11 @@ export class PostgresStore implements ControlStore {
   }
 
   listTokens(): Promise<AccessTokenRecord[]> {
-    return this.#list("tokens", "list tokens", (row) => ({
-      id: row.id as string,
-      kind: row.kind as AccessTokenKind,
-      hash: row.hash as string,
-      description: row.description as string,
-      created_at: row.created_at as number,
-      expires_at: (row.expires_at as number | null) ?? null,
-    }), (t) => t.id);
+    return this.#list("list tokens", TOKENS);
   }
 
   putToken(t: AccessTokenRecord): Promise<void> {
-    return this.#put(
-      "put token",
-      "tokens",
-      t.id,
-      `INSERT INTO tokens (id, kind, hash, description, created_at, expires_at, epoch, seq)
-       SELECT $3, $4, $5, $6, $7, $8, fence.epoch, note.seq FROM fence, note
-       ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, hash = excluded.hash,
-         description = excluded.description, created_at = excluded.created_at,
-         expires_at = excluded.expires_at, epoch = excluded.epoch, seq = excluded.seq`,
-      tokenColumns(t),
-    );
+    return this.#put("put token", TOKENS, t);
   }
 
   deleteToken(id: string): Promise<boolean> {
@@ -489,66 +322,20 @@ export class PostgresStore implements ControlStore {
     await this.#pool.end().catch(() => {});
   }
 
-  /** Applies the pending migrations in one transaction under the migration lock. */
-  async #migrate(): Promise<void> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("BEGIN");
-      try {
-        await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
-        await client.query("CREATE TABLE IF NOT EXISTS llmgw_schema (version INTEGER NOT NULL)");
-        const { rows } = await client.query("SELECT version FROM llmgw_schema");
-        const current = rows.length === 0 ? 0 : Number(rows[0].version);
-        if (current > PG_SCHEMA_VERSION) {
-          throw new StoreError(
-            `Cannot open store ${this.#name}: its schema version ${current} is newer than this ` +
-              `llmgw (${PG_SCHEMA_VERSION}); upgrade llmgw or use another database`,
-          );
-        }
-        for (let v = current; v < PG_SCHEMA_VERSION; v++) await client.query(PG_MIGRATIONS[v]);
-        if (rows.length === 0) {
-          await client.query("INSERT INTO llmgw_schema (version) VALUES ($1)", [PG_SCHEMA_VERSION]);
-        } else if (current < PG_SCHEMA_VERSION) {
-          await client.query("UPDATE llmgw_schema SET version = $1", [PG_SCHEMA_VERSION]);
-        }
-        await client.query("COMMIT");
-      } catch (e) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw e;
-      }
-    } finally {
-      client.release();
-    }
+  /** Every record of `table`, parsed by the one strict rule, in natural key order. */
+  async #list<R>(what: string, table: Table<R>): Promise<R[]> {
+    const rows = await this.query(what, `SELECT * FROM ${table.name}`);
+    return sortByKey(table, rows.map((row) => parseRow(table, row, this.#name)));
   }
 
-  /** Every row of `table`, parsed and in natural key order. */
-  async #list<T>(
-    table: string,
-    what: string,
-    parse: (row: Row) => T,
-    key: (t: T) => string,
-  ): Promise<T[]> {
-    const rows = await this.query(what, `SELECT * FROM ${table}`);
-    return rows.map(parse).sort(byKey(key));
-  }
-
-  /** A fenced upsert of one record; `insert` reads $3… and the `fence` and `note` CTEs. */
-  async #put(
-    what: string,
-    table: ChangeTable,
-    key: string,
-    insert: string,
-    values: unknown[],
-  ): Promise<void> {
+  /** A fenced upsert of one record, which also notifies followers of its key. */
+  async #put<R>(what: string, table: Table<R>, record: R): Promise<void> {
+    const key = String(record[table.key]);
     await this.#fenced(
       what,
-      `WITH fence AS (${FENCE}),
-       note AS (SELECT pg_notify('${CHANGE_CHANNEL}', $2), nextval('llmgw_change_seq') AS seq
-                FROM fence),
-       w AS (${insert} RETURNING 1)
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n`,
-      [payload(table, key), ...values],
-      // $1 is the epoch (added by #fenced), so the record's values start at $3.
+      fencedUpsert(table),
+      // $1 is the epoch (added by #fenced), $2 the change; the record's values start at $3.
+      [payload(table.name, key), ...columnValues(table, record)],
     );
   }
 
@@ -556,11 +343,7 @@ export class PostgresStore implements ControlStore {
   async #delete(table: ChangeTable, column: string, key: string): Promise<boolean> {
     const [row] = await this.#fenced(
       `delete from ${table}`,
-      `WITH fence AS (${FENCE}),
-       note AS (SELECT pg_notify('${CHANGE_CHANNEL}', $2), nextval('llmgw_change_seq') AS seq
-                FROM fence),
-       w AS (DELETE FROM ${table} WHERE ${column} = $3 AND EXISTS (SELECT 1 FROM note) RETURNING 1)
-       SELECT (SELECT count(*) FROM fence)::int AS fenced, (SELECT count(*) FROM w)::int AS n`,
+      fencedDelete(table, column),
       [payload(table, key), key],
     );
     return (row.n as number) > 0;
@@ -587,35 +370,7 @@ export class PostgresStore implements ControlStore {
     return rows;
   }
 
-  /** Parses a JSON column; a column that does not parse fails the whole read. */
-  #json<T>(row: Row, table: string, key: unknown, column: string, nullable = false): T {
-    const text = row[column];
-    if (text === null && nullable) return null as T;
-    const where = `Store ${this.#name}: table ${table}, row ${
-      JSON.stringify(key)
-    }: column ${column}`;
-    if (typeof text !== "string") throw new StoreError(`${where} is not JSON text`);
-    try {
-      const value = JSON.parse(text);
-      if (typeof value !== "object" || value === null) throw new Error("not an object or array");
-      return value as T;
-    } catch (e) {
-      throw new StoreError(`${where} is not valid JSON (${(e as Error).message}); damaged?`);
-    }
-  }
-
   #error(what: string, e: unknown): StoreError {
-    if (e instanceof StoreError) return e;
-    const err = new StoreError(`Store ${this.#name}: ${what} failed: ${describe(e)}`);
-    err.cause = e;
-    return err;
+    return storeFailure(this.#name, what, e, describe);
   }
 }
-
-/**
- * The fence: the lease row, locked against a takeover, if it still names this
- * term and holder ($1 is `epoch/holder`: an epoch alone could repeat if a
- * database failover lost the commit of a takeover).
- */
-const FENCE = `SELECT epoch FROM llmgw_leader
-   WHERE id = 1 AND epoch::text || '/' || holder = $1 AND expires_at > now() FOR SHARE`;

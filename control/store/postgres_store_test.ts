@@ -20,6 +20,7 @@ import { NotLeaderError, PostgresStore, redactUrl } from "./postgres_store.ts";
 import type { StoreChange } from "./postgres_changes.ts";
 import { storeContractSteps, storedDeployment, storedNode } from "../../tests/store_contract.ts";
 import { StoreError } from "./store.ts";
+import { columnNames, TABLES } from "./tables.ts";
 import { CertificateAuthority } from "../../tls/authority.ts";
 
 const available = postgresAvailable();
@@ -70,6 +71,44 @@ Deno.test({
           assertEquals((await store.listDeployments()).map((d) => d.uid), [""]);
           const events = await store.listEvents({ subject: "deployment/llama", uid: "" });
           assertEquals(events.map((e) => [e.kind, e.uid]), [["deployment_created", ""]]);
+        } finally {
+          await store.close();
+        }
+      });
+
+      await t.step("a damaged JSON column fails the list, as in SQLite", async () => {
+        const { store } = await leadingStore(pg);
+        try {
+          await store.putDeployment(storedDeployment("llama"));
+          // An object where the revision history (a list) belongs: loading it would
+          // hand the rollout code a history it cannot walk.
+          await pg.psql(`t${serial}`, `UPDATE deployments SET history = '{}'`);
+          const e = await assertRejects(() => store.listDeployments(), StoreError, "not an array");
+          assertStringIncludes(e.message, 'table deployments, row "llama": column history');
+          await pg.psql(`t${serial}`, `UPDATE deployments SET history = '[]', spec = '[1]'`);
+          await assertRejects(() => store.listDeployments(), StoreError, "not an object");
+        } finally {
+          await store.close();
+        }
+      });
+
+      await t.step("each declared table has the migrated database's columns", async () => {
+        const { store } = await leadingStore(pg);
+        try {
+          for (const table of TABLES) {
+            const rows = await store.query(
+              "read columns",
+              `SELECT column_name FROM information_schema.columns
+               WHERE table_name = $1 AND column_name NOT IN ('epoch', 'seq')
+               ORDER BY ordinal_position`,
+              [table.name],
+            );
+            assertEquals(
+              rows.map((r) => r.column_name).sort(),
+              columnNames(table).sort(),
+              table.name,
+            );
+          }
         } finally {
           await store.close();
         }

@@ -27,35 +27,34 @@ import { MIGRATIONS, SCHEMA_VERSION } from "./sqlite_migrations.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { MAX_EVENTS } from "./memory_store.ts";
 import {
-  apiKeyColumns,
-  deploymentColumns,
+  API_KEYS,
+  columnValues,
+  DEPLOYMENTS,
   eventFromRow,
-  nodeColumns,
-  replicaColumns,
-  tokenColumns,
-} from "./store_columns.ts";
+  eventsQuery,
+  NODES,
+  openFailure,
+  parseRow,
+  REPLICAS,
+  type Row,
+  sortByKey,
+  sqliteUpsert,
+  storeFailure,
+  type Table,
+  TOKENS,
+} from "./tables.ts";
 import {
-  type AccessTokenKind,
   type AccessTokenRecord,
   type ApiKeyRecord,
   type ControlStore,
-  type DeploymentRevision,
   type EventQuery,
   type EventRecord,
-  type NodeIntent,
   type NodeSeen,
-  type ReplicaFailure,
-  type ReplicaPhase,
-  type RolloutRecord,
   type StoredDeployment,
   type StoredNode,
-  type StoredPlacement,
   type StoredReplica,
   StoreError,
 } from "./store.ts";
-import type { Deployment } from "../../deployment/schema.ts";
-import type { Explanation } from "../../placement/types.ts";
-import type { RegisterRequest } from "../../protocol/agent_protocol.ts";
 
 export { SCHEMA_VERSION };
 
@@ -68,20 +67,9 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
-// Intl.Collator with the same locale and options is what localeCompare uses
-// (ECMA-402), so this is MemoryStore's order, without a collator per compare.
-const collator = new Intl.Collator("en", { numeric: true });
-const byKey = <T>(key: (t: T) => string) => (a: T, b: T) => collator.compare(key(a), key(b));
-
 /** SQLite's primary result codes that mean the file itself is bad. */
 const SQLITE_CORRUPT = 11;
 const SQLITE_NOTADB = 26;
-
-/** A row as node:sqlite returns it. */
-type Row = Record<string, unknown>;
-
-/** What a JSON column must hold. */
-type JsonShape = "object" | "array";
 
 /** The SQLite store. Open it with {@link SqliteStore.open}. */
 export class SqliteStore implements ControlStore {
@@ -106,7 +94,7 @@ export class SqliteStore implements ControlStore {
     try {
       db = new DatabaseSync(path);
     } catch (e) {
-      throw openError(path, e);
+      throw openFailure(path, e, describe);
     }
     try {
       // The busy timeout first, so that every later statement waits for a
@@ -127,7 +115,7 @@ export class SqliteStore implements ControlStore {
       return new SqliteStore(db, path);
     } catch (e) {
       db.close();
-      throw openError(path, e);
+      throw openFailure(path, e, describe);
     }
   }
 
@@ -138,44 +126,12 @@ export class SqliteStore implements ControlStore {
 
   /** Every deployment, by name. */
   listDeployments(): Promise<StoredDeployment[]> {
-    return this.#do(
-      "list deployments",
-      () =>
-        this.#all("SELECT * FROM deployments").map((row): StoredDeployment => {
-          const name = row.name as string;
-          return {
-            name,
-            spec: this.#json<Deployment>(row, "deployments", name, "spec", "object"),
-            created_at: row.created_at as number,
-            updated_at: row.updated_at as number,
-            revision: row.revision as number,
-            history: this.#json<DeploymentRevision[]>(row, "deployments", name, "history", "array"),
-            rollout: this.#json<RolloutRecord | null>(
-              row,
-              "deployments",
-              name,
-              "rollout",
-              "object",
-              true,
-            ),
-            uid: row.uid as string,
-          };
-        }).sort(byKey((d) => d.name)),
-    );
+    return this.#list("list deployments", DEPLOYMENTS);
   }
 
   /** Creates or replaces a deployment. */
   putDeployment(d: StoredDeployment): Promise<void> {
-    return this.#do("put deployment", () => {
-      this.#stmt(
-        `INSERT INTO deployments (name, spec, created_at, updated_at, revision, history, rollout,
-           uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (name) DO UPDATE SET spec = excluded.spec,
-           created_at = excluded.created_at, updated_at = excluded.updated_at,
-           revision = excluded.revision, history = excluded.history, rollout = excluded.rollout,
-           uid = excluded.uid`,
-      ).run(...deploymentColumns(d));
-    });
+    return this.#put("put deployment", DEPLOYMENTS, d);
   }
 
   /** Deletes a deployment; false when there was none. */
@@ -185,62 +141,12 @@ export class SqliteStore implements ControlStore {
 
   /** Every replica, by id. */
   listReplicas(): Promise<StoredReplica[]> {
-    return this.#do(
-      "list replicas",
-      () =>
-        this.#all("SELECT * FROM replicas").map((row): StoredReplica => {
-          const id = row.id as string;
-          return {
-            id,
-            deployment: row.deployment as string,
-            index: row.replica_index as number,
-            phase: row.phase as ReplicaPhase,
-            placement: this.#json<StoredPlacement | null>(
-              row,
-              "replicas",
-              id,
-              "placement",
-              "object",
-              true,
-            ),
-            explanation: this.#json<Explanation | null>(
-              row,
-              "replicas",
-              id,
-              "explanation",
-              "object",
-              true,
-            ),
-            failure: this.#json<ReplicaFailure | null>(
-              row,
-              "replicas",
-              id,
-              "failure",
-              "object",
-              true,
-            ),
-            revision: row.revision as number,
-            uid: row.uid as string,
-            created_at: row.created_at as number,
-            updated_at: row.updated_at as number,
-          };
-        }).sort(byKey((r) => r.id)),
-    );
+    return this.#list("list replicas", REPLICAS);
   }
 
   /** Creates or replaces a replica. */
   putReplica(r: StoredReplica): Promise<void> {
-    return this.#do("put replica", () => {
-      this.#stmt(
-        `INSERT INTO replicas (id, deployment, replica_index, phase, placement, explanation,
-           failure, created_at, updated_at, revision, uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET deployment = excluded.deployment,
-           replica_index = excluded.replica_index, phase = excluded.phase,
-           placement = excluded.placement, explanation = excluded.explanation,
-           failure = excluded.failure, created_at = excluded.created_at,
-           updated_at = excluded.updated_at, revision = excluded.revision, uid = excluded.uid`,
-      ).run(...replicaColumns(r));
-    });
+    return this.#put("put replica", REPLICAS, r);
   }
 
   /** Deletes a replica; false when there was none. */
@@ -250,48 +156,12 @@ export class SqliteStore implements ControlStore {
 
   /** Every node, by id. */
   listNodes(): Promise<StoredNode[]> {
-    return this.#do("list nodes", () =>
-      this.#all("SELECT * FROM nodes").map((row): StoredNode => {
-        const id = row.id as string;
-        return {
-          id,
-          registration: this.#json<RegisterRequest>(row, "nodes", id, "registration", "object"),
-          token_hash: row.token_hash as string,
-          intent: row.intent as NodeIntent,
-          label_overrides: this.#json<Record<string, string>>(
-            row,
-            "nodes",
-            id,
-            "label_overrides",
-            "object",
-          ),
-          fabric_overrides: this.#json<Record<string, string | null>>(
-            row,
-            "nodes",
-            id,
-            "fabric_overrides",
-            "object",
-          ),
-          generation: row.generation as number,
-          updated_at: row.updated_at as number,
-          last_seen_at: (row.last_seen_at ?? null) as number | null,
-        };
-      }).sort(byKey((n) => n.id)));
+    return this.#list("list nodes", NODES);
   }
 
   /** Creates or replaces a node. */
   putNode(n: StoredNode): Promise<void> {
-    return this.#do("put node", () => {
-      this.#stmt(
-        `INSERT INTO nodes (id, registration, token_hash, intent, label_overrides, fabric_overrides,
-           generation, updated_at, last_seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET registration = excluded.registration,
-           token_hash = excluded.token_hash, intent = excluded.intent,
-           label_overrides = excluded.label_overrides, fabric_overrides = excluded.fabric_overrides,
-           generation = excluded.generation, updated_at = excluded.updated_at,
-           last_seen_at = excluded.last_seen_at`,
-      ).run(...nodeColumns(n));
-    });
+    return this.#put("put node", NODES, n);
   }
 
   /** Sets nodes' last-seen times in one transaction; unknown ids are skipped. */
@@ -331,57 +201,20 @@ export class SqliteStore implements ControlStore {
   /** Events, oldest first: the newest `limit` (default 100) that match. */
   listEvents(q: EventQuery = {}): Promise<EventRecord[]> {
     return this.#do("list events", () => {
-      const where: string[] = [];
-      const params: (number | string)[] = [];
-      if (q.after !== undefined) {
-        where.push("id > ?");
-        params.push(q.after);
-      }
-      if (q.subject !== undefined) {
-        where.push("subject = ?");
-        params.push(q.subject);
-      }
-      if (q.uid !== undefined) {
-        where.push("uid = ?");
-        params.push(q.uid);
-      }
-      // "At most this many" (store.ts): a limit of 0 or less gives none.
-      params.push(Math.max(0, Math.trunc(q.limit ?? 100)));
-      const rows = this.#stmt(
-        `SELECT id, at, kind, subject, message, uid FROM events
-         ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT ?`,
-      ).all(...params) as Row[];
-      return rows.reverse().map(eventFromRow);
+      const { sql, params } = eventsQuery(q, () => "?");
+      const rows = this.#stmt(sql).all(...params) as Row[];
+      return rows.reverse().map((row) => eventFromRow(row, this.#path));
     });
   }
 
   /** Every API key, by id. */
   listApiKeys(): Promise<ApiKeyRecord[]> {
-    return this.#do(
-      "list API keys",
-      () =>
-        this.#all("SELECT * FROM api_keys").map((row): ApiKeyRecord => {
-          const id = row.id as string;
-          return {
-            id,
-            name: row.name as string,
-            hash: row.hash as string,
-            models: this.#json<string[] | null>(row, "api_keys", id, "models", "array", true),
-            created_at: row.created_at as number,
-          };
-        }).sort(byKey((k) => k.id)),
-    );
+    return this.#list("list API keys", API_KEYS);
   }
 
   /** Creates or replaces an API key. */
   putApiKey(k: ApiKeyRecord): Promise<void> {
-    return this.#do("put API key", () => {
-      this.#stmt(
-        `INSERT INTO api_keys (id, name, hash, models, created_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET name = excluded.name, hash = excluded.hash,
-           models = excluded.models, created_at = excluded.created_at`,
-      ).run(...apiKeyColumns(k));
-    });
+    return this.#put("put API key", API_KEYS, k);
   }
 
   /** Deletes an API key; false when there was none. */
@@ -391,31 +224,12 @@ export class SqliteStore implements ControlStore {
 
   /** Every access token, by id. */
   listTokens(): Promise<AccessTokenRecord[]> {
-    return this.#do(
-      "list tokens",
-      () =>
-        this.#all("SELECT * FROM tokens").map((row): AccessTokenRecord => ({
-          id: row.id as string,
-          kind: row.kind as AccessTokenKind,
-          hash: row.hash as string,
-          description: row.description as string,
-          created_at: row.created_at as number,
-          expires_at: (row.expires_at as number | null) ?? null,
-        })).sort(byKey((t) => t.id)),
-    );
+    return this.#list("list tokens", TOKENS);
   }
 
   /** Creates or replaces an access token. */
   putToken(t: AccessTokenRecord): Promise<void> {
-    return this.#do("put token", () => {
-      this.#stmt(
-        `INSERT INTO tokens (id, kind, hash, description, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, hash = excluded.hash,
-           description = excluded.description, created_at = excluded.created_at,
-           expires_at = excluded.expires_at`,
-      ).run(...tokenColumns(t));
-    });
+    return this.#put("put token", TOKENS, t);
   }
 
   /** Deletes an access token; false when there was none. */
@@ -443,7 +257,7 @@ export class SqliteStore implements ControlStore {
       if (this.#db === null) throw new StoreError(`Store ${this.#path} is closed`);
       return Promise.resolve(fn(this.#db));
     } catch (e) {
-      return Promise.reject(operationError(this.#path, what, e));
+      return Promise.reject(storeFailure(this.#path, what, e, describe));
     }
   }
 
@@ -457,9 +271,19 @@ export class SqliteStore implements ControlStore {
     return stmt;
   }
 
-  /** Every row of a query without parameters. */
-  #all(sql: string): Row[] {
-    return this.#stmt(sql).all() as Row[];
+  /** Every record of `table`, parsed by the one strict rule, in natural key order. */
+  #list<R>(what: string, table: Table<R>): Promise<R[]> {
+    return this.#do(what, () => {
+      const rows = this.#stmt(`SELECT * FROM ${table.name}`).all() as Row[];
+      return sortByKey(table, rows.map((row) => parseRow(table, row, this.#path)));
+    });
+  }
+
+  /** Creates or replaces one record of `table`. */
+  #put<R>(what: string, table: Table<R>, record: R): Promise<void> {
+    return this.#do(what, () => {
+      this.#stmt(sqliteUpsert(table)).run(...columnValues(table, record));
+    });
   }
 
   /** Deletes the row with `key`; true when there was one. */
@@ -468,38 +292,6 @@ export class SqliteStore implements ControlStore {
       `delete from ${table}`,
       () => Number(this.#stmt(`DELETE FROM ${table} WHERE ${column} = ?`).run(key).changes) > 0,
     );
-  }
-
-  /**
-   * Parses a JSON column. A column that does not parse, or holds the wrong
-   * kind of value, fails the whole read: a list with a record missing would
-   * look to the reconciler like a deleted deployment or a vanished node.
-   */
-  #json<T>(
-    row: Row,
-    table: string,
-    key: string,
-    column: string,
-    shape: JsonShape,
-    nullable = false,
-  ): T {
-    const text = row[column];
-    if (text === null && nullable) return null as T;
-    const where = `Store ${this.#path}: table ${table}, row ${
-      JSON.stringify(key)
-    }: column ${column}`;
-    if (typeof text !== "string") throw new StoreError(`${where} is not JSON text`);
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      throw new StoreError(`${where} is not valid JSON (${(e as Error).message}); damaged?`);
-    }
-    const ok = shape === "array"
-      ? Array.isArray(value)
-      : typeof value === "object" && value !== null && !Array.isArray(value);
-    if (!ok) throw new StoreError(`${where} holds JSON that is not an ${shape}; damaged?`);
-    return value as T;
   }
 }
 
@@ -513,7 +305,7 @@ function userVersion(db: DatabaseSync): number {
  * Refuses a damaged file. quick_check reads every page (it skips only the
  * index-versus-table cross-check of integrity_check), which takes
  * milliseconds for a control plane's few megabytes; corruption SQLite
- * notices while reading throws instead, and {@link openError} says so.
+ * notices while reading throws instead, and {@link openFailure} says so.
  */
 function checkIntegrity(db: DatabaseSync, path: string): void {
   const rows = db.prepare("PRAGMA quick_check(5)").all() as Row[];
@@ -586,20 +378,4 @@ function describe(e: unknown): string {
     default:
       return e instanceof Error ? e.message : String(e);
   }
-}
-
-/** Any failure while opening, as a StoreError naming the file. */
-function openError(path: string, e: unknown): StoreError {
-  if (e instanceof StoreError) return e;
-  const err = new StoreError(`Cannot open store ${path}: ${describe(e)}`);
-  err.cause = e;
-  return err;
-}
-
-/** Any failure of an operation on an open store, as a StoreError naming the file. */
-function operationError(path: string, what: string, e: unknown): StoreError {
-  if (e instanceof StoreError) return e;
-  const err = new StoreError(`Store ${path}: ${what} failed: ${describe(e)}`);
-  err.cause = e;
-  return err;
 }
