@@ -56,10 +56,11 @@ export async function serveLocalApi(
 
 /**
  * How long a stopping agent lets proxied requests and streams run on
- * (design §9.2): long enough for most answers, well within systemd's 90 s
- * stop timeout.
+ * (design §9.2): long enough for most answers, and short enough that the
+ * next agent is up before the gateways' hold (30 s, gateway/hold_queue.ts)
+ * runs out for the requests waiting for it.
  */
-export const PROXY_DRAIN_MS = 30_000;
+export const PROXY_DRAIN_MS = 25_000;
 
 /**
  * Serves the engine proxy. Its shutdown stops accepting at once (gateways

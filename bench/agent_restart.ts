@@ -21,7 +21,11 @@
  * Every process it starts (agents and their engines' process groups) is
  * killed by pid on the way out, even on failure.
  *
- * Run: `deno run -A bench/agent_restart.ts [--rate 20] [--restart-after 5]`.
+ * With `--stream-seconds S`, one streamed answer of S seconds is begun just
+ * before each fault, and its end is reported: whether its `[DONE]` came.
+ *
+ * Run: `deno run -A bench/agent_restart.ts [--rate 20] [--restart-after 5]
+ * [--stream-seconds S]`.
  *
  * @module
  */
@@ -54,6 +58,8 @@ export interface RestartRun {
   tailMs?: number;
   /** First port of the agents' engine ranges (node i uses base + 1000 i). */
   portBase?: number;
+  /** A streamed answer of this many ms, begun just before the fault (default: none). */
+  streamMs?: number;
 }
 
 /** What the clients saw. */
@@ -70,6 +76,8 @@ export interface RestartResult {
   maxLatencyMs: number;
   /** From the fault until the node's engine proxy listened again, in ms. */
   awayMs: number;
+  /** How the long stream ended: "complete" (its `[DONE]` came), else what happened; null without one. */
+  stream: string | null;
 }
 
 const ADMIN = "agent-restart-admin-token";
@@ -103,6 +111,8 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
   const warmMs = o.warmMs ?? 3_000;
   const tailMs = o.tailMs ?? 4_000;
   const portBase = o.portBase ?? 41_000;
+  // A long stream at 2 ms a token would be mostly per-event overhead: 50 ms then.
+  const tokenMs = o.streamMs === undefined ? 2 : 50;
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_restart_" });
   const control = await startControl({
     hostname: "127.0.0.1",
@@ -126,7 +136,8 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       "dgx_h100_idle",
       join(dir, node),
       portBase + 1_000 * i,
-      { FAKE_ENGINE_TOKEN_DELAY_MS: "2" },
+      // Up to a million tokens, so a long stream is one request.
+      { FAKE_ENGINE_TOKEN_DELAY_MS: String(tokenMs), FAKE_ENGINE_TOKENS: "1000000" },
       ["--listen", `127.0.0.1:${p.api}`, "--proxy-listen", `127.0.0.1:${p.proxy}`],
     );
     started.push(child);
@@ -192,12 +203,39 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       done.push({ start, end: performance.now(), status });
     };
 
+    /** One streamed answer of about `ms`, read to its end. */
+    const longStream = async (ms: number): Promise<string> => {
+      try {
+        const r = await fetch(`${gateway.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ ...JSON.parse(body), stream: true, max_tokens: ms / tokenMs }),
+          signal: AbortSignal.timeout(ms + 60_000),
+        });
+        const text = await r.text();
+        return r.status !== 200
+          ? `HTTP ${r.status}`
+          : text.includes("data: [DONE]")
+          ? "complete"
+          : "broken off";
+      } catch (e) {
+        return `no answer (${e instanceof Error ? e.name : e})`;
+      }
+    };
+    let stream: Promise<string> | null = null;
+
     const t0 = performance.now();
     let endAt = t0 + MAX_RUN_MS;
     let faultAt = 0;
     let backAt = 0;
     const faulted = (async () => {
-      await sleep(warmMs);
+      if (o.streamMs !== undefined) {
+        await sleep(warmMs - 200);
+        stream = longStream(o.streamMs);
+        await sleep(200);
+      } else {
+        await sleep(warmMs);
+      }
       const node = nodes[0];
       const agent = current.get(node)!;
       faultAt = performance.now();
@@ -228,6 +266,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
     }
     await Promise.all(inFlight);
     await faulted.catch(() => {});
+    const streamEnd = stream === null ? null : await stream;
     if (failedFault !== null) throw failedFault;
 
     const failed: Record<string, number> = {};
@@ -249,6 +288,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
         Math.max(0, ...done.filter((d) => d.status === "200").map((d) => d.end - d.start)),
       ),
       awayMs: Math.round(backAt - faultAt),
+      stream: streamEnd,
     };
   } finally {
     for (const p of started) {
@@ -281,7 +321,8 @@ export function resultRow(o: RestartRun, r: RestartResult): string {
   const fault = o.fault === "kill9"
     ? `\`kill -9\`, restarted after ${o.restartAfterMs / 1_000} s`
     : "planned restart (SIGTERM, started again at once)";
-  return `| ${fault} | ${o.replicas} | ${o.rate} | ${r.sent} | ${failed} | ` +
+  const stream = r.stream === null ? "" : `; a ${o.streamMs! / 1_000} s stream: ${r.stream}`;
+  return `| ${fault}${stream} | ${o.replicas} | ${o.rate} | ${r.sent} | ${failed} | ` +
     `${(r.longestGapMs / 1_000).toFixed(2)} s | ${(r.maxLatencyMs / 1_000).toFixed(2)} s | ` +
     `${(r.awayMs / 1_000).toFixed(2)} s |`;
 }
@@ -292,8 +333,12 @@ if (import.meta.main) {
     options: {
       rate: { type: "string", default: "20" },
       "restart-after": { type: "string", default: "5" },
+      "stream-seconds": { type: "string" },
     },
   });
+  const streamMs = values["stream-seconds"] === undefined
+    ? undefined
+    : Number(values["stream-seconds"]) * 1_000;
   const rate = Number(values.rate);
   const after = Number(values["restart-after"]) * 1_000;
   console.log(
@@ -302,7 +347,13 @@ if (import.meta.main) {
   console.log("|---|---|---|---|---|---|---|---|");
   for (const fault of ["restart", "kill9"] as const) {
     for (const replicas of [1, 2] as const) {
-      const run = { fault, replicas, rate, restartAfterMs: fault === "kill9" ? after : 0 };
+      const run = {
+        fault,
+        replicas,
+        rate,
+        restartAfterMs: fault === "kill9" ? after : 0,
+        streamMs,
+      };
       console.log(resultRow(run, await runAgentRestart(run)));
     }
   }

@@ -12,7 +12,10 @@ import type { ProxyHealth } from "./proxy_health.ts";
 
 /** Settings of {@link HoldQueue}. */
 export interface HoldSettings {
-  /** The longest a request is held, in all, in ms (default 10 000; 0 holds nothing). */
+  /**
+   * The longest a request is held, in all, in ms (default 30 000, above a
+   * stopping agent's drain, agent/agent_listeners.ts; 0 holds nothing).
+   */
   holdMs?: number;
   /** How many requests may be held at once (default 1 024). */
   maxHeld?: number;
@@ -39,7 +42,7 @@ export class HoldQueue {
   /** Creates an empty queue; `onHeld` hears the count of held requests as it changes. */
   constructor(settings: HoldSettings = {}, onHeld: (count: number) => void = () => {}) {
     this.#onHeld = onHeld;
-    this.holdMs = settings.holdMs ?? 10_000;
+    this.holdMs = settings.holdMs ?? 30_000;
     this.#maxHeld = settings.maxHeld ?? 1_024;
     this.#retryMs = settings.retryMs ?? 250;
     this.#now = settings.now ?? (() => performance.now());
