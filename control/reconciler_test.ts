@@ -310,3 +310,39 @@ Deno.test("a crash-looping shard's replica moves off its node, or fails with the
   assertStringIncludes(gaveUp[0].message, "no node other than n1 fits");
   assertEquals(events.filter((e) => e.kind === "replica_placed").length, 1);
 });
+
+Deno.test("a pass builds one cluster index: drains, a rollout's surge and new replicas all place on it", async () => {
+  const { cp } = await testControl();
+  await registerNodes(cp, ["n1", "n2", "n3"]);
+  await cp.deployments.apply({ ...QWEN, replicas: 2 });
+  await cp.reconcile();
+  for (const n of ["n1", "n2", "n3"]) await reportAll(cp, n, "ready");
+  await cp.reconcile();
+  const held = new Set(cp.replicas().flatMap((r) => r.shards.map((s) => s.node)));
+  const drained = [...held][0];
+  await cp.nodes.setIntent(drained, "draining");
+  await cp.deployments.apply({
+    ...QWEN,
+    replicas: 3,
+    profiles: [{ ...QWEN.profiles[0], engine_args: ["--max-model-len", "4096"] }],
+  });
+  const inventory = cp.state.inventory;
+  const snapshot = inventory.snapshot.bind(inventory);
+  let built = 0;
+  inventory.snapshot = () => {
+    built++;
+    return snapshot();
+  };
+  await cp.reconcile();
+  assertEquals(built, 1);
+  const placed = (await cp.events.list({ limit: 1000 })).filter((e) => e.kind === "replica_placed");
+  // Two replacements started off the draining node, the rollout's surge, the new index.
+  assertOk(placed.length >= 3, placed.map((e) => e.subject).join(", "));
+  for (const r of cp.replicas()) {
+    if (r.shards.length === 0) continue;
+    // Replacements and new replicas leave the draining node alone.
+    if (/-v\d+|-r2$/.test(r.id)) {
+      assertOk(r.shards.every((s) => s.node !== drained), `${r.id} on ${drained}`);
+    }
+  }
+});
