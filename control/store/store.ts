@@ -136,6 +136,12 @@ export interface StoredReplica {
 
 /** A placement as stored: where each shard runs, and the ports decided for it then. */
 export interface StoredPlacement extends Placed {
+  /**
+   * Which placement of the replica this is, from 1 (protocol/ids.ts): the
+   * next one takes the next number, so its shards get new ids. Absent in
+   * records from before it was stored: read from `replica_id` then.
+   */
+  attempt?: number;
   /** The ports, decided once at placement. */
   ports: PlacementPorts;
   /** When all its shards first reported ready (`replica_ready`); absent or null before. */
