@@ -20,6 +20,7 @@ import { concreteLaunches, PORT_BLOCK, shardLaunches } from "../engines/launch.t
 import { DEFAULT_PORT_RANGE } from "../supervisor/port_allocator.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
+import { replicaId } from "../protocol/ids.ts";
 
 /** Usage of the command. */
 export const PLAN_USAGE =
@@ -114,7 +115,7 @@ export async function planCommand(
   let allRunnable = true;
   const detail = values.detail === true;
   for (let r = 0; r < (replicas ?? deployment.replicas); r++) {
-    const id = `${deployment.name}-r${r}`;
+    const id = replicaId(deployment.name, r);
     const result = place(index, deployment, id, { detail: detail ? "full" : "grouped" });
     if (result.status !== "placed") {
       allRunnable = false;

@@ -26,6 +26,7 @@ import {
 } from "./rollout_revisions.ts";
 import { type RolloutStatus, rolloutStatus } from "./rollout_status.ts";
 import type { ReplicaBook } from "./replicas.ts";
+import { replicaId } from "../protocol/ids.ts";
 import type { ControlState } from "./state.ts";
 import {
   type DeploymentRevision,
@@ -371,7 +372,7 @@ export class DeploymentService {
     const index = indexCluster(this.#state.inventory.snapshot());
     const out: PlacementResult[] = [];
     for (let i = 0; i < d.replicas; i++) {
-      const r = place(index, d, `${d.name}-r${i}`, { detail: "grouped" });
+      const r = place(index, d, replicaId(d.name, i), { detail: "grouped" });
       if (r.status === "placed") applyPlacement(index, d.name, r.shards);
       out.push(r);
     }

@@ -15,7 +15,8 @@ import type {
 import type { DesiredStates } from "./desired.ts";
 import { ForbiddenError, InvalidInputError, NotFoundError } from "./errors.ts";
 import { removeNode } from "./node_removal.ts";
-import { learnPorts, replicaIdOfShard } from "./ports.ts";
+import { learnPorts } from "./ports.ts";
+import { replicaOfShard } from "../protocol/ids.ts";
 import type { ReplicaBook } from "./replicas.ts";
 import { shardEvents } from "./shard_events.ts";
 import { type ControlState, overrideFabrics } from "./state.ts";
@@ -155,7 +156,7 @@ export class NodeService {
       // says why an engine died or never loaded, and each return to ready one
       // that closes it (shard_events.ts).
       for (const e of shardEvents(req.node_id, before, req.shards, state.startedAt)) {
-        await state.event(e.kind, `replica/${replicaIdOfShard(e.shard)}`, e.message);
+        await state.event(e.kind, `replica/${replicaOfShard(e.shard)}`, e.message);
       }
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
       // The ports the agent allocated; other ranks learn rank 0's at once.

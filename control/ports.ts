@@ -8,11 +8,7 @@
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredReplica } from "./store/store.ts";
-
-/** The replica id of a shard id: `llama-r0.3/1` is rank 1 of placement 3 of `llama-r0`. */
-export function replicaIdOfShard(shardId: string): string {
-  return shardId.replace(/\.\d+\/\d+$/, "");
-}
+import { replicaOfShard } from "../protocol/ids.ts";
 
 /**
  * Records the ports in a node's shard reports. Returns the replicas whose
@@ -27,7 +23,7 @@ export function learnPorts(
   const changed = new Set<StoredReplica>();
   for (const report of reports) {
     if (report.port === 0) continue;
-    const r = state.replicas.get(replicaIdOfShard(report.id));
+    const r = state.replicas.get(replicaOfShard(report.id));
     const shard = r?.placement?.shards.find((s) => s.shard_id === report.id);
     if (r === undefined || r.placement === null || shard === undefined) continue;
     const ports = r.placement.ports;

@@ -21,6 +21,7 @@ import { launchProfile } from "./launch.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 import type { ShardSpec } from "./prepare.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { checkPlacementId, shardId } from "../protocol/ids.ts";
 
 /** What the checks need of an engine: a name lookup and its prepare step. */
 export interface EngineLookup {
@@ -53,8 +54,8 @@ export function representativeLaunch(
   return {
     api_version: ENGINE_API_VERSION,
     deployment: deployment.name,
-    replica_id: `${deployment.name}-r0.check`,
-    shard_id: `${deployment.name}-r0.check/0`,
+    replica_id: checkPlacementId(deployment.name),
+    shard_id: shardId(checkPlacementId(deployment.name), 0),
     model: deployment.model,
     served_model_name: deployment.served_model_name,
     profile: launchProfile(profile),

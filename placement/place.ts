@@ -15,6 +15,7 @@
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { FabricAttachment } from "../discovery/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
+import { shardId } from "../protocol/ids.ts";
 import {
   type ClassMember,
   type ClusterIndex,
@@ -386,7 +387,7 @@ function buildShards(
     const { n, slot } = pool.members[c.pos];
     return {
       rank,
-      shard_id: `${replicaId}/${rank}`,
+      shard_id: shardId(replicaId, rank),
       node: n.node.id,
       gpu_indices: chooseGpus(slot.gpus, slot.free, profile.gpus_per_node),
       gpu_class: profile.gpu_class,

@@ -51,6 +51,15 @@ export function shardId(placement: string, rank: number): string {
   return `${placement}/${rank}`;
 }
 
+/**
+ * The placement id of the representative launch a deployment check builds
+ * (engines/check_deployment.ts): `NAME-r0.check`, which no real placement
+ * takes, so nothing mistakes it for one.
+ */
+export function checkPlacementId(deployment: string): string {
+  return `${replicaId(deployment, 0)}.check`;
+}
+
 const PLACEMENT_ID = /^(.+)\.(\d+)$/;
 const SHARD_ID = /^(.+)\.(\d+)\/(\d+)$/;
 
