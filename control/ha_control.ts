@@ -7,19 +7,12 @@
  *   term opens the books afresh from the store, exactly as a restart does
  *   (no engine restarts: agents keep running what they run), with node
  *   generations floored at the term's epoch.
- * - **Follower.** Forwards every API request to the leader and streams the
- *   answer back, so any instance can be given to agents, gateways and the
- *   CLI. Why forward rather than refuse: the live view (heartbeats, shard
- *   reports, readiness) exists only on the leader, and a forwarded request
- *   needs no client to know who leads; refusing would make every client
- *   learn the leader after every failover. A request already forwarded once
- *   is never forwarded again.
- * - **Read-only.** With no leader known or reachable (the store is down, or
- *   a failover is under way) reads are answered from the instance's last
- *   known state with a `x-llmgw-read-only` header, and everything else with
- *   503 `not_leader`, after which clients try their next URL. The agent API
- *   and the gateways' endpoint feed are never answered from old state:
- *   agents keep their engines and gateways their endpoints meanwhile.
+ * - **Follower.** Forwards every API request to the leader, so any instance
+ *   can be given to agents, gateways and the CLI: the live view exists only
+ *   on the leader, and no client needs to learn who leads after a failover.
+ * - **Read-only.** With no leader known or reachable, reads are answered
+ *   from the instance's last known state, marked so, and everything else
+ *   with 503 `not_leader` (control/ha_follower.ts).
  *
  * Followers keep that last known state fresh from `NOTIFY` (keys only) and
  * a poll of the change sequence every `pollMs`, reloading it whole at most
@@ -42,12 +35,8 @@ import {
   type StartControlOptions,
   thresholdsOf,
 } from "./server.ts";
-import {
-  FORWARDED_BY_HEADER,
-  LEADER_HEADER,
-  type Leadership,
-  READ_ONLY_HEADER,
-} from "../protocol/leadership.ts";
+import type { Leadership } from "../protocol/leadership.ts";
+import { Follower } from "./ha_follower.ts";
 
 /** Settings of {@link startHaControl}. */
 export interface StartHaControlOptions extends Omit<StartControlOptions, "store"> {
@@ -91,15 +80,6 @@ export interface RunningHaControl {
   close(): Promise<void>;
 }
 
-/** Paths a follower answers itself: about this instance, not the cluster's state. */
-const LOCAL_PATHS = new Set(["/healthz", "/v1/leader", "/v1/ca", "/metrics"]);
-
-/** Paths never answered from old state: they would steer agents or gateways by it. */
-function liveOnly(path: string): boolean {
-  return path.startsWith("/v1/agent/") || path === "/v1/endpoints" ||
-    path.startsWith("/v1/endpoints/");
-}
-
 /**
  * Starts an instance: it listens at once, as a follower, and takes the lease
  * when it is free.
@@ -133,8 +113,8 @@ class HaControl implements RunningHaControl {
   #leading: { cp: ControlPlane; app: Hono } | null = null;
   #readModel: { cp: ControlPlane; app: Hono } | null = null;
   #leaderUrl: string | null = null;
-  /** Aborts the requests forwarded to the leader at #leaderUrl when it changes or is gone. */
-  #forwarding = new AbortController();
+  /** How requests are answered while another instance leads (or none). */
+  #follower: Follower | null = null;
   #leaderSeen = -Infinity;
   #epochSeen = 0;
   #storeOk = true;
@@ -163,6 +143,7 @@ class HaControl implements RunningHaControl {
     if (this.#o.tls !== undefined) {
       this.#forwardClient = Deno.createHttpClient({ caCerts: [this.#o.tls.ca.certPem] });
     }
+    this.#follower = new Follower(this.holder, this.#forwardClient, this.#log);
     try {
       this.#listener = await listenControl(this.#o, this.#parts, (req) => this.#handle(req));
     } catch (e) {
@@ -274,7 +255,7 @@ class HaControl implements RunningHaControl {
         const row = await this.#lease.read();
         this.#epochSeen = row.epoch;
         const url = row.expiresInMs > 0 && row.holder !== this.holder ? row.address : null;
-        if (url !== this.#leaderUrl) this.#abortForwarded();
+        if (url !== this.#leaderUrl) this.#follower?.abort();
         this.#leaderUrl = url;
         if (url !== null) this.#leaderSeen = performance.now();
       }
@@ -289,18 +270,9 @@ class HaControl implements RunningHaControl {
     await this.#pollChanges();
   }
 
-  /**
-   * Ends the requests in flight to the previous leader: one frozen with
-   * connections open would hold them until each client's own timeout.
-   */
-  #abortForwarded(): void {
-    this.#forwarding.abort();
-    this.#forwarding = new AbortController();
-  }
-
   /** Opens the books for a new term and starts acting. */
   async #lead(term: LeaseTerm): Promise<void> {
-    this.#abortForwarded();
+    this.#follower?.abort();
     this.#term = term;
     this.#nextRenew = performance.now() + this.#leaseMs / 3;
     this.#o.store.setEpoch(term.epoch, this.holder);
@@ -416,81 +388,13 @@ class HaControl implements RunningHaControl {
     return createControlApi(cp, this.#auth);
   }
 
-  async #handle(req: Request): Promise<Response> {
+  #handle(req: Request): Promise<Response> | Response {
     const leading = this.#leading;
     if (leading !== null) return leading.app.fetch(req);
-    const path = new URL(req.url).pathname;
-    const local = this.#readModel;
-    if (LOCAL_PATHS.has(path)) {
-      if (local !== null) return local.app.fetch(req);
-      if (path === "/v1/leader" || path === "/healthz") {
-        return Response.json(path === "/healthz" ? { status: "ok" } : this.leadership());
-      }
-    }
-    const leaderUrl = this.#leaderUrlNow();
-    if (leaderUrl !== null && !req.headers.has(FORWARDED_BY_HEADER)) {
-      const forwarded = await this.#forward(req, leaderUrl);
-      if (forwarded !== null) return forwarded;
-    }
-    const readable = req.method === "GET" || req.method === "HEAD";
-    if (readable && local !== null && !liveOnly(path)) {
-      const res = await local.app.fetch(req);
-      const headers = new Headers(res.headers);
-      headers.set(READ_ONLY_HEADER, this.leadership().reason ?? "the leader is unreachable");
-      return new Response(res.body, { status: res.status, headers });
-    }
-    return Response.json({
-      error: {
-        code: "not_leader",
-        message: leaderUrl === null
-          ? `this control plane is not the leader and knows of none: ${
-            this.leadership().reason ?? "the leader is unreachable"
-          }`
-          : `this control plane is not the leader and cannot reach the leader at ${leaderUrl}`,
-        path: null,
-        leader: leaderUrl,
-      },
-    }, { status: 503 });
-  }
-
-  /** Sends `req` on to the leader; null when the leader cannot be reached. */
-  async #forward(req: Request, leaderUrl: string): Promise<Response | null> {
-    const url = new URL(req.url);
-    const target = new URL(url.pathname + url.search, leaderUrl);
-    const headers = new Headers(req.headers);
-    headers.delete("host");
-    headers.set(FORWARDED_BY_HEADER, this.holder);
-    // The host the client used: the dashboard checks a form's Origin against it.
-    if (!headers.has("x-forwarded-host")) headers.set("x-forwarded-host", url.host);
-    const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    const replaced = this.#forwarding.signal;
-    try {
-      const res = await fetch(target, {
-        method: req.method,
-        headers,
-        body: hasBody ? await req.arrayBuffer() : undefined,
-        redirect: "manual",
-        signal: AbortSignal.any([req.signal, replaced]),
-        ...(this.#forwardClient === null ? {} : { client: this.#forwardClient }),
-      });
-      const answer = new Headers(res.headers);
-      answer.set(LEADER_HEADER, leaderUrl);
-      return new Response(res.body, { status: res.status, headers: answer });
-    } catch (e) {
-      if (req.signal.aborted) return new Response(null, { status: 499 });
-      if (replaced.aborted) {
-        // The leader changed while this was in flight: the client may send it again.
-        return Response.json({
-          error: {
-            code: "not_leader",
-            message: `the leader at ${leaderUrl} was replaced while this request was forwarded`,
-            path: null,
-            leader: this.#leaderUrlNow(),
-          },
-        }, { status: 503 });
-      }
-      this.#log(`follower: cannot reach the leader at ${leaderUrl}: ${errorMessage(e)}`);
-      return null;
-    }
+    return this.#follower!.answer(req, {
+      local: this.#readModel?.app ?? null,
+      leaderUrl: () => this.#leaderUrlNow(),
+      leadership: () => this.leadership(),
+    });
   }
 }
