@@ -20,14 +20,11 @@ import { SqliteStore } from "../control/store/sqlite_store.ts";
 import { type ControlStore, StoreError } from "../control/store/store.ts";
 import { newToken } from "../http/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
-import { startFollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
-import { issuedCertificate } from "../tls/certificate_source.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
 import { caPaths, ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
-import { UpstreamClient } from "../gateway/upstream_client.ts";
 import { TlsMaterialError } from "../tls/authority.ts";
-import { pinnedFetch } from "../tls/trust.ts";
+import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { openNotice } from "./gateway_serve.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
@@ -351,33 +348,18 @@ async function serve(
     out(`llmgw control plane listening on ${single.url} (store: ${storeName})\n`);
     await firstAdminToken(single.cp);
   }
-  const controlTrust = tls === undefined ? null : pinnedFetch(tls.ca.certPem);
-  // The gateway runs inside the control plane by default (design §12),
-  // following its ready endpoints over the same API a separate gateway uses.
+  // The gateway runs inside the control plane by default (design §12).
   let gateway;
   try {
-    const settings = gatewayListen === null ? null : {
+    gateway = gatewayListen === null ? null : await startEmbeddedGateway({
       ...gatewayListen,
       controlUrl: running.url,
       token: gatewayToken,
       intervalMs: EMBEDDED_GATEWAY_POLL_MS,
-      controlFetch: controlTrust?.fetch,
-      client: tls === undefined ? undefined : new UpstreamClient({ caCerts: [tls.ca.certPem] }),
-    };
-    // Over TLS the embedded gateway serves HTTPS too, with a certificate from the cluster CA.
-    gateway = settings === null
-      ? null
-      : tls === undefined
-      ? startFollowingGateway(settings)
-      : await startFollowingGatewayTls({
-        ...settings,
-        tls: {
-          source: issuedCertificate("the cluster CA", () => tls!.controlCertificate(Date.now())),
-          log: (line) => err(`llmgw: ${line}\n`),
-        },
-      });
+      tls,
+      renewalLog: (line) => err(`llmgw: ${line}\n`),
+    });
   } catch (e) {
-    controlTrust?.close();
     await running.close();
     throw e;
   }
@@ -390,7 +372,6 @@ async function serve(
     Deno.addSignalListener("SIGTERM", stop);
   });
   await gateway?.close();
-  controlTrust?.close();
   await running.close();
   return 0;
 }

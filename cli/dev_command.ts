@@ -39,11 +39,9 @@ import { engineLeftReport, scanEnginesLeft } from "./dev_engines_left.ts";
 import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_views.ts";
-import { type FollowingGateway, startFollowingGatewayTls } from "../gateway/server.ts";
-import { UpstreamClient } from "../gateway/upstream_client.ts";
+import type { FollowingGateway } from "../gateway/server.ts";
 import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
-import { issuedCertificate } from "../tls/certificate_source.ts";
-import { pinnedFetch } from "../tls/trust.ts";
+import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import {
@@ -236,7 +234,6 @@ async function runCluster(
   // Its agents register against this URL: a later start must use the same port.
   writeDevPort(paths, ports.control);
   let gateway: FollowingGateway | null = null;
-  const trust = pinnedFetch(ca.certPem);
   const agents: Agent[] = [];
   let stopping = false;
   const stop = async () => {
@@ -249,22 +246,17 @@ async function runCluster(
     }
     await Promise.all(agents.map((a) => a.stop({ stopEngines: true }).catch(() => {})));
     await gateway?.close();
-    trust.close();
     await control.close();
   };
   try {
     // The gateway follows the control plane's ready endpoints (design §12).
-    gateway = await startFollowingGatewayTls({
+    gateway = await startEmbeddedGateway({
       hostname: HOST,
       port: ports.gateway,
       controlUrl: control.url,
       token: gatewayToken,
       intervalMs: 500,
-      controlFetch: trust.fetch,
-      client: new UpstreamClient({ caCerts: [ca.certPem] }),
-      tls: {
-        source: issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now())),
-      },
+      tls,
     });
     // Agents join as on a real host: a join token that pins the CA by its key hash.
     const joinToken = `${
