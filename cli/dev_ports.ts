@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { PORT_BLOCK } from "../engines/port_block.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import { UsageError } from "./usage_error.ts";
 
@@ -39,8 +40,8 @@ const AGENT_API_OFFSET = 20;
 const AGENT_PROXY_OFFSET = 30;
 /** Agent i's engines get ports P + ENGINE_OFFSET + ENGINE_RANGE_SIZE × i onwards. */
 const ENGINE_OFFSET = 200;
-/** Ports per simulated agent: 20 shards' blocks of 10 (supervisor/port_allocator.ts). */
-const ENGINE_RANGE_SIZE = 200;
+/** Ports per simulated agent: 20 shards' blocks (engines/port_block.ts). */
+const ENGINE_RANGE_SIZE = 20 * PORT_BLOCK;
 
 /** The ports of one simulated agent. */
 export interface DevAgentPorts {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { noPorts } from "../engines/launch.ts";
+import { noPorts } from "../engines/port_block.ts";
 import { parsePlacementId, parseShardId } from "../protocol/ids.ts";
 import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
 import { EngineRegistry } from "../engines/registry.ts";

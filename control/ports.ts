@@ -9,6 +9,7 @@ import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredReplica } from "./store/store.ts";
 import { replicaOfShard } from "../protocol/ids.ts";
+import { learnsRendezvous } from "../engines/port_block.ts";
 
 /**
  * Records the ports in a node's shard reports. Returns the replicas whose
@@ -34,7 +35,8 @@ export function learnPorts(
       leaderChanged = shard.rank === 0;
     }
     const rendezvous = report.rendezvous_port ?? null;
-    if (shard.rank === 0 && r.placement.shards.length > 1 && ports.rendezvous !== rendezvous) {
+    const learns = learnsRendezvous(shard.rank, r.placement.shards.length);
+    if (learns && ports.rendezvous !== rendezvous) {
       ports.rendezvous = rendezvous;
       changed.add(r);
       leaderChanged = true;

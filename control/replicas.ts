@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { noPorts } from "../engines/launch.ts";
+import { noPorts } from "../engines/port_block.ts";
 import {
   applyPlacement,
   type ClusterIndex,

@@ -2,44 +2,22 @@
  * From a placement to each shard's launch description (design §7 → §8).
  *
  * Ports are the agent's (design §8): the control plane sends each launch
- * with its own ports left open (null), the agent allocates a block of
- * {@link PORT_BLOCK} ports from its range, checks they are free, and reports
- * them. The control plane keeps what its agents reported with the placement
- * ({@link PlacementPorts}) and passes rank 0's ports to the other ranks, so a
- * multi-node replica agrees on one rendezvous.
+ * with its own ports left open (null), the agent allocates a block from its
+ * range, checks it is free, and reports it. The control plane keeps what its
+ * agents reported with the placement and passes rank 0's ports to the other
+ * ranks, so a multi-node replica agrees on one rendezvous. The block and
+ * rendezvous rule is engines/port_block.ts's.
  *
  * @module
  */
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
+import { noPorts, type PlacementPorts, withPorts } from "./port_block.ts";
+
+// The shard runner's committed version still imports it from here.
+export { withPorts };
 import { type DesiredLaunch, ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
-
-/**
- * Ports an agent allocates to one shard, consecutive: the HTTP port first,
- * the rendezvous (distributed init) port of a multi-node leader last, and
- * room between them for the ports engines open next to the one they are
- * given (SGLang up to +6).
- */
-export const PORT_BLOCK = 10;
-
-/** A shard's ports within its block: HTTP first, a leader's rendezvous last. */
-export function blockPorts(first: number): { http: number; rendezvous: number } {
-  return { http: first, rendezvous: first + PORT_BLOCK - 1 };
-}
-
-/** The ports agents reported for a placed replica's shards, kept with the placement. */
-export interface PlacementPorts {
-  /** Each shard's HTTP port, by shard id, once its agent reported it. */
-  http: Record<string, number>;
-  /** Rank 0's rendezvous port, once reported; null before (and for one-node replicas). */
-  rendezvous: number | null;
-}
-
-/** No ports known yet: a fresh placement. */
-export function noPorts(): PlacementPorts {
-  return { http: {}, rendezvous: null };
-}
 
 /** What a launch carries of its profile: a copy, so no launch shares arrays with the deployment. */
 export function launchProfile(profile: Profile): ShardLaunch["profile"] {
@@ -124,33 +102,6 @@ export function shardLaunches(
 export function launchReady(launch: DesiredLaunch): boolean {
   return launch.rank === 0 ||
     (launch.world.rendezvous_port !== null && launch.world.leader_http_port !== null);
-}
-
-/**
- * Fills a launch's open ports from the block its agent allocated: the HTTP
- * port, and for rank 0 the world's ports (the rendezvous is the block's last
- * port when the replica spans nodes; a one-node replica has none to meet at,
- * and its HTTP port stands in).
- *
- * @throws {RangeError} When a rank other than 0 lacks rank 0's ports.
- */
-export function withPorts(launch: DesiredLaunch, first: number): ShardLaunch {
-  const own = blockPorts(first);
-  const leader = launch.rank === 0;
-  const rendezvous = leader
-    ? (launch.world.nodes > 1 ? own.rendezvous : own.http)
-    : launch.world.rendezvous_port;
-  const leaderHttp = leader ? own.http : launch.world.leader_http_port;
-  if (rendezvous === null || leaderHttp === null) {
-    throw new RangeError(
-      `Cannot launch ${launch.shard_id}: rank ${launch.rank} needs rank 0's ports, not known yet`,
-    );
-  }
-  return {
-    ...launch,
-    world: { ...launch.world, rendezvous_port: rendezvous, leader_http_port: leaderHttp },
-    port: own.http,
-  };
 }
 
 /**

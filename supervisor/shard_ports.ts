@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { PORT_BLOCK } from "../engines/launch.ts";
+import { PORT_BLOCK } from "../engines/port_block.ts";
 import { describeHolders, portHolders, type PortOwnership } from "./listen_owner.ts";
 import type { PortAllocator, PortCheck } from "./port_allocator.ts";
 

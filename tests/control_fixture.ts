@@ -7,6 +7,7 @@
 import { ControlPlane, type ControlPlaneOptions } from "../control/control_plane.ts";
 import { MemoryStore } from "../control/store/memory_store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
+import { PORT_BLOCK, reportedRendezvous, withPorts } from "../engines/port_block.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import { registration } from "./registration.ts";
 
@@ -71,15 +72,14 @@ export async function reportAll(
   await cp.nodes.heartbeat({
     node_id: node,
     generation: desired.generation,
-    shards: desired.shards.map((s, i) =>
-      shardReport(s.id, state, {
-        port: firstPort + 10 * i,
-        rendezvous_port: s.launch.rank === 0 && s.launch.world.nodes > 1
-          ? firstPort + 10 * i + 9
-          : null,
+    shards: desired.shards.map((s, i) => {
+      const launch = withPorts(s.launch, firstPort + PORT_BLOCK * i);
+      return shardReport(s.id, state, {
+        port: launch.port,
+        rendezvous_port: reportedRendezvous(launch),
         ...extra,
-      })
-    ),
+      });
+    }),
   });
 }
 

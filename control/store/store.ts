@@ -12,7 +12,7 @@
  * @module
  */
 import type { Deployment } from "../../deployment/schema.ts";
-import type { PlacementPorts } from "../../engines/launch.ts";
+import type { PlacementPorts } from "../../engines/port_block.ts";
 import type { Explanation, Placed } from "../../placement/types.ts";
 import type { RegisterRequest } from "../../protocol/agent_protocol.ts";
 
