@@ -16,7 +16,7 @@ import { fixturePath } from "../tests/fixtures.ts";
 import { until } from "../tests/until.ts";
 import { shardLaunch } from "../tests/shard_launch.ts";
 import {
-  type DesiredShardWire,
+  type DesiredShard,
   type DesiredState,
   type HeartbeatRequest,
   HeartbeatRequestSchema,
@@ -57,7 +57,7 @@ class StubControl {
   }
 
   /** Publishes a desired state; held long polls answer at once. */
-  publish(generation: number, shards: DesiredShardWire[]): void {
+  publish(generation: number, shards: DesiredShard[]): void {
     this.state = { generation, shards };
     for (const w of [...this.#waiters]) w();
   }

@@ -18,9 +18,8 @@
  *
  * @module
  */
-import type { DesiredState } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
-import type { DesiredShard } from "../supervisor/types.ts";
+import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import { type ControlClient, ControlError } from "./control_client.ts";
 import { errorFields } from "./error_fields.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -153,7 +152,7 @@ export class DesiredStateLoop {
       seen.add(s.id);
       // The client checked the launch's shape and bounds; whether it makes
       // sense is the engine plugin's to judge, and a refusal is a failed shard.
-      shards.push({ id: s.id, engine: s.engine, launch: s.launch });
+      shards.push(s);
     }
     try {
       await this.#opts.reconcile(shards);

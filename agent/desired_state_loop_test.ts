@@ -6,8 +6,7 @@
  */
 import { assertEquals } from "../tests/assert.ts";
 import { desiredLaunch } from "../tests/shard_launch.ts";
-import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
-import type { DesiredShard } from "../supervisor/types.ts";
+import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import { ControlError } from "./control_client.ts";
 import { DesiredStateLoop } from "./desired_state_loop.ts";
 import type { Logger, LogLevel } from "../log/log.ts";
@@ -30,11 +29,11 @@ interface Line {
   fields: Record<string, unknown>;
 }
 
-function shard(id: string, engine = "vllm"): DesiredShardWire {
+function shard(id: string, engine = "vllm"): DesiredShard {
   return { id, engine, launch: desiredLaunch(id) };
 }
 
-function state(generation: number, shards: DesiredShardWire[]): DesiredState {
+function state(generation: number, shards: DesiredShard[]): DesiredState {
   return { generation, shards };
 }
 

@@ -9,7 +9,7 @@ import type { Deployment } from "../deployment/schema.ts";
 import { launchReady, shardLaunches } from "../engines/launch.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
-import type { DesiredShardWire, DesiredState } from "../protocol/agent_protocol.ts";
+import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredPlacement } from "./store/store.ts";
@@ -39,7 +39,7 @@ export function placementLaunches(
 /** Desired states by node, with their long-poll waiters. */
 export class DesiredStates {
   readonly #state: ControlState;
-  readonly #desired = new Map<string, { key: string; shards: DesiredShardWire[] }>();
+  readonly #desired = new Map<string, { key: string; shards: DesiredShard[] }>();
   readonly #waiters = new Map<string, Set<() => void>>();
   #closed = false;
 
@@ -54,7 +54,7 @@ export class DesiredStates {
    */
   async compute(nodeId: string, persist: boolean): Promise<void> {
     const state = this.#state;
-    const shards: DesiredShardWire[] = [];
+    const shards: DesiredShard[] = [];
     for (const r of state.replicas.values()) {
       if (r.phase !== "placed" || r.placement === null) continue;
       if (!r.placement.shards.some((s) => s.node === nodeId)) continue;

@@ -282,8 +282,11 @@ type _HeartbeatResponseMatchesSchema = Assert<
   Same<z.output<typeof HeartbeatResponseSchema>, HeartbeatResponse>
 >;
 
-/** One shard the node should run. */
-export interface DesiredShardWire {
+/**
+ * One shard the node should run, as the control plane sends it and the
+ * agent's supervisor runs it (supervisor/types.ts takes it as it is).
+ */
+export interface DesiredShard {
   /** Shard id. */
   id: string;
   /** Engine plugin name. */
@@ -297,14 +300,14 @@ export interface DesiredState {
   /** Increases with every change for this node; fences a node back from `lost`. */
   generation: number;
   /** Every shard the node should run; anything else must stop. */
-  shards: DesiredShardWire[];
+  shards: DesiredShard[];
 }
 
 /** The most shards one node's desired state lists. */
 export const MAX_DESIRED_SHARDS = 4096;
 
 /** One shard of a desired state: its launch is checked whole ({@link DesiredLaunchSchema}). */
-export const DesiredShardWireSchema = z.object({
+export const DesiredShardSchema = z.object({
   id: z.string().min(1).max(256),
   engine: z.string().min(1).max(64),
   launch: DesiredLaunchSchema,
@@ -323,7 +326,7 @@ export const DesiredShardWireSchema = z.object({
 /** The answer to `GET /v1/agent/desired` (design §10). Unknown fields are ignored. */
 export const DesiredStateSchema = z.object({
   generation: z.number().int().min(0),
-  shards: z.array(DesiredShardWireSchema).max(MAX_DESIRED_SHARDS),
+  shards: z.array(DesiredShardSchema).max(MAX_DESIRED_SHARDS),
 });
 
 // `deno check` fails here when the interfaces and the schema drift apart.
