@@ -26,6 +26,7 @@ import { caPaths, ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
 import { TlsMaterialError } from "../tls/authority.ts";
 import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { openNotice } from "./gateway_serve.ts";
+import { uiApp } from "../ui/mod.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /**
@@ -320,6 +321,8 @@ async function serve(
     thresholds,
     tls,
     log: (line: string) => err(`llmgw: ${line}\n`),
+    // The dashboard (ui/), served beside the API.
+    pages: uiApp,
   };
   /** The first admin token, once, by whichever instance finds none. */
   const firstAdminToken = async (cp: ControlPlane) => {

@@ -42,6 +42,7 @@ import { replicaTable } from "./admin_views.ts";
 import type { FollowingGateway } from "../gateway/server.ts";
 import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
 import { startEmbeddedGateway } from "./embedded_gateway.ts";
+import { uiApp } from "../ui/mod.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import {
@@ -230,6 +231,7 @@ async function runCluster(
       lost_after_ms: 30_000,
     },
     reconcileMs: 500,
+    pages: uiApp,
   });
   // Its agents register against this URL: a later start must use the same port.
   writeDevPort(paths, ports.control);

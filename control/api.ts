@@ -17,7 +17,7 @@ import { eventRoutes } from "./api/events.ts";
 import { gatewayRoutes } from "./api/gateway.ts";
 import { nodeRoutes } from "./api/nodes.ts";
 import { replicaRoutes } from "./api/replicas.ts";
-import type { RouteGroup, RouteSpec } from "./api/route.ts";
+import type { Authorizer, RouteGroup, RouteSpec } from "./api/route.ts";
 import { systemRoutes } from "./api/system.ts";
 import { tokenRoutes } from "./api/tokens.ts";
 import { ApiError } from "./api_error.ts";
@@ -27,7 +27,6 @@ import { domainErrorStatus } from "./error_status.ts";
 import { HttpStats } from "./metrics.ts";
 import { NotLeaderError, StoreError } from "./store/store.ts";
 import { openApiDocument } from "./openapi.ts";
-import { uiApp } from "../ui/mod.ts";
 import { createLogger } from "../log/log.ts";
 
 /** Unexpected errors: one JSON line each (log/log.ts), the body says only "internal error". */
@@ -87,8 +86,15 @@ export function controlRoutes(cp: ControlPlane): RouteSpec[] {
   return all.flatMap((g) => g.specs());
 }
 
-/** Builds the control plane's Hono app. */
-export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
+/**
+ * Pages served beside the API at `/` (the dashboard, ui/), outside the
+ * OpenAPI document. The composition root passes them in, so control/ does
+ * not import the dashboard (design §3.1).
+ */
+export type ControlPages = (cp: ControlPlane, authorize: Authorizer) => Hono;
+
+/** Builds the control plane's Hono app, with `pages` mounted at `/` when given. */
+export function createControlApi(cp: ControlPlane, auth: ApiAuth, pages?: ControlPages): Hono {
   const app = new Hono();
   const stats = new HttpStats();
   const authorize = authorizer(cp, auth);
@@ -134,7 +140,6 @@ export function createControlApi(cp: ControlPlane, auth: ApiAuth): Hono {
   });
   const all = groups(cp, stats, () => all.flatMap((g) => g.specs()), auth.caHash ?? null);
   for (const g of all) app.route(g.prefix === "" ? "/" : g.prefix, g.app(authorize));
-  // The dashboard (ui/): HTML pages under /ui, outside the OpenAPI document.
-  app.route("/", uiApp(cp, authorize));
+  if (pages !== undefined) app.route("/", pages(cp, authorize));
   return app;
 }

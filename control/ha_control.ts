@@ -385,7 +385,7 @@ class HaControl implements RunningHaControl {
   }
 
   #app(cp: ControlPlane): Hono {
-    return createControlApi(cp, this.#auth);
+    return createControlApi(cp, this.#auth, this.#o.pages);
   }
 
   #handle(req: Request): Promise<Response> | Response {

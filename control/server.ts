@@ -7,7 +7,7 @@
  * @module
  */
 import { bindErrorFrom } from "../http/bind_error.ts";
-import { type ApiAuth, createControlApi } from "./api.ts";
+import { type ApiAuth, type ControlPages, createControlApi } from "./api.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { ControlPlane } from "./control_plane.ts";
 import type { EngineCatalog } from "./deployments.ts";
@@ -57,6 +57,8 @@ export interface StartControlOptions {
   tls?: ClusterTls;
   /** Called with one line when the control plane's own certificate is renewed or cannot be. */
   log?: (line: string) => void;
+  /** Pages served beside the API (the dashboard: ui/ `uiApp`); absent: the API only. */
+  pages?: ControlPages;
 }
 
 /** The control plane's own TLS material: its certificate, kept renewed, and its client to agents. */
@@ -179,7 +181,7 @@ export async function startControl(o: StartControlOptions): Promise<RunningContr
     tls: o.tls,
     fetch: parts?.agentFetch.fetch,
   });
-  const app = createControlApi(cp, await apiAuthOf(o));
+  const app = createControlApi(cp, await apiAuthOf(o), o.pages);
   let listener: ControlListener;
   try {
     listener = await listenControl(o, parts, (req) => app.fetch(req));

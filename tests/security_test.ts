@@ -43,7 +43,7 @@ import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import { emptyAgentMetrics } from "../agent/metrics.ts";
-import { CSRF_HEADER, SESSION_COOKIE, UI_ROUTES } from "../ui/mod.ts";
+import { CSRF_HEADER, SESSION_COOKIE, UI_ROUTES, uiApp } from "../ui/mod.ts";
 import { ASSETS } from "../ui/assets.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -59,7 +59,7 @@ async function controlApp(store: ControlStore = new MemoryStore(), clock?: FakeC
   const app = createControlApi(cp, {
     adminTokenHashes: [await hashToken(admin)],
     joinTokenHashes: [await hashToken(join), await hashToken(join2)],
-  });
+  }, uiApp);
   const call = async (
     method: string,
     path: string,

@@ -12,6 +12,7 @@ import type { ControlPlane } from "../control/control_plane.ts";
 import { hashToken, newToken } from "../http/tokens.ts";
 import { ASSETS } from "./assets.ts";
 import { CSRF_HEADER, SESSION_COOKIE } from "./session.ts";
+import { uiApp } from "./ui_app.tsx";
 
 const ORIGIN = "https://127.0.0.1:7070";
 
@@ -20,7 +21,7 @@ async function dashboard(cp: ControlPlane) {
   const app = createControlApi(cp, {
     adminTokenHashes: [await hashToken(admin)],
     joinTokenHashes: [],
-  });
+  }, uiApp);
   const gateway = (await cp.tokens.create({ kind: "gateway" })).token;
   const request = (path: string, init: RequestInit = {}) => app.request(`${ORIGIN}${path}`, init);
   return { app, admin, gateway, request };

@@ -7,6 +7,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert
 import { QWEN, registerNodes, testControl } from "../../tests/control_fixture.ts";
 import { createControlApi } from "../../control/api.ts";
 import { hashToken, newToken } from "../../http/tokens.ts";
+import { uiApp } from "../ui_app.tsx";
 
 Deno.test("ui: a re-created deployment's replica page shows only its own events", async () => {
   const { cp } = await testControl();
@@ -26,7 +27,7 @@ Deno.test("ui: a re-created deployment's replica page shows only its own events"
   const app = createControlApi(cp, {
     adminTokenHashes: [await hashToken(admin)],
     joinTokenHashes: [],
-  });
+  }, uiApp);
   const res = await app.request(`https://127.0.0.1:7070/ui/replicas/${id}`, {
     headers: { authorization: `Bearer ${admin}` },
   });
