@@ -1,7 +1,7 @@
 /**
  * What a shard's failure leads to (design §9.1): a restart after a backoff,
- * or a failure reported to the control plane. Pure: the runner
- * (shard_runner.ts) gathers the facts and carries the decision out.
+ * or a failure reported to the control plane. Pure: the shard's state
+ * machine (shard_machine.ts) gathers the facts and carries the decision out.
  *
  * A shard that fails {@link DEFAULT_CRASH_LOOP_LIMIT} times in a row without
  * staying ready is in a crash loop that restarting on this node will not
@@ -18,14 +18,21 @@ import { backoffDelay, type BackoffPolicy } from "./backoff.ts";
 /** Failures in a row without staying ready after which the supervisor stops restarting a shard. */
 export const DEFAULT_CRASH_LOOP_LIMIT = 5;
 
+/**
+ * What a failure of one run is: `restartable` when running it again could
+ * help (an exit, a timeout, a port held by a stranger), `permanent` when it
+ * cannot (the engine refused its arguments, the plugin refused the launch).
+ * Whether the replica is then rebuilt whole is not the failure's kind but the
+ * shard's: one of a multi-node replica ({@link FailureFacts.multiNode}).
+ */
+export type FailureKind = "restartable" | "permanent";
+
 /** What the runner knows when a run of a shard has failed. */
 export interface FailureFacts {
   /** Failures in a row without staying ready, this one included (1 for a first failure). */
   failures: number;
-  /** Whether running it again could help (false: the engine or plugin refused it). */
-  restartable: boolean;
-  /** Whether the failure was found permanent (the engine refused its arguments). */
-  permanent: boolean;
+  /** What the failure is. */
+  kind: FailureKind;
   /** Whether the shard is one of a multi-node replica, which is rebuilt whole (design §5.4). */
   multiNode: boolean;
   /** Whether the shard is still wanted (not being stopped). */
@@ -68,8 +75,8 @@ export type FailureDecision =
  * else restarts with backoff.
  */
 export function afterFailure(facts: FailureFacts, policy: CrashLoopPolicy): FailureDecision {
-  if (!facts.restartable) {
-    return { action: "fail", permanent: facts.permanent, note: null, next: null };
+  if (facts.kind === "permanent") {
+    return { action: "fail", permanent: true, note: null, next: null };
   }
   if (facts.multiNode) {
     return {

@@ -4,8 +4,7 @@ import { afterFailure, type FailureDecision, type FailureFacts } from "./crash_l
 const POLICY = { limit: 5, backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 } };
 const LOCAL: FailureFacts = {
   failures: 1,
-  restartable: true,
-  permanent: false,
+  kind: "restartable",
   multiNode: false,
   wanted: true,
 };
@@ -37,7 +36,7 @@ const CASES: [string, Partial<FailureFacts>, FailureDecision][] = [
       "not restarted on this node again",
     next: "the replica must be placed on another node",
   }],
-  ["a refused launch fails at once", { restartable: false, permanent: true }, {
+  ["a refused launch fails at once", { kind: "permanent" }, {
     action: "fail",
     permanent: true,
     note: null,
@@ -51,8 +50,7 @@ const CASES: [string, Partial<FailureFacts>, FailureDecision][] = [
   }],
   ["a multi-node shard refused stays permanent", {
     multiNode: true,
-    restartable: false,
-    permanent: true,
+    kind: "permanent",
   }, { action: "fail", permanent: true, note: null, next: null }],
   ["a shard being stopped is not restarted", { wanted: false, failures: 3 }, {
     action: "fail",

@@ -12,7 +12,9 @@ export {
   shardHash,
   Supervisor,
 } from "./supervisor.ts";
-export { type ShardPaths, ShardRunner } from "./shard_runner.ts";
+export type { ShardPaths } from "./shard_process.ts";
+export { ShardRunner } from "./shard_runner.ts";
+export type { Clock } from "../time/clock.ts";
 export { engineBaseEnv } from "./engine_env.ts";
 export { backoffDelay, type BackoffPolicy, DEFAULT_BACKOFF } from "./backoff.ts";
 export { DEFAULT_TAIL_LIMITS, LogTail, type LogTailLimits } from "./log_tail.ts";

@@ -53,6 +53,21 @@ export class ShardLog {
     this.follow(path, size);
   }
 
+  /**
+   * Follows an adopted run's `path`: the tail filled with its last `bytes`
+   * (the recent past a previous agent showed), then what it writes next.
+   */
+  followRecent(path: string, bytes: number): void {
+    let size = 0;
+    try {
+      size = Deno.statSync(path).size;
+    } catch {
+      // No log: nothing to show.
+    }
+    this.follow(path, Math.max(0, size - bytes));
+    this.read();
+  }
+
   /** Reads what the file gained since the last read into the tail. */
   read(): void {
     this.#push(this.#follower?.read() ?? "");

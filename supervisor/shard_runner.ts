@@ -1,35 +1,46 @@
 /**
- * One shard's life (design §9): spawn in its own session, follow its log, run
- * its plugin's probes, time out, stop the whole group, restart with backoff
- * or report failure, and adopt a process a previous agent started.
+ * One shard's life (design §9): the thin shell around its state machine
+ * (shard_machine.ts). It feeds the machine what happened, at the time the
+ * supervisor's clock says, and carries out the actions it returns: spawn and
+ * reap (shard_process.ts), probe (shard_probe.ts), stop the whole group
+ * (engine_process.ts), follow the log (shard_log.ts).
  *
  * Driven by {@link ShardRunner.tick}, which the supervisor calls on a timer;
- * ticks never overlap, so the state machine has one writer.
+ * ticks never overlap, and each step of the machine is synchronous, so the
+ * shard has one writer.
  *
  * @module
  */
-import { withApiKey } from "../engines/api_key.ts";
-import { engineBaseEnv } from "./engine_env.ts";
-import { withPorts } from "../engines/launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
-import { argumentRefusal } from "./argument_refusal.ts";
-import { afterFailure } from "./crash_loop.ts";
-import { exitReason } from "./process_end.ts";
-import { ShardLog } from "./shard_log.ts";
-import { engineKey } from "./engine_spawn.ts";
+import { reportedRendezvous } from "../engines/port_block.ts";
 import { EngineProcess } from "./engine_process.ts";
+import { engineKey } from "./engine_spawn.ts";
 import type { PidRecord } from "./pid_file.ts";
-import { describeHolders, portOwnership } from "./listen_owner.ts";
-import { ownershipHint, takeBlock } from "./shard_ports.ts";
-import { runHttpCheck } from "./probes.ts";
-import { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
+import { compilePatterns, matchProgress } from "./progress.ts";
+import {
+  type ExitStatus,
+  initialShard,
+  type ShardAction,
+  type ShardEvent,
+  type ShardMachineState,
+  type ShardRules,
+  step,
+  watched,
+} from "./shard_machine.ts";
+import { judgePort, runChecks } from "./shard_probe.ts";
+import {
+  type LaunchRefused,
+  runEnd,
+  type ShardPaths,
+  spawnRun,
+  takePorts,
+} from "./shard_process.ts";
+import { ShardLog } from "./shard_log.ts";
 import type {
   DesiredShard,
   ResolvedOptions,
-  ShardFailure,
   ShardMetrics,
-  ShardState,
   ShardStatus,
   SupervisorEvent,
 } from "./types.ts";
@@ -37,25 +48,8 @@ import type {
 /** How long a port found held by another process stays out of the agent's range. */
 const PORT_HELD_EXCLUSION_MS = 10 * 60_000;
 
-/**
- * How long a port found held by a stranger waits for the engine's own exit
- * before blaming the holder: a socket of an engine being killed is listed a
- * moment after its process lets go of it.
- */
-const EXIT_SETTLE_MS = 500;
-
 /** Lines of log attached to a failure. */
 const FAILURE_TAIL_LINES = 40;
-
-/** Where a shard keeps its files. */
-export interface ShardPaths {
-  /** The shard's directory. */
-  dir: string;
-  /** Its pid file. */
-  pidFile: string;
-  /** Its log file. */
-  log: string;
-}
 
 /** Runs one shard. */
 export class ShardRunner {
@@ -66,38 +60,21 @@ export class ShardRunner {
   /** Its files. */
   readonly paths: ShardPaths;
   readonly #opts: ResolvedOptions;
+  readonly #rules: ShardRules;
   readonly #prepare: (launch: ShardLaunch) => Promise<ShardSpec>;
   readonly #emit: (e: Omit<SupervisorEvent, "at">) => void;
 
-  #state: ShardState = "pending";
-  #since = Date.now();
+  #m: ShardMachineState;
   #spec: ShardSpec | null = null;
   /** The launch with the ports allocated to this run; null until allocated. */
   #launch: ShardLaunch | null = null;
-  /** The ports allocated to this run (a block from the agent's range). */
-  #ports: number[] = [];
   #notice: { at: number; message: string } | null = null;
   /** The engine's API key, when its engine takes one (rank 0 only); never reported. */
   #engineKey: string | null = null;
-  /** Why the last ownership check did not find the shard's socket; null when it did. */
-  #lastOwnership: string | null = null;
   #patterns: RegExp[] = [];
   /** This run's engine process, while there is one. */
   #proc: EngineProcess | null = null;
   readonly #log: ShardLog;
-  #progress: LoadingProgress | null = null;
-  #restarts = 0;
-  /** Failures in a row since the shard last stayed ready (crash_loop.ts). */
-  #failures = 0;
-  #restartsTotal = 0;
-  /** When the current run was spawned, until it is ready; null for an adopted process. */
-  #spawnedAt: number | null = null;
-  #lastReadyAfterMs: number | null = null;
-  #nextStartAt = 0;
-  #lastFailure: ShardFailure | null = null;
-  #adopted = false;
-  #livenessFailures = 0;
-  #wanted = true;
   #stopping: Promise<void> | null = null;
   /** The look under way, if any ({@link tick}). */
   #looking: Promise<void> | null = null;
@@ -115,8 +92,10 @@ export class ShardRunner {
     this.hash = hash;
     this.paths = paths;
     this.#opts = opts;
+    this.#rules = { ...opts, multiNode: desired.launch.world.nodes !== 1 };
     this.#prepare = prepare;
     this.#emit = emit;
+    this.#m = initialShard(opts.clock.now());
     this.#log = new ShardLog({
       tailLimits: opts.tailLimits,
       maxBytes: opts.logMaxBytes,
@@ -124,34 +103,35 @@ export class ShardRunner {
       // Engines that take their key on the command line print it (SGLang's
       // server_args line): it never reaches the tail, events or `llmgw logs`.
       scrub: (text) => this.#scrub(text),
-      onLine: (line) => this.#progressLine(line),
+      onLine: (line) => {
+        const progress = matchProgress(line, this.#patterns);
+        if (progress !== null) void this.#feed({ type: "progress", progress });
+      },
     });
   }
 
   /** The shard's status (a copy). */
   status(): ShardStatus {
+    const m = this.#m;
     return {
       id: this.desired.id,
       engine: this.desired.engine,
-      state: this.#state,
-      since: this.#since,
+      state: m.state,
+      since: m.since,
       pid: this.pid,
       port: this.#launch?.port ?? 0,
-      rendezvous_port: this.#launch !== null && this.#launch.rank === 0 &&
-          this.#launch.world.nodes > 1
-        ? this.#launch.world.rendezvous_port
-        : null,
+      rendezvous_port: reportedRendezvous(this.#launch),
       notice: this.#notice === null ? null : { ...this.#notice },
       serves_http: this.#spec?.probes?.serves_http ?? false,
-      progress: this.#progress === null ? null : { ...this.#progress },
-      restarts: this.#restarts,
-      crash_loop: this.#failures === 0
+      progress: m.progress === null ? null : { ...m.progress },
+      restarts: m.restarts,
+      crash_loop: m.failures === 0
         ? null
-        : { failures: this.#failures, limit: this.#opts.crashLoopLimit },
-      adopted: this.#adopted,
-      last_failure: this.#lastFailure === null
+        : { failures: m.failures, limit: this.#opts.crashLoopLimit },
+      adopted: m.adopted,
+      last_failure: m.lastFailure === null
         ? null
-        : { ...this.#lastFailure, log_tail: [...this.#lastFailure.log_tail] },
+        : { ...m.lastFailure, log_tail: [...m.lastFailure.log_tail] },
       spec_hash: this.hash,
       load_metrics: this.#spec?.metrics ?? null,
     };
@@ -162,8 +142,8 @@ export class ShardRunner {
     return {
       id: this.desired.id,
       gpu_indices: this.desired.launch.gpus.map((g) => g.index),
-      restarts_total: this.#restartsTotal,
-      last_ready_after_ms: this.#lastReadyAfterMs,
+      restarts_total: this.#m.restartsTotal,
+      last_ready_after_ms: this.#m.lastReadyAfterMs,
     };
   }
 
@@ -174,7 +154,7 @@ export class ShardRunner {
 
   /** True once the shard has stopped for good (removed or stopped and not wanted). */
   get finished(): boolean {
-    return !this.#wanted && this.#stopping === null && this.#proc === null;
+    return !this.#m.wanted && this.#stopping === null && this.#proc === null;
   }
 
   /** The live process's pid, if any. */
@@ -182,107 +162,17 @@ export class ShardRunner {
     return this.#proc?.pid ?? null;
   }
 
-  #setState(state: ShardState, message: string): void {
-    if (state === this.#state) return;
-    const from = this.#state;
-    this.#state = state;
-    this.#since = Date.now();
-    this.#emit({
-      shard: this.desired.id,
-      kind: "state",
-      message: `${from} → ${state}: ${message}`,
-    });
-  }
-
-  /**
-   * Allocates the shard's ports from the agent's range, each checked free,
-   * and fills them into its launch: a block of {@link PORT_BLOCK}, the HTTP
-   * port first. A launch that names its port (tests) keeps it.
-   */
-  async #allocate(): Promise<ShardLaunch> {
-    const want = this.desired.launch;
-    if (want.port !== null) return withPorts(want, want.port);
-    // A port another process holds is skipped, and who holds it is said.
-    const block = await takeBlock(
-      this.#opts.ports,
-      this.desired.id,
-      this.#opts.isPortFree,
-      this.#opts.procRoot,
-    );
-    this.#ports = block.ports;
-    if (block.notice !== null) {
-      this.#notice = { at: Date.now(), message: block.notice };
-      this.#emit({ shard: this.desired.id, kind: "port_held", message: block.notice });
-    }
-    return withPorts(want, block.ports[0]);
+  /** Where the agent's proxy reaches the engine, and the key it must send; null when not serving. */
+  target(): { port: number; key: string | null } | null {
+    // Only a ready shard: readiness means its own process held the port at the
+    // last probe. Never the key to a port nobody has checked (right after adoption).
+    if (this.#launch === null || this.#proc === null || this.#m.state !== "ready") return null;
+    return { port: this.#launch.port, key: this.#engineKey };
   }
 
   /** Starts the engine: allocates its ports, prepares the command, spawns it in a new session. */
-  async start(): Promise<void> {
-    this.#wanted = true;
-    if (this.#launch === null) {
-      try {
-        this.#launch = await this.#allocate();
-      } catch (e) {
-        // A full range may free up; a launch without rank 0's ports cannot change.
-        const reason = `cannot allocate ports: ${e instanceof Error ? e.message : e}`;
-        this.#fail(reason, null, !(e instanceof RangeError), e instanceof RangeError);
-        return;
-      }
-      this.#spec = null;
-    }
-    if (this.#spec === null) {
-      this.#spec = await this.#prepare(this.#launch);
-      this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
-    }
-    const spec = this.#spec;
-    if (spec.command === null || spec.problems.length > 0) {
-      this.#fail(`cannot start: ${spec.problems.join("; ") || "no command"}`, null, false, true);
-      return;
-    }
-    Deno.mkdirSync(this.paths.dir, { recursive: true });
-    this.#log.followFromEnd(this.paths.log);
-    this.#progress = null;
-    this.#livenessFailures = 0;
-    let command = spec.command;
-    if (spec.api_key !== undefined && this.#launch!.rank === 0) {
-      // The second lock: the engine answers only callers with its key, and
-      // only the agent's proxy and probes have it.
-      this.#engineKey = engineKey(this.paths.dir, true);
-      command = withApiKey(command, spec.api_key, this.#engineKey!);
-    }
-    const argv = command.argv;
-    try {
-      this.#proc = EngineProcess.spawn(
-        argv,
-        {
-          ...engineBaseEnv(),
-          ...this.#opts.env,
-          ...command.env,
-        },
-        this.paths.pidFile,
-        {
-          shard_id: this.desired.id,
-          engine: this.desired.engine,
-          spec_hash: this.hash,
-          port: this.#launch.port,
-          ports: [...this.#ports],
-          log_path: this.paths.log,
-          launch: this.#launch,
-        },
-      );
-    } catch (e) {
-      this.#fail(`cannot spawn ${argv[0]}: ${e instanceof Error ? e.message : e}`, null, true);
-      return;
-    }
-    const pid = this.#proc.pid;
-    this.#emit({
-      shard: this.desired.id,
-      kind: "spawned",
-      message: this.#scrub(`pid ${pid}: ${argv.join(" ")}`),
-    });
-    this.#spawnedAt = Date.now();
-    this.#setState("starting", `spawned pid ${pid}`);
+  start(): Promise<void> {
+    return this.#feed({ type: "start" });
   }
 
   /**
@@ -292,26 +182,15 @@ export class ShardRunner {
    */
   async adopt(record: PidRecord): Promise<void> {
     this.#launch = record.launch;
-    this.#ports = record.ports ?? [record.port];
     this.#spec = await this.#prepare(record.launch);
     if (this.#spec.api_key !== undefined && record.launch.rank === 0) {
       this.#engineKey = engineKey(this.paths.dir, false);
     }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
-    this.#adopted = true;
     this.#proc = EngineProcess.adopt(record, this.paths.pidFile);
-    let size = 0;
-    try {
-      size = Deno.statSync(record.log_path).size;
-    } catch {
-      // No log: nothing to show.
-    }
-    // Fill the tail with the recent past, then follow.
-    this.#log.follow(record.log_path, Math.max(0, size - 64 * 1024));
-    this.#log.read();
-    this.#emit({ shard: this.desired.id, kind: "adopted", message: `adopted pid ${record.pid}` });
-    this.#spawnedAt = null;
-    this.#setState("starting", `adopted pid ${record.pid}`);
+    this.#log.followRecent(record.log_path, 64 * 1024);
+    this.#say("adopted", `adopted pid ${record.pid}`);
+    await this.#feed({ type: "adopted", pid: record.pid });
   }
 
   /**
@@ -325,247 +204,17 @@ export class ShardRunner {
   }
 
   async #look(): Promise<void> {
-    const now = Date.now();
     this.#log.read();
-    if (this.#state === "backoff" && now >= this.#nextStartAt && this.#wanted) {
-      await this.start();
-      return;
-    }
-    if (!["starting", "loading", "ready"].includes(this.#state)) return;
-    this.#proc?.refreshCmdline();
-    if (!this.#alive()) {
-      await this.#exited();
-      return;
-    }
-    const rotated = this.#log.rotate();
-    if (rotated !== null) {
-      this.#emit({ shard: this.desired.id, kind: "log_rotated", message: rotated });
-    }
-    const elapsed = now - this.#since;
-    if (this.#state === "starting" && elapsed > this.#opts.startTimeoutMs) {
-      return await this.#timeout(
-        `showed no sign of life within ${this.#opts.startTimeoutMs} ms${this.#portHint()}`,
-      );
-    }
-    if (this.#state === "loading" && elapsed > this.#opts.loadTimeoutMs) {
-      return await this.#timeout(
-        `did not become ready within ${this.#opts.loadTimeoutMs} ms of loading${this.#portHint()}`,
-      );
-    }
-    await this.#probe(now);
-  }
-
-  /** A log line that shows loading progress moves a starting shard to loading. */
-  #progressLine(line: string): void {
-    const p = matchProgress(line, this.#patterns);
-    if (p === null) return;
-    this.#progress = p;
-    if (this.#state === "starting") {
-      this.#setState("loading", `log shows loading (${p.percent ?? "?"}%)`);
-    }
-  }
-
-  #alive(): boolean {
-    return this.#proc?.alive() ?? false;
-  }
-
-  /**
-   * Whether the socket on the shard's port is its own process group's. A
-   * port held by anyone else fails the run, names the holder, and moves the
-   * shard to other ports; nothing listening yet is "not yet". An engine
-   * that has just died can still be listed as listening with no process
-   * holding it: its exit is the cause, so the exit is looked for first.
-   */
-  async #ownsPort(port: number): Promise<boolean> {
-    const proc = this.#proc;
-    if (proc === null) return false;
-    let owner = portOwnership(port, proc.members(), this.#opts.procRoot);
-    if (owner.kind === "foreign") {
-      const ended = await proc.endsWithin(EXIT_SETTLE_MS);
-      // Stopped meanwhile: nothing of this run is left to judge.
-      if (this.#proc !== proc) return false;
-      if (ended) {
-        await this.#exited();
-        return false;
+    let alive = false;
+    if (watched(this.#m.state)) {
+      this.#proc?.refreshCmdline();
+      alive = this.#proc?.alive() ?? false;
+      const rotated = alive ? this.#log.rotate() : null;
+      if (rotated !== null) {
+        this.#say("log_rotated", rotated);
       }
-      // Once more, after the wait: the first look may have caught a socket being torn down.
-      owner = portOwnership(port, proc.members(), this.#opts.procRoot);
     }
-    this.#lastOwnership = ownershipHint(owner, port);
-    if (owner.kind === "ours") return true;
-    if (owner.kind !== "foreign") return false;
-    const holder = describeHolders(owner.holders);
-    this.#emit({ shard: this.desired.id, kind: "port_held", message: `port ${port}: ${holder}` });
-    // The next run takes other ports; this one stays out of the range a while.
-    this.#opts.ports.exclude(port, Date.now() + PORT_HELD_EXCLUSION_MS);
-    await this.#killGroup(0);
-    this.#fail(`port ${port} is held by ${holder}, not by the engine llmgw started`, null, true);
-    return false;
-  }
-
-  /** Text with the engine's key replaced by `***`. */
-  #scrub(text: string): string {
-    return this.#engineKey === null ? text : text.replaceAll(this.#engineKey, "***");
-  }
-
-  /** Where the agent's proxy reaches the engine, and the key it must send; null when not serving. */
-  target(): { port: number; key: string | null } | null {
-    // Only a ready shard: readiness means its own process held the port at the
-    // last probe. Never the key to a port nobody has checked (right after adoption).
-    if (this.#launch === null || this.#proc === null || this.#state !== "ready") return null;
-    return { port: this.#launch.port, key: this.#engineKey };
-  }
-
-  /** What the last ownership check of the port said, for a timeout's reason. */
-  #portHint(): string {
-    return this.#lastOwnership === null ? "" : `; ${this.#lastOwnership}`;
-  }
-
-  /** Gives the run's ports back; the next start allocates anew. */
-  #releasePorts(): void {
-    this.#opts.ports.release(this.desired.id);
-    this.#ports = [];
-    this.#launch = null;
-    this.#lastOwnership = null;
-  }
-
-  async #probe(now: number): Promise<void> {
-    const probes = this.#spec?.probes;
-    if (probes === undefined || probes === null || this.#launch === null) return;
-    const port = this.#launch.port;
-    // Readiness is bound to the process llmgw started: whatever else answers
-    // on the port is not this shard (design §9.3).
-    if (probes.serves_http && !(await this.#ownsPort(port))) return;
-    const auth = this.#engineKey === null
-      ? undefined
-      : { authorization: `Bearer ${this.#engineKey}` };
-    const run = (checks: typeof probes.readiness) =>
-      Promise.all(
-        checks.map((c) =>
-          runHttpCheck(this.#opts.probeHost, port, c, this.#opts.probeTimeoutMs, auth)
-        ),
-      );
-    if (this.#state === "ready") {
-      // Backoff starts over only after the shard has stayed ready a while: a
-      // shard that crashes a moment after becoming ready keeps backing off.
-      if (now - this.#since > this.#opts.stableAfterMs) {
-        this.#restarts = 0;
-        this.#failures = 0;
-      }
-      const live = await run(probes.liveness);
-      const bad = live.find((r) => !r.ok);
-      this.#livenessFailures = bad === undefined ? 0 : this.#livenessFailures + 1;
-      if (bad !== undefined && this.#livenessFailures >= this.#opts.livenessFailures) {
-        await this.#timeout(`liveness failed ${this.#livenessFailures} times: ${bad.detail}`);
-      }
-      return;
-    }
-    if (probes.readiness.length === 0) {
-      // Other ranks serve no HTTP: readiness is rank 0's; adopted ones (never spawned) have settled.
-      const settled = this.#spawnedAt === null || now - this.#since > this.#opts.settleMs ||
-        this.#progress?.percent === 100;
-      if (settled) this.#markReady("running; readiness is the replica leader's");
-      return;
-    }
-    const results = await run(probes.readiness);
-    if (!this.#alive()) return;
-    // Again after the probe: the engine may have died and its port changed hands meanwhile.
-    if (probes.serves_http && !(await this.#ownsPort(port))) return;
-    if (results.every((r) => r.ok)) {
-      this.#markReady(results.map((r) => r.detail).join(", "));
-    } else if (this.#state === "starting" && results.some((r) => r.answered)) {
-      this.#setState("loading", `port ${port} answers, not ready yet`);
-    }
-  }
-
-  #markReady(message: string): void {
-    if (this.#state !== "starting" && this.#state !== "loading") return;
-    this.#setState("ready", message);
-    if (this.#spawnedAt !== null) {
-      this.#lastReadyAfterMs = this.#since - this.#spawnedAt;
-      this.#spawnedAt = null;
-      this.#opts.onReady(this.desired.id, this.#lastReadyAfterMs);
-    }
-  }
-
-  async #exited(): Promise<void> {
-    // Workers can outlive the leader and hold GPU memory (vLLM's EngineCore,
-    // SGLang's schedulers): the whole group goes before anything restarts.
-    // It also reaps our child, so its exit status is known after it.
-    const pid = this.pid;
-    await this.#killGroup(0);
-    const exit = this.#proc?.exit ?? null;
-    const reason = exitReason(exit, pid);
-    this.#log.read();
-    // An engine that refused its arguments would refuse them again.
-    const code = exit !== null && exit.signal === null ? exit.code : null;
-    const refused = argumentRefusal(code, this.#log.last(FAILURE_TAIL_LINES));
-    if (refused !== null) {
-      this.#fail(`${reason}: the engine refused its arguments: ${refused}`, exit, false, true);
-      return;
-    }
-    this.#fail(reason, exit, true);
-  }
-
-  async #timeout(reason: string): Promise<void> {
-    await this.#killGroup(this.#opts.stopGraceMs);
-    this.#fail(reason, this.#proc?.exit ?? null, true);
-  }
-
-  /**
-   * Records a failure and carries out what it leads to (crash_loop.ts): a
-   * restart after a backoff, or `failed`, which the control plane acts on.
-   * A shard that keeps failing without staying ready gives up on this node.
-   */
-  #fail(
-    reason: string,
-    exit: Deno.CommandStatus | null,
-    restartable: boolean,
-    permanent = false,
-  ): void {
-    const local = this.desired.launch.world.nodes === 1;
-    // Only failures that a restart here answers count towards the crash loop.
-    if (restartable && local && this.#wanted) this.#failures++;
-    const decision = afterFailure({
-      failures: this.#failures,
-      restartable,
-      permanent,
-      multiNode: !local,
-      wanted: this.#wanted,
-    }, { limit: this.#opts.crashLoopLimit, backoff: this.#opts.backoff });
-    const said = decision.action === "fail" && decision.note !== null
-      ? `${decision.note}; last: ${reason}`
-      : reason;
-    this.#lastFailure = {
-      at: Date.now(),
-      reason: said,
-      exit_code: exit?.signal === null ? exit.code : null,
-      signal: exit?.signal ?? null,
-      log_tail: this.#log.last(FAILURE_TAIL_LINES),
-      permanent: decision.action === "fail" && decision.permanent,
-    };
-    this.#forgetProcess();
-    // The next run allocates afresh: a port the engine held may be anyone's now.
-    this.#releasePorts();
-    if (decision.action === "restart") {
-      this.#restarts++;
-      this.#restartsTotal++;
-      this.#nextStartAt = Date.now() + decision.delayMs;
-      const loop = decision.crashLoop
-        ? `crash loop (${this.#failures} of ${this.#opts.crashLoopLimit} failures in a row); `
-        : "";
-      this.#setState(
-        "backoff",
-        `${reason}; ${loop}restart ${this.#restarts} in ${decision.delayMs} ms`,
-      );
-    } else {
-      this.#setState("failed", decision.next === null ? said : `${said}; ${decision.next}`);
-    }
-  }
-
-  #forgetProcess(): void {
-    this.#proc?.forget();
-    this.#proc = null;
+    await this.#feed({ type: "tick", alive });
   }
 
   /**
@@ -573,30 +222,176 @@ export class ShardRunner {
    * SIGKILL; returns when no process of the group is left.
    */
   stop(reason = "stopped"): Promise<void> {
-    this.#wanted = false;
     if (this.#stopping !== null) return this.#stopping;
     this.#stopping = (async () => {
-      if (this.#proc !== null) {
-        this.#setState("stopping", reason);
-        await this.#killGroup(this.#opts.stopGraceMs);
-        this.#forgetProcess();
-        this.#emit({ shard: this.desired.id, kind: "stopped", message: reason });
+      const proc = this.#proc;
+      await this.#feed({ type: "stopping", reason, running: proc !== null });
+      if (proc !== null) {
+        await proc.kill(this.#opts.stopGraceMs);
+        this.#say("stopped", reason);
       }
-      this.#releasePorts();
-      this.#setState("exited", reason);
+      await this.#feed({ type: "stopped", reason });
       this.#stopping = null;
     })();
     return this.#stopping;
   }
 
-  /** Stops this run's process group whole (EngineProcess.kill). */
-  async #killGroup(graceMs: number): Promise<void> {
-    await this.#proc?.kill(graceMs);
-  }
-
   /** Forgets the process without touching it: the agent is going away, the engine stays. */
   detach(): void {
-    this.#wanted = false;
+    void this.#feed({ type: "detached" });
     this.#proc = null;
+  }
+
+  /**
+   * One step of the machine at the clock's time, then its actions in order.
+   * The step is synchronous, so a look and a stop never lose each other's
+   * changes; actions that need no waiting run before this returns.
+   */
+  #feed(event: ShardEvent): Promise<void> {
+    const { state, actions } = step(this.#m, event, this.#opts.clock.now(), this.#rules);
+    this.#m = state;
+    return this.#carryOut(actions);
+  }
+
+  async #carryOut(actions: ShardAction[]): Promise<void> {
+    for (const a of actions) {
+      switch (a.type) {
+        case "state_changed":
+          this.#say("state", a.message);
+          break;
+        case "ready_after":
+          this.#opts.onReady(this.desired.id, a.ms);
+          break;
+        case "release":
+          this.#release();
+          break;
+        case "launch":
+          await this.#launchRun();
+          break;
+        case "reap":
+          await this.#reap();
+          break;
+        case "halt":
+          await this.#proc?.kill(this.#opts.stopGraceMs);
+          await this.#failed({ reason: a.reason, kind: "restartable" }, this.#proc?.exit ?? null);
+          break;
+        case "probe":
+          await this.#probe(a.mode);
+          break;
+      }
+    }
+  }
+
+  /** Takes ports, prepares the command and spawns a run; a refusal is the run's failure. */
+  async #launchRun(): Promise<void> {
+    const taken = await takePorts(this.desired, this.#opts);
+    if ("reason" in taken) return await this.#failed(taken, null);
+    this.#launch = taken.launch;
+    if (taken.notice !== null) {
+      this.#notice = { at: this.#opts.clock.now(), message: taken.notice };
+      this.#say("port_held", taken.notice);
+    }
+    try {
+      this.#spec = await this.#prepare(taken.launch);
+    } catch (e) {
+      const reason = `cannot prepare the engine's command: ${e instanceof Error ? e.message : e}`;
+      return await this.#failed({ reason, kind: "restartable" }, null);
+    }
+    this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
+    const run = spawnRun(this.desired, this.hash, this.paths, this.#opts, {
+      launch: taken.launch,
+      ports: taken.ports,
+      spec: this.#spec,
+    }, () => this.#log.followFromEnd(this.paths.log));
+    if ("reason" in run) return await this.#failed(run, null);
+    if (run.key !== null) this.#engineKey = run.key;
+    this.#proc = run.proc;
+    const pid = run.proc.pid;
+    this.#say("spawned", this.#scrub(`pid ${pid}: ${run.argv.join(" ")}`));
+    await this.#feed({ type: "spawned", pid });
+  }
+
+  /**
+   * The run's process is gone. Workers can outlive the leader and hold GPU
+   * memory (vLLM's EngineCore, SGLang's schedulers): the whole group goes
+   * before anything restarts. That also reaps our child, so its exit is known.
+   */
+  async #reap(): Promise<void> {
+    const proc = this.#proc;
+    const pid = this.pid;
+    await proc?.kill(0);
+    this.#log.read();
+    const end = runEnd(proc, pid, this.#log.last(FAILURE_TAIL_LINES));
+    await this.#failed(end, end.exit);
+  }
+
+  #failed(why: LaunchRefused, exit: ExitStatus | null): Promise<void> {
+    const logTail = this.#log.last(FAILURE_TAIL_LINES);
+    return this.#feed({ type: "failed", reason: why.reason, kind: why.kind, exit, logTail });
+  }
+
+  async #probe(mode: "readiness" | "liveness"): Promise<void> {
+    const probes = this.#spec?.probes;
+    const proc = this.#proc;
+    if (probes === undefined || probes === null || this.#launch === null || proc === null) return;
+    const port = this.#launch.port;
+    if (probes.serves_http && !(await this.#ownsPort(proc, port))) return;
+    const result = await runChecks(probes, mode, {
+      host: this.#opts.probeHost,
+      port,
+      timeoutMs: this.#opts.probeTimeoutMs,
+      key: this.#engineKey,
+    });
+    if (result.kind === "readiness") {
+      if (this.#proc !== proc || !proc.alive()) return;
+      // Again after the probe: the engine may have died and its port changed hands meanwhile.
+      if (probes.serves_http && !(await this.#ownsPort(proc, port))) return;
+    }
+    await this.#feed({ type: "probed", result });
+  }
+
+  /**
+   * Whether the socket on the run's port is its own process group's
+   * (shard_probe.ts). A port held by anyone else fails the run, names the
+   * holder, and moves the shard to other ports; nothing listening yet is
+   * "not yet"; a run that ended meanwhile is reaped.
+   */
+  async #ownsPort(proc: EngineProcess, port: number): Promise<boolean> {
+    const verdict = await judgePort(proc, port, this.#opts.procRoot);
+    // Stopped meanwhile: nothing of this run is left to judge.
+    if (this.#proc !== proc) return false;
+    if (verdict.kind === "ended") {
+      await this.#reap();
+      return false;
+    }
+    await this.#feed({
+      type: "port_checked",
+      hint: verdict.kind === "not_yet" ? verdict.hint : null,
+    });
+    if (verdict.kind !== "foreign") return verdict.kind === "ours";
+    this.#say("port_held", `port ${port}: ${verdict.holder}`);
+    // The next run takes other ports; this one stays out of the range a while.
+    this.#opts.ports.exclude(port, this.#opts.clock.now() + PORT_HELD_EXCLUSION_MS);
+    await proc.kill(0);
+    const reason = `port ${port} is held by ${verdict.holder}, not by the engine llmgw started`;
+    await this.#failed({ reason, kind: "restartable" }, null);
+    return false;
+  }
+
+  /** Forgets the run's process and gives its ports back; the next start allocates anew. */
+  #release(): void {
+    this.#proc?.forget();
+    this.#proc = null;
+    this.#opts.ports.release(this.desired.id);
+    this.#launch = null;
+  }
+
+  #say(kind: SupervisorEvent["kind"], message: string): void {
+    this.#emit({ shard: this.desired.id, kind, message });
+  }
+
+  /** Text with the engine's key replaced by `***`. */
+  #scrub(text: string): string {
+    return this.#engineKey === null ? text : text.replaceAll(this.#engineKey, "***");
   }
 }

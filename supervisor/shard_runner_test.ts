@@ -6,12 +6,14 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { until } from "../tests/until.ts";
 import { desiredLaunch } from "../tests/shard_launch.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { EngineProbes } from "../engines/types.ts";
 import { groupMembers } from "./proc.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import { resolveOptions } from "./supervisor.ts";
+import { FakeClock } from "../testing/fake_clock.ts";
 import type { SupervisorEvent, SupervisorOptions } from "./types.ts";
 
 const HTTP: EngineProbes = {
@@ -35,6 +37,7 @@ async function withRunner(
   options: Partial<SupervisorOptions>,
   port: number | null,
   fn: (runner: ShardRunner, events: SupervisorEvent[]) => Promise<void>,
+  probes: EngineProbes = HTTP,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_runner_test_" });
   const events: SupervisorEvent[] = [];
@@ -42,7 +45,7 @@ async function withRunner(
     engine: "test",
     problems: [],
     command: { argv, env: {} },
-    probes: HTTP,
+    probes,
     metrics: null,
   };
   const runner = new ShardRunner(
@@ -127,6 +130,7 @@ Deno.test("an engine that keeps exiting gives up after the crash-loop limit: fai
         `crash loop: failed ${limit} times in a row without staying ready`,
       );
       assertStringIncludes(s.last_failure!.reason, "last: exited with code 1");
+      assertEquals(s.last_failure?.exit_code, 1);
       assertStringIncludes(s.last_failure!.log_tail.join("\n"), "No module named 'sglang'");
       const states = events.filter((e) => e.kind === "state").map((e) => e.message);
       assertOk(
@@ -139,4 +143,72 @@ Deno.test("an engine that keeps exiting gives up after the crash-loop limit: fai
       assertEquals(runner.pid, null);
     },
   );
+});
+
+Deno.test("on the supervisor's clock: a silent start, then a load that never finishes, end with the log tail", async () => {
+  // No real waiting: the timeouts are minutes long and the clock is moved past them.
+  const clock = new FakeClock();
+  // The first run says nothing; the second (the marker there) loads and stalls.
+  const marker = await Deno.makeTempFile({ prefix: "llmgw_runner_marker_" });
+  await Deno.remove(marker);
+  const script = `if [ -e '${marker}' ]; then echo 'loading 10%'; echo 'loading 20%'; fi; ` +
+    `touch '${marker}'; exec sleep 300`;
+  const progress: EngineProbes = {
+    ...HTTP,
+    loading_progress: [{ regex: "loading (?<percent>\\d+)%" }],
+  };
+  await withRunner(
+    ["sh", "-c", script],
+    {
+      clock,
+      startTimeoutMs: 60_000,
+      loadTimeoutMs: 600_000,
+      backoff: { initialMs: 5_000, maxMs: 5_000, factor: 1 },
+    },
+    1,
+    async (runner, events) => {
+      // First run: no sign of life when the start timeout passes.
+      await runner.start();
+      await until("the first run to be up", () => {
+        try {
+          return Deno.statSync(marker).isFile;
+        } catch {
+          return false;
+        }
+      }, { timeoutMs: 10_000 });
+      clock.advance(60_001);
+      await runner.tick();
+      let s = runner.status();
+      assertEquals(s.state, "backoff");
+      assertStringIncludes(s.last_failure!.reason, "showed no sign of life within 60000 ms");
+      assertEquals(runner.pid, null);
+      // Not before the backoff is over, then a second run that loads and stalls.
+      clock.advance(4_999);
+      await runner.tick();
+      assertEquals(runner.status().state, "backoff");
+      clock.advance(1);
+      await runner.tick();
+      const pid = runner.pid!;
+      await until("the engine's loading lines", async () => {
+        await runner.tick();
+        return runner.status().progress?.percent === 20;
+      }, { timeoutMs: 10_000 });
+      assertEquals(runner.status().state, "loading");
+      clock.advance(600_001);
+      await runner.tick();
+      s = runner.status();
+      assertEquals(s.state, "backoff");
+      assertStringIncludes(
+        s.last_failure!.reason,
+        "did not become ready within 600000 ms of loading",
+      );
+      assertEquals(s.last_failure!.log_tail, ["loading 10%", "loading 20%"]);
+      assertEquals(groupMembers(pid), []);
+      assertEquals(s.restarts, 2);
+      assertOk(
+        events.some((e) => e.kind === "state" && e.message.startsWith("starting → loading")),
+      );
+    },
+    progress,
+  ).finally(() => Deno.remove(marker).catch(() => {}));
 });

@@ -15,6 +15,7 @@ import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
 import { checkFingerprint, readPidFile } from "./pid_file.ts";
 import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
 import { ShardRunner } from "./shard_runner.ts";
+import { systemClock } from "../time/clock.ts";
 import type {
   DesiredShard,
   LaunchedShard,
@@ -53,6 +54,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     onEvent: opts.onEvent ??
       ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),
     onReady: opts.onReady ?? (() => {}),
+    clock: opts.clock ?? systemClock,
   };
 }
 
@@ -108,7 +110,7 @@ export class Supervisor {
 
   #emit(e: Omit<SupervisorEvent, "at">): void {
     try {
-      this.#opts.onEvent({ at: Date.now(), ...e });
+      this.#opts.onEvent({ at: this.#opts.clock.now(), ...e });
     } catch {
       // A broken listener must not break supervision.
     }

@@ -10,6 +10,7 @@ import type { PortAllocator } from "./port_allocator.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
 import type { LoadingProgress } from "./progress.ts";
+import type { Clock } from "../time/clock.ts";
 
 /**
  * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
@@ -179,6 +180,8 @@ export interface SupervisorOptions {
   procRoot?: string;
   /** Receives every event (the agent forwards them); default: JSON lines on stderr. */
   onEvent?: (event: SupervisorEvent) => void;
+  /** The time every timer of the supervisor reads; default: the system clock. */
+  clock?: Clock;
   /** Told once per spawn that becomes ready, with the time it took (not for adopted shards). */
   onReady?: (shard: string, afterMs: number) => void;
 }
