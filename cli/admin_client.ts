@@ -91,12 +91,34 @@ export async function adminAnswer<S extends z.ZodType>(
   body?: unknown,
 ): Promise<z.output<S>> {
   const json = await call(method, path, body);
+  let parsed: z.output<S>;
   try {
-    return parseWire(schema, json, `the answer to ${method} ${path}`);
+    parsed = parseWire(schema, json, `the answer to ${method} ${path}`);
   } catch (e) {
     if (e instanceof WireFormatError) throw new AdminError(e.message);
     throw e;
   }
+  // -o json|yaml print the answer: in the control plane's key order, not the schema's.
+  return inOrderOf(json, parsed) as z.output<S>;
+}
+
+/**
+ * `parsed` with each object's keys in the order `raw` has them (keys only
+ * `parsed` has, defaults filled in, last). Values are `parsed`'s.
+ */
+export function inOrderOf(raw: unknown, parsed: unknown): unknown {
+  if (Array.isArray(raw) && Array.isArray(parsed)) {
+    return parsed.map((v, i) => inOrderOf(raw[i], v));
+  }
+  if (!isPlainObject(raw) || !isPlainObject(parsed)) return parsed;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(raw)) if (k in parsed) out[k] = inOrderOf(raw[k], parsed[k]);
+  for (const k of Object.keys(parsed)) if (!(k in out)) out[k] = parsed[k];
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /** The connection flags every admin command takes. */

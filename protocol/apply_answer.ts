@@ -2,7 +2,7 @@
  * What an apply (or its dry run) tells the CLI besides the deployment: what
  * it did, each field that changed, and which replicas a new revision rolls
  * (design §6.3). Declared once here; the control plane's answer schema
- * (control/api/schemas.ts) and `llmgw apply` read these.
+ * (protocol/admin_protocol.ts) and `llmgw apply` read these.
  *
  * @module
  */
