@@ -27,6 +27,7 @@ import { TlsMaterialError } from "../tls/authority.ts";
 import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { openNotice } from "./gateway_serve.ts";
 import { uiApp } from "../ui/mod.ts";
+import { createLogger, lineSink } from "../log/log.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /**
@@ -248,10 +249,12 @@ async function serve(
     assertBindable("the gateway", gatewayListen.hostname, gatewayListen.port);
   }
   const shared = isPostgresUrl(settings.store);
+  // The running service's notes are JSON lines (log/log.ts); start-up messages stay plain text.
+  const log = createLogger("control", (line) => err(`${line}\n`));
   let store: ControlStore;
   try {
     if (shared) {
-      store = await PostgresStore.open(settings.store, { log: (l) => err(`llmgw: ${l}\n`) });
+      store = await PostgresStore.open(settings.store, { log: lineSink(log, "warn") });
     } else if (dir === ":memory:") store = new MemoryStore();
     else {
       Deno.mkdirSync(dir, { recursive: true });
@@ -320,7 +323,7 @@ async function serve(
     engines: registry,
     thresholds,
     tls,
-    log: (line: string) => err(`llmgw: ${line}\n`),
+    log: lineSink(log, "info"),
     // The dashboard (ui/), served beside the API.
     pages: uiApp,
   };
@@ -360,7 +363,7 @@ async function serve(
       token: gatewayToken,
       intervalMs: EMBEDDED_GATEWAY_POLL_MS,
       tls,
-      renewalLog: (line) => err(`llmgw: ${line}\n`),
+      renewalLog: lineSink(log, "warn"),
     });
   } catch (e) {
     await running.close();

@@ -18,6 +18,7 @@ import { expandConfig } from "./config_file.ts";
 import { BindError } from "../http/bind_error.ts";
 import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";
 import { FailoverFetch } from "../http/failover_fetch.ts";
+import { createLogger, lineSink } from "../log/log.ts";
 
 /** `gateway serve --config FILE`: the flags' settings, snake_case (cli/config_file.ts). */
 export const GatewayConfigSchema = z.object({
@@ -143,6 +144,8 @@ export async function gatewayServeCommand(
     throw new UsageError("gateway serve: --tls-cert and --tls-key go together");
   }
   const trust = caPem === undefined ? null : pinnedFetch(caPem);
+  // The running gateway's notes are JSON lines (log/log.ts); start-up messages stay plain text.
+  const log = createLogger("gateway", (line) => err(`${line}\n`));
   let running;
   try {
     const settings = {
@@ -150,12 +153,12 @@ export async function gatewayServeCommand(
       controlUrl: control,
       token,
       intervalMs,
-      log: (line: string) => err(`${line}\n`),
+      log: lineSink(log, "warn"),
       openToNetwork,
       controlFetch: new FailoverFetch(
         controlUrls,
         trust?.fetch ?? fetch,
-        (line) => err(`llmgw: ${line}\n`),
+        lineSink(log, "warn"),
       ).fetch,
       client: caPem === undefined ? undefined : new UpstreamClient({ caCerts: [caPem] }),
     };
@@ -165,7 +168,7 @@ export async function gatewayServeCommand(
         ...settings,
         tls: {
           source: fileCertificate(certFile, keyFile),
-          log: (line) => err(`llmgw: ${line}\n`),
+          log: lineSink(log, "warn"),
         },
       });
   } catch (e) {

@@ -85,3 +85,12 @@ export function createLogger(
     error: (msg, fields) => log("error", msg, fields),
   };
 }
+
+/**
+ * A line callback (the form the control plane's, HA's and the gateway's
+ * notes take: `log?: (line) => void`) that writes each line through
+ * `logger` as its `msg` at `level`, so a service's notes are JSON lines too.
+ */
+export function lineSink(logger: Logger, level: LogLevel): (line: string) => void {
+  return (line) => logger.log(level, line);
+}
