@@ -5,7 +5,7 @@
  * process and no real time: the timing cases that needed sleeping shells in
  * tests/supervisor_test.ts are here.
  */
-import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
+import { assertEquals } from "../tests/assert.ts";
 import { FakeClock } from "../testing/fake_clock.ts";
 import {
   initialShard,
@@ -115,13 +115,10 @@ const CASES: Case[] = [
   },
   {
     name: "the timeout names what the port check last said",
-    events: [[0, SPAWNED], [10, { type: "port_checked", hint: "nothing listens on 8000" }], [
-      391,
-      ALIVE,
-    ]],
+    events: [[0, SPAWNED], [10, { type: "port_checked", hint: "nothing on 8000" }], [391, ALIVE]],
     actions: [{
       type: "halt",
-      reason: "showed no sign of life within 400 ms; nothing listens on 8000",
+      reason: "showed no sign of life within 400 ms; nothing on 8000",
     }],
   },
   {
@@ -388,24 +385,14 @@ for (const c of CASES) {
   });
 }
 
-Deno.test("shard machine: a step never changes the state it was given", () => {
+Deno.test("shard machine: a step changes neither the state nor the event it was given", () => {
   const before = initialShard(T0);
   const frozen = structuredClone(before);
+  const tail = ["one"];
   const { state } = step(before, SPAWNED, T0 + 5, RULES);
-  step(state, EXIT_3, T0 + 10, RULES);
+  const after = step(state, { ...EXIT_3, logTail: tail } as ShardEvent, T0 + 10, RULES).state;
+  tail.push("two");
   assertEquals(before, frozen);
   assertEquals(state.state, "starting");
-});
-
-Deno.test("shard machine: a failure's tail is the event's, copied", () => {
-  const tail = ["one"];
-  const { state } = step(
-    step(initialShard(T0), SPAWNED, T0, RULES).state,
-    { ...EXIT_3, type: "failed", logTail: tail } as ShardEvent,
-    T0 + 1,
-    RULES,
-  );
-  tail.push("two");
-  assertEquals(state.lastFailure?.log_tail, ["one"]);
-  assertStringIncludes(state.lastFailure!.reason, "exited with code 3");
+  assertEquals(after.lastFailure?.log_tail, ["one"]);
 });

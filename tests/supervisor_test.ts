@@ -1,7 +1,9 @@
 /**
  * The supervisor with real processes (design §9): process groups, stop
- * semantics, crashes and backoff, timeouts, adoption after an agent restart,
- * and bounded logs. Engines here are small shell programs; the vLLM and
+ * semantics, adoption after an agent restart, and bounded logs. Timeouts,
+ * backoff and the crash loop are the state machine's, tested with a fake
+ * clock in supervisor/shard_machine_test.ts and shard_runner_test.ts.
+ * Engines here are small shell programs; the vLLM and
  * SGLang behaviours are tested with the fake engine in
  * tests/supervisor_engines_test.ts. Every process a test starts is killed in
  * a `finally`, by process group.
@@ -173,83 +175,6 @@ Deno.test("a group that ignores SIGTERM is killed after the grace period", async
     await sup.reconcile([]);
     assertEquals(groupMembers(pid!), []);
     assertOk(events.some((e) => e.kind === "state" && e.message.startsWith("stopping → exited")));
-  });
-});
-
-Deno.test("a crash is restarted with backoff and its reason kept", async () => {
-  const engine = shellEngine(
-    "echo 'RuntimeError: CUDA error: an illegal memory access'; sleep 0.3; exit 3",
-  );
-  await withSupervisor(engine, {}, async (sup, { cleanup }) => {
-    await sup.reconcile([{ id: "crashy", engine: "test", launch: launch("crashy") }]);
-    const first = await shardReaches(
-      sup,
-      "crashy",
-      (s) => s.restarts >= 1 && s.last_failure !== null,
-      cleanup,
-      "a crash",
-    );
-    assertEquals(first.last_failure?.exit_code, 3);
-    assertStringIncludes(first.last_failure!.reason, "exited with code 3");
-    assertStringIncludes(first.last_failure!.log_tail.join("\n"), "illegal memory access");
-    const later = await shardReaches(
-      sup,
-      "crashy",
-      (s) => s.restarts >= 3,
-      cleanup,
-      "three restarts",
-    );
-    assertOk(later.restarts >= 3);
-  });
-});
-
-Deno.test("a shard of a multi-node replica is not restarted locally: it fails for a rebuild", async () => {
-  const engine = shellEngine("exit 1");
-  await withSupervisor(engine, {}, async (sup, { cleanup }) => {
-    await sup.reconcile([{ id: "rank1", engine: "test", launch: launch("rank1", 0, 2) }]);
-    const s = await shardReaches(sup, "rank1", inState("failed"), cleanup, "failed");
-    assertStringIncludes(s.last_failure!.reason, "exited with code 1");
-    assertEquals(s.restarts, 0);
-  });
-});
-
-Deno.test("a start that never answers and a load that never finishes fail with the log tail", async () => {
-  const silent = shellEngine("exec sleep 300", {
-    serves_http: true,
-    liveness: [],
-    readiness: [{ path: "/health", expect_status: 200 }],
-    loading_progress: PROGRESS,
-  });
-  await withSupervisor(silent, { startTimeoutMs: 400 }, async (sup, { cleanup }) => {
-    await sup.reconcile([{ id: "mute", engine: "test", launch: launch("mute", 1) }]);
-    const s = await shardReaches(
-      sup,
-      "mute",
-      (x) => x.last_failure !== null,
-      cleanup,
-      "a start timeout",
-    );
-    assertStringIncludes(s.last_failure!.reason, "showed no sign of life within 400 ms");
-  });
-  const slow = shellEngine("echo 'loading 10%'; echo 'loading 20%'; exec sleep 300", {
-    serves_http: true,
-    liveness: [],
-    readiness: [{ path: "/health", expect_status: 200 }],
-    loading_progress: PROGRESS,
-  });
-  await withSupervisor(slow, { loadTimeoutMs: 500 }, async (sup, { cleanup }) => {
-    await sup.reconcile([{ id: "slow", engine: "test", launch: launch("slow", 1) }]);
-    const loading = await shardReaches(sup, "slow", inState("loading"), cleanup, "loading");
-    assertEquals(loading.progress?.percent, 20);
-    const s = await shardReaches(
-      sup,
-      "slow",
-      (x) => x.last_failure !== null,
-      cleanup,
-      "a load timeout",
-    );
-    assertStringIncludes(s.last_failure!.reason, "did not become ready within 500 ms of loading");
-    assertEquals(s.last_failure!.log_tail, ["loading 10%", "loading 20%"]);
   });
 });
 
