@@ -12,6 +12,7 @@ import { parseWire, WireFormatError } from "../protocol/wire_error.ts";
 import { readCaFile, TlsMaterialError } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { controlUrlsOf, UsageError } from "./usage_error.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Raised when the control plane answers with an error; the message is its message. */
 export class AdminError extends Error {
@@ -58,7 +59,7 @@ export async function adminRequest(
     });
   } catch (e) {
     throw new AdminError(
-      `cannot reach the control plane at ${t.url}: ${e instanceof Error ? e.message : e}`,
+      `cannot reach the control plane at ${t.url}: ${errorMessage(e)}`,
     );
   }
   const text = await res.text();
@@ -133,7 +134,7 @@ function readTokenFile(verb: string, path: string): string {
     return Deno.readTextFileSync(path).trim();
   } catch (e) {
     throw new UsageError(
-      `${verb}: cannot read the token file ${path}: ${e instanceof Error ? e.message : e}`,
+      `${verb}: cannot read the token file ${path}: ${errorMessage(e)}`,
     );
   }
 }

@@ -49,6 +49,7 @@ import {
 } from "./rehearsal_hosts.ts";
 import { runBounded } from "./bounded_command.ts";
 import { finished, firstAnswer, logTails, WAIT, waitForLog } from "./rehearsal_waits.ts";
+import { errorMessage } from "../../text/error_message.ts";
 
 const netns = await netnsAvailable();
 const ignore = !netns.ok;
@@ -110,7 +111,7 @@ Deno.test({
         await rehearse(lab, dir, dist);
         ok = true;
       } catch (e) {
-        throw new Error(`${e instanceof Error ? e.message : e}\n${await logTails(dir)}`, {
+        throw new Error(`${errorMessage(e)}\n${await logTails(dir)}`, {
           cause: e,
         });
       }
