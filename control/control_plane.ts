@@ -29,13 +29,8 @@ import { ReplicaBook } from "./replicas.ts";
 import { ControlState } from "./state.ts";
 import type { ControlStore, StoredReplica } from "./store/store.ts";
 import { Wake } from "./wake.ts";
-import {
-  endpointsSettled,
-  type ReadyEndpoint,
-  readyEndpoints,
-  type ReplicaView,
-  replicaViews,
-} from "./views.ts";
+import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
+import { endpointsSettled, readyEndpoints, type ReplicaView, replicaViews } from "./views.ts";
 
 /** Settings of a control plane. */
 export interface ControlPlaneOptions {
@@ -236,7 +231,7 @@ export class ControlPlane {
   }
 
   /** Rank-0 endpoints of ready replicas: where gateways may send traffic. */
-  readyEndpoints(): ReadyEndpoint[] {
+  readyEndpoints(): EndpointSpec[] {
     return readyEndpoints(this.state);
   }
 

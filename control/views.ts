@@ -6,11 +6,8 @@
  * @module
  */
 import type { Explanation } from "../placement/types.ts";
-import {
-  CRASH_LOOP_FROM,
-  type LoadMetricNames,
-  type ShardReport,
-} from "../protocol/agent_protocol.ts";
+import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
+import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
@@ -66,22 +63,6 @@ export interface ReplicaView {
   ready_at: number | null;
   /** When it left the gateways' endpoints ahead of being replaced; null while it serves. */
   retiring_at: number | null;
-}
-
-/** An endpoint the gateway may send traffic to: rank 0 of a ready replica. */
-export interface ReadyEndpoint {
-  /** Served model name. */
-  model: string;
-  /** Replica id. */
-  replica_id: string;
-  /** `http://addr:port`: the node's engine proxy, or the engine itself for agents without one. */
-  url: string;
-  /** The shard the engine proxy forwards to. */
-  shard?: string;
-  /** The engine proxy's credential. */
-  token?: string;
-  /** The engine's load metric names, as rank 0's agent reported them. */
-  load_metrics?: LoadMetricNames;
 }
 
 /** A replica's view. */
@@ -150,8 +131,8 @@ export function replicaViews(state: ControlState): ReplicaView[] {
 }
 
 /** Rank-0 endpoints of ready replicas: where gateways may send traffic. */
-export function readyEndpoints(state: ControlState): ReadyEndpoint[] {
-  const out: ReadyEndpoint[] = [];
+export function readyEndpoints(state: ControlState): EndpointSpec[] {
+  const out: EndpointSpec[] = [];
   for (const r of state.replicas.values()) {
     if (r.phase !== "placed" || r.placement === null) continue;
     const leader = r.placement.shards.find((s) => s.rank === 0);

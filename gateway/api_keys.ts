@@ -6,15 +6,10 @@
  * @module
  */
 
-/** A key as gateways receive it: its SHA-256 (hex) and allowed models (null: all). */
-export interface ApiKeySpec {
-  /** Key id, for logs. */
-  id: string;
-  /** SHA-256 of the key, hex. */
-  hash: string;
-  /** Served model names it may use; null for all. */
-  models: string[] | null;
-}
+import type { ApiKeySpec } from "../protocol/gateway_protocol.ts";
+
+// The contract is protocol/'s; the gateway's modules name it from here.
+export type { ApiKeySpec };
 
 /** Who a request is, once its key checked out. */
 export type Caller = { open: true } | {

@@ -25,23 +25,10 @@
 import { HashRing, pickBounded } from "./bounded_ring.ts";
 import { effectiveLoad, type EngineLoad } from "./engine_load.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
-import type { LoadMetricNames } from "../protocol/agent_protocol.ts";
+import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
 
-/** One ready endpoint as the control plane reports it (`GET /v1/endpoints`). */
-export interface EndpointSpec {
-  /** Served model name (the `model` clients send). */
-  model: string;
-  /** Replica id. */
-  replica_id: string;
-  /** Base URL of the replica's rank-0 engine or of its agent's engine proxy, `http://addr:port`. */
-  url: string;
-  /** The shard the agent's engine proxy forwards to (`x-llmgw-shard`); absent: a direct engine. */
-  shard?: string;
-  /** The engine proxy's credential; absent: a direct engine. */
-  token?: string;
-  /** The engine's load metric names (from its plugin); absent: its load is not read. */
-  load_metrics?: LoadMetricNames;
-}
+// The contract is protocol/'s; the gateway's modules name it from here.
+export type { EndpointSpec };
 
 /** An endpoint in the table, with its live counters. */
 export interface Endpoint extends EndpointSpec {

@@ -15,10 +15,8 @@
  * @module
  */
 import { z } from "zod";
-import { LoadMetricNamesSchema } from "./agent_protocol.ts";
+import { type LoadMetricNames, LoadMetricNamesSchema } from "./agent_protocol.ts";
 import { ROUTING_POLICIES, type RoutingPolicy } from "../deployment/schema.ts";
-import type { ApiKeySpec } from "../gateway/api_keys.ts";
-import type { EndpointSpec } from "../gateway/endpoints.ts";
 import type { Assert, Same } from "./same_type.ts";
 import { parseWire } from "./wire_error.ts";
 
@@ -33,7 +31,36 @@ export const MAX_KEY_MODELS = 1000;
 
 const ServedModelName = z.string().min(1).max(256);
 
-/** One ready endpoint (gateway/endpoints.ts `EndpointSpec`). */
+/**
+ * One ready endpoint as the control plane reports it: rank 0 of a ready
+ * replica (control/views.ts builds them, gateway/endpoints.ts routes to them).
+ */
+export interface EndpointSpec {
+  /** Served model name (the `model` clients send). */
+  model: string;
+  /** Replica id. */
+  replica_id: string;
+  /** Base URL of the replica's rank-0 engine or of its agent's engine proxy, `http://addr:port`. */
+  url: string;
+  /** The shard the agent's engine proxy forwards to (`x-llmgw-shard`); absent: a direct engine. */
+  shard?: string;
+  /** The engine proxy's credential; absent: a direct engine. */
+  token?: string;
+  /** The engine's load metric names (from its plugin); absent: its load is not read. */
+  load_metrics?: LoadMetricNames;
+}
+
+/** A key as gateways receive it: its SHA-256 (hex) and allowed models (null: all). */
+export interface ApiKeySpec {
+  /** Key id, for logs. */
+  id: string;
+  /** SHA-256 of the key, hex. */
+  hash: string;
+  /** Served model names it may use; null for all. */
+  models: string[] | null;
+}
+
+/** One ready endpoint ({@link EndpointSpec}). */
 export const EndpointSpecSchema = z.object({
   model: ServedModelName,
   replica_id: z.string().min(1).max(256),
@@ -49,7 +76,7 @@ export const EndpointSpecSchema = z.object({
   load_metrics: LoadMetricNamesSchema.optional(),
 });
 
-/** One API key as gateways see it (gateway/api_keys.ts `ApiKeySpec`). */
+/** One API key as gateways see it ({@link ApiKeySpec}). */
 export const ApiKeySpecSchema = z.object({
   id: z.string().min(1).max(128),
   hash: z.string().regex(/^[0-9a-f]{64}$/, "must be a SHA-256 digest in lower-case hex"),
