@@ -30,7 +30,7 @@ import {
   NodeIdSchema as NodeId,
 } from "./fields.ts";
 import type { Assert, Same } from "./same_type.ts";
-import type { DesiredLaunch, MetricNames } from "../engines/types.ts";
+import type { DesiredLaunch, MetricNames, ShardLaunch } from "../engines/types.ts";
 import { REPORT_BOUNDS } from "./report_bounds.ts";
 import { DesiredLaunchSchema } from "./shard_launch.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
@@ -284,15 +284,17 @@ type _HeartbeatResponseMatchesSchema = Assert<
 
 /**
  * One shard the node should run, as the control plane sends it and the
- * agent's supervisor runs it (supervisor/types.ts takes it as it is).
+ * agent's supervisor runs it (supervisor/types.ts takes it as it is). Once
+ * its agent allocated its ports it is a `DesiredShard<ShardLaunch>`, the
+ * same shard with every port filled in.
  */
-export interface DesiredShard {
+export interface DesiredShard<L extends DesiredLaunch | ShardLaunch = DesiredLaunch> {
   /** Shard id. */
   id: string;
   /** Engine plugin name. */
   engine: string;
-  /** The launch, ports the agent allocates left null; its `shard_id` is `id`. */
-  launch: DesiredLaunch;
+  /** The launch, ports the agent allocates left null until it fills them; its `shard_id` is `id`. */
+  launch: L;
 }
 
 /** The full list of shards a node should run, level-triggered (design §10). */
