@@ -18,6 +18,7 @@ import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { localTokenPath, readSession } from "../agent/credentials.ts";
 import { localApi, type LocalApiView } from "../agent/local_api.ts";
+import { engineProxy } from "../agent/engine_proxy.ts";
 import { createControlApi } from "../control/api.ts";
 import { ControlPlane } from "../control/control_plane.ts";
 import { NodeService } from "../control/nodes.ts";
@@ -27,6 +28,7 @@ import { startControl } from "../control/server.ts";
 import { SqliteStore } from "../control/store/sqlite_store.ts";
 import type { ControlStore } from "../control/store/store.ts";
 import {
+  bearer as parseBearer,
   bearerMatches,
   digestMatches,
   hashToken,
@@ -572,6 +574,66 @@ Deno.test("node credentials and API keys are stored hashed (memory and SQLite); 
   }
 });
 
+Deno.test("every edge reads Authorization by the one bearer grammar of http/tokens.ts", async () => {
+  // The agent's local API, its engine proxy and the gateway's API keys each
+  // take exactly the headers http/tokens.ts `bearer` reads as the token, and
+  // refuse every other one (the control plane's authorizer calls it directly).
+  const token = newToken("llmgw_edge");
+  const headers = [
+    `Bearer ${token}`,
+    `bearer ${token}`,
+    `BEARER  ${token}`,
+    `Bearer\t${token}`,
+    `Bearer ${token} `,
+    ` Bearer ${token}`,
+    `Bearer${token}`,
+    `Bearer ${token} ${token}`,
+    `Bearer ${token}x`,
+    `Basic ${token}`,
+    token,
+    "Bearer",
+    "",
+  ];
+  const view: LocalApiView = {
+    status: () => ({
+      node_id: "n1",
+      generation: 1,
+      registered: true,
+      last_heartbeat_at: null,
+      control_plane_failures: 0,
+      shards: [],
+    }),
+    shard: () => null,
+    metrics: () => emptyAgentMetrics(),
+    metricsTokenHashes: () => [],
+  };
+  const local = localApi(view, token);
+  const proxy = engineProxy({
+    token,
+    target: () => null,
+    fetch: () => Promise.resolve(new Response("{}")),
+  });
+  const keys = new ApiKeyTable();
+  keys.set([{ id: "key-1", hash: await hashToken(token), models: null }]);
+  for (const header of headers) {
+    const want = parseBearer(header) === token;
+    const status = (await local.request("/v1/status", { headers: { authorization: header } }))
+      .status;
+    assertEquals(status === 200, want, `local API: ${JSON.stringify(header)} -> ${status}`);
+    const proxied = await proxy(
+      new Request("http://agent:9181/v1/models", { headers: { authorization: header } }),
+    );
+    // Past the credential, a request naming no shard is 400.
+    assertEquals(proxied.status === 400, want, `engine proxy: ${JSON.stringify(header)}`);
+    assertEquals((await keys.check(header)) !== null, want, `gateway: ${JSON.stringify(header)}`);
+  }
+  // The gateway looks keys up by http/tokens.ts's hash: a key stored by any
+  // other digest (here, upper-case hex) is not found.
+  const upper = new ApiKeyTable();
+  upper.set([{ id: "key-2", hash: (await hashToken(token)).toUpperCase(), models: null }]);
+  assertEquals(await upper.check(`Bearer ${token}`), null);
+});
+
 Deno.test("tokens are compared in constant time or looked up by their hash", async () => {
   // Timing cannot be asserted (tests never measure wall-clock time), so this
   // checks the two halves that make the comparison constant-time:
@@ -617,9 +679,8 @@ Deno.test("tokens are compared in constant time or looked up by their hash", asy
     models: null,
   });
   assertEquals(await keys.check(bearer("sk-llmgw_abd")), null);
-  const check = ApiKeyTable.prototype.check.toString();
-  assertStringIncludes(check, 'digest("SHA-256"');
-  assertStringIncludes(check, "#byHash.get(hash)");
+  // (Which header it reads and which hash it looks up: the behaviour test above.)
+  assertStringIncludes(ApiKeyTable.toString(), "#byHash.get(tokenDigest(key))");
 
   // The operator-set admin, join and gateway tokens in control/api/auth.ts go
   // through digestMatchesAny: every configured hash compared, no early exit.
