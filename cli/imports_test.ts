@@ -202,10 +202,7 @@ export function importCircles(graph: ImportGraph): string[] {
  * Import circles that exist today, with the issue removing each. Keep this
  * list short: every entry is debt.
  */
-const KNOWN_CIRCLES: readonly string[] = [
-  // Issue #24 item 3: a leaf gateway/load.ts holds what both need.
-  "gateway/endpoints.ts ↔ gateway/engine_load.ts",
-];
+const KNOWN_CIRCLES: readonly string[] = [];
 
 /**
  * The section numbers of `design`'s headings (`## §7 Placement` gives "7"),

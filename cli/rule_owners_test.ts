@@ -26,16 +26,13 @@ export interface RuleOwner {
   allowed: Readonly<Record<string, string>>;
 }
 
-/** The gateway's copies go once issue #23 item 4 has left gateway/ (issue #24 item 6). */
-const GATEWAY_PENDING = "issue #24 item 6, after issue #23 item 4";
-
 /** The rules, with their owners (docs/architecture.md, "Who owns each rule"). */
 export const RULE_OWNERS: readonly RuleOwner[] = [
   {
     rule: "the bearer grammar",
     pattern: /\/\^\\s\*Bearer|\/\^Bearer\\s/i,
     owner: "http/tokens.ts",
-    allowed: { "gateway/api_keys.ts": GATEWAY_PENDING },
+    allowed: {},
   },
   {
     rule: "constant-time comparison",
@@ -52,7 +49,6 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
       "ui/assets.ts": "an asset's cache-busting name",
       "tls/authority.ts": "the CA key's SPKI hash that join tokens carry",
       "supervisor/supervisor.ts": "a shard spec's hash, not a token",
-      "gateway/api_keys.ts": GATEWAY_PENDING,
     },
   },
   {
@@ -63,10 +59,6 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
       "supervisor/shard_process.ts": "issue #24 item 5 switches it",
       "supervisor/shard_runner.ts": "issue #24 item 5 switches it",
       "supervisor/supervisor.ts": "issue #24 item 5 switches it",
-      "gateway/follow.ts": GATEWAY_PENDING,
-      "gateway/relay.ts": GATEWAY_PENDING,
-      "gateway/replica_attempts.ts": GATEWAY_PENDING,
-      "gateway/upstream_client.ts": GATEWAY_PENDING,
     },
   },
   {

@@ -23,7 +23,7 @@
  */
 
 import { HashRing, pickBounded } from "./bounded_ring.ts";
-import { effectiveLoad, type EngineLoad } from "./engine_load.ts";
+import { effectiveLoad, type EngineLoad } from "./load.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
 

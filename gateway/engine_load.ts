@@ -1,5 +1,5 @@
 /**
- * Engine load read from each replica's `/metrics` (design §12, issue #16):
+ * Engine load scraped from each replica's `/metrics` (design §12, issue #16):
  * the engine's own running and waiting requests and its KV-cache usage,
  * under the names its plugin gives for its version (vLLM
  * `vllm:num_requests_running`, `vllm:num_requests_waiting`,
@@ -10,72 +10,15 @@
  * in-flight count sees only its own, so a replica's load for routing is the
  * larger of the two while the reading is fresh. A scrape runs on its own
  * loop, bounded in time: a stale or failing one is simply not used, and
- * never delays or fails a request.
+ * never delays or fails a request. What a reading is and how routing uses it:
+ * gateway/load.ts.
  *
  * @module
  */
-import type { Endpoint, EndpointTable } from "./endpoints.ts";
+import type { EndpointTable } from "./endpoints.ts";
+import { parseEngineLoad } from "./load.ts";
 import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import type { UpstreamClient } from "./upstream_client.ts";
-
-/** One reading of an engine's load. */
-export interface EngineLoad {
-  /** Requests running. */
-  running: number;
-  /** Requests waiting in its queue. */
-  waiting: number;
-  /** KV-cache usage, 0–1; null when the engine reports none. */
-  kvUsage: number | null;
-  /** When it was read (ms since epoch). */
-  at: number;
-}
-
-/** A reading older than this is not used. */
-export const STALE_MS = 5_000;
-
-/**
- * The sum over every series of the first of `names` the text has (a name
- * may be written with labels, e.g. `vllm:num_requests_running{model_name="m"} 3`);
- * null when it has none of them.
- */
-export function metricValue(text: string, names: readonly string[]): number | null {
-  for (const name of names) {
-    let sum = 0;
-    let found = false;
-    for (const line of text.split("\n")) {
-      if (!line.startsWith(name)) continue;
-      const rest = line.slice(name.length);
-      if (rest[0] !== " " && rest[0] !== "{") continue;
-      const value = Number(
-        rest.slice(rest[0] === "{" ? rest.indexOf("}") + 1 : 0).trim().split(" ")[0],
-      );
-      if (!Number.isFinite(value)) continue;
-      sum += value;
-      found = true;
-    }
-    if (found) return sum;
-  }
-  return null;
-}
-
-/** An engine's load from its metrics text, or null when running or waiting is missing. */
-export function parseEngineLoad(
-  text: string,
-  names: NonNullable<Endpoint["load_metrics"]>,
-  at: number,
-): EngineLoad | null {
-  const running = metricValue(text, names.running);
-  const waiting = metricValue(text, names.waiting);
-  if (running === null || waiting === null) return null;
-  return { running, waiting, kvUsage: metricValue(text, names.kv_cache_usage), at };
-}
-
-/** The load routing uses: the larger of the gateway's own count and a fresh engine reading. */
-export function effectiveLoad(e: Endpoint, now: number): number {
-  const l = e.engineLoad;
-  if (l === null || now - l.at > STALE_MS) return e.outstanding;
-  return Math.max(e.outstanding, l.running + l.waiting);
-}
 
 /** Reads `origin`'s `/metrics` with `headers`: the status and, when 200, the text. */
 export type MetricsGet = (

@@ -15,6 +15,7 @@ import { WireFormatError } from "../protocol/wire_error.ts";
 import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** What one poll of the control plane returned. */
 export interface ControlSnapshot {
@@ -133,7 +134,7 @@ export function followControlPlane(
         lastSyncAt = Date.now();
         resolveSynced();
       } catch (e) {
-        const message = e instanceof Error ? e.message : String(e);
+        const message = errorMessage(e);
         if (lastError === null) {
           log(
             `gateway: cannot poll the control plane at ${url} (${message}); keeping the last known endpoints`,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { errorMessage } from "../text/error_message.ts";
 
 /** How a relayed body ended. */
 export type RelayEnd =
@@ -83,7 +84,7 @@ export function relayBody(
         end("error", e);
         if (options.sse) {
           if (last1 !== 0x0a || last2 !== 0x0a) controller.enqueue(encoder.encode("\n\n"));
-          const why = e instanceof Error ? e.message : String(e);
+          const why = errorMessage(e);
           controller.enqueue(sseErrorEvent(`upstream stream failed: ${why}`));
           controller.close();
         } else {

@@ -24,6 +24,7 @@ import { HoldQueue, type HoldResult, type HoldSettings } from "./hold_queue.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
 import { ProxyHealth } from "./proxy_health.ts";
 import { UpstreamConnectFailed } from "./upstream_client.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** Rounds of tries one request makes at most, whatever its hold: a bound in count beside the one in time. */
 const MAX_ROUNDS = 200;
@@ -128,7 +129,7 @@ export class ReplicaAttempts {
    * endpoint until its mark clears, whatever held requests retry it.
    */
   failed(e: Endpoint, why: unknown): string | null {
-    this.#lastError = why instanceof Error ? why.message : String(why);
+    this.#lastError = errorMessage(why);
     if (e.shard === undefined) this.#holdable = false;
     else if (why instanceof UpstreamConnectFailed) this.#policy.health.markDown(e.url);
     const news = e.suspectSince === null;

@@ -25,6 +25,7 @@ import {
   parseResponseHead,
   type ResponseHead,
 } from "./http1_response.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** No response byte arrived from the upstream: the request may go elsewhere. */
 export class UpstreamUnreachable extends Error {
@@ -156,8 +157,6 @@ function joined(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-const reasonOf = (e: unknown) => e instanceof Error ? e.message : String(e);
-
 /** A pooled HTTP/1.1 client for the gateway's upstream requests. */
 export class UpstreamClient {
   readonly #idle = new Map<string, Conn[]>();
@@ -263,7 +262,7 @@ export class UpstreamClient {
     } catch (e) {
       connecting.then((c) => c.close(), () => {});
       if (signal?.aborted || e instanceof UpstreamUnreachable) throw e;
-      throw new UpstreamConnectFailed(`cannot connect to ${key}: ${reasonOf(e)}`, { cause: e });
+      throw new UpstreamConnectFailed(`cannot connect to ${key}: ${errorMessage(e)}`, { cause: e });
     } finally {
       clearTimeout(timer);
       if (onAbort) signal?.removeEventListener("abort", onAbort);
@@ -306,9 +305,9 @@ export class UpstreamClient {
       if (signal?.aborted) throw signal.reason;
       if (e instanceof Http1ParseError) throw e;
       if (received.length > 0) {
-        throw new UpstreamBodyError(`response head cut short: ${reasonOf(e)}`, { cause: e });
+        throw new UpstreamBodyError(`response head cut short: ${errorMessage(e)}`, { cause: e });
       }
-      throw new UpstreamUnreachable(`${c.key}: ${reasonOf(e)}`, { cause: e });
+      throw new UpstreamUnreachable(`${c.key}: ${errorMessage(e)}`, { cause: e });
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
@@ -345,7 +344,9 @@ export class UpstreamClient {
             } catch (e) {
               finished = true;
               destroy();
-              throw new UpstreamBodyError(`reading the body failed: ${reasonOf(e)}`, { cause: e });
+              throw new UpstreamBodyError(`reading the body failed: ${errorMessage(e)}`, {
+                cause: e,
+              });
             }
           }
           if (input === null) {
@@ -361,7 +362,7 @@ export class UpstreamClient {
             } catch (e) {
               finished = true;
               destroy();
-              throw new UpstreamBodyError(`bad chunked body: ${reasonOf(e)}`, { cause: e });
+              throw new UpstreamBodyError(`bad chunked body: ${errorMessage(e)}`, { cause: e });
             }
             if (out.done) {
               // The connection is free once the body ended; the data goes out first.
