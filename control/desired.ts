@@ -13,6 +13,7 @@ import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredPlacement } from "./store/store.ts";
+import { compareNatural } from "../text/natural_order.ts";
 
 /**
  * The launches of a stored placement with the ports its agents reported, or
@@ -67,7 +68,7 @@ export class DesiredStates {
         }
       }
     }
-    shards.sort((a, b) => a.id.localeCompare(b.id));
+    shards.sort((a, b) => compareNatural(a.id, b.id));
     const key = JSON.stringify(shards);
     const previous = this.#desired.get(nodeId);
     this.#desired.set(nodeId, { key, shards });
