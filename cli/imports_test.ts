@@ -198,6 +198,19 @@ export function importCircles(graph: ImportGraph): string[] {
   return circles.sort();
 }
 
+/** Every file `graph` reaches from `roots`, roots included. */
+export function reachable(graph: ImportGraph, roots: readonly string[]): Set<string> {
+  const seen = new Set<string>();
+  const todo = [...roots];
+  while (todo.length > 0) {
+    const v = todo.pop()!;
+    if (seen.has(v)) continue;
+    seen.add(v);
+    todo.push(...(graph.get(v) ?? []));
+  }
+  return seen;
+}
+
 /**
  * Import circles that exist today, with the issue removing each. Keep this
  * list short: every entry is debt.
@@ -324,6 +337,28 @@ Deno.test("the tree keeps the layering rules of design §3.1", () => {
   assertEquals(breaks.filter((b) => !KNOWN_BREAKS.includes(b)), [], "imports that break a rule");
   // A known break that is gone must leave the list, so it cannot come back unseen.
   assertEquals(KNOWN_BREAKS.filter((b) => !breaks.includes(b)), [], "known breaks now fixed");
+});
+
+Deno.test("reachable follows imports from the roots, each file once", () => {
+  const graph: ImportGraph = new Map([
+    ["main.ts", ["cli/a.ts"]],
+    ["cli/a.ts", ["cli/b.ts", "main.ts"]],
+    ["cli/b.ts", []],
+    ["tests/t.ts", ["cli/a.ts"]],
+  ]);
+  assertEquals([...reachable(graph, ["main.ts"])].sort(), ["cli/a.ts", "cli/b.ts", "main.ts"]);
+});
+
+Deno.test("the binaries' entry points reach no test code (tests/, testing/)", () => {
+  const graph = treeGraph();
+  const roots = [...graph.keys()].filter((p) =>
+    p === "main.ts" || p === "mod.ts" || /^roles\/[^/]+\.ts$/.test(p)
+  );
+  assertEquals(roots.length >= 3, true, `entry points: ${roots.join(", ")}`);
+  const test = [...reachable(graph, roots)]
+    .filter((p) => p.startsWith("tests/") || p.startsWith("testing/")).sort();
+  // llmgw dev starts the fake engine (testing/) as a process by its path, never by an import.
+  assertEquals(test, [], "test modules in a production bundle");
 });
 
 Deno.test("the tree has no import circles", () => {
