@@ -22,6 +22,7 @@ import { DEFAULT_PORT_RANGE } from "../supervisor/port_allocator.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 import { replicaId } from "../protocol/ids.ts";
+import { shellQuote } from "../text/shell_quote.ts";
 
 /** Usage of the command. */
 export const PLAN_USAGE =
@@ -227,9 +228,4 @@ export function formatResults(
     out.push(...explanationLines(r.explanation, options).map((l) => `  ${l}`), "");
   }
   return out.join("\n");
-}
-
-/** Quotes a word for a POSIX shell only when it needs it, so commands read as typed. */
-function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_\-.,:=\/@%+]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }

@@ -74,6 +74,12 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
     allowed: {},
   },
   {
+    rule: "shell quoting",
+    pattern: /replaceAll\(\s*"'"/,
+    owner: "text/shell_quote.ts",
+    allowed: {},
+  },
+  {
     rule: "structured log lines",
     pattern: /console\.(?:error|warn)\(JSON\.stringify\(/,
     owner: "log/log.ts",

@@ -45,6 +45,7 @@ import type {
   ProgressPattern,
   ShardLaunch,
 } from "./types.ts";
+import { shellQuote } from "../text/shell_quote.ts";
 
 /**
  * Values of `--quantization` llmgw offers for vLLM (plus `none`), from
@@ -169,16 +170,6 @@ export const VLLM_LOADING_PROGRESS: readonly ProgressPattern[] = [
         .source,
   },
 ];
-
-/**
- * Quotes a value for a POSIX shell: unchanged when it holds only characters
- * the shell never interprets, otherwise in single quotes, with each `'`
- * written as `'\''`.
- */
-export function shellQuote(value: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
 
 /** The multi-node backend a launch asks for (`mp` unless the profile says `ray`). */
 export function multiNodeBackend(launch: ShardLaunch): MultiNodeBackend {

@@ -13,7 +13,7 @@ import type { Placed } from "../placement/types.ts";
 import { concreteLaunches, shardLaunches } from "./launch.ts";
 import { prepareShard, type ShardSpec } from "./prepare.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
-import { shellQuote, VLLM_LOADING_PROGRESS, VLLM_QUANTIZATIONS, vllmPlugin } from "./vllm.ts";
+import { VLLM_LOADING_PROGRESS, VLLM_QUANTIZATIONS, vllmPlugin } from "./vllm.ts";
 
 // ---------------------------------------------------------------------------
 // Builders
@@ -385,20 +385,6 @@ Deno.test("Ray mode rank 0: a Ray head that dies makes the script fail instead o
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-});
-
-Deno.test("shellQuote: plain words stay, everything else is single-quoted", () => {
-  const cases: [string, string][] = [
-    ["10.0.0.1:29500", "10.0.0.1:29500"],
-    ["--port=8000", "--port=8000"],
-    ["org/model-7B_v1.5", "org/model-7B_v1.5"],
-    ["", "''"],
-    ["a b", "'a b'"],
-    ["it's", `'it'\\''s'`],
-    ["$(x)", "'$(x)'"],
-    ["*", "'*'"],
-  ];
-  for (const [input, want] of cases) assertEquals(shellQuote(input), want, input);
 });
 
 // ---------------------------------------------------------------------------
