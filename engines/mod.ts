@@ -17,17 +17,17 @@ export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
 export { commonProblems, finishShard, prepareShard, type ShardSpec } from "./prepare.ts";
 export { compareVersions, ownedFlagProblems } from "./args.ts";
 export { type ApiKeyCheck, apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
+export { concreteLaunches, launchProfile, launchReady, shardLaunches } from "./launch.ts";
 export {
   blockPorts,
-  concreteLaunches,
-  launchProfile,
-  launchReady,
+  learnsRendezvous,
   noPorts,
   type PlacementPorts,
   PORT_BLOCK,
-  shardLaunches,
+  reopenPorts,
+  reportedRendezvous,
   withPorts,
-} from "./launch.ts";
+} from "./port_block.ts";
 export {
   checkEngines,
   engineIssues,

@@ -48,16 +48,20 @@ export interface LaunchGpu {
   compute_capability: string | null;
 }
 
-/** The replica's world: how shards find each other. */
-export interface LaunchWorld {
+/**
+ * The replica's world: how shards find each other. `Port` is `number` in a
+ * launch a plugin receives, `number | null` in one the control plane sends
+ * (rank 0's ports open until known).
+ */
+export interface LaunchWorld<Port extends number | null = number> {
   /** Nodes in the replica (= shards). */
   nodes: number;
   /** Management address of rank 0, the leader. */
   leader_addr: string;
   /** Port on the leader for the distributed rendezvous (torch/NCCL bootstrap, Ray). */
-  rendezvous_port: number;
+  rendezvous_port: Port;
   /** The HTTP port rank 0 serves on. */
-  leader_http_port: number;
+  leader_http_port: Port;
 }
 
 /** The replica's fabric and this node's active ports on it. */
@@ -107,42 +111,33 @@ export interface LaunchCommon {
 }
 
 /**
- * Everything a plugin receives to build one shard. In the desired state the
- * agent checks it with `ShardLaunchSchema` (protocol/shard_launch.ts), which
- * a compile-time check keeps identical to this interface.
+ * One shard's launch: everything a plugin receives to build it. The control
+ * plane sends it with the ports its agent allocates open
+ * ({@link DesiredLaunch}); the agent fills them (engines/port_block.ts
+ * `withPorts`) before a plugin sees it ({@link ShardLaunch}). In the desired
+ * state the agent checks it with protocol/shard_launch.ts, which a
+ * compile-time check keeps identical to this interface.
  */
-export interface ShardLaunch extends LaunchCommon {
+export interface Launch<Port extends number | null> extends LaunchCommon {
   /** The replica's world. */
-  world: LaunchWorld;
-  /** The port this shard serves HTTP on (when it serves HTTP). */
-  port: number;
+  world: LaunchWorld<Port>;
+  /** The port this shard serves HTTP on (when it serves HTTP); null until its agent allocates it. */
+  port: Port;
 }
+
+/** A launch with every port filled in: what a plugin builds a command from. */
+export type ShardLaunch = Launch<number>;
 
 /**
  * A launch as the control plane sends it in a node's desired state: the
  * shard's own ports are its agent's to allocate, so `port` is null, and so
  * are rank 0's world ports; the other ranks carry rank 0's reported ports
- * (null until it has reported). The agent fills them in (engines/launch.ts
- * `withPorts`) before a plugin sees a {@link ShardLaunch}.
+ * (null until it has reported).
  */
-export interface DesiredLaunch extends LaunchCommon {
-  /** The replica's world; rank 0's ports open (null) until known. */
-  world: DesiredLaunchWorld;
-  /** This shard's HTTP port: null, the agent allocates it. */
-  port: number | null;
-}
+export type DesiredLaunch = Launch<number | null>;
 
 /** A desired launch's world: rank 0's ports, once known. */
-export interface DesiredLaunchWorld {
-  /** Nodes in the replica (= shards). */
-  nodes: number;
-  /** Management address of rank 0, the leader. */
-  leader_addr: string;
-  /** Rank 0's rendezvous port; null for rank 0 itself and until rank 0 has reported it. */
-  rendezvous_port: number | null;
-  /** Rank 0's HTTP port; null for rank 0 itself and until rank 0 has reported it. */
-  leader_http_port: number | null;
-}
+export type DesiredLaunchWorld = LaunchWorld<number | null>;
 
 /** A command line and environment for one shard. */
 export interface EngineCommand {
