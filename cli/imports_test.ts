@@ -95,6 +95,11 @@ export const IMPORT_RULES: readonly ImportRule[] = [
     to: under("agent", "control", "gateway", "supervisor", "cli", "ui", "dev", "testing"),
   },
   {
+    name: "time/ is a leaf: the clock control, agent and supervisor read imports nothing",
+    from: production(under("time")),
+    to: () => true,
+  },
+  {
     name: "control/ imports no ui/",
     from: production(under("control")),
     to: under("ui"),
