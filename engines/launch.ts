@@ -14,9 +14,6 @@ import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
 import { noPorts, type PlacementPorts, withPorts } from "./port_block.ts";
-
-// The shard runner's committed version still imports it from here.
-export { withPorts };
 import { type DesiredLaunch, ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 
 /** What a launch carries of its profile: a copy, so no launch shares arrays with the deployment. */
