@@ -148,6 +148,27 @@ Deno.test("fetchSnapshot: a bad answer is refused whole, naming the path and the
   );
 });
 
+Deno.test("fetchSnapshot: a refused poll says the control plane's error code and message", async () => {
+  const refused: typeof fetch = () =>
+    Promise.resolve(
+      Response.json({ error: { code: "unauthorized", message: "token revoked" } }, {
+        status: 401,
+      }),
+    );
+  await assertRejects(
+    () => fetchSnapshot("http://control:1", "t", { fetch: refused }),
+    Error,
+    "GET /v1/endpoints: HTTP 401: unauthorized: token revoked",
+  );
+  // A proxy's page is no error body: the status alone.
+  const page: typeof fetch = () => Promise.resolve(new Response("<html>", { status: 502 }));
+  const e = await assertRejects(
+    () => fetchSnapshot("http://control:1", "t", { fetch: page }),
+    Error,
+  );
+  assertEquals(e.message, "GET /v1/endpoints: HTTP 502");
+});
+
 Deno.test("followControlPlane: a bad answer keeps the last endpoints and keys", async () => {
   const answers: Record<string, unknown> = {
     "/v1/endpoints": {
