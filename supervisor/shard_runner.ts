@@ -13,7 +13,6 @@
  */
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
-import { reportedRendezvous } from "../engines/port_block.ts";
 import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
 import type { PidRecord } from "./pid_file.ts";
@@ -29,6 +28,7 @@ import {
   watched,
 } from "./shard_machine.ts";
 import { judgePort, runChecks } from "./shard_probe.ts";
+import { shardMetrics, shardStatus } from "./shard_status.ts";
 import {
   type LaunchRefused,
   runEnd,
@@ -112,39 +112,20 @@ export class ShardRunner {
 
   /** The shard's status (a copy). */
   status(): ShardStatus {
-    const m = this.#m;
-    return {
-      id: this.desired.id,
-      engine: this.desired.engine,
-      state: m.state,
-      since: m.since,
+    return shardStatus(this.#m, {
+      desired: this.desired,
+      hash: this.hash,
       pid: this.pid,
-      port: this.#launch?.port ?? 0,
-      rendezvous_port: reportedRendezvous(this.#launch),
-      notice: this.#notice === null ? null : { ...this.#notice },
-      serves_http: this.#spec?.probes?.serves_http ?? false,
-      progress: m.progress === null ? null : { ...m.progress },
-      restarts: m.restarts,
-      crash_loop: m.failures === 0
-        ? null
-        : { failures: m.failures, limit: this.#opts.crashLoopLimit },
-      adopted: m.adopted,
-      last_failure: m.lastFailure === null
-        ? null
-        : { ...m.lastFailure, log_tail: [...m.lastFailure.log_tail] },
-      spec_hash: this.hash,
-      load_metrics: this.#spec?.metrics ?? null,
-    };
+      launch: this.#launch,
+      spec: this.#spec,
+      notice: this.#notice,
+      crashLoopLimit: this.#opts.crashLoopLimit,
+    });
   }
 
   /** What this runner counted, for the agent's metrics. */
   metrics(): ShardMetrics {
-    return {
-      id: this.desired.id,
-      gpu_indices: this.desired.launch.gpus.map((g) => g.index),
-      restarts_total: this.#m.restartsTotal,
-      last_ready_after_ms: this.#m.lastReadyAfterMs,
-    };
+    return shardMetrics(this.#m, this.desired);
   }
 
   /** The whole in-memory tail with its position in the log and the probe lines it left out. */
