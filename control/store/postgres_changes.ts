@@ -8,7 +8,8 @@
  * @module
  */
 import pg from "pg";
-import { describe } from "./postgres_errors.ts";
+import { describeStoreError as describe } from "./store_errors.ts";
+import { type TableName, TABLES } from "./tables.ts";
 
 /** The channel change notifications go out on. */
 export const CHANGE_CHANNEL = "llmgw_changes";
@@ -16,8 +17,8 @@ export const CHANGE_CHANNEL = "llmgw_changes";
 /** PostgreSQL refuses NOTIFY payloads of 8,000 bytes or more; past this, keys are left out. */
 const MAX_PAYLOAD_BYTES = 7_000;
 
-/** The tables whose changes followers follow. */
-export type ChangeTable = "deployments" | "replicas" | "nodes" | "api_keys" | "tokens";
+/** The tables whose changes followers follow: every record table. */
+export type ChangeTable = TableName;
 
 /** A change notification: a table and the keys written, or null for "reload the table". */
 export interface StoreChange {
@@ -39,8 +40,7 @@ export function payload(table: ChangeTable, key: string): string {
 export function parseChange(text: string | undefined): StoreChange {
   try {
     const v = JSON.parse(text ?? "");
-    const tables: readonly string[] = ["deployments", "replicas", "nodes", "api_keys", "tokens"];
-    if (typeof v?.t === "string" && tables.includes(v.t)) {
+    if (typeof v?.t === "string" && TABLES.some((table) => table.name === v.t)) {
       const keys = Array.isArray(v.k) && v.k.every((k: unknown) => typeof k === "string")
         ? v.k as string[]
         : null;
@@ -62,7 +62,8 @@ export class ChangeListener {
   #stopped = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #delay = 250;
-  #wasConnected = false;
+  /** A connection or an attempt failed since the last LISTEN: notifications may be gone. */
+  #missed = false;
 
   constructor(url: string, name: string, fn: (c: StoreChange) => void, log: (l: string) => void) {
     this.#url = url;
@@ -88,6 +89,7 @@ export class ChangeListener {
     const onLost = (why: string) => {
       if (lost || this.#stopped) return;
       lost = true;
+      this.#missed = true;
       this.#client = null;
       client.end().catch(() => {});
       this.#log(`store ${this.#name}: change notifications lost (${why}); reconnecting`);
@@ -106,9 +108,11 @@ export class ChangeListener {
         return;
       }
       this.#delay = 250;
-      // Whatever was sent while no connection listened is gone: reload all.
-      if (this.#wasConnected) this.#fn({ table: "*", keys: null });
-      this.#wasConnected = true;
+      // Whatever was sent while no connection listened is gone: reload all. That
+      // includes a first attempt that failed: the caller read its state before
+      // listening, and writes since then went unheard.
+      if (this.#missed) this.#fn({ table: "*", keys: null });
+      this.#missed = false;
     } catch (e) {
       onLost(describe(e));
     }

@@ -31,17 +31,16 @@ import {
   eventFromRow,
   eventsQuery,
   NODES,
-  openFailure,
   parseRow,
   REPLICAS,
   type Row,
   sortByKey,
-  storeFailure,
   type Table,
   TOKENS,
 } from "./tables.ts";
 import { ChangeListener, type ChangeTable, payload, type StoreChange } from "./postgres_changes.ts";
-import { describe, transient } from "./postgres_errors.ts";
+import { transient } from "./postgres_errors.ts";
+import { describeStoreError as describe, openFailure, storeFailure } from "./store_errors.ts";
 import {
   ADD_EVENT,
   ADD_EVENTS,
@@ -145,7 +144,7 @@ export class PostgresStore implements ControlStore {
       } catch (e) {
         if (e instanceof StoreError || !transient(e) || Date.now() + delay > deadline) {
           await pool.end().catch(() => {});
-          throw openFailure(store.#name, e, describe);
+          throw openFailure(store.#name, e);
         }
         log(`store ${store.#name}: ${describe(e)}; retrying in ${delay} ms`);
         await new Promise((r) => setTimeout(r, delay));
@@ -371,6 +370,6 @@ export class PostgresStore implements ControlStore {
   }
 
   #error(what: string, e: unknown): StoreError {
-    return storeFailure(this.#name, what, e, describe);
+    return storeFailure(this.#name, what, e);
   }
 }

@@ -299,6 +299,30 @@ Deno.test({
         }
       });
 
+      await t.step(
+        "a listener that starts while PostgreSQL is down says, once it listens, that anything may have changed",
+        async () => {
+          const { store, url } = await leadingStore(pg);
+          const follower = await PostgresStore.open(url, { log: () => {} });
+          const heard: StoreChange[] = [];
+          let stop = () => Promise.resolve();
+          try {
+            await pg.stopServer();
+            // Its first attempts fail: writes made meanwhile (by a leader on a
+            // database that came back first) would go unheard.
+            stop = follower.listen((c) => heard.push(c));
+            await pg.startServer();
+            await until("the listener listens", () => heard.some((c) => c.table === "*"), {
+              timeoutMs: 10_000,
+            });
+          } finally {
+            await stop();
+            await follower.close();
+            await store.close();
+          }
+        },
+      );
+
       await t.step("redactUrl hides passwords in the URL and its parameters", () => {
         assertEquals(
           redactUrl("postgres://llmgw:s3cret@db:5432/llmgw?sslmode=require&password=x"),

@@ -26,6 +26,7 @@
 import { MIGRATIONS, SCHEMA_VERSION } from "./sqlite_migrations.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { MAX_EVENTS } from "./memory_store.ts";
+import { openFailure, storeFailure } from "./store_errors.ts";
 import {
   API_KEYS,
   columnValues,
@@ -33,13 +34,11 @@ import {
   eventFromRow,
   eventsQuery,
   NODES,
-  openFailure,
   parseRow,
   REPLICAS,
   type Row,
   sortByKey,
   sqliteUpsert,
-  storeFailure,
   type Table,
   TOKENS,
 } from "./tables.ts";
@@ -67,10 +66,6 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
-/** SQLite's primary result codes that mean the file itself is bad. */
-const SQLITE_CORRUPT = 11;
-const SQLITE_NOTADB = 26;
-
 /** The SQLite store. Open it with {@link SqliteStore.open}. */
 export class SqliteStore implements ControlStore {
   readonly #path: string;
@@ -94,7 +89,7 @@ export class SqliteStore implements ControlStore {
     try {
       db = new DatabaseSync(path);
     } catch (e) {
-      throw openFailure(path, e, describe);
+      throw openFailure(path, e);
     }
     try {
       // The busy timeout first, so that every later statement waits for a
@@ -115,7 +110,7 @@ export class SqliteStore implements ControlStore {
       return new SqliteStore(db, path);
     } catch (e) {
       db.close();
-      throw openFailure(path, e, describe);
+      throw openFailure(path, e);
     }
   }
 
@@ -257,7 +252,7 @@ export class SqliteStore implements ControlStore {
       if (this.#db === null) throw new StoreError(`Store ${this.#path} is closed`);
       return Promise.resolve(fn(this.#db));
     } catch (e) {
-      return Promise.reject(storeFailure(this.#path, what, e, describe));
+      return Promise.reject(storeFailure(this.#path, what, e));
     }
   }
 
@@ -359,23 +354,5 @@ function transaction<T>(db: DatabaseSync, fn: () => T): T {
       // SQLite already rolled back (e.g. on SQLITE_FULL); the first error is the one to report.
     }
     throw e;
-  }
-}
-
-/** SQLite's primary result code of a node:sqlite error, if any. */
-function sqliteCode(e: unknown): number | undefined {
-  const code = (e as { errcode?: unknown } | null)?.errcode;
-  return typeof code === "number" ? code & 0xff : undefined;
-}
-
-/** What a SQLite error says about the file, in words. */
-function describe(e: unknown): string {
-  switch (sqliteCode(e)) {
-    case SQLITE_NOTADB:
-      return "file is not a database (damaged?)";
-    case SQLITE_CORRUPT:
-      return `the database is damaged (${(e as Error).message})`;
-    default:
-      return e instanceof Error ? e.message : String(e);
   }
 }

@@ -46,10 +46,13 @@ export interface Column<R> {
   missing?: unknown;
 }
 
+/** The record tables' names. */
+export type TableName = "deployments" | "replicas" | "nodes" | "api_keys" | "tokens";
+
 /** A table of records `R`, keyed by the text column `key` (also the record's field). */
 export interface Table<R> {
   /** The SQL table. */
-  name: "deployments" | "replicas" | "nodes" | "api_keys" | "tokens";
+  name: TableName;
   /** The primary key column. */
   key: keyof R & string;
   /** Every column, in the order the values are written. */
@@ -312,32 +315,4 @@ export function sortByKey<R>(table: Table<R>, records: R[]): R[] {
 /** Records sorted by natural order of `key`, as {@link sortByKey}, for stores without rows. */
 export function byKey<T>(key: (t: T) => string): (a: T, b: T) => number {
   return (a, b) => compareNatural(key(a), key(b));
-}
-
-/**
- * Any failure of an operation, as a {@link StoreError} naming the store and
- * the operation; `describe` puts the driver's error in words (never a URL).
- */
-export function storeFailure(
-  store: string,
-  what: string,
-  e: unknown,
-  describe: (e: unknown) => string,
-): StoreError {
-  if (e instanceof StoreError) return e;
-  const err = new StoreError(`Store ${store}: ${what} failed: ${describe(e)}`);
-  err.cause = e;
-  return err;
-}
-
-/** Any failure while opening, as a {@link StoreError} naming the store. */
-export function openFailure(
-  store: string,
-  e: unknown,
-  describe: (e: unknown) => string,
-): StoreError {
-  if (e instanceof StoreError) return e;
-  const err = new StoreError(`Cannot open store ${store}: ${describe(e)}`);
-  err.cause = e;
-  return err;
 }
