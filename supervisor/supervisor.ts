@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import type { ShardSpec } from "../engines/prepare.ts";
-import type { ShardLaunch } from "../engines/types.ts";
+import { reopenPorts } from "../engines/port_block.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
@@ -63,24 +63,6 @@ export async function shardHash(shard: DesiredShard): Promise<string> {
   const bytes = new TextEncoder().encode(JSON.stringify([shard.engine, shard.launch]));
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/**
- * The launch an adopted shard was desired with: the ports its agent filled
- * in opened again (rank 0's world ports too), so a restart allocates anew
- * instead of reusing a port that may be anyone's by then.
- */
-export function reopenPorts(launch: ShardLaunch): DesiredShard["launch"] {
-  const leader = launch.rank === 0;
-  return {
-    ...launch,
-    port: null,
-    world: {
-      ...launch.world,
-      rendezvous_port: leader ? null : launch.world.rendezvous_port,
-      leader_http_port: leader ? null : launch.world.leader_http_port,
-    },
-  };
 }
 
 /** A file-system-safe directory name for a shard id. */

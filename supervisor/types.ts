@@ -5,7 +5,7 @@
  */
 import type { MetricNames } from "../engines/types.ts";
 import type { ShardLaunch } from "../engines/types.ts";
-import type { DesiredLaunch } from "../engines/types.ts";
+import type { DesiredShard } from "../protocol/agent_protocol.ts";
 import type { PortAllocator } from "./port_allocator.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
@@ -28,25 +28,11 @@ export type ShardState =
   | "failed"
   | "backoff";
 
-/** A shard the agent should run: what the control plane asks for (design §10). */
-export interface DesiredShard {
-  /** Shard id, unique on the node. */
-  id: string;
-  /** Engine plugin name. */
-  engine: string;
-  /** The launch, with the ports this agent allocates still open (null). */
-  launch: DesiredLaunch;
-}
+/** A shard the agent should run: what the control plane asks for (design §10), as it sent it. */
+export type { DesiredShard };
 
 /** A shard with its ports allocated: what its engine plugin builds the command from. */
-export interface LaunchedShard {
-  /** Shard id. */
-  id: string;
-  /** Engine plugin name. */
-  engine: string;
-  /** The launch, every port filled in. */
-  launch: ShardLaunch;
-}
+export type LaunchedShard = DesiredShard<ShardLaunch>;
 
 /** Why a run of a shard ended badly. */
 export interface ShardFailure {
