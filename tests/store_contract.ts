@@ -1,6 +1,6 @@
 /**
  * The {@link ControlStore} contract as tests (design §11, §15): every store
- * (MemoryStore, SqliteStore, a later PostgreSQL store) runs the same suite,
+ * (MemoryStore, SqliteStore, PostgresStore) runs the same suite,
  * so code tested against the in-memory store behaves the same on disk.
  *
  * Also the record builders the store tests share: small but complete
@@ -10,17 +10,17 @@
  * @module
  */
 import { assertEquals, assertOk } from "./assert.ts";
-import { MAX_EVENTS } from "../control/store/memory_store.ts";
-import type {
-  AccessTokenKind,
-  AccessTokenRecord,
-  ApiKeyRecord,
-  ControlStore,
-  EventRecord,
-  StoredDeployment,
-  StoredNode,
-  StoredPlacement,
-  StoredReplica,
+import {
+  type AccessTokenKind,
+  type AccessTokenRecord,
+  type ApiKeyRecord,
+  type ControlStore,
+  type EventRecord,
+  MAX_EVENTS,
+  type StoredDeployment,
+  type StoredNode,
+  type StoredPlacement,
+  type StoredReplica,
 } from "../control/store/store.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Explanation } from "../placement/types.ts";

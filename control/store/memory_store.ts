@@ -10,6 +10,7 @@ import {
   type ControlStore,
   type EventQuery,
   type EventRecord,
+  MAX_EVENTS,
   type NodeSeen,
   type StoredDeployment,
   type StoredNode,
@@ -20,8 +21,8 @@ import {
 } from "./store.ts";
 import { byKey } from "./tables.ts";
 
-/** Events kept before the oldest are pruned. */
-export const MAX_EVENTS = 10_000;
+/** Re-exported for callers that found it here first; store.ts owns it. */
+export { MAX_EVENTS };
 
 /** The in-memory store. */
 export class MemoryStore implements ControlStore {

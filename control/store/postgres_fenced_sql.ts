@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { MAX_EVENTS } from "./memory_store.ts";
+import { MAX_EVENTS } from "./store.ts";
 import { CHANGE_CHANNEL } from "./postgres_changes.ts";
 import { postgresUpsert, type Table } from "./tables.ts";
 

@@ -25,7 +25,6 @@
  */
 import { MIGRATIONS, SCHEMA_VERSION } from "./sqlite_migrations.ts";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
-import { MAX_EVENTS } from "./memory_store.ts";
 import { openFailure, storeFailure } from "./store_errors.ts";
 import {
   API_KEYS,
@@ -48,6 +47,7 @@ import {
   type ControlStore,
   type EventQuery,
   type EventRecord,
+  MAX_EVENTS,
   type NodeSeen,
   type StoredDeployment,
   type StoredNode,

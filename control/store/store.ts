@@ -303,7 +303,7 @@ export interface ControlStore {
    */
   recordNodesSeen(seen: readonly NodeSeen[]): Promise<void>;
 
-  /** Appends an event; returns it with its id. Old events are pruned past a bound. */
+  /** Appends an event; returns it with its id. Only the newest {@link MAX_EVENTS} are kept. */
   addEvent(e: Omit<EventRecord, "id">): Promise<EventRecord>;
   /**
    * Appends several events in order, in one round trip: a store whose
@@ -361,6 +361,9 @@ export function withReplicaRevision(r: StoredReplica): StoredReplica {
 export function withUid<T extends { uid?: string }>(x: T): T & { uid: string } {
   return { ...x, uid: x.uid ?? "" };
 }
+
+/** Events every store keeps; older ones are pruned as new ones come. */
+export const MAX_EVENTS = 10_000;
 
 /** Raised when a store cannot be opened: damaged, or from a newer schema. Never run on partial state. */
 export class StoreError extends Error {
