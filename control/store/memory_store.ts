@@ -1,6 +1,6 @@
 /**
  * An in-memory {@link ControlStore}, for tests and `llmgw plan`-like tools:
- * the same contract as the SQLite store, nothing on disk.
+ * the same contract as the SQL stores (tests/store_contract.ts), nothing on disk.
  *
  * @module
  */
@@ -20,9 +20,6 @@ import {
   withUid,
 } from "./store.ts";
 import { byKey } from "./tables.ts";
-
-/** Re-exported for callers that found it here first; store.ts owns it. */
-export { MAX_EVENTS };
 
 /** The in-memory store. */
 export class MemoryStore implements ControlStore {
