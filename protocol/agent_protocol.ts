@@ -176,11 +176,13 @@ export const LoadMetricNamesSchema = z.object({
 });
 
 /** Metric names an engine reports its load under (one shape for plugins, agents and gateways). */
-export type LoadMetricNames = z.infer<typeof LoadMetricNamesSchema>;
+export type LoadMetricNames = MetricNames;
 
-type _LoadMetricNamesMatchEngines = Assert<Same<LoadMetricNames, MetricNames>>;
+type _LoadMetricNamesMatchSchema = Assert<
+  Same<z.output<typeof LoadMetricNamesSchema>, LoadMetricNames>
+>;
 
-/** A shard as the agent's supervisor reports it (supervisor/types.ts `ShardStatus`). */
+/** A shard as the agent reports it ({@link ShardReport}). */
 
 export const ShardReportSchema = z.object({
   id: z.string().min(1).max(REPORT_BOUNDS.shardId),
@@ -360,5 +362,64 @@ export function parseDesiredState(value: unknown): DesiredState {
 export type RegisterRequest = z.infer<typeof RegisterRequestSchema>;
 /** The parsed heartbeat. */
 export type HeartbeatRequest = z.infer<typeof HeartbeatRequestSchema>;
-/** A parsed shard report. */
-export type ShardReport = z.infer<typeof ShardReportSchema>;
+/**
+ * One shard in a heartbeat: what the agent's supervisor reports of it
+ * (supervisor/types.ts `ShardStatus` is this and its engine), clipped to
+ * the wire's bounds by agent/reports.ts.
+ */
+export interface ShardReport {
+  /** Shard id. */
+  id: string;
+  /** Its state (design §9.3). */
+  state:
+    | "pending"
+    | "starting"
+    | "loading"
+    | "ready"
+    | "stopping"
+    | "exited"
+    | "failed"
+    | "backoff";
+  /** When it entered the state (ms since epoch). */
+  since: number;
+  /** The process group leader, while there is one. */
+  pid: number | null;
+  /** The HTTP port the agent allocated; 0 before it has one. */
+  port: number;
+  /** Rank 0's rendezvous port of a multi-node replica, when allocated. Absent from older agents. */
+  rendezvous_port?: number | null;
+  /** Whether it serves the OpenAI API (rank 0). */
+  serves_http: boolean;
+  /** Loading progress from its log, when seen. */
+  progress: { percent: number | null; done: number | null; total: number | null } | null;
+  /** Restarts after crashes since it last stayed ready. */
+  restarts: number;
+  /** Failures in a row and the limit the agent gives up at; null when none. Absent from older agents. */
+  crash_loop?: { failures: number; limit: number } | null;
+  /** Adopted from a previous agent rather than started by this one. */
+  adopted: boolean;
+  /** The last failure, kept after restarts. */
+  last_failure: {
+    /** When (ms since epoch). */
+    at: number;
+    /** In words. */
+    reason: string;
+    /** Exit code when it exited. */
+    exit_code: number | null;
+    /** Signal when one ended it. */
+    signal: string | null;
+    /** The last lines of its output. */
+    log_tail: string[];
+    /** True when retrying cannot change it. Absent from older agents: false. */
+    permanent?: boolean;
+  } | null;
+  /** Hash of its launch. */
+  spec_hash: string;
+  /** The last notice that is not a failure. Absent from older agents. */
+  notice?: { at: number; message: string } | null;
+  /** The engine's load metric names. Absent from older agents. */
+  load_metrics?: LoadMetricNames | null;
+}
+
+// `deno check` fails here when the interface and the schema drift apart.
+type _ShardReportMatchesSchema = Assert<Same<z.output<typeof ShardReportSchema>, ShardReport>>;

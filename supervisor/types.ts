@@ -3,30 +3,21 @@
  *
  * @module
  */
-import type { MetricNames } from "../engines/types.ts";
 import type { ShardLaunch } from "../engines/types.ts";
-import type { DesiredShard } from "../protocol/agent_protocol.ts";
+import type { DesiredShard, ShardReport } from "../protocol/agent_protocol.ts";
 import type { PortAllocator } from "./port_allocator.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
-import type { LoadingProgress } from "./progress.ts";
 import type { Clock } from "../time/clock.ts";
 
 /**
  * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
  * `stopping`, `exited`, `failed` and `backoff`. Starting (spawned, nothing
  * heard yet) is separate from loading (the engine is loading weights),
- * because a 70B model legitimately takes minutes to load.
+ * because a 70B model legitimately takes minutes to load. The list is the
+ * wire's (protocol/agent_protocol.ts), so a state cannot exist on one side only.
  */
-export type ShardState =
-  | "pending"
-  | "starting"
-  | "loading"
-  | "ready"
-  | "stopping"
-  | "exited"
-  | "failed"
-  | "backoff";
+export type ShardState = ShardReport["state"];
 
 /** A shard the agent should run: what the control plane asks for (design §10), as it sent it. */
 export type { DesiredShard };
@@ -50,45 +41,15 @@ export interface ShardFailure {
   permanent: boolean;
 }
 
-/** What the supervisor reports about one shard. */
-export interface ShardStatus {
-  /** Shard id. */
-  id: string;
+/**
+ * What the supervisor reports about one shard: the heartbeat's shard report
+ * (protocol/agent_protocol.ts `ShardReport`, which agent/reports.ts clips to
+ * the wire's bounds) and the shard's engine plugin.
+ */
+export type ShardStatus = ShardReport & {
   /** Engine plugin. */
   engine: string;
-  /** Current state. */
-  state: ShardState;
-  /** When it entered the state (ms since epoch). */
-  since: number;
-  /** The process group leader, while there is one. */
-  pid: number | null;
-  /** The HTTP port allocated to it; 0 before it has one. */
-  port: number;
-  /** Rank 0's rendezvous port of a multi-node replica; null otherwise. */
-  rendezvous_port: number | null;
-  /** The last notice that is not a failure (a port skipped because another process held it). */
-  notice: { at: number; message: string } | null;
-  /** Whether this shard serves the OpenAI API (rank 0). */
-  serves_http: boolean;
-  /** Loading progress from the log, when seen. */
-  progress: LoadingProgress | null;
-  /** Restarts after crashes since it last stayed ready. */
-  restarts: number;
-  /**
-   * Failures in a row since it last stayed ready, and after how many the
-   * supervisor gives up on this node (design §9.1); null when it has not
-   * failed since.
-   */
-  crash_loop?: { failures: number; limit: number } | null;
-  /** Adopted from a previous agent rather than started by this one. */
-  adopted: boolean;
-  /** The last failure, kept after restarts. */
-  last_failure: ShardFailure | null;
-  /** Hash of the launch, to tell a changed shard from the same one. */
-  spec_hash: string;
-  /** The engine's load metric names for its version (from the plugin); null when unknown. */
-  load_metrics?: MetricNames | null;
-}
+};
 
 /** What the agent's metrics need of one shard beyond its status. */
 export interface ShardMetrics {
