@@ -8,6 +8,7 @@
  */
 import type { InventoryNode } from "../inventory/store.ts";
 import { NODE_STATES, type NodeState } from "../inventory/types.ts";
+import { compareNatural } from "../text/natural_order.ts";
 
 /** Rows a page. */
 export const FLEET_PAGE_SIZE = 50;
@@ -357,8 +358,8 @@ export function fleetModel(
     .map(({ row }) => ({ row, key: groupKey(row, q.group) }));
   const groupOrder = (k: string) => q.group === "state" ? NODE_STATES.indexOf(k as NodeState) : 0;
   matching.sort((a, b) =>
-    groupOrder(a.key) - groupOrder(b.key) || a.key.localeCompare(b.key) ||
-    a.row.id.localeCompare(b.row.id)
+    groupOrder(a.key) - groupOrder(b.key) || compareNatural(a.key, b.key) ||
+    compareNatural(a.row.id, b.row.id)
   );
   const pages = Math.max(1, Math.ceil(matching.length / FLEET_PAGE_SIZE));
   const page = Math.min(q.page, pages);

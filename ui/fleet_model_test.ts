@@ -278,3 +278,9 @@ Deno.test("fleetModel: every matching node is on exactly one page, at most a pag
     { numRuns: 60 },
   );
 });
+
+Deno.test("fleetModel: nodes in the one natural order, as llmgw get nodes lists them", () => {
+  const nodes = ["gpu-10", "gpu-2", "gpu-1"].map((id) => node(id, "ready", ["h100-80g"]));
+  const m = fleetModel(nodes, DEFAULT);
+  assertEquals(m.groups.flatMap((g) => g.rows.map((r) => r.id)), ["gpu-1", "gpu-2", "gpu-10"]);
+});
