@@ -10,6 +10,7 @@
 import type { ReplicaState, ReplicaView } from "../control/views.ts";
 import type { StoredDeployment } from "../control/store/store.ts";
 import { Layout, type SessionView, StateBadge } from "./layout.tsx";
+import { compareNatural } from "../text/natural_order.ts";
 
 /** Replica states in lifecycle order. */
 const REPLICA_STATES: readonly ReplicaState[] = [
@@ -159,7 +160,7 @@ export function DeploymentsFragment(props: {
       r,
     ]);
   }
-  const sorted = [...props.deployments].sort((a, b) => a.name.localeCompare(b.name));
+  const sorted = [...props.deployments].sort((a, b) => compareNatural(a.name, b.name));
   return (
     <div
       id="deployments"
@@ -185,7 +186,7 @@ export function DeploymentsFragment(props: {
         <DeploymentPanel
           d={d}
           replicas={(byDeployment.get(d.name) ?? []).sort((a, b) =>
-            ordinal(a.id) - ordinal(b.id) || a.id.localeCompare(b.id)
+            ordinal(a.id) - ordinal(b.id) || compareNatural(a.id, b.id)
           )}
         />
       ))}
