@@ -9,14 +9,14 @@ import { z } from "zod";
 import { MAX_ENGINE_OPTIONS, MAX_ENV_VALUE_CHARS, MAX_ENV_VARS } from "../protocol/shard_launch.ts";
 
 /** A DNS-label-like name: lower-case letters, digits and '-', 1-63 characters. */
-const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+export const NAME_PATTERN: RegExp = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** Label keys and values as operators write them (Kubernetes-style). */
-const LABEL_KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/;
+/** Label keys as operators write them (Kubernetes-style). */
+export const LABEL_KEY_PATTERN: RegExp = /^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/;
 
 /** One way to run the model: engine, GPUs, parallelism (design §6.1). */
 export const ProfileSchema = z.object({
-  name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
+  name: z.string().regex(NAME_PATTERN, "must be a lower-case name of letters, digits and '-'")
     .describe("Profile name, unique within the deployment."),
   engine: z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/, "must be an engine name such as vllm")
     .describe("Engine plugin: vllm, sglang, or a third-party plugin's name."),
@@ -49,7 +49,10 @@ export const ProfileSchema = z.object({
   }).default({}).describe(
     "Engine-specific options the plugin understands, e.g. {multi_node_backend: ray} for vllm.",
   ),
-  node_selector: z.record(z.string().regex(LABEL_KEY, "must be a label key"), z.string().max(253))
+  node_selector: z.record(
+    z.string().regex(LABEL_KEY_PATTERN, "must be a label key"),
+    z.string().max(253),
+  )
     .default({}).describe("Node labels that must all match."),
 }).strict();
 
@@ -90,7 +93,7 @@ export const RolloutSettingsSchema = z.object({
 
 /** A deployment: a model, how many replicas, and profiles in priority order (design §6.1). */
 export const DeploymentSchema = z.object({
-  name: z.string().regex(NAME, "must be a lower-case name of letters, digits and '-'")
+  name: z.string().regex(NAME_PATTERN, "must be a lower-case name of letters, digits and '-'")
     .describe("Deployment name."),
   model: z.string().min(1).max(1024).describe("Hub id or local path of the model."),
   served_model_name: z.string().min(1).max(256).optional()

@@ -20,16 +20,14 @@ import { ApplyResultKindSchema, SpecChangeSchema } from "./apply_answer.ts";
 import { ShardReportSchema } from "./agent_protocol.ts";
 import { NodeIdSchema } from "./fields.ts";
 import type { Explanation } from "../placement/types.ts";
+import { LABEL_KEY_PATTERN, NAME_PATTERN } from "../deployment/schema.ts";
 
 // ---- parameters ----
 
 /** A node id. */
 export const NodeId = NodeIdSchema;
 /** A deployment name. */
-export const DeploymentName = z.string().regex(
-  /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/,
-  "must be a deployment name",
-);
+export const DeploymentName = z.string().regex(NAME_PATTERN, "must be a deployment name");
 /** `:id` of a node. */
 export const NodeParams = z.object({ id: NodeId });
 /** `:name` of a deployment. */
@@ -116,7 +114,7 @@ export const FabricOverridesBody = z.object({
 /** Label overrides. */
 export const LabelsBody = z.object({
   labels: z.record(
-    z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9_./-]{0,251}[A-Za-z0-9])?$/, "must be a label key"),
+    z.string().regex(LABEL_KEY_PATTERN, "must be a label key"),
     z.string().max(253).nullable(),
   ).describe("Label → value, or null to remove the override"),
 }).strict();
