@@ -19,7 +19,7 @@ import { cutAtWord, renderTable } from "../text/table.ts";
 /** GPUs free on a node: healthy and not held. */
 export function freeGpus(n: NodeListing): number {
   const held = new Set(n.allocations.flatMap((a) => a.gpu_indices));
-  return n.gpus.filter((g, i) => g.health.problems.length === 0 && !held.has(g.index ?? i)).length;
+  return n.gpus.filter((g) => g.health.problems.length === 0 && !held.has(g.index)).length;
 }
 
 /** Nodes as a table; `wide` adds agent, engines and what they hold. */
@@ -40,9 +40,9 @@ export function nodeTable(nodes: readonly NodeListing[], wide = false): string {
       ];
       if (wide) {
         row.push(
-          n.agent_version ?? "-",
-          Object.entries(n.engine_versions ?? {}).map(([e, v]) => `${e} ${v}`).join(",") || "-",
-          [...new Set(n.allocations.map((a) => a.replica_id ?? "?"))].join(",") || "-",
+          n.agent_version || "-",
+          Object.entries(n.engine_versions).map(([e, v]) => `${e} ${v}`).join(",") || "-",
+          [...new Set(n.allocations.map((a) => a.replica_id))].join(",") || "-",
         );
       }
       return row;
@@ -82,15 +82,13 @@ export function deploymentTable(
 }
 
 function progressCell(s: ShardListing): string {
-  return s.progress?.percent === null || s.progress === null || s.progress === undefined
-    ? "-"
-    : `${s.progress.percent}%`;
+  return s.progress === null || s.progress.percent === null ? "-" : `${s.progress.percent}%`;
 }
 
 /** A shard's state as listed: `crash_loop 3/5` while it crash-loops. */
 function shardStateCell(s: ShardListing): string {
   const c = s.crash_loop;
-  return c === null || c === undefined ? s.state : `crash_loop ${c.failures}/${c.limit}`;
+  return c === null ? s.state : `crash_loop ${c.failures}/${c.limit}`;
 }
 
 /** Replicas as a table: one line per shard; `wide` adds the port and shard id. */
@@ -126,11 +124,11 @@ export function replicaTable(replicas: readonly ReplicaListing[], wide = false):
           s.node,
           s.gpu_indices.join(","),
           shardStateCell(s),
-          String(s.restarts ?? 0),
+          String(s.restarts),
           progressCell(s),
         ];
         if (wide) {
-          row.push(s.port === undefined || s.port === 0 ? "-" : String(s.port), s.shard_id ?? "-");
+          row.push(s.port === 0 ? "-" : String(s.port), s.shard_id);
         }
         return row;
       });

@@ -148,33 +148,33 @@ export function describedText(d: Described): string {
   if (d.kind === "node") {
     const n = d.node;
     const held = new Map<number, string>();
-    for (const a of n.allocations) for (const i of a.gpu_indices) held.set(i, a.replica_id ?? "?");
+    for (const a of n.allocations) for (const i of a.gpu_indices) held.set(i, a.replica_id);
     out.push(
       field("Node", n.id),
-      field("Hostname", n.hostname ?? "-"),
+      field("Hostname", n.hostname || "-"),
       field("Address", n.mgmt_addr),
       field("State", `${n.state}${n.intent && n.intent !== "none" ? ` (${n.intent})` : ""}`),
-      field("Agent", n.agent_version ?? "-"),
+      field("Agent", n.agent_version || "-"),
       field(
         "Engines",
-        Object.entries(n.engine_versions ?? {}).map(([e, v]) => `${e} ${v}`).join(", ") || "-",
+        Object.entries(n.engine_versions).map(([e, v]) => `${e} ${v}`).join(", ") || "-",
       ),
       field("Last seen", n.last_seen_ms ? new Date(n.last_seen_ms).toISOString() : "-"),
       field(
         "Labels",
-        Object.entries(n.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "-",
+        Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(", ") || "-",
       ),
       field("GPUs", `${n.gpus.length} (${freeGpus(n)} free)`),
       indent(renderTable(
         ["IDX", "CLASS", "MEMORY MiB", "HEALTH", "HELD BY"],
-        n.gpus.map((g, i) => [
-          String(g.index ?? i),
+        n.gpus.map((g) => [
+          String(g.index),
           g.class ?? "?",
           g.memory_total_mb === null || g.memory_total_mb === undefined
             ? "-"
             : `${g.memory_used_mb ?? "?"}/${g.memory_total_mb}`,
           g.health.problems.join("; ") || "ok",
-          held.get(g.index ?? i) ?? "-",
+          held.get(g.index) ?? "-",
         ]),
       )),
       "Fabrics:",
@@ -183,7 +183,7 @@ export function describedText(d: Described): string {
         n.fabrics.map((f) => [
           f.fabric,
           (f.hcas ?? []).join(",") || "-",
-          f.rate_gbps === null || f.rate_gbps === undefined ? "?" : `${f.rate_gbps} Gb/s`,
+          f.rate_gbps === null ? "?" : `${f.rate_gbps} Gb/s`,
         ]),
       )),
     );

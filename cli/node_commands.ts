@@ -25,7 +25,7 @@ export interface NodeCommandOptions {
 
 /** The replicas a node holds, by id. */
 function held(n: NodeListing): string[] {
-  return [...new Set(n.allocations.map((a) => a.replica_id ?? "?"))].sort();
+  return [...new Set(n.allocations.map((a) => a.replica_id))].sort();
 }
 
 function plural(n: number, word: string): string {
