@@ -7,6 +7,7 @@
  * @module
  */
 import { withApiKey } from "../engines/api_key.ts";
+import { errorMessage } from "../text/error_message.ts";
 import { withPorts } from "../engines/port_block.ts";
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
@@ -65,7 +66,7 @@ export async function takePorts(
   } catch (e) {
     // A full range may free up; a launch without rank 0's ports cannot change.
     return {
-      reason: `cannot allocate ports: ${e instanceof Error ? e.message : e}`,
+      reason: `cannot allocate ports: ${errorMessage(e)}`,
       kind: e instanceof RangeError ? "permanent" : "restartable",
     };
   }
@@ -131,7 +132,7 @@ export function spawnRun(
     return { proc, key, argv: [...argv] };
   } catch (e) {
     return {
-      reason: `cannot spawn ${argv[0]}: ${e instanceof Error ? e.message : e}`,
+      reason: `cannot spawn ${argv[0]}: ${errorMessage(e)}`,
       kind: "restartable",
     };
   }

@@ -13,6 +13,7 @@
  */
 import type { ShardSpec } from "../engines/prepare.ts";
 import type { ShardLaunch } from "../engines/types.ts";
+import { errorMessage } from "../text/error_message.ts";
 import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
 import type { PidRecord } from "./pid_file.ts";
@@ -275,7 +276,7 @@ export class ShardRunner {
     try {
       this.#spec = await this.#prepare(taken.launch);
     } catch (e) {
-      const reason = `cannot prepare the engine's command: ${e instanceof Error ? e.message : e}`;
+      const reason = `cannot prepare the engine's command: ${errorMessage(e)}`;
       return await this.#failed({ reason, kind: "restartable" }, null);
     }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);

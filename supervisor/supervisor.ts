@@ -16,6 +16,8 @@ import { checkFingerprint, readPidFile } from "./pid_file.ts";
 import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import { systemClock } from "../time/clock.ts";
+import { errorMessage } from "../text/error_message.ts";
+import { createLogger, type Logger } from "../log/log.ts";
 import type {
   DesiredShard,
   LaunchedShard,
@@ -51,11 +53,15 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     ports: opts.ports ?? new PortAllocator(DEFAULT_PORT_RANGE),
     isPortFree: opts.isPortFree ?? isPortFree,
     procRoot: opts.procRoot ?? "/proc",
-    onEvent: opts.onEvent ??
-      ((e) => console.error(JSON.stringify({ level: "info", component: "supervisor", ...e }))),
+    onEvent: opts.onEvent ?? logEvent(createLogger("supervisor")),
     onReady: opts.onReady ?? (() => {}),
     clock: opts.clock ?? systemClock,
   };
+}
+
+/** Writes each event as the agent does: one JSON line, its message as `msg`. */
+function logEvent(log: Logger): (e: SupervisorEvent) => void {
+  return (e) => log.info(e.message, { shard: e.shard, kind: e.kind, at: e.at });
 }
 
 /** A stable hash of what a shard runs: a changed launch means a new process. */
@@ -137,7 +143,7 @@ export class Supervisor {
       try {
         this.#opts.ports.reserve(record.shard_id, record.ports ?? [record.port]);
       } catch (e) {
-        this.#refuse(record.shard_id, e instanceof Error ? e.message : String(e), pidFile);
+        this.#refuse(record.shard_id, errorMessage(e), pidFile);
         continue;
       }
       const runner = new ShardRunner(
