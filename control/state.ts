@@ -24,6 +24,10 @@ import {
   type StoredReplica,
 } from "./store/store.ts";
 import { Wake } from "./wake.ts";
+import { createLogger } from "../log/log.ts";
+
+/** The control plane's warnings, one JSON line each. */
+const log = createLogger("control");
 
 /** The most events queued for a batching store; past it the oldest are dropped (and counted). */
 const MAX_PENDING_EVENTS = 10_000;
@@ -182,9 +186,9 @@ export class ControlState {
     }
   }
 
-  /** A warning for the operator's log: never a secret. */
+  /** A warning for the operator's log (log/log.ts): never a secret. */
   warn(msg: string, detail: string): void {
-    console.error(JSON.stringify({ level: "warn", component: "control", msg, detail }));
+    log.warn(msg, { detail });
   }
 
   /** What the inventory holds for a stored node: the agent's facts under the operator's intent. */
