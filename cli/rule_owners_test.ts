@@ -79,9 +79,7 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
     rule: "structured log lines",
     pattern: /console\.(?:error|warn)\(JSON\.stringify\(/,
     owner: "log/log.ts",
-    allowed: {
-      "control/state.ts": "issue #24 item 2 switches it",
-    },
+    allowed: {},
   },
 ];
 
