@@ -28,6 +28,7 @@ import { HttpStats } from "./metrics.ts";
 import { NotLeaderError, StoreError } from "./store/store.ts";
 import { openApiDocument } from "./openapi.ts";
 import { createLogger } from "../log/log.ts";
+import type { ErrorBody } from "../protocol/error_body.ts";
 
 /** Unexpected errors: one JSON line each (log/log.ts), the body says only "internal error". */
 const log = createLogger("control-api");
@@ -38,7 +39,7 @@ export type { ApiAuth };
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** The status and body of an error, or null for an unexpected one. */
-function errorAnswer(err: unknown): { status: number; body: unknown } | null {
+function errorAnswer(err: unknown): { status: number; body: ErrorBody } | null {
   if (err instanceof ApiError) return { status: err.status, body: err.body() };
   // NotLeaderError is a StoreError: the more precise answer first.
   if (err instanceof NotLeaderError) {

@@ -6,6 +6,7 @@
  * @module
  */
 import { formatPath, type InputIssue } from "../validation/issues.ts";
+import type { ErrorBody } from "../protocol/error_body.ts";
 
 /** An error with its HTTP status. */
 export class ApiError extends Error {
@@ -33,7 +34,7 @@ export class ApiError extends Error {
   }
 
   /** The JSON body: `{error: {code, message, path}}`. */
-  body(): { error: { code: string; message: string; path: string | null } } {
+  body(): ErrorBody {
     return { error: { code: this.code, message: this.message, path: this.path } };
   }
 }
