@@ -380,4 +380,8 @@ Deno.test("every design §N citation names a heading of docs/design.md", () => {
     designCitations(read(path)).filter((n) => !sections.has(n)).map((n) => `${path}: design §${n}`)
   );
   assertEquals(stale, [], "citations of sections docs/design.md does not have");
+  // Inside docs/design.md a bare "§N" is a citation too.
+  const inside = [...read("docs/design.md").matchAll(/(?<![\w.])§(\d+(?:\.\d+)*)/g)]
+    .map((m) => m[1].replace(/\.$/, "")).filter((n) => !sections.has(n));
+  assertEquals(inside, [], "docs/design.md citing a section it does not have");
 });
