@@ -5,7 +5,8 @@
  * column lists of their upserts, and their event queries, so SQLite and
  * PostgreSQL cannot read or write a field differently. The migrations
  * (sqlite_migrations.ts, postgres_migrations.ts) create the same columns;
- * `tables_test.ts` checks that each declared table matches a migrated one.
+ * `tables_test.ts` (SQLite) and `postgres_store_test.ts` check that each
+ * declared table matches the migrated one.
  *
  * One strict rule for stored JSON: a column that does not parse, or holds the
  * wrong kind of value (an object where a list belongs), fails the whole read.
