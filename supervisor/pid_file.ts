@@ -6,7 +6,8 @@
  *
  * @module
  */
-import type { ShardLaunch } from "../engines/types.ts";
+import { reopenPorts } from "../engines/port_block.ts";
+import type { DesiredLaunch, ShardLaunch } from "../engines/types.ts";
 import { isRunning, readCmdline, readProcStat } from "./proc.ts";
 import { errorMessage } from "../text/error_message.ts";
 
@@ -38,6 +39,23 @@ export interface PidRecord {
   started_at: number;
   /** What it was launched from, so a new agent can probe it with the plugin's probes. */
   launch: ShardLaunch;
+  /**
+   * The launch as the control plane sent it (its own ports open), so a new
+   * agent adopts the shard as desired without undoing `launch`'s ports.
+   * Absent in files from older agents.
+   */
+  desired?: DesiredLaunch;
+}
+
+/**
+ * The launch an adopted shard was desired with: as recorded, or for a file
+ * from an older agent its launch with the ports the agent filled in opened
+ * again (engines/port_block.ts `reopenPorts`). Either way a restart takes
+ * ports from the agent's range anew instead of reusing ones that may be
+ * anyone's by then.
+ */
+export function desiredLaunchOf(record: PidRecord): DesiredLaunch {
+  return record.desired ?? reopenPorts(record.launch);
 }
 
 /** Writes a pid file atomically (temp file and rename). */
@@ -61,7 +79,8 @@ export function readPidFile(path: string): { record: PidRecord } | { error: stri
   const ok = r?.version === 1 && typeof r.shard_id === "string" && Number.isInteger(r.pid) &&
     Number.isInteger(r.pgid) && Number.isInteger(r.start_time) && Array.isArray(r.cmdline) &&
     typeof r.spec_hash === "string" && typeof r.log_path === "string" && Number.isInteger(r.port) &&
-    typeof r.engine === "string" && typeof r.launch === "object" && r.launch !== null;
+    typeof r.engine === "string" && typeof r.launch === "object" && r.launch !== null &&
+    (r.desired === undefined || (typeof r.desired === "object" && r.desired !== null));
   return ok ? { record: r as PidRecord } : { error: "not a pid file of this version" };
 }
 

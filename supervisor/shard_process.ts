@@ -127,6 +127,7 @@ export function spawnRun(
         ports: [...run.ports],
         log_path: paths.log,
         launch,
+        desired: desired.launch,
       },
     );
     return { proc, key, argv: [...argv] };

@@ -8,11 +8,10 @@
  */
 import { join } from "node:path";
 import type { ShardSpec } from "../engines/prepare.ts";
-import { reopenPorts } from "../engines/port_block.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
-import { checkFingerprint, readPidFile } from "./pid_file.ts";
+import { checkFingerprint, desiredLaunchOf, readPidFile } from "./pid_file.ts";
 import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import { systemClock } from "../time/clock.ts";
@@ -133,12 +132,12 @@ export class Supervisor {
         continue;
       }
       // The pid file carries the launch with its ports, so the plugin's
-      // probes apply again and reconcile sees the same hash: an adopted shard
-      // is left alone. Its ports are this agent's again.
+      // probes apply again, and the launch as desired, so reconcile sees the
+      // same hash: an adopted shard is left alone. Its ports are this agent's again.
       const desired: DesiredShard = {
         id: record.shard_id,
         engine: record.engine,
-        launch: reopenPorts(record.launch),
+        launch: desiredLaunchOf(record),
       };
       try {
         this.#opts.ports.reserve(record.shard_id, record.ports ?? [record.port]);
