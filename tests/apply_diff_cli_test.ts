@@ -5,42 +5,21 @@
  * that would roll, and changes nothing.
  */
 import { join } from "node:path";
-import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/store/memory_store.ts";
-import { startControl } from "../control/server.ts";
+import { type AdminControl, adminToken, runCli, withAdminControl } from "./admin_cli_fixture.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { registration } from "./registration.ts";
 
-const ADMIN = "llmgw_admin_apply-diff-cli-test";
+const NAME = "apply-diff-cli-test";
+const ADMIN = adminToken(NAME);
 const EXAMPLE = new URL("../examples/dev/llama-8b.yaml", import.meta.url).pathname;
 
-async function withControl(
-  fn: (url: string, c: Awaited<ReturnType<typeof startControl>>) => Promise<void>,
-) {
-  const control = await startControl({
-    hostname: "127.0.0.1",
-    port: 0,
-    store: new MemoryStore(),
-    adminTokens: [ADMIN],
-    joinTokens: ["llmgw_join_apply-diff-cli-test"],
-    reconcileMs: 3_600_000,
-  });
-  try {
-    await fn(control.url, control);
-  } finally {
-    await control.close();
-  }
+function withControl(fn: (url: string, c: AdminControl) => Promise<void>) {
+  return withAdminControl(NAME, fn);
 }
 
-async function cli(url: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main([...args, "--url", url, "--token", ADMIN], {
-    out: (t) => out += t,
-    err: (t) => err += t,
-  });
-  return { code, out, err };
+function cli(url: string, ...args: string[]) {
+  return runCli(url, ADMIN, ...args);
 }
 
 Deno.test("llmgw apply: the dev example re-applied from its file is unchanged; --dry-run shows the diff and the replicas that would roll", async () => {

@@ -7,41 +7,20 @@
  */
 import { join } from "node:path";
 import { adminCommand } from "../cli/admin_commands.ts";
-import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/store/memory_store.ts";
-import { startControl } from "../control/server.ts";
+import { type AdminControl, adminToken, runCli, withAdminControl } from "./admin_cli_fixture.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { QWEN, reportAll } from "./control_fixture.ts";
 import { registration } from "./registration.ts";
 
-const ADMIN = "llmgw_admin_cli-lists-test";
+const NAME = "cli-lists-test";
+const ADMIN = adminToken(NAME);
 
-type Control = Awaited<ReturnType<typeof startControl>>;
-
-async function withControl(fn: (url: string, c: Control) => Promise<void>) {
-  const control = await startControl({
-    hostname: "127.0.0.1",
-    port: 0,
-    store: new MemoryStore(),
-    adminTokens: [ADMIN],
-    joinTokens: ["llmgw_join_cli-lists-test"],
-    reconcileMs: 3_600_000,
-  });
-  try {
-    await fn(control.url, control);
-  } finally {
-    await control.close();
-  }
+function withControl(fn: (url: string, c: AdminControl) => Promise<void>) {
+  return withAdminControl(NAME, fn);
 }
 
-async function cli(url: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main([...args, "--url", url, "--token", ADMIN], {
-    out: (t) => out += t,
-    err: (t) => err += t,
-  });
-  return { code, out, err };
+function cli(url: string, ...args: string[]) {
+  return runCli(url, ADMIN, ...args);
 }
 
 Deno.test("CLI lists: cordon, get, describe and uncordon act on every name; a bad one fails alone, exit 1", async () => {

@@ -4,23 +4,16 @@
  * events in `get events` and `describe`; the earlier one's stay reachable
  * with `--incarnation all` or its uid.
  */
-import { main } from "../cli/main.ts";
-import { MemoryStore } from "../control/store/memory_store.ts";
-import { startControl } from "../control/server.ts";
+import { adminToken, runCli, withAdminControl } from "./admin_cli_fixture.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { QWEN } from "./control_fixture.ts";
 import { registration } from "./registration.ts";
 
-const ADMIN = "llmgw_admin_events-cli-test";
+const NAME = "events-cli-test";
+const ADMIN = adminToken(NAME);
 
-async function cli(url: string, ...args: string[]) {
-  let out = "";
-  let err = "";
-  const code = await main([...args, "--url", url, "--token", ADMIN], {
-    out: (t) => out += t,
-    err: (t) => err += t,
-  });
-  return { code, out, err };
+function cli(url: string, ...args: string[]) {
+  return runCli(url, ADMIN, ...args);
 }
 
 /** How many lines of `text` hold `word`. */
@@ -29,15 +22,7 @@ function count(text: string, word: string): number {
 }
 
 Deno.test("get events and describe show the deployment that has the name now, not its predecessor", async () => {
-  const control = await startControl({
-    hostname: "127.0.0.1",
-    port: 0,
-    store: new MemoryStore(),
-    adminTokens: [ADMIN],
-    joinTokens: ["llmgw_join_events-cli-test"],
-    reconcileMs: 3_600_000,
-  });
-  try {
+  await withAdminControl(NAME, async (url, control) => {
     const cp = control.cp;
     await cp.nodes.register(registration("n1"), null);
     await cp.deployments.apply(QWEN);
@@ -46,7 +31,6 @@ Deno.test("get events and describe show the deployment that has the name now, no
     await cp.reconcile();
     await cp.deployments.apply(QWEN);
     await cp.reconcile();
-    const url = control.url;
 
     const current = await cli(url, "get", "events", "deployment/qwen");
     assertEquals(current.code, 0, current.err);
@@ -104,7 +88,5 @@ Deno.test("get events and describe show the deployment that has the name now, no
     assertOk(bad.code !== 0);
     assertStringIncludes(bad.err, "incarnation");
     assertOk(!bad.err.includes("    at "), bad.err);
-  } finally {
-    await control.close();
-  }
+  });
 });
