@@ -2,7 +2,7 @@
 import { assertEquals } from "../tests/assert.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
-import { createGateway } from "./proxy.ts";
+import { createGateway } from "./app.ts";
 
 const from = (hostname: string): Deno.ServeHandlerInfo<Deno.NetAddr> => ({
   remoteAddr: { transport: "tcp", hostname, port: 40000 },

@@ -1,6 +1,6 @@
 import { assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { EndpointTable } from "./endpoints.ts";
-import { createGateway } from "./proxy.ts";
+import { createGateway } from "./app.ts";
 
 Deno.test("the gateway counts requests by outcome, times first tokens and tracks in-flight requests", async () => {
   // A stub engine that streams three SSE chunks.

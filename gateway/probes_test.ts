@@ -4,7 +4,7 @@ import { until } from "../tests/until.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { readiness } from "./probes.ts";
-import { createGateway } from "./proxy.ts";
+import { createGateway } from "./app.ts";
 import { startFollowingGateway } from "./server.ts";
 
 Deno.test("readiness: synced at least once, and some model with a ready replica", () => {

@@ -14,7 +14,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts
 import { until } from "../tests/until.ts";
 import { type EndpointSpec, EndpointTable } from "./endpoints.ts";
 import { type RunningGateway, startGateway } from "./server.ts";
-import type { GatewayOptions } from "./proxy.ts";
+import type { GatewayOptions } from "./app.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { lintExposition } from "../testing/prometheus_lint.ts";
 

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { BodyReader } from "../http/read_limited.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /** How a relayed body ended. */
@@ -43,14 +44,6 @@ export function sseErrorEvent(message: string): Uint8Array {
   return encoder.encode(`data: ${JSON.stringify(body)}\n\n`);
 }
 
-/** Where a relayed body comes from: a stream reader, or the upstream client's body. */
-export interface ChunkSource {
-  /** The next chunk; rejects when the upstream failed. */
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  /** Stops reading and lets go of the upstream. */
-  cancel(reason?: unknown): Promise<void>;
-}
-
 /**
  * A stream that passes on every chunk of `reader` as soon as it arrives. If
  * the upstream fails mid-stream: for SSE, the stream gets (after a blank line
@@ -59,7 +52,7 @@ export interface ChunkSource {
  * `reader`.
  */
 export function relayBody(
-  reader: ChunkSource,
+  reader: BodyReader,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
   let ended = false;

@@ -1,12 +1,13 @@
 import { assertEquals } from "../tests/assert.ts";
-import { type ChunkSource, relayBody, type RelayEnd, sseErrorEvent } from "./relay.ts";
+import type { BodyReader } from "../http/read_limited.ts";
+import { relayBody, type RelayEnd, sseErrorEvent } from "./relay.ts";
 import { TailBuffer } from "./usage.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** A source yielding `chunks`, then failing with `failure` if given, else ending. */
-function source(chunks: string[], failure?: Error): ChunkSource {
+function source(chunks: string[], failure?: Error): BodyReader {
   let i = 0;
   return {
     read() {

@@ -22,6 +22,7 @@
 import type { Endpoint, EndpointTable } from "./endpoints.ts";
 import { HoldQueue, type HoldResult, type HoldSettings } from "./hold_queue.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
+import { clientClosed, modelNotReady } from "./refusals.ts";
 import { ProxyHealth } from "./proxy_health.ts";
 import { UpstreamConnectFailed } from "./upstream_client.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -154,20 +155,10 @@ export class ReplicaAttempts {
    */
   giveUp(signal?: AbortSignal): Response {
     const model = this.#model;
-    if (signal?.aborted || this.#ended === "aborted") {
-      return errorResponse(499, openAiError("client closed request", "invalid_request_error"));
-    }
+    if (signal?.aborted || this.#ended === "aborted") return clientClosed();
     const retry = { "retry-after": this.#policy.retryAfter };
     if (this.#table.endpoints(model).length === 0) {
-      return errorResponse(
-        503,
-        openAiError(
-          `model \`${model}\` has no ready replica; retry later`,
-          "server_error",
-          "model_not_ready",
-        ),
-        retry,
-      );
+      return modelNotReady(model, this.#policy.retryAfter);
     }
     if (this.#holdable) {
       const seconds = this.#policy.holds.holdMs / 1000;

@@ -8,7 +8,7 @@
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { type EndpointSpec, EndpointTable } from "./endpoints.ts";
-import { createGateway, type GatewayOptions } from "./proxy.ts";
+import { createGateway, type GatewayOptions } from "./app.ts";
 import { ProxyHealth } from "./proxy_health.ts";
 import { GatewayMetrics } from "./metrics.ts";
 import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";

@@ -12,7 +12,7 @@ import { bindErrorFrom } from "../http/bind_error.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
 import { followControlPlane } from "./follow.ts";
-import { createGateway, type GatewayOptions } from "./proxy.ts";
+import { createGateway, type GatewayOptions } from "./app.ts";
 import { type CertificateSource, watchCertificate } from "../tls/certificate_source.ts";
 import { type HttpsServer, serveHttps } from "../tls/https_server.ts";
 

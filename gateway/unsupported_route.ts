@@ -11,7 +11,6 @@
  */
 import { PROXY_REFUSED_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import { errorResponse, openAiError } from "./openai_error.ts";
-import type { ChunkReader } from "./usage.ts";
 
 /** The route whose engine 404s are read this way. */
 export const RESPONSES_ROUTE = "/v1/responses";
@@ -50,37 +49,4 @@ export function unsupportedEndpoint(model: string, route: string): Response {
       UNSUPPORTED_ENDPOINT,
     ),
   );
-}
-
-/**
- * Reads a body whole, at most `limit` bytes; null when it is longer (the rest
- * is cancelled) or the upstream broke it off.
- */
-export async function readUpTo(
-  body: ChunkReader,
-  limit: number,
-): Promise<Uint8Array<ArrayBuffer> | null> {
-  const parts: Uint8Array[] = [];
-  let length = 0;
-  try {
-    for (;;) {
-      const r = await body.read();
-      if (r.done) break;
-      length += r.value.length;
-      if (length > limit) {
-        await body.cancel().catch(() => {});
-        return null;
-      }
-      parts.push(r.value);
-    }
-  } catch {
-    return null;
-  }
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }

@@ -1,5 +1,5 @@
-import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { lacksRoute, readUpTo, unsupportedEndpoint } from "./unsupported_route.ts";
+import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
+import { lacksRoute, unsupportedEndpoint } from "./unsupported_route.ts";
 
 const enc = new TextEncoder();
 
@@ -41,34 +41,4 @@ Deno.test("unsupportedEndpoint: an OpenAI 404 naming the model and the API", asy
   assertStringIncludes(error.message, "`qwen/Qwen3-8B` does not serve the Responses API");
   const other = await unsupportedEndpoint("m", "/v1/embeddings").json();
   assertEquals(other.error.message, "The model `m` does not serve POST /v1/embeddings");
-});
-
-Deno.test("readUpTo: the whole body, or null when too long or broken off", async () => {
-  const reader = (chunks: string[], fail = false) => {
-    let cancelled = false;
-    let i = 0;
-    return {
-      get cancelled() {
-        return cancelled;
-      },
-      read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-        if (i < chunks.length) {
-          return Promise.resolve({ done: false, value: enc.encode(chunks[i++]) });
-        }
-        if (fail) return Promise.reject(new Error("connection reset"));
-        return Promise.resolve({ done: true, value: undefined });
-      },
-      cancel() {
-        cancelled = true;
-        return Promise.resolve();
-      },
-    };
-  };
-  const whole = await readUpTo(reader(['{"detail":', '"Not Found"}']), 64);
-  assertEquals(new TextDecoder().decode(whole!), '{"detail":"Not Found"}');
-  const long = reader(["x".repeat(40), "y".repeat(40)]);
-  assertEquals(await readUpTo(long, 64), null);
-  assertOk(long.cancelled, "the rest of a too long body is not read");
-  assertEquals(await readUpTo(reader(["{"], true), 64), null);
-  assertEquals((await readUpTo(reader([]), 64))?.length, 0);
 });

@@ -25,6 +25,7 @@ import {
   parseResponseHead,
   type ResponseHead,
 } from "./http1_response.ts";
+import type { BodyReader } from "../http/read_limited.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /** No response byte arrived from the upstream: the request may go elsewhere. */
@@ -73,21 +74,16 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
 }
 
-/** A response body, read chunk by chunk (the shape of a stream reader). */
-export interface BodyReader {
-  /** The next body bytes; `done` at the end. Rejects with {@link UpstreamBodyError}. */
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  /** Stops reading; the connection is closed. */
-  cancel(reason?: unknown): Promise<void>;
-}
-
 /** An engine's response. */
 export interface UpstreamResponse {
   /** Status code. */
   status: number;
   /** Header fields as the engine sent them. */
   headers: Headers;
-  /** The body, or null when the response has none. */
+  /**
+   * The body, or null when the response has none. Its reads reject with
+   * {@link UpstreamBodyError}; cancelling it closes the connection.
+   */
   body: BodyReader | null;
 }
 

@@ -7,8 +7,8 @@ import { CertificateAuthority } from "../tls/authority.ts";
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
 import { until } from "../tests/until.ts";
 import { Http1ParseError } from "./http1_response.ts";
+import type { BodyReader } from "../http/read_limited.ts";
 import {
-  type BodyReader,
   MAX_READ_BYTES,
   MIN_READ_BYTES,
   UpstreamBodyError,

@@ -169,11 +169,3 @@ export class TailBuffer {
     return findUsage(decoder.decode(this.bytes()));
   }
 }
-
-/** A body reader (the shape of the upstream client's and of a stream's). */
-export interface ChunkReader {
-  /** The next chunk. */
-  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
-  /** Stops reading. */
-  cancel(reason?: unknown): Promise<void>;
-}

@@ -31,7 +31,7 @@ import { hashToken } from "../http/tokens.ts";
 import { localApi, type LocalApiView } from "../agent/local_api.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
-import { createGateway } from "../gateway/proxy.ts";
+import { createGateway } from "../gateway/app.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
 
 // ---------------------------------------------------------------------------
