@@ -19,12 +19,8 @@
  *
  * @module
  */
-import {
-  ChunkedDecoder,
-  Http1ParseError,
-  parseResponseHead,
-  type ResponseHead,
-} from "./http1_response.ts";
+import { Http1ParseError, parseResponseHead, type ResponseHead } from "./http1_response.ts";
+import { upstreamBody, UpstreamBodyError } from "./upstream_body.ts";
 import type { BodyReader } from "../http/read_limited.ts";
 import { errorMessage } from "../text/error_message.ts";
 
@@ -49,14 +45,7 @@ export class UpstreamConnectFailed extends UpstreamUnreachable {
   }
 }
 
-/** The upstream failed after its response began (mid-body). */
-export class UpstreamBodyError extends Error {
-  /** Creates the error. */
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "UpstreamBodyError";
-  }
-}
+export { UpstreamBodyError };
 
 /** One request to an engine. */
 export interface UpstreamRequest {
@@ -139,17 +128,6 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   const out = new Uint8Array(a.length + b.length);
   out.set(a);
   out.set(b, a.length);
-  return out;
-}
-
-function joined(parts: Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 
@@ -308,86 +286,14 @@ export class UpstreamClient {
       signal?.removeEventListener("abort", onAbort);
     }
     const rest = received.subarray(head.headBytes);
-    return { status: head.status, headers: head.headers, body: this.#body(c, head, rest) };
-  }
-
-  #body(c: Conn, head: ResponseHead, first: Uint8Array): BodyReader | null {
-    const framing = head.framing;
-    if (framing.kind === "none") {
-      this.#finish(c, head.keepAlive && first.length === 0);
-      return null;
-    }
-    let pending: Uint8Array | null = first.length > 0 ? first : null;
-    let left = framing.kind === "length" ? framing.bytes : 0;
-    const chunked = framing.kind === "chunked" ? new ChunkedDecoder() : null;
-    let finished = false;
-    const readMore = () => this.#read(c);
-    const destroy = () => this.#destroy(c);
-    const finish = (reusable: boolean) => this.#finish(c, reusable);
-    const end = (reusable: boolean): ReadableStreamReadResult<Uint8Array> => {
-      finished = true;
-      finish(reusable);
-      return { done: true, value: undefined };
-    };
     return {
-      async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-        while (!finished) {
-          let input = pending;
-          pending = null;
-          if (input === null) {
-            try {
-              input = await readMore();
-            } catch (e) {
-              finished = true;
-              destroy();
-              throw new UpstreamBodyError(`reading the body failed: ${errorMessage(e)}`, {
-                cause: e,
-              });
-            }
-          }
-          if (input === null) {
-            if (framing.kind === "close") return end(false);
-            finished = true;
-            destroy();
-            throw new UpstreamBodyError("the engine closed the connection before the body ended");
-          }
-          if (chunked !== null) {
-            let out;
-            try {
-              out = chunked.push(input);
-            } catch (e) {
-              finished = true;
-              destroy();
-              throw new UpstreamBodyError(`bad chunked body: ${errorMessage(e)}`, { cause: e });
-            }
-            if (out.done) {
-              // The connection is free once the body ended; the data goes out first.
-              finished = true;
-              finish(head.keepAlive && out.rest.length === 0);
-            }
-            if (out.data.length > 0) return { done: false, value: joined(out.data) };
-            continue;
-          }
-          if (framing.kind === "length") {
-            const take = input.subarray(0, left);
-            left -= take.length;
-            if (left === 0) {
-              finished = true;
-              finish(head.keepAlive && input.length === take.length);
-            }
-            return { done: false, value: take };
-          }
-          return { done: false, value: input };
-        }
-        return { done: true, value: undefined };
-      },
-      cancel(): Promise<void> {
-        if (!finished) {
-          finished = true;
-          destroy();
-        }
-        return Promise.resolve();
-      },
+      status: head.status,
+      headers: head.headers,
+      body: upstreamBody(head, rest, {
+        read: () => this.#read(c),
+        finish: (reusable) => this.#finish(c, reusable),
+        destroy: () => this.#destroy(c),
+      }),
     };
   }
 
