@@ -19,12 +19,12 @@
  *
  * @module
  */
-import { MAX_CSR_CHARS } from "../tls/csr.ts";
 import { z } from "zod";
 import { zodIssues } from "../validation/issues.ts";
 import {
   ComputeCapabilitySchema,
   FabricPortSchema,
+  MAX_CSR_CHARS,
   MAX_INTERFACE_CHARS,
   MAX_MGMT_ADDR_CHARS,
   NodeIdSchema as NodeId,

@@ -24,6 +24,9 @@ export const PortSchema = z.number().int().min(1).max(65535);
 /** The most characters of a management address (an IPv6 address with a zone fits). */
 export const MAX_MGMT_ADDR_CHARS = 64;
 
+/** The largest certificate request accepted, in characters of PEM (tls/csr.ts checks it too). */
+export const MAX_CSR_CHARS = 8192;
+
 /** The most characters of a network interface name (Linux IFNAMSIZ − 1). */
 export const MAX_INTERFACE_CHARS = 15;
 

@@ -10,9 +10,10 @@
 import * as x509 from "@peculiar/x509";
 import { newKeyPair, P256, privateKeyPem } from "./authority.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { MAX_CSR_CHARS } from "../protocol/fields.ts";
 
-/** The largest CSR accepted, in characters of PEM. */
-export const MAX_CSR_CHARS = 8192;
+/** The largest CSR accepted, in characters of PEM: the wire's bound (protocol/fields.ts). */
+export { MAX_CSR_CHARS };
 
 /** Raised for a CSR that cannot be used; the message says why. */
 export class CsrError extends Error {
