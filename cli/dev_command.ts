@@ -57,6 +57,7 @@ import {
   parseDevPort,
 } from "./dev_ports.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { compareNatural } from "../text/natural_order.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const MACHINES = join(ROOT, "tests/fixtures/machines");
@@ -429,7 +430,7 @@ async function machinesCommand(args: string[], write: (t: string) => void): Prom
       }
     }
   }
-  all.sort((a, b) => a[0].localeCompare(b[0]));
+  all.sort((a, b) => compareNatural(a[0], b[0]));
   const chosen = values.node === undefined ? all : all.filter(([n]) => n === values.node);
   if (chosen.length === 0) {
     throw new UsageError(
