@@ -19,6 +19,7 @@ import type { EndpointTable } from "./endpoints.ts";
 import { parseEngineLoad } from "./load.ts";
 import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import type { UpstreamClient } from "./upstream_client.ts";
+import { type BodyReader, readLimited } from "../http/read_limited.ts";
 
 /** Reads `origin`'s `/metrics` with `headers`: the status and, when 200, the text. */
 export type MetricsGet = (
@@ -27,8 +28,21 @@ export type MetricsGet = (
   signal: AbortSignal,
 ) => Promise<{ status: number; text: string }>;
 
-/** The most of a metrics answer read (an engine's is a few tens of KiB). */
+/** The most of a metrics answer read (an engine's is a few tens of KiB); a larger one is not used. */
 const MAX_METRICS_BYTES = 1024 * 1024;
+
+const decoder = new TextDecoder();
+
+/**
+ * The text of a 200 metrics answer, read with the one bounded read; a page
+ * over {@link MAX_METRICS_BYTES} is not used (a 200 with no text), as a
+ * failing scrape is not.
+ */
+async function metricsText(body: BodyReader | ReadableStream<Uint8Array> | null): Promise<string> {
+  if (body === null) return "";
+  const bytes = await readLimited(body, MAX_METRICS_BYTES);
+  return bytes === null ? "" : decoder.decode(bytes);
+}
 
 /** {@link MetricsGet} over `fetch`. */
 export const fetchMetrics: MetricsGet = async (origin, headers, signal) => {
@@ -37,7 +51,7 @@ export const fetchMetrics: MetricsGet = async (origin, headers, signal) => {
     await res.body?.cancel();
     return { status: res.status, text: "" };
   }
-  return { status: 200, text: (await res.text()).slice(0, MAX_METRICS_BYTES) };
+  return { status: 200, text: await metricsText(res.body) };
 };
 
 /** {@link MetricsGet} over the gateway's own engine client (its TLS trust included). */
@@ -51,22 +65,11 @@ export function clientMetrics(client: UpstreamClient): MetricsGet {
       body: new Uint8Array(0),
       signal,
     });
-    if (res.status !== 200 || res.body === null) {
+    if (res.status !== 200) {
       await res.body?.cancel();
       return { status: res.status, text: "" };
     }
-    const decoder = new TextDecoder();
-    let text = "";
-    for (;;) {
-      const { done, value } = await res.body.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-      if (text.length > MAX_METRICS_BYTES) {
-        await res.body.cancel();
-        break;
-      }
-    }
-    return { status: 200, text };
+    return { status: 200, text: await metricsText(res.body) };
   };
 }
 

@@ -1,5 +1,6 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { scrapeOnce } from "./engine_load.ts";
+import { clientMetrics, fetchMetrics, scrapeOnce } from "./engine_load.ts";
+import { UpstreamClient } from "./upstream_client.ts";
 import { EndpointTable } from "./endpoints.ts";
 
 const VLLM = {
@@ -87,4 +88,24 @@ Deno.test("choose: the engine's own queue steers least outstanding and prefix af
   assertOk(homeOnR1 !== null);
   r1.engineLoad = { running: 8, waiting: 6, kvUsage: 0.9, at: now };
   assertEquals(t.choose("m", new Set(), homeOnR1)?.replica_id, "r2");
+});
+
+Deno.test("fetchMetrics and clientMetrics: a page read whole, one over 1 MiB not used", async () => {
+  const big = `# ${"x".repeat(2 * 1024 * 1024)}\n${TEXT}`;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) => new Response(req.headers.get("x-big") === null ? TEXT : big),
+  );
+  const client = new UpstreamClient();
+  try {
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    for (const get of [fetchMetrics, clientMetrics(client)]) {
+      const signal = AbortSignal.timeout(10_000);
+      assertEquals(await get(origin, {}, signal), { status: 200, text: TEXT });
+      assertEquals(await get(origin, { "x-big": "1" }, signal), { status: 200, text: "" });
+    }
+  } finally {
+    client.close();
+    await server.shutdown();
+  }
 });
