@@ -14,6 +14,7 @@
 import { ShardReportSchema } from "../protocol/agent_protocol.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { ShardMetrics, ShardState, ShardStatus } from "../supervisor/types.ts";
+import { escapeLabelValue } from "../text/prometheus_label.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
 export const SHARD_STATES: readonly ShardState[] = ShardReportSchema.shape.state.options;
@@ -330,11 +331,6 @@ class Exposition {
   text(): string {
     return this.#lines.join("\n") + "\n";
   }
-}
-
-/** A label value as text exposition format writes it: backslash, double quote and line feed escaped. */
-export function escapeLabelValue(v: string): string {
-  return v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
 /** `items` sorted by key; two items with one key would be one series twice. */

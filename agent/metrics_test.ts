@@ -20,12 +20,12 @@ import {
   DISCOVERY_SOURCES,
   emptyAgentMetrics,
   emptyTimeToReady,
-  escapeLabelValue,
   observeTimeToReady,
   renderAgentMetrics,
   SHARD_STATES,
   TIME_TO_READY_BUCKETS,
 } from "./metrics.ts";
+import { escapeLabelValue } from "../text/prometheus_label.ts";
 
 const MIB = 1024 * 1024;
 

@@ -76,6 +76,12 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
     allowed: {},
   },
   {
+    rule: "Prometheus label escaping",
+    pattern: /replaceAll\('"', '\\\\"'\)/,
+    owner: "text/prometheus_label.ts",
+    allowed: {},
+  },
+  {
     rule: "structured log lines",
     pattern: /console\.(?:error|warn)\(JSON\.stringify\(/,
     owner: "log/log.ts",

@@ -7,6 +7,7 @@
  */
 import { NODE_STATES } from "../inventory/types.ts";
 import type { ControlPlane } from "./control_plane.ts";
+import { escapeLabelValue } from "../text/prometheus_label.ts";
 
 /** Latency histogram buckets, in seconds. */
 const BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30];
@@ -54,9 +55,6 @@ export class HttpStats {
   }
 }
 
-const esc = (v: string) =>
-  v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
-
 /** Renders every control plane metric. */
 export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
   const out: string[] = [];
@@ -80,7 +78,7 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
   out.push("# HELP llmgw_gpus GPUs by class and status.", "# TYPE llmgw_gpus gauge");
   for (const [cls, c] of [...gpus].sort()) {
     for (const status of ["free", "allocated", "unhealthy"] as const) {
-      out.push(`llmgw_gpus{class="${esc(cls)}",status="${status}"} ${c[status]}`);
+      out.push(`llmgw_gpus{class="${escapeLabelValue(cls)}",status="${status}"} ${c[status]}`);
     }
   }
   const replicas = cp.replicas();
@@ -113,7 +111,9 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
       "# HELP llmgw_node_certificate_expiry_timestamp_seconds When each node's certificate, as signed by this control plane, expires.",
       "# TYPE llmgw_node_certificate_expiry_timestamp_seconds gauge",
       ...expiries.map(([node, at]) =>
-        `llmgw_node_certificate_expiry_timestamp_seconds{node="${esc(node)}"} ${at / 1000}`
+        `llmgw_node_certificate_expiry_timestamp_seconds{node="${escapeLabelValue(node)}"} ${
+          at / 1000
+        }`
       ),
     );
   }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { escapeLabelValue } from "../text/prometheus_label.ts";
 
 /** Latency buckets in seconds. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -29,9 +30,6 @@ class Histogram {
     return out;
   }
 }
-
-const esc = (v: string) =>
-  v.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 
 /** What a request came to: `ok`, or the kind of error. */
 export type Outcome =
@@ -68,7 +66,7 @@ export class GatewayMetrics {
 
   #modelLabel(model: string): string {
     let l = this.#modelLabels.get(model);
-    if (l === undefined) this.#modelLabels.set(model, l = `model="${esc(model)}"`);
+    if (l === undefined) this.#modelLabels.set(model, l = `model="${escapeLabelValue(model)}"`);
     return l;
   }
 
@@ -76,7 +74,10 @@ export class GatewayMetrics {
     const key = `${model}\u0000${replica}`;
     let l = this.#replicaLabels.get(key);
     if (l === undefined) {
-      this.#replicaLabels.set(key, l = `model="${esc(model)}",replica="${esc(replica)}"`);
+      this.#replicaLabels.set(
+        key,
+        l = `model="${escapeLabelValue(model)}",replica="${escapeLabelValue(replica)}"`,
+      );
     }
     return l;
   }
@@ -130,7 +131,10 @@ export class GatewayMetrics {
     const key = `${model}\u0000${apiKey}`;
     let l = this.#tokenLabels.get(key);
     if (l === undefined) {
-      this.#tokenLabels.set(key, l = `model="${esc(model)}",api_key="${esc(apiKey)}"`);
+      this.#tokenLabels.set(
+        key,
+        l = `model="${escapeLabelValue(model)}",api_key="${escapeLabelValue(apiKey)}"`,
+      );
     }
     for (const [kind, n] of [["prompt", prompt], ["completion", completion]] as const) {
       const k = `${l},kind="${kind satisfies TokenKind}"`;
