@@ -14,7 +14,7 @@
 import { ShardReportSchema } from "../protocol/agent_protocol.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { ShardMetrics, ShardState, ShardStatus } from "../supervisor/types.ts";
-import { escapeLabelValue } from "../text/prometheus_label.ts";
+import { Exposition } from "../text/prometheus_exposition.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
 export const SHARD_STATES: readonly ShardState[] = ShardReportSchema.shape.state.options;
@@ -181,7 +181,7 @@ export function observeTimeToReady(h: TimeToReadyHistogram, seconds: number): Ti
 
 /** The Prometheus metrics of `snapshot`, in text exposition format 0.0.4. */
 export function renderAgentMetrics(snapshot: AgentMetricsSnapshot): string {
-  const out = new Exposition();
+  const out = new Exposition("llmgw_agent_");
   const gpus = sortedUnique(snapshot.gpus, (g) => g.index, "gpus", "index");
   const shards = sortedUnique(snapshot.shards, (s) => s.id, "shards", "id");
   gpus.forEach((g, i) => checkGpu(g, `gpus[${i}]`));
@@ -310,28 +310,7 @@ export function renderAgentMetrics(snapshot: AgentMetricsSnapshot): string {
   return out.text();
 }
 
-const PREFIX = "llmgw_agent_";
 const MIB = 1024 * 1024;
-
-/** Lines of text exposition format, every name prefixed. */
-class Exposition {
-  readonly #lines: string[] = [];
-
-  family(name: string, type: "gauge" | "counter" | "histogram", help: string): void {
-    const escaped = help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
-    this.#lines.push(`# HELP ${PREFIX}${name} ${escaped}`, `# TYPE ${PREFIX}${name} ${type}`);
-  }
-
-  sample(name: string, labels: Record<string, string>, value: number): void {
-    const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
-    const set = pairs.length === 0 ? "" : `{${pairs.join(",")}}`;
-    this.#lines.push(`${PREFIX}${name}${set} ${value}`);
-  }
-
-  text(): string {
-    return this.#lines.join("\n") + "\n";
-  }
-}
 
 /** `items` sorted by key; two items with one key would be one series twice. */
 function sortedUnique<T, K extends string | number>(
