@@ -82,6 +82,13 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
     allowed: {},
   },
   {
+    // The gateway had three names for it (BodyReader, ChunkSource, ChunkReader).
+    rule: "the body-reader shape",
+    pattern: /^\s*read\(\): Promise<ReadableStreamReadResult<Uint8Array>>;/,
+    owner: "http/read_limited.ts",
+    allowed: {},
+  },
+  {
     rule: "structured log lines",
     pattern: /console\.(?:error|warn)\(JSON\.stringify\(/,
     owner: "log/log.ts",
