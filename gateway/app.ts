@@ -51,8 +51,6 @@ import { RequestRecord } from "./request_record.ts";
 import { RESPONSES_ROUTE } from "./unsupported_route.ts";
 import { UpstreamClient } from "./upstream_client.ts";
 
-export { DEFAULT_MAX_BODY_BYTES };
-
 /** The POST paths routed by `model`. */
 export const MODEL_ROUTES: readonly string[] = [
   "/v1/chat/completions",
