@@ -6,8 +6,8 @@
  * `/healthz` and `/readyz` for load balancers (gateway/probes.ts); `/metrics`.
  *
  * A model request is a pipeline, one module per step:
- * - auth (here, as middleware): the API key or, on an open gateway, a
- *   loopback client; 401/403 otherwise;
+ * - auth (here; middleware on the other routes that need a key): the API
+ *   key or, on an open gateway, a loopback client; 401/403 otherwise;
  * - the model request (gateway/model_request.ts): bounded body, parse,
  *   `model`; 400/413;
  * - the table (here): not synced yet → 503; an unknown model or one the key
@@ -25,7 +25,7 @@
  *
  * @module
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { createMiddleware } from "hono/factory";
 import { affinityKey } from "./affinity_key.ts";
 import { answer } from "./answer.ts";
@@ -96,18 +96,22 @@ export interface GatewayHandler {
   close(): void;
 }
 
-/** What the app's handlers see: Deno.serve's connection info, and what middleware found. */
+/** What the app's handlers see: Deno.serve's connection info, and who the caller is. */
 type GatewayEnv = {
   Bindings: Partial<Deno.ServeHandlerInfo>;
   Variables: {
     /** Who the request is (set by the auth middleware). */
     caller: Caller;
-    /** The client's TCP address; undefined for a request handed in-process. */
-    clientAddress: string | undefined;
-    /** The model request's record (set on model routes). */
-    record: RequestRecord;
   };
 };
+
+/** A request that passed auth. */
+interface Authenticated {
+  /** Who it is. */
+  caller: Caller;
+  /** The client's TCP address; undefined for a request handed in-process. */
+  address: string | undefined;
+}
 
 /** Creates the gateway's HTTP handler over `table`. */
 export function createGateway(table: EndpointTable, options: GatewayOptions = {}): GatewayHandler {
@@ -136,7 +140,7 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
 
   // Without keys the gateway is open, but only to loopback clients unless
   // told otherwise (design §12); a request handed in-process has no address.
-  const auth = createMiddleware<GatewayEnv>(async (c, next) => {
+  const authenticate = async (c: Context<GatewayEnv>): Promise<Authenticated | Response> => {
     const caller = await keys.check(c.req.header("authorization") ?? null);
     if (caller === null) return unauthorized();
     const remote = c.env?.remoteAddr;
@@ -144,16 +148,13 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     if (caller.open && !options.openToNetwork && address !== undefined && !isLoopback(address)) {
       return loopbackOnly();
     }
-    c.set("caller", caller);
-    c.set("clientAddress", address);
+    return { caller, address };
+  };
+  const auth = createMiddleware<GatewayEnv>(async (c, next) => {
+    const who = await authenticate(c);
+    if (who instanceof Response) return who;
+    c.set("caller", who.caller);
     await next();
-  });
-  // A model request is counted once, refusals by auth included (gateway/request_record.ts).
-  const recorded = createMiddleware<GatewayEnv>(async (c, next) => {
-    const record = new RequestRecord(metrics);
-    c.set("record", record);
-    await next();
-    record.settle(c.res);
   });
 
   app.get("/v1/models", auth, (c) =>
@@ -170,39 +171,53 @@ export function createGateway(table: EndpointTable, options: GatewayOptions = {}
     return c.json(modelObject(id));
   });
 
-  for (const path of MODEL_ROUTES) {
-    app.post(path, recorded, auth, async (c) => {
-      const { caller, record } = c.var;
-      const req = c.req.raw;
-      const read = await readModelRequest(req, maxBody);
-      if (read instanceof Response) return read;
-      const { model } = read;
-      // Before the first sync with the control plane, no model is unknown yet.
-      if (!table.loaded) return notSynced(retryAfter);
-      // A model the key may not use looks like one that does not exist.
-      if (!table.isKnown(model) || !mayUse(caller, model)) return modelNotFound(model, "model");
-      record.routed(model, caller.open ? "none" : caller.id);
-      if (table.endpoints(model).length === 0) return modelNotReady(model, retryAfter);
+  /** A model request, from auth to the answer, reporting to its record. */
+  const modelRequest = async (c: Context<GatewayEnv>, record: RequestRecord): Promise<Response> => {
+    const who = await authenticate(c);
+    if (who instanceof Response) return who;
+    const { caller } = who;
+    const req = c.req.raw;
+    const read = await readModelRequest(req, maxBody);
+    if (read instanceof Response) return read;
+    const { model } = read;
+    // Before the first sync with the control plane, no model is unknown yet.
+    if (!table.loaded) return notSynced(retryAfter);
+    // A model the key may not use looks like one that does not exist.
+    if (!table.isKnown(model) || !mayUse(caller, model)) return modelNotFound(model, "model");
+    record.routed(model, caller.open ? "none" : caller.id);
+    if (table.endpoints(model).length === 0) return modelNotReady(model, retryAfter);
 
-      const url = new URL(req.url);
-      const headers = forwardHeaders(req.headers, REQUEST_DROP);
-      addForwarded(headers, {
-        clientAddress: c.var.clientAddress,
-        host: req.headers.get("host"),
-        proto: url.protocol.slice(0, -1),
-      });
-      const sent = await dispatch({
-        model,
-        target: `${url.pathname}${url.search}`,
-        headers,
-        bytes: read.bytes,
-        // Only prefix-affinity deployments hash the conversation (gateway/affinity_key.ts).
-        affinity: table.routing(model) === "prefix_affinity"
-          ? affinityKey(url.pathname, req.headers, read.body)
-          : null,
-        signal: req.signal,
-      }, record);
-      return sent instanceof Response ? sent : await answer(url.pathname, model, sent, record);
+    const url = new URL(req.url);
+    const headers = forwardHeaders(req.headers, REQUEST_DROP);
+    addForwarded(headers, {
+      clientAddress: who.address,
+      host: req.headers.get("host"),
+      proto: url.protocol.slice(0, -1),
+    });
+    const sent = await dispatch({
+      model,
+      target: `${url.pathname}${url.search}`,
+      headers,
+      bytes: read.bytes,
+      // Only prefix-affinity deployments hash the conversation (gateway/affinity_key.ts).
+      affinity: table.routing(model) === "prefix_affinity"
+        ? affinityKey(url.pathname, req.headers, read.body)
+        : null,
+      signal: req.signal,
+    }, record);
+    return sent instanceof Response ? sent : await answer(url.pathname, model, sent, record);
+  };
+  // One handler, not a middleware chain: this is every model request's path.
+  for (const path of MODEL_ROUTES) {
+    app.post(path, async (c) => {
+      // Counted once, refusals by auth included (gateway/request_record.ts).
+      const record = new RequestRecord(metrics);
+      try {
+        return record.settle(await modelRequest(c, record));
+      } catch (e) {
+        record.finish("upstream_error"); // onError answers a 500
+        throw e;
+      }
     });
   }
 
