@@ -84,6 +84,41 @@ export function modelNotReady(model: string, retryAfter: string): Response {
   );
 }
 
+/**
+ * 503: every replica of `model` is behind a down engine proxy, and the hold
+ * ended as `held` says. Node addresses stay in the gateway's log, not in a
+ * client's error.
+ */
+export function replicaUnreachable(model: string, held: string, retryAfter: string): Response {
+  return errorResponse(
+    503,
+    openAiError(
+      `no replica of \`${model}\` could be reached: the engine proxy of every node serving it ` +
+        `is down (an agent restarting?) and ${held}`,
+      "server_error",
+      "replica_unreachable",
+    ),
+    { "retry-after": retryAfter },
+  );
+}
+
+/** 502: no replica of `model` could be reached directly; `lastError` is the last reason ("" if none). */
+export function upstreamUnreachable(
+  model: string,
+  lastError: string,
+  retryAfter: string,
+): Response {
+  return errorResponse(
+    502,
+    openAiError(
+      `no replica of \`${model}\` could be reached${lastError ? `: ${lastError}` : ""}`,
+      "server_error",
+      "upstream_unreachable",
+    ),
+    { "retry-after": retryAfter },
+  );
+}
+
 /** 499: the client went away before an answer (nginx's status; no client reads it). */
 export function clientClosed(): Response {
   return errorResponse(499, openAiError("client closed request", "invalid_request_error"));

@@ -21,8 +21,12 @@
  */
 import type { Endpoint, EndpointTable } from "./endpoints.ts";
 import { HoldQueue, type HoldResult, type HoldSettings } from "./hold_queue.ts";
-import { errorResponse, openAiError } from "./openai_error.ts";
-import { clientClosed, modelNotReady } from "./refusals.ts";
+import {
+  clientClosed,
+  modelNotReady,
+  replicaUnreachable,
+  upstreamUnreachable,
+} from "./refusals.ts";
 import { ProxyHealth } from "./proxy_health.ts";
 import { UpstreamConnectFailed } from "./upstream_client.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -156,38 +160,16 @@ export class ReplicaAttempts {
   giveUp(signal?: AbortSignal): Response {
     const model = this.#model;
     if (signal?.aborted || this.#ended === "aborted") return clientClosed();
-    const retry = { "retry-after": this.#policy.retryAfter };
-    if (this.#table.endpoints(model).length === 0) {
-      return modelNotReady(model, this.#policy.retryAfter);
-    }
+    const { retryAfter } = this.#policy;
+    if (this.#table.endpoints(model).length === 0) return modelNotReady(model, retryAfter);
     if (this.#holdable) {
       const seconds = this.#policy.holds.holdMs / 1000;
       const held = this.#ended === "full"
         ? "the gateway holds as many requests as it may already"
         : `none came back within ${seconds} s`;
-      return errorResponse(
-        503,
-        openAiError(
-          // Node addresses stay in the gateway's log, not in a client's error.
-          `no replica of \`${model}\` could be reached: the engine proxy of every node serving it ` +
-            `is down (an agent restarting?) and ${held}`,
-          "server_error",
-          "replica_unreachable",
-        ),
-        retry,
-      );
+      return replicaUnreachable(model, held, retryAfter);
     }
-    return errorResponse(
-      502,
-      openAiError(
-        `no replica of \`${model}\` could be reached${
-          this.#lastError ? `: ${this.#lastError}` : ""
-        }`,
-        "server_error",
-        "upstream_unreachable",
-      ),
-      retry,
-    );
+    return upstreamUnreachable(model, this.#lastError, retryAfter);
   }
 
   /** The next endpoint of this round: not tried yet, and not behind a down proxy while another is up. */
