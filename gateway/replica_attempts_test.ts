@@ -94,9 +94,10 @@ Deno.test("every replica behind a down proxy: the request is held and served whe
   let proxy: Deno.HttpServer | undefined;
   try {
     const answer = gw.fetch(chat());
-    // The agent comes back once the request has tried it a few times and is waiting.
+    // The agent comes back once the request has tried it a few times and is waiting
+    // (between two tries it is dialling, not held: wait for both).
     let polls = 0;
-    while (table.all()[0].dispatched < 3 && polls++ < 500) {
+    while ((table.all()[0].dispatched < 3 || held() !== "1") && polls++ < 500) {
       await new Promise((r) => setTimeout(r, 10));
     }
     assertEquals(health.downOrigins(), [`http://127.0.0.1:${port}`], "marked down first");
