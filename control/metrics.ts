@@ -1,34 +1,37 @@
 /**
  * `/metrics` in Prometheus text format (design §11, §13): nodes by state, GPUs
  * by class and status, replicas by state, placement outcomes, and request
- * latencies of the API.
+ * latencies of the API. Written with the one exposition writer
+ * (text/prometheus_exposition.ts), so every label value is escaped.
  *
  * @module
  */
 import { NODE_STATES } from "../inventory/types.ts";
 import type { ControlPlane } from "./control_plane.ts";
-import { escapeLabelValue } from "../text/prometheus_label.ts";
+import { Exposition } from "../text/prometheus_exposition.ts";
 
 /** Latency histogram buckets, in seconds. */
 const BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30];
 
+/** One route's requests of one status. */
+interface Series {
+  labels: Record<string, string>;
+  count: number;
+  sum: number;
+  buckets: number[];
+}
+
 /** Per-route request counts and latencies. */
 export class HttpStats {
-  readonly #series = new Map<string, { count: number; sum: number; buckets: number[] }>();
+  readonly #series = new Map<string, Series>();
 
   /** Records one request: its route pattern, status and duration. */
   record(method: string, route: string, status: number, seconds: number): void {
-    const key = `method="${method}",route="${route}",status="${status}"`;
+    const key = `${method} ${route} ${status}`;
     let s = this.#series.get(key);
     if (s === undefined) {
-      this.#series.set(
-        key,
-        s = {
-          count: 0,
-          sum: 0,
-          buckets: BUCKETS.map(() => 0),
-        },
-      );
+      const labels = { method, route, status: String(status) };
+      this.#series.set(key, s = { labels, count: 0, sum: 0, buckets: BUCKETS.map(() => 0) });
     }
     s.count++;
     s.sum += seconds;
@@ -37,31 +40,28 @@ export class HttpStats {
     });
   }
 
-  /** The histogram in Prometheus text format. */
-  render(): string[] {
-    const out = [
-      "# HELP llmgw_http_request_duration_seconds Control plane API request latency.",
-      "# TYPE llmgw_http_request_duration_seconds histogram",
-    ];
-    for (const [labels, s] of this.#series) {
+  /** Writes the latency histogram to `out`. */
+  write(out: Exposition): void {
+    const name = "http_request_duration_seconds";
+    out.family(name, "histogram", "Control plane API request latency.");
+    for (const s of this.#series.values()) {
       BUCKETS.forEach((b, i) =>
-        out.push(`llmgw_http_request_duration_seconds_bucket{${labels},le="${b}"} ${s.buckets[i]}`)
+        out.sample(`${name}_bucket`, { ...s.labels, le: String(b) }, s.buckets[i])
       );
-      out.push(`llmgw_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${s.count}`);
-      out.push(`llmgw_http_request_duration_seconds_sum{${labels}} ${s.sum}`);
-      out.push(`llmgw_http_request_duration_seconds_count{${labels}} ${s.count}`);
+      out.sample(`${name}_bucket`, { ...s.labels, le: "+Inf" }, s.count);
+      out.sample(`${name}_sum`, s.labels, s.sum);
+      out.sample(`${name}_count`, s.labels, s.count);
     }
-    return out;
   }
 }
 
 /** Renders every control plane metric. */
 export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
-  const out: string[] = [];
+  const out = new Exposition("llmgw_");
   const nodes = cp.inventory.listNodes();
-  out.push("# HELP llmgw_nodes Nodes by liveness and operator state.", "# TYPE llmgw_nodes gauge");
+  out.family("nodes", "gauge", "Nodes by liveness and operator state.");
   for (const state of NODE_STATES) {
-    out.push(`llmgw_nodes{state="${state}"} ${nodes.filter((n) => n.state === state).length}`);
+    out.sample("nodes", { state }, nodes.filter((n) => n.state === state).length);
   }
   const gpus = new Map<string, { free: number; allocated: number; unhealthy: number }>();
   for (const n of nodes) {
@@ -75,47 +75,53 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
       else c.free++;
     }
   }
-  out.push("# HELP llmgw_gpus GPUs by class and status.", "# TYPE llmgw_gpus gauge");
+  out.family("gpus", "gauge", "GPUs by class and status.");
   for (const [cls, c] of [...gpus].sort()) {
     for (const status of ["free", "allocated", "unhealthy"] as const) {
-      out.push(`llmgw_gpus{class="${escapeLabelValue(cls)}",status="${status}"} ${c[status]}`);
+      out.sample("gpus", { class: cls, status }, c[status]);
     }
   }
   const replicas = cp.replicas();
-  out.push("# HELP llmgw_replicas Replicas by state.", "# TYPE llmgw_replicas gauge");
+  out.family("replicas", "gauge", "Replicas by state.");
   for (const state of ["pending", "starting", "loading", "ready", "failed"]) {
-    out.push(
-      `llmgw_replicas{state="${state}"} ${replicas.filter((r) => r.state === state).length}`,
-    );
+    out.sample("replicas", { state }, replicas.filter((r) => r.state === state).length);
   }
-  out.push(
-    "# HELP llmgw_placements_total Replicas placed since start.",
-    "# TYPE llmgw_placements_total counter",
-    `llmgw_placements_total ${cp.counters.placements}`,
-    "# HELP llmgw_unschedulable_total Placement attempts that found no fit (new explanations only).",
-    "# TYPE llmgw_unschedulable_total counter",
-    `llmgw_unschedulable_total ${cp.counters.unschedulable}`,
-    "# HELP llmgw_events_dropped_total Events not written: the queue for a shared store was full, or the store refused them.",
-    "# TYPE llmgw_events_dropped_total counter",
-    `llmgw_events_dropped_total ${cp.state.droppedEvents}`,
-    "# HELP llmgw_control_leader Whether this control plane leads (1) or not (0), with its leadership term.",
-    "# TYPE llmgw_control_leader gauge",
-    `llmgw_control_leader{epoch="${cp.leadership().epoch}"} ${
-      cp.leadership().role === "leader" ? 1 : 0
-    }`,
-    ...http.render(),
+  out.family("placements_total", "counter", "Replicas placed since start.");
+  out.sample("placements_total", {}, cp.counters.placements);
+  out.family(
+    "unschedulable_total",
+    "counter",
+    "Placement attempts that found no fit (new explanations only).",
   );
+  out.sample("unschedulable_total", {}, cp.counters.unschedulable);
+  out.family(
+    "events_dropped_total",
+    "counter",
+    "Events not written: the queue for a shared store was full, or the store refused them.",
+  );
+  out.sample("events_dropped_total", {}, cp.state.droppedEvents);
+  out.family(
+    "control_leader",
+    "gauge",
+    "Whether this control plane leads (1) or not (0), with its leadership term.",
+  );
+  const leadership = cp.leadership();
+  out.sample(
+    "control_leader",
+    { epoch: String(leadership.epoch) },
+    leadership.role === "leader" ? 1 : 0,
+  );
+  http.write(out);
   const expiries = cp.nodeCertificates.expiries();
   if (expiries.length > 0) {
-    out.push(
-      "# HELP llmgw_node_certificate_expiry_timestamp_seconds When each node's certificate, as signed by this control plane, expires.",
-      "# TYPE llmgw_node_certificate_expiry_timestamp_seconds gauge",
-      ...expiries.map(([node, at]) =>
-        `llmgw_node_certificate_expiry_timestamp_seconds{node="${escapeLabelValue(node)}"} ${
-          at / 1000
-        }`
-      ),
+    out.family(
+      "node_certificate_expiry_timestamp_seconds",
+      "gauge",
+      "When each node's certificate, as signed by this control plane, expires.",
     );
+    for (const [node, at] of expiries) {
+      out.sample("node_certificate_expiry_timestamp_seconds", { node }, at / 1000);
+    }
   }
-  return out.join("\n") + "\n";
+  return out.text();
 }
