@@ -59,7 +59,8 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
   },
   {
     rule: "natural order",
-    pattern: /new Intl\.Collator\(|localeCompare\([^)]*numeric/,
+    // Ids (`node-2` before `node-10`) sort by the one comparator, never by locale.
+    pattern: /new Intl\.Collator\(|localeCompare\([^)]*numeric|\bid\.localeCompare\(/,
     owner: "text/natural_order.ts",
     allowed: {},
   },

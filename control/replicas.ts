@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { compareNatural } from "../text/natural_order.ts";
 import { noPorts } from "../engines/port_block.ts";
 import {
   applyPlacement,
@@ -346,7 +347,7 @@ export class ReplicaBook {
 /** A deployment's replicas, by index then id. */
 export function replicasOf(state: ControlState, deployment: string): StoredReplica[] {
   return [...state.replicas.values()].filter((r) => r.deployment === deployment)
-    .sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
+    .sort((a, b) => a.index - b.index || compareNatural(a.id, b.id));
 }
 
 /**

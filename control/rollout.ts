@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { compareNatural } from "../text/natural_order.ts";
 import { replicaId, surgeReplicaId } from "../protocol/ids.ts";
 import type { RolloutStepRecord } from "./store/store.ts";
 
@@ -77,7 +78,7 @@ export function planRollout(
   surgeFits: (index: number) => boolean,
 ): RolloutDecision {
   const live = v.replicas.filter((r) => r.index < v.desired)
-    .sort((a, b) => a.index - b.index || a.id.localeCompare(b.id));
+    .sort((a, b) => a.index - b.index || compareNatural(a.id, b.id));
   if (v.revertible) {
     const failed = live.find((r) => r.current && r.failed !== null);
     if (failed !== undefined) {

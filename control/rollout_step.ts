@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { compareNatural } from "../text/natural_order.ts";
 import { withSettingsOf } from "../deployment/canonical.ts";
 import { place, type PlacementResult } from "../placement/mod.ts";
 import type { Pass } from "./pass.ts";
@@ -40,7 +41,7 @@ export async function rollOut(pass: Pass): Promise<void> {
     const d = state.deployments.get(r.deployment);
     if (d !== undefined && replicaRevision(r) !== deploymentRevision(d)) behind.add(d.name);
   }
-  for (const d of [...state.deployments.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const d of [...state.deployments.values()].sort((a, b) => compareNatural(a.name, b.name))) {
     if (behind.has(d.name)) await relabel(pass.book, state, d);
     if ((d.rollout ?? null) === null) continue;
     await rollOne(pass, d);

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { compareNatural } from "../text/natural_order.ts";
 import { join } from "node:path";
 import type { ShardSpec } from "../engines/prepare.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
@@ -221,14 +222,14 @@ export class Supervisor {
   /** Every shard's status, by id. */
   status(): ShardStatus[] {
     return [...this.#runners.values()].map((r) => r.status()).sort((a, b) =>
-      a.id.localeCompare(b.id)
+      compareNatural(a.id, b.id)
     );
   }
 
   /** What the agent's metrics need of every shard beyond its status, by id. */
   metrics(): ShardMetrics[] {
     return [...this.#runners.values()].map((r) => r.metrics()).sort((a, b) =>
-      a.id.localeCompare(b.id)
+      compareNatural(a.id, b.id)
     );
   }
 
