@@ -1,23 +1,11 @@
+import { VLLM_LOAD_NAMES, VLLM_METRICS_TEXT } from "../tests/engine_metrics_fixture.ts";
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { clientMetrics, fetchMetrics, scrapeOnce } from "./engine_load.ts";
 import { UpstreamClient } from "./upstream_client.ts";
 import { EndpointTable } from "./endpoints.ts";
 
-const VLLM = {
-  running: ["vllm:num_requests_running"],
-  waiting: ["vllm:num_requests_waiting"],
-  kv_cache_usage: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
-};
-
-const TEXT = `# HELP vllm:num_requests_running Number of requests in model execution batches.
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{engine="0",model_name="m"} 3.0
-vllm:num_requests_running{engine="1",model_name="m"} 2.0
-vllm:num_requests_running_extra{model_name="m"} 100
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 4
-vllm:gpu_cache_usage_perc{model_name="m"} 0.5
-`;
+const VLLM = VLLM_LOAD_NAMES;
+const TEXT = VLLM_METRICS_TEXT;
 
 Deno.test("scrapeOnce: reads each endpoint through its proxy credential; failures leave the reading alone", async () => {
   const seen: { origin: string; headers: Record<string, string> }[] = [];

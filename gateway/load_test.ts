@@ -1,21 +1,9 @@
+import { VLLM_LOAD_NAMES, VLLM_METRICS_TEXT } from "../tests/engine_metrics_fixture.ts";
 import { assertEquals } from "../tests/assert.ts";
 import { effectiveLoad, metricValue, parseEngineLoad, STALE_MS } from "./load.ts";
 
-const VLLM = {
-  running: ["vllm:num_requests_running"],
-  waiting: ["vllm:num_requests_waiting"],
-  kv_cache_usage: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
-};
-
-const TEXT = `# HELP vllm:num_requests_running Number of requests in model execution batches.
-# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{engine="0",model_name="m"} 3.0
-vllm:num_requests_running{engine="1",model_name="m"} 2.0
-vllm:num_requests_running_extra{model_name="m"} 100
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 4
-vllm:gpu_cache_usage_perc{model_name="m"} 0.5
-`;
+const VLLM = VLLM_LOAD_NAMES;
+const TEXT = VLLM_METRICS_TEXT;
 
 Deno.test("metricValue: sums a name's series, skips longer names, takes the first name present", () => {
   assertEquals(metricValue(TEXT, ["vllm:num_requests_running"]), 5);
