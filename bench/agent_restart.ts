@@ -36,7 +36,7 @@ import { startControl } from "../control/server.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
-import { enginePids, spawnAgent } from "../tests/agent_processes.ts";
+import { spawnAgent, stopAgentsAndEngines } from "../tests/agent_processes.ts";
 import { until } from "../tests/until.ts";
 
 /** What happens to the agent. */
@@ -291,23 +291,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       stream: streamEnd,
     };
   } finally {
-    for (const p of started) {
-      try {
-        Deno.kill(p.pid, "SIGKILL");
-      } catch {
-        // Gone.
-      }
-    }
-    await Promise.all(started.map((p) => p.status));
-    for (const node of nodes) {
-      for (const pid of enginePids(join(dir, node))) {
-        try {
-          Deno.kill(-pid, "SIGKILL");
-        } catch {
-          // Gone.
-        }
-      }
-    }
+    await stopAgentsAndEngines(started, nodes.map((node) => join(dir, node)), "SIGKILL");
     await follower.stop();
     await gateway.close();
     await control.close();

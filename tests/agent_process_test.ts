@@ -13,7 +13,7 @@ import { startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
-import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { spawnAgent, stopAgentsAndEngines } from "./agent_processes.ts";
 import { main } from "../cli/main.ts";
 
 const ADMIN = "process-test-admin";
@@ -116,36 +116,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
     assertEquals([still?.state, still?.shards[0].node], ["ready", "h100-b"]);
   } finally {
     // Agents first (their engines are in their own groups; stop those too).
-    for (const p of procs) {
-      try {
-        Deno.kill(p.pid, "SIGTERM");
-      } catch {
-        // Gone.
-      }
-    }
-    await Promise.all(procs.map((p) => p.status));
-    for (const sub of ["a", "b"]) {
-      try {
-        for (const e of Deno.readDirSync(join(dir, sub, "shards"))) {
-          try {
-            groups.add(
-              JSON.parse(Deno.readTextFileSync(join(dir, sub, "shards", e.name, "pid.json"))).pid,
-            );
-          } catch {
-            // No pid file.
-          }
-        }
-      } catch {
-        // No shards.
-      }
-    }
-    for (const g of groups) {
-      try {
-        Deno.kill(-g, "SIGKILL");
-      } catch {
-        // Gone.
-      }
-    }
+    await stopAgentsAndEngines(procs, ["a", "b"].map((sub) => join(dir, sub)), "SIGTERM", groups);
     await control.close();
     await Deno.remove(dir, { recursive: true });
   }
@@ -222,23 +193,7 @@ Deno.test("control plane + three agent processes: apply, ready, placement by the
     assertStringIncludes(out, 'profile "h100-2x8": 0/3 nodes fit');
     assertStringIncludes(out, "on fabrics with too few eligible nodes");
   } finally {
-    for (const p of procs) {
-      try {
-        Deno.kill(p.pid, "SIGTERM");
-      } catch {
-        // Gone.
-      }
-    }
-    await Promise.all(procs.map((p) => p.status));
-    for (const [id] of agents) {
-      for (const pid of enginePids(join(dir, id))) {
-        try {
-          Deno.kill(-pid, "SIGKILL");
-        } catch {
-          // Gone.
-        }
-      }
-    }
+    await stopAgentsAndEngines(procs, agents.map(([id]) => join(dir, id)));
     await control.close();
     await Deno.remove(dir, { recursive: true });
   }

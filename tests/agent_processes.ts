@@ -85,3 +85,30 @@ export function enginePids(stateDir: string): number[] {
   }
   return out;
 }
+
+/**
+ * Stops agent processes and every engine they left: `signal` to each agent,
+ * a wait for each to exit, then SIGKILL to each engine's process group named
+ * by a pid file under `stateDirs`, and to the `extraGroups` a test tracked
+ * itself. Never throws for a process already gone.
+ */
+export async function stopAgentsAndEngines(
+  agents: readonly Deno.ChildProcess[],
+  stateDirs: readonly string[],
+  signal: Deno.Signal = "SIGTERM",
+  extraGroups: Iterable<number> = [],
+): Promise<void> {
+  for (const p of agents) kill(p.pid, signal);
+  await Promise.all(agents.map((p) => p.status));
+  const groups = new Set(extraGroups);
+  for (const d of stateDirs) for (const pid of enginePids(d)) groups.add(pid);
+  for (const g of groups) kill(-g, "SIGKILL");
+}
+
+function kill(pid: number, signal: Deno.Signal): void {
+  try {
+    Deno.kill(pid, signal);
+  } catch {
+    // Gone.
+  }
+}
