@@ -3,7 +3,7 @@
  * the three endpoints of protocol/agent_protocol.ts, every body validated
  * with the protocol's schemas, and a desired state the test publishes.
  * Discovery reads the recorded L40S machine (design §5.5); engines are the
- * fake engine through the testing/bin shims, launched by the real vLLM
+ * fake engine through the dev/fake_engine/bin shims, launched by the real vLLM
  * plugin. Every server, agent and engine process group a test starts is
  * stopped in a `finally`.
  */
@@ -28,9 +28,9 @@ import { groupMembers, isRunning } from "../supervisor/proc.ts";
 import { Agent, type AgentOptions } from "./agent.ts";
 import { nodeTokenPath } from "./credentials.ts";
 import { renderAgentMetrics } from "./metrics.ts";
-import { lintExposition } from "../testing/prometheus_lint.ts";
+import { lintExposition } from "../tests/prometheus_lint.ts";
 
-const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+const SHIMS = fileURLToPath(new URL("../dev/fake_engine/bin", import.meta.url));
 const MACHINE = fixturePath("machines/l40s_pcie_vm");
 
 /** A control plane just big enough to drive an agent, with counters for the test. */

@@ -1,6 +1,6 @@
 /**
  * The engine versions an agent reports (design §14), with real version
- * commands: through the fake engine's shims (testing/bin), as on `llmgw dev`'s
+ * commands: through the fake engine's shims (dev/fake_engine/bin), as on `llmgw dev`'s
  * simulated nodes, and with nothing installed.
  */
 import { assertEquals } from "../tests/assert.ts";

@@ -12,7 +12,7 @@ import {
   parseShardLogsAnswer,
 } from "../protocol/local_api_protocol.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
-import { lintExposition } from "../testing/prometheus_lint.ts";
+import { lintExposition } from "../tests/prometheus_lint.ts";
 import { bearerHashMatches, bearerMatches } from "../http/tokens.ts";
 import {
   localApi,

@@ -11,7 +11,7 @@ import {
   parseExposition,
   promtoolCheckMetrics,
   promtoolPath,
-} from "../testing/prometheus_lint.ts";
+} from "../tests/prometheus_lint.ts";
 import {
   AgentMetricsError,
   type AgentMetricsGpu,

@@ -1,7 +1,7 @@
 /**
  * Failover time of highly available control planes (design §11.1, issue
  * #15): two `llmgw control serve` processes on one throwaway PostgreSQL
- * database (testing/postgres_server.ts), plain HTTP, no embedded gateway.
+ * database (tests/postgres_server.ts), plain HTTP, no embedded gateway.
  * Each round finds the leader through `GET /v1/leader`, SIGKILLs it, and
  * measures from the kill, polling the survivor every 20 ms:
  *
@@ -28,7 +28,7 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { type PostgresServer, startPostgres } from "../testing/postgres_server.ts";
+import { type PostgresServer, startPostgres } from "../tests/postgres_server.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,

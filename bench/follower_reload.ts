@@ -2,7 +2,7 @@
  * What a follower pays to reload its read model (design §11.1): on a change
  * it opens the books whole from PostgreSQL, read-only, as a new leader does
  * on taking over. Registers N simulated 8-GPU nodes and R placed-looking
- * deployments on a throwaway PostgreSQL (testing/postgres_server.ts), then
+ * deployments on a throwaway PostgreSQL (tests/postgres_server.ts), then
  * times `ControlPlane.open({readOnly: true})` several times; the same books
  * on SQLite beside it, for the ratio.
  *
@@ -15,7 +15,7 @@ import { LeaderLease } from "../control/leader_lease.ts";
 import { PostgresStore } from "../control/store/postgres_store.ts";
 import { SqliteStore } from "../control/store/sqlite_store.ts";
 import type { ControlStore } from "../control/store/store.ts";
-import { startPostgres } from "../testing/postgres_server.ts";
+import { startPostgres } from "../tests/postgres_server.ts";
 import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 
 const NODES = Number(Deno.args[0] ?? 10_000);

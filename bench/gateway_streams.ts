@@ -158,7 +158,7 @@ async function measure(port: number, pid: number): Promise<Figures> {
 
 function engineProcess(): Deno.ChildProcess {
   return spawn([
-    `${root}testing/bin/vllm`,
+    `${root}dev/fake_engine/bin/vllm`,
     "serve",
     "org/bench",
     "--served-model-name",

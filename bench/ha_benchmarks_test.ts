@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { postgresAvailable } from "../testing/postgres_server.ts";
+import { postgresAvailable } from "../tests/postgres_server.ts";
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 const available = postgresAvailable();

@@ -13,7 +13,7 @@
  *   it as agents do), so the two columns compare side by side.
  * - `store`: each size runs over plain HTTP on SQLite (`SqliteStore` in a
  *   temporary directory, one control plane) and on PostgreSQL (a throwaway
- *   cluster from testing/postgres_server.ts, one HA instance holding the
+ *   cluster from tests/postgres_server.ts, one HA instance holding the
  *   lease, design §11.1), then once more with the heartbeats sent to a second
  *   HA instance, a follower, which forwards each to the leader. Registration
  *   time is reported too: every registration writes its node row (and an
@@ -41,7 +41,7 @@ import type { ControlPlane } from "../control/control_plane.ts";
 import { registrationOf, syntheticCluster } from "./synthetic_cluster.ts";
 import { ClusterTls } from "../control/cluster_tls.ts";
 import { CertificateAuthority } from "../tls/authority.ts";
-import { type PostgresServer, startPostgres } from "../testing/postgres_server.ts";
+import { type PostgresServer, startPostgres } from "../tests/postgres_server.ts";
 
 const { values: flags, positionals } = parseArgs({
   args: Deno.args,

@@ -16,7 +16,7 @@ cleanup() {
 trap cleanup EXIT
 ENGINE=19401
 FAKE_ENGINE_LOAD_SECONDS=0 FAKE_ENGINE_TOKENS=4 FAKE_ENGINE_TOKEN_DELAY_MS=0 FAKE_ENGINE_ACCESS_LOG=0 \
-  setsid testing/bin/vllm serve org/bench --served-model-name bench --host 127.0.0.1 --port $ENGINE \
+  setsid dev/fake_engine/bin/vllm serve org/bench --served-model-name bench --host 127.0.0.1 --port $ENGINE \
   --tensor-parallel-size 1 --pipeline-parallel-size 1 --max-num-seqs 100000 >"$work/engine.log" 2>&1 &
 pids+=($!)
 targets=("engine:$ENGINE")

@@ -1,7 +1,7 @@
 /**
  * The routing benchmark (issue #16): one seeded multi-turn chat and agent
  * trace (bench/chat_trace.ts) replayed through the real gateway to four
- * fake-engine replicas with a prefix cache each (testing/fake_prefix_cache.ts),
+ * fake-engine replicas with a prefix cache each (dev/fake_engine/fake_prefix_cache.ts),
  * once per routing policy, in one invocation: random, least_outstanding,
  * prefix_affinity. Every run starts on fresh engines (empty caches).
  *
@@ -48,7 +48,7 @@ const SEED = positive("seed", flags.seed!);
 const CACHE_BLOCKS = positive("cache-blocks", flags["cache-blocks"]!);
 const REPLICAS = positive("replicas", flags.replicas!);
 const POLICIES: RoutingPolicy[] = ["random", "least_outstanding", "prefix_affinity"];
-const FAKE = fileURLToPath(new URL("../testing/fake_engine.ts", import.meta.url));
+const FAKE = fileURLToPath(new URL("../dev/fake_engine/fake_engine.ts", import.meta.url));
 const MODEL = "bench";
 
 /** Engine settings: a prefill that costs by uncached token, so caching shows in TTFT. */

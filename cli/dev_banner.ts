@@ -46,7 +46,7 @@ export function devBanner(f: DevBannerFacts): string {
     `  gateway        ${f.gatewayUrl}/v1 (OpenAI-compatible; ${gatewayAccess(f.apiKeys)})\n` +
     `  dashboard      ${f.controlUrl}/ui/ (sign in with LLMGW_TOKEN from ${f.envPath})\n` +
     `  nodes          ${f.nodes.join(", ")}\n` +
-    `  engines        the fake engine (testing/) stands in for vLLM and SGLang\n` +
+    `  engines        the fake engine (dev/) stands in for vLLM and SGLang\n` +
     `  admin token    ${token}; use it with:\n` +
     `    set -a; . ${f.envPath}; set +a\n` +
     `    ${f.cli} get replicas\n` +

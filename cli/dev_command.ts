@@ -1,9 +1,9 @@
 /**
  * `llmgw dev`: the all-in-one local cluster (design §3), the first-run
  * experience. On one machine with no GPU it starts a control plane with an
- * embedded store, agents on simulated hardware (tests/fixtures/sim: idle
+ * embedded store, agents on simulated hardware (dev/machines: idle
  * machines derived from recorded nvidia-smi outputs and sysfs trees), the
- * fake engine in place of vLLM and SGLang (testing/), and sample
+ * fake engine in place of vLLM and SGLang (dev/fake_engine), and sample
  * deployments; then it shows replicas go from starting to loading (with
  * progress) to ready. Ctrl-C or SIGTERM stops everything it started,
  * engines included.
@@ -60,10 +60,10 @@ import { errorMessage } from "../text/error_message.ts";
 import { compareNatural } from "../text/natural_order.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
-const MACHINES = join(ROOT, "tests/fixtures/machines");
-const SIM = join(ROOT, "tests/fixtures/sim");
-const SHIMS = join(ROOT, "testing/bin");
-const SAMPLES = join(ROOT, "examples/dev");
+// What only `llmgw dev` needs lives under dev/ (design §3): read by path at run time, never imported.
+const SIM = join(ROOT, "dev/machines");
+const SHIMS = join(ROOT, "dev/fake_engine/bin");
+const SAMPLES = join(ROOT, "dev/samples");
 
 /** Usage of `llmgw dev`. */
 export const DEV_USAGE = `Usage: llmgw dev [options]
@@ -95,8 +95,8 @@ ${layoutRows().map(([at, what]) => `                       ${at.padEnd(14)} ${wh
 /** Usage of `llmgw dev machines`. */
 export const DEV_MACHINES_USAGE = `Usage: llmgw dev machines [--node NAME]
 
-Prints what discovery sees on each recorded and simulated machine that
-llmgw dev runs (GPUs, adapters, fabrics, problems).
+Prints what discovery sees on each simulated machine llmgw dev runs
+(dev/machines: GPUs, adapters, fabrics, problems).
   --node NAME   one machine only
 `;
 
@@ -409,7 +409,7 @@ function stopSignalFromOs(): Promise<void> {
   });
 }
 
-/** `llmgw dev machines`: what discovery sees on each recorded or simulated machine. */
+/** `llmgw dev machines`: what discovery sees on each simulated machine dev runs. */
 async function machinesCommand(args: string[], write: (t: string) => void): Promise<number> {
   const { values } = parseFlags("dev machines", args, {
     node: { type: "string" },
@@ -420,14 +420,12 @@ async function machinesCommand(args: string[], write: (t: string) => void): Prom
     return 0;
   }
   const all: [string, string][] = [];
-  for (const root of [MACHINES, SIM]) {
-    for (const e of Deno.readDirSync(root)) {
-      try {
-        Deno.statSync(join(root, e.name, "agent.json"));
-        all.push([e.name, join(root, e.name)]);
-      } catch {
-        // Not a machine directory.
-      }
+  for (const e of Deno.readDirSync(SIM)) {
+    try {
+      Deno.statSync(join(SIM, e.name, "agent.json"));
+      all.push([e.name, join(SIM, e.name)]);
+    } catch {
+      // Not a machine directory.
     }
   }
   all.sort((a, b) => compareNatural(a[0], b[0]));

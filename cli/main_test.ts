@@ -41,12 +41,11 @@ Deno.test("main refuses unknown roles and commands with exit 2 and no stack trac
 });
 
 Deno.test("dev discovers one simulated node through the production path", async () => {
-  const r = await run(["dev", "machines", "--node", "h200_sxm_vm"]);
+  const r = await run(["dev", "machines", "--node", "hgx_a100_40g"]);
   assertEquals(r.err, "");
   assertEquals(r.code, 0);
-  assertStringIncludes(r.out, "=== h200_sxm_vm ===");
-  assertStringIncludes(r.out, "h200-140g");
-  assertStringIncludes(r.out, "roce-a");
+  assertStringIncludes(r.out, "=== hgx_a100_40g ===");
+  assertStringIncludes(r.out, "a100-40g");
 });
 
 Deno.test("every command and subcommand has its own --help, also as help COMMAND", async () => {

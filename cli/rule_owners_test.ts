@@ -4,7 +4,7 @@
  * back. A rule names the text that writes it, its owner, and the other files
  * allowed to contain that text, each with the reason.
  *
- * The fake engine (testing/) is out of scope on purpose: it runs with
+ * The fake engine (dev/fake_engine/) is out of scope on purpose: it runs with
  * `--no-config` and imports only its siblings, as a stand-in for vLLM and
  * SGLang, not llmgw. Tests and benchmarks are out of scope too.
  */
@@ -108,7 +108,7 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
 
 /** Whether a file is in scope: production code, outside the fake engine. */
 function inScope(path: string): boolean {
-  return !path.startsWith("testing/") && !path.startsWith("tests/") &&
+  return !path.startsWith("dev/") && !path.startsWith("tests/") &&
     !path.startsWith("bench/") && !/_test\.tsx?$/.test(path);
 }
 
@@ -151,7 +151,7 @@ Deno.test("copies finds a rule written outside its owner, and only there", () =>
     ],
     ["agent/x.ts", "  // timingSafeEqual( in a comment is no copy\n  const h = hashToken(t);"],
     ["agent/x_test.ts", "  timingSafeEqual(a, b);"],
-    ["testing/fake_engine_auth.ts", "  timingSafeEqual(a, b);"],
+    ["dev/fake_engine/fake_engine_auth.ts", "  timingSafeEqual(a, b);"],
     ["ui/assets.ts", '  createHash("sha256").update(body);'],
   ]);
   // Every match outside the owner, allowed or not: the tree test sorts them out.

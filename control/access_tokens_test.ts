@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { ACCESS_TOKEN_KINDS, DEFAULT_JOIN_TTL_MS, tokenParts } from "./access_tokens.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError, NotFoundError } from "./errors.ts";

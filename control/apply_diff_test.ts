@@ -6,7 +6,7 @@ import { registration } from "../tests/registration.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError } from "./errors.ts";
 
-const EXAMPLE = new URL("../examples/dev/llama-8b.yaml", import.meta.url);
+const EXAMPLE = new URL("../dev/samples/llama-8b.yaml", import.meta.url);
 const NODES = ["h1", "h2", "h3"];
 
 /** Three H100 nodes that report both engines, running the dev example, every shard ready. */
@@ -54,8 +54,8 @@ Deno.test("apply: re-applying the dev example as the CLI sends it is unchanged: 
   );
   const stored = cp.deployments.get("llama-8b");
   const events = (await cp.events.list({ limit: 1000 })).length;
-  // What `llmgw apply -f examples/dev/llama-8b.yaml` sends: the decoded YAML.
-  const doc = decodeDocuments(text, "examples/dev/llama-8b.yaml")[0].doc;
+  // What `llmgw apply -f dev/samples/llama-8b.yaml` sends: the decoded YAML.
+  const doc = decodeDocuments(text, "dev/samples/llama-8b.yaml")[0].doc;
   const r = await cp.deployments.apply(doc);
   assertEquals([r.result, r.created, r.revision, r.changes, r.rolling, r.dry_run], [
     "unchanged",

@@ -8,7 +8,7 @@
  * @module
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { postgresAvailable, startPostgres } from "../testing/postgres_server.ts";
+import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
 import { until } from "../tests/until.ts";
 import { type RunningHaControl, startHaControl } from "./ha_control.ts";
 import { PostgresStore } from "./store/postgres_store.ts";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { assertEquals } from "../tests/assert.ts";
 import { registerNodes, testControl } from "../tests/control_fixture.ts";
 import { ControlPlane } from "./control_plane.ts";

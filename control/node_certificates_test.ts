@@ -3,8 +3,8 @@
  * into its life, and every node's expiry in the control plane's metrics.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
-import { lintExposition } from "../testing/prometheus_lint.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { lintExposition } from "../tests/prometheus_lint.ts";
 import { CertificateAuthority, newKeyPair, notAfter, notBefore } from "../tls/authority.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { MemoryStore } from "./store/memory_store.ts";

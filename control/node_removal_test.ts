@@ -1,7 +1,7 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { QWEN, reportAll } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";

@@ -9,7 +9,7 @@ import { place, type Placed, type Unschedulable } from "../placement/mod.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import type { ReplicaBook } from "./replicas.ts";
 import type { StoredReplica } from "./store/store.ts";
-import type { FakeClock } from "../testing/fake_clock.ts";
+import type { FakeClock } from "../tests/fake_clock.ts";
 
 /** What one transition did. */
 interface Effects {

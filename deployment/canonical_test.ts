@@ -6,7 +6,7 @@ import { canonicalSpec, specChanges, withSettingsOf } from "./canonical.ts";
 import { parseDeployment, parseDeploymentText } from "./load.ts";
 import type { Deployment } from "./schema.ts";
 
-const EXAMPLE = new URL("../examples/dev/llama-8b.yaml", import.meta.url);
+const EXAMPLE = new URL("../dev/samples/llama-8b.yaml", import.meta.url);
 
 Deno.test("specChanges: the dev example read by `llmgw dev` and sent by `llmgw apply` is the same spec", async () => {
   const text = await Deno.readTextFile(EXAMPLE);

@@ -7,7 +7,7 @@ import { clip } from "./nvidia_smi_csv.ts";
 import { runCommand } from "./run_command.ts";
 import type { Inventory } from "./types.ts";
 
-const FAKE_SMI = fileURLToPath(new URL("../tests/fixtures/fake_nvidia_smi.sh", import.meta.url));
+const FAKE_SMI = fileURLToPath(new URL("../dev/machines/fake_nvidia_smi.sh", import.meta.url));
 const MACHINES = fileURLToPath(new URL("../tests/fixtures/machines/", import.meta.url));
 const MISC = fileURLToPath(new URL("../tests/fixtures/nvidia_smi_misc/", import.meta.url));
 

@@ -14,7 +14,7 @@ fi
 mkdir -p dist
 for role in $ROLES; do
   # shellcheck disable=SC2046
-  deno compile $(perms_for "$role") --unstable-no-legacy-abort --include tests/fixtures/machines --include tests/fixtures/sim --include testing \
+  deno compile $(perms_for "$role") --unstable-no-legacy-abort \
     --output "dist/llmgw-$role" "roles/$role.ts"
   echo "compile: built dist/llmgw-$role"
 done

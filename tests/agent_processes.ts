@@ -1,6 +1,6 @@
 /**
  * Starts `llmgw agent run` as a real process on a simulated machine
- * (tests/fixtures/sim), with the fake engine on its PATH. The caller kills
+ * (dev/machines), with the fake engine on its PATH. The caller kills
  * it, and the engines' process groups, in a `finally`.
  *
  * @module
@@ -25,7 +25,7 @@ export function spawnAgent(
   env: Record<string, string> = {},
   args: string[] = [],
 ): Deno.ChildProcess {
-  const sim = join(ROOT, "tests/fixtures/sim", machine);
+  const sim = join(ROOT, "dev/machines", machine);
   const flags: Record<string, string> = {
     "--listen": "127.0.0.1:0",
     "--proxy-listen": "127.0.0.1:0",
@@ -55,7 +55,7 @@ export function spawnAgent(
     ],
     env: {
       LLMGW_JOIN_TOKEN: joinToken,
-      PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+      PATH: `${join(ROOT, "dev/fake_engine/bin")}:${Deno.env.get("PATH")}`,
       FAKE_ENGINE_LOAD_SECONDS: "0.3",
       FAKE_ENGINE_ACCESS_LOG: "0",
       ...env,

@@ -12,7 +12,7 @@ import { registration } from "./registration.ts";
 
 const NAME = "apply-diff-cli-test";
 const ADMIN = adminToken(NAME);
-const EXAMPLE = new URL("../examples/dev/llama-8b.yaml", import.meta.url).pathname;
+const EXAMPLE = new URL("../dev/samples/llama-8b.yaml", import.meta.url).pathname;
 
 function withControl(fn: (url: string, c: AdminControl) => Promise<void>) {
   return withAdminControl(NAME, fn);

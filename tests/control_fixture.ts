@@ -8,7 +8,7 @@ import { ControlPlane, type ControlPlaneOptions } from "../control/control_plane
 import { MemoryStore } from "../control/store/memory_store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { PORT_BLOCK, reportedRendezvous, withPorts } from "../engines/port_block.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "./fake_clock.ts";
 import { registration } from "./registration.ts";
 
 /** A control plane on a memory store and a fake clock. */

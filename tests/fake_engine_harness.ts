@@ -1,8 +1,8 @@
 /**
- * What the fake engine's tests share (testing/fake_engine*_test.ts): shard
+ * What the fake engine's tests share (dev/fake_engine/fake_engine*_test.ts): shard
  * launches like engines/launch.ts builds, the argv the shims pass on, and
  * {@link Engine}, a fake engine started as a real process through the shims
- * in testing/bin (PATH prefixed), with its output collected.
+ * in dev/fake_engine/bin (PATH prefixed), with its output collected.
  *
  * Every process started here is its own process group (`detached: true`)
  * and {@link withEngine} SIGKILLs it by group in a `finally`, even when the
@@ -19,7 +19,7 @@ import { sglangPlugin } from "../engines/sglang.ts";
 import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 
 /** The shims' directory. */
-export const BIN = new URL("../testing/bin", import.meta.url).pathname;
+export const BIN = new URL("../dev/fake_engine/bin", import.meta.url).pathname;
 /** Generous upper bound for any wait on a fake engine (deno start + load). */
 export const WAIT_MS = 30_000;
 

@@ -1,6 +1,6 @@
 /**
- * The gateway against REAL fake engines (testing/fake_engine.ts through the
- * `testing/bin/vllm` shim), for gateway/proxy*_test.ts: engines on free
+ * The gateway against REAL fake engines (dev/fake_engine/fake_engine.ts through the
+ * `dev/fake_engine/bin/vllm` shim), for gateway/proxy*_test.ts: engines on free
  * loopback ports and a gateway over them.
  *
  * Every engine is its own process group (`detached: true`) and is SIGKILLed
@@ -14,7 +14,7 @@ import { type EndpointSpec, EndpointTable } from "../gateway/endpoints.ts";
 import { type RunningGateway, startGateway } from "../gateway/server.ts";
 import type { GatewayOptions } from "../gateway/app.ts";
 
-const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+const SHIMS = fileURLToPath(new URL("../dev/fake_engine/bin", import.meta.url));
 
 /** A free loopback port (closed again, so a connection to it is refused). */
 export function freePort(): number {

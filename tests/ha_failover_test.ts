@@ -23,11 +23,7 @@ import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
-import {
-  postgresAvailable,
-  type PostgresServer,
-  startPostgres,
-} from "../testing/postgres_server.ts";
+import { postgresAvailable, type PostgresServer, startPostgres } from "./postgres_server.ts";
 import { FailoverFetch } from "../http/failover_fetch.ts";
 import { READ_ONLY_HEADER } from "../protocol/leadership.ts";
 

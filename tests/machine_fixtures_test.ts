@@ -55,7 +55,7 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
  */
 async function layOutCopy(name: string, tmp: string): Promise<void> {
   await Deno.copyFile(join(MACHINES_DIR, name, "fixture.json"), join(tmp, "fixture.json"));
-  layOutMachine(tmp);
+  layOutMachine(tmp, join(tmp, "sysfs"), join(MACHINES_DIR, name));
 }
 
 const NAMES = machineNames();

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadIbSample, writeSysfsTree } from "./sysfs_tree.ts";
 
@@ -16,6 +16,9 @@ export interface MachineFixture {
   /** The adapter sample under tests/fixtures/ib_sources, or null for a node without RDMA. */
   ib_sample: string | null;
 }
+
+/** The script every machine's `nvidia-smi` wrapper runs: it replays that machine's recordings. */
+const REPLAY_SCRIPT = fileURLToPath(new URL("../dev/machines/fake_nvidia_smi.sh", import.meta.url));
 
 /** The machines directory. */
 export const MACHINES_DIR = fileURLToPath(new URL("./fixtures/machines/", import.meta.url));
@@ -28,8 +31,15 @@ export function machineNames(): string[] {
     .sort();
 }
 
-/** Writes `<dir>/sysfs` (replacing it) and `<dir>/nvidia-smi` for one machine. */
-export function layOutMachine(dir: string, sysfsDir = join(dir, "sysfs")): void {
+/**
+ * Writes `<dir>/sysfs` (replacing it) and `<dir>/nvidia-smi` for one machine;
+ * the wrapper finds the replay script relative to `home`, where the machine is committed.
+ */
+export function layOutMachine(
+  dir: string,
+  sysfsDir = join(dir, "sysfs"),
+  home = dir,
+): void {
   const fixture = JSON.parse(Deno.readTextFileSync(join(dir, "fixture.json"))) as MachineFixture;
   try {
     Deno.removeSync(sysfsDir, { recursive: true });
@@ -44,7 +54,8 @@ export function layOutMachine(dir: string, sysfsDir = join(dir, "sysfs")): void 
   }
   Deno.writeTextFileSync(
     join(dir, "nvidia-smi"),
-    '#!/bin/sh\n# Replays this machine\'s recorded nvidia-smi outputs (design §5.5).\nexec "$(dirname "$0")/../../fake_nvidia_smi.sh" "$(dirname "$0")" "$@"\n',
+    "#!/bin/sh\n# Replays this machine's recorded nvidia-smi outputs (design §5.5).\n" +
+      `exec "$(dirname "$0")/${relative(home, REPLAY_SCRIPT)}" "$(dirname "$0")" "$@"\n`,
     { mode: 0o755 },
   );
   Deno.chmodSync(join(dir, "nvidia-smi"), 0o755);
@@ -60,7 +71,7 @@ function exists(path: string): boolean {
 }
 
 /** The simulated (derived) machines of `llmgw dev`. */
-export const SIM_DIR = fileURLToPath(new URL("./fixtures/sim/", import.meta.url));
+export const SIM_DIR = fileURLToPath(new URL("../dev/machines/", import.meta.url));
 
 if (import.meta.main) {
   for (const root of [MACHINES_DIR, SIM_DIR]) {

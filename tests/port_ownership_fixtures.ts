@@ -134,7 +134,7 @@ export interface TestAgentOptions {
   id: string;
   /** The agent's port range. */
   ports: PortRange;
-  /** Simulated machine under tests/fixtures/sim (default `l40s_4x`). */
+  /** Simulated machine under dev/machines (default `l40s_4x`). */
   machine?: string;
   /** Extra engine environment. */
   env?: Record<string, string>;
@@ -245,7 +245,7 @@ export async function withPortCluster(fn: (c: PortCluster) => Promise<void>): Pr
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   const startAgent = async (o: TestAgentOptions): Promise<TestAgent> => {
-    const configPath = join(ROOT, "tests/fixtures/sim", o.machine ?? "l40s_4x", "agent.json");
+    const configPath = join(ROOT, "dev/machines", o.machine ?? "l40s_4x", "agent.json");
     const config = resolveConfigPaths(
       parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
       configPath,
@@ -274,7 +274,7 @@ export async function withPortCluster(fn: (c: PortCluster) => Promise<void>): Pr
         stopGraceMs: 2_000,
         ...(o.backoff === undefined ? {} : { backoff: o.backoff }),
         env: {
-          PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+          PATH: `${join(ROOT, "dev/fake_engine/bin")}:${Deno.env.get("PATH")}`,
           FAKE_ENGINE_LOAD_SECONDS: "0.5",
           FAKE_ENGINE_ACCESS_LOG: "0",
           ...o.env,

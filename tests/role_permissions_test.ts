@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
-import { postgresAvailable, startPostgres } from "../testing/postgres_server.ts";
+import { postgresAvailable, startPostgres } from "./postgres_server.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 

@@ -43,7 +43,7 @@ import { startGateway } from "../gateway/server.ts";
 import type { ShardStatus } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "./fake_clock.ts";
 import { emptyAgentMetrics } from "../agent/metrics.ts";
 import { CSRF_HEADER, SESSION_COOKIE, UI_ROUTES, uiApp } from "../ui/mod.ts";
 import { ASSETS } from "../ui/assets.ts";
@@ -773,7 +773,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
       reconcileMs: 200,
     });
     const url = control.url;
-    const configPath = join(ROOT, "tests/fixtures/sim/l40s_4x/agent.json");
+    const configPath = join(ROOT, "dev/machines/l40s_4x/agent.json");
     const config = resolveConfigPaths(
       parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
       configPath,
@@ -795,7 +795,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
         supervisor: {
           tickMs: 100,
           env: {
-            PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+            PATH: `${join(ROOT, "dev/fake_engine/bin")}:${Deno.env.get("PATH")}`,
             FAKE_ENGINE_LOAD_SECONDS: "0.3",
             FAKE_ENGINE_ACCESS_LOG: "1",
           },

@@ -1,5 +1,5 @@
 /**
- * An in-process agent on one of the simulated machines (tests/fixtures/sim),
+ * An in-process agent on one of the simulated machines (dev/machines),
  * running the fake engine, for cluster tests: the options every such test
  * gives, in one place.
  *
@@ -20,7 +20,7 @@ export interface SimAgentSpec {
   joinToken: string;
   /** Node id (and host name). */
   id: string;
-  /** The simulated machine, a directory of tests/fixtures/sim. */
+  /** The simulated machine, a directory of dev/machines. */
   machine: string;
   /** Where agents keep their state: this agent's is DIR/agents/ID. */
   dir: string;
@@ -36,7 +36,7 @@ export interface SimAgentSpec {
 
 /** The agent options of a simulated node on loopback, fast retries and ticks. */
 export function simAgentOptions(s: SimAgentSpec): AgentOptions {
-  const configPath = join(ROOT, "tests/fixtures/sim", s.machine, "agent.json");
+  const configPath = join(ROOT, "dev/machines", s.machine, "agent.json");
   const config = resolveConfigPaths(
     parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
     configPath,
@@ -62,7 +62,7 @@ export function simAgentOptions(s: SimAgentSpec): AgentOptions {
       tickMs: 100,
       ...(s.loadTimeoutMs === undefined ? {} : { loadTimeoutMs: s.loadTimeoutMs }),
       env: {
-        PATH: `${join(ROOT, "testing/bin")}:${Deno.env.get("PATH")}`,
+        PATH: `${join(ROOT, "dev/fake_engine/bin")}:${Deno.env.get("PATH")}`,
         FAKE_ENGINE_LOAD_SECONDS: "0.5",
         FAKE_ENGINE_ACCESS_LOG: "0",
         ...s.env,

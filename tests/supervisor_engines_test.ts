@@ -1,6 +1,6 @@
 /**
  * The supervisor running the real vLLM and SGLang plugins' command lines
- * against the fake engine (testing/fake_engine.ts), which behaves like each
+ * against the fake engine (dev/fake_engine/fake_engine.ts), which behaves like each
  * engine while loading (design §9.3): vLLM keeps its port closed and logs
  * progress; SGLang answers /health 503 until warm.
  */
@@ -17,7 +17,7 @@ import {
   type SupervisorEvent,
 } from "../supervisor/mod.ts";
 
-const SHIMS = fileURLToPath(new URL("../testing/bin", import.meta.url));
+const SHIMS = fileURLToPath(new URL("../dev/fake_engine/bin", import.meta.url));
 
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -1,6 +1,6 @@
 /**
  * PostgresStore against the store contract on a throwaway PostgreSQL
- * cluster (testing/postgres_server.ts), plus what only a shared database
+ * cluster (tests/postgres_server.ts), plus what only a shared database
  * has: migrating once under concurrent starts, fenced writes by epoch,
  * change notifications with keys only, and recovery after the server
  * restarts (design §11, issue #15).
@@ -12,7 +12,7 @@ import {
   postgresAvailable,
   type PostgresServer,
   startPostgres,
-} from "../../testing/postgres_server.ts";
+} from "../../tests/postgres_server.ts";
 import { until } from "../../tests/until.ts";
 import { LeaderLease } from "../leader_lease.ts";
 import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from "./postgres_migrations.ts";

@@ -2,7 +2,7 @@
  * The multi-host rehearsal (issue #14): docs/deploy.md followed literally on
  * seven lab hosts, one network namespace each (lab.ts): control, agent-a,
  * agent-b, agent-c, gateway, client, prometheus. agent-a and agent-b are
- * 8×H100 machines (recorded-derived fixtures, tests/fixtures/sim) wired to a
+ * 8×H100 machines (recorded-derived fixtures, dev/machines) wired to a
  * second network standing for their fabric and naming the same fabric in
  * their agent config; agent-c is an 8×A100 machine on no fabric.
  *
@@ -57,7 +57,7 @@ if (!netns.ok) console.warn(`tests/hosts/rehearsal_test.ts ignored: ${netns.reas
 
 const DOC = join(REPO, "docs/deploy.md");
 const CLIENT = join(REPO, "tests/hosts/rehearsal_client.ts");
-const SIM = join(REPO, "tests/fixtures/sim");
+const SIM = join(REPO, "dev/machines");
 const H100_FABRIC = {
   "ib-compute": ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"],
 };
@@ -179,7 +179,7 @@ async function followTheDoc(lab: Lab, dir: string, dist: string): Promise<Cluste
         root,
         work,
         "vars" in p ? p.vars : {},
-        p.role === "gpu" ? [join(REPO, "testing/bin")] : [],
+        p.role === "gpu" ? [join(REPO, "dev/fake_engine/bin")] : [],
       ),
     );
   }

@@ -1,0 +1,46 @@
+/**
+ * Tests of the fake engine's `FAKE_ENGINE_*` knobs (dev/fake_engine/fake_engine_knobs.ts).
+ */
+import { assertEquals, assertOk } from "../../tests/assert.ts";
+import { KnobError, readKnobs } from "./fake_engine_knobs.ts";
+
+Deno.test("knobs: defaults and refusals", () => {
+  const none = (_: string) => undefined;
+  assertEquals(readKnobs(none), {
+    load_seconds: 2,
+    worker: false,
+    crash_after_requests: null,
+    crash_after_seconds: null,
+    never_ready: false,
+    ignore_sigterm: false,
+    tokens: 8,
+    token_delay_ms: 5,
+    progress: "cr",
+    access_log: true,
+    worker_max_seconds: 3600,
+    leak_api_key: false,
+  });
+  assertEquals(
+    readKnobs((k) => k === "FAKE_ENGINE_LEAK_API_KEY" ? "1" : undefined).leak_api_key,
+    true,
+  );
+  const env = (vars: Record<string, string>) => (k: string) => vars[k];
+  assertEquals(
+    readKnobs(env({ FAKE_ENGINE_LOAD_SECONDS: "0.5", FAKE_ENGINE_WORKER: "1" })).load_seconds,
+    0.5,
+  );
+  for (
+    const bad of [
+      { FAKE_ENGINE_TOKENS: "2.5" },
+      { FAKE_ENGINE_WORKER: "maybe" },
+      { FAKE_ENGINE_LOAD_SECONDS: "-1" },
+    ] as Record<string, string>[]
+  ) {
+    try {
+      readKnobs(env(bad));
+      throw new Error(`${JSON.stringify(bad)} must be refused`);
+    } catch (e) {
+      assertOk(e instanceof KnobError, String(e));
+    }
+  }
+});

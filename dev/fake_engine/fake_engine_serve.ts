@@ -1,0 +1,182 @@
+/**
+ * A fake engine process's life (dev/fake_engine/fake_engine.ts): the worker child,
+ * signals (a clean exit 0 unless FAKE_ENGINE_IGNORE_SIGTERM=1), the crash
+ * timers, the startup lines, loading, and when and what each engine and rank
+ * listens on: vLLM opens its port once loaded and headless ranks never do;
+ * SGLang rank 0 listens at once and is ready once loaded and warm; SGLang
+ * ranks ≥ 1 open a dummy health server once loaded.
+ *
+ * @module
+ */
+
+import { PrefixCache, type PrefixCacheKnobs } from "./fake_prefix_cache.ts";
+import type { EngineConfig } from "./fake_engine_command.ts";
+import { crash } from "./fake_engine_crash.ts";
+import { sleep } from "./fake_engine_generation.ts";
+import { apiError } from "./fake_engine_http.ts";
+import { type Knobs, knobVersion } from "./fake_engine_knobs.ts";
+import { load } from "./fake_engine_loading.ts";
+import { Logger } from "./fake_engine_log.ts";
+import { dummyRoutes, handler, mainRoutes, type Routes } from "./fake_engine_routes.ts";
+import type { Runtime } from "./fake_engine_runtime.ts";
+import { Scheduler } from "./fake_engine_scheduler.ts";
+import { announceStartup } from "./fake_engine_startup.ts";
+import { spawnWorker } from "./fake_engine_worker.ts";
+
+/** Serves `routes` on the configured address; a port that cannot be bound exits 1. */
+function listen(
+  rt: Runtime,
+  routes: Routes,
+  keys: readonly string[],
+  onListen: () => void,
+): void {
+  try {
+    Deno.serve({
+      hostname: rt.cfg.host,
+      port: rt.cfg.port,
+      onListen,
+      onError: (e) =>
+        apiError(500, "InternalServerError", `fake engine: ${e instanceof Error ? e.message : e}`),
+    }, handler(rt, routes, keys));
+  } catch (e) {
+    const msg = e instanceof Deno.errors.AddrInUse
+      ? `OSError: [Errno 98] error while attempting to bind on address ('${rt.cfg.host}', ${rt.cfg.port}): address already in use`
+      : `OSError: cannot listen on ${rt.cfg.host}:${rt.cfg.port}: ${
+        e instanceof Error ? e.message : e
+      }`;
+    rt.log.api("ERROR", "launcher.py:80", msg);
+    rt.log.fake("exiting with code 1 (cannot listen)");
+    Deno.exit(1);
+  }
+}
+
+/** Runs the engine `cfg` describes until a signal or a crash ends the process. */
+export async function serve(
+  cfg: EngineConfig,
+  knobs: Knobs,
+  prefix: PrefixCacheKnobs,
+): Promise<void> {
+  const started = Date.now();
+  // Signal listeners and a pending promise do not keep Deno alive on their own.
+  setInterval(() => {}, 1 << 30);
+  const worker = knobs.worker ? spawnWorker(cfg) : null;
+  const log = new Logger(cfg, worker?.pid ?? Deno.pid, knobs.progress);
+  const version = knobVersion(cfg.engine);
+  const sched = new Scheduler(cfg.max_running, prefix.cache);
+  const rt: Runtime = {
+    cfg,
+    knobs,
+    log,
+    sched,
+    cache: prefix.cache === null ? null : new PrefixCache(prefix.cache),
+    prefix,
+    ready: false,
+    version,
+    started_ms: started,
+    onCompleted: () => {
+      if (knobs.crash_after_requests !== null && sched.completed >= knobs.crash_after_requests) {
+        // Let the response that completed it reach the client first.
+        setTimeout(
+          () => crash(rt, `FAKE_ENGINE_CRASH_AFTER_REQUESTS=${knobs.crash_after_requests}`),
+          200,
+        );
+      }
+    },
+  };
+
+  let stopping = false;
+  const onSignal = (sig: Deno.Signal) => {
+    if (knobs.ignore_sigterm) {
+      log.fake(`ignoring ${sig} (FAKE_ENGINE_IGNORE_SIGTERM=1)`);
+      return;
+    }
+    if (stopping) return;
+    stopping = true;
+    if (cfg.engine === "vllm") {
+      log.api("INFO", "launcher.py:101", "Shutting down FastAPI HTTP server.");
+    } else {
+      log.api("INFO", "", `Received ${sig}. Shutting down.`);
+    }
+    log.uvicorn("Shutting down");
+    log.uvicorn("Finished server process [" + Deno.pid + "]");
+    if (worker !== null) {
+      try {
+        Deno.kill(worker.pid, "SIGTERM");
+      } catch {
+        // Already gone.
+      }
+    }
+    log.fake(`exiting with code 0 after ${sig}`);
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGTERM", () => onSignal("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));
+  if (knobs.crash_after_seconds !== null) {
+    setTimeout(
+      () => crash(rt, `FAKE_ENGINE_CRASH_AFTER_SECONDS=${knobs.crash_after_seconds}`),
+      knobs.crash_after_seconds * 1000,
+    );
+  }
+
+  announceStartup(rt, worker?.pid ?? null);
+  const isVllm = cfg.engine === "vllm";
+
+  const url = `http://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${cfg.port}`;
+  const uvicornUp = () => {
+    log.uvicorn(`Started server process [${Deno.pid}]`);
+    log.uvicorn("Waiting for application startup.");
+    log.uvicorn("Application startup complete.");
+  };
+
+  if (isVllm) {
+    if (cfg.headless || cfg.node_rank > 0) {
+      log.api(
+        "INFO",
+        "api_server.py:1710",
+        `Launching vLLM in headless mode (node rank ${cfg.node_rank} of ${cfg.nnodes}); no API server on this node.`,
+      );
+      // Only global rank 0 shows tqdm bars (vLLM's enable_tqdm).
+      await load(rt, false, 1);
+      log.fake(`headless rank ${cfg.node_rank} loaded; serving no HTTP, waiting for a signal`);
+      return;
+    }
+    await load(rt, true, 1);
+    rt.ready = true;
+    log.api("INFO", "api_server.py:1971", `Starting vLLM API server 0 on ${url}`);
+    log.api(
+      "INFO",
+      "launcher.py:36",
+      "Available routes are: /health, /ping, /version, /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /metrics",
+    );
+    listen(rt, mainRoutes("vllm"), cfg.api_keys, uvicornUp);
+    return;
+  }
+
+  if (cfg.node_rank > 0) {
+    await load(rt, false, 1);
+    // A separate app without the key middleware (engine.py `launch_dummy_health_check_server`).
+    listen(rt, dummyRoutes(), [], () => {
+      log.api(
+        "INFO",
+        "",
+        `Dummy health check server started on ${url} (node rank ${cfg.node_rank}); /health answers 200.`,
+      );
+    });
+    return;
+  }
+  listen(rt, mainRoutes("sglang"), cfg.api_keys, () => {
+    uvicornUp();
+    log.uvicorn(`Uvicorn running on ${url} (Press CTRL+C to quit)`);
+  });
+  await load(rt, true, cfg.skip_warmup ? 1 : 0.9);
+  if (!cfg.skip_warmup) {
+    log.core(
+      "INFO",
+      "",
+      "Prefill batch. #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0",
+    );
+    await sleep(knobs.load_seconds * 1000 * 0.1);
+  }
+  rt.ready = true;
+  log.api("INFO", "", "The server is fired up and ready to roll!");
+}
