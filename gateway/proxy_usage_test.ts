@@ -8,7 +8,7 @@ import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts
 import { EndpointTable } from "./endpoints.ts";
 import { startGateway } from "./server.ts";
 import { ApiKeyTable } from "./api_keys.ts";
-import { lintExposition } from "../testing/prometheus_lint.ts";
+import { lintExposition } from "../tests/prometheus_lint.ts";
 import { post, withGateway } from "../tests/gateway_fixture.ts";
 
 function sample(metrics: string, series: string): number | undefined {

@@ -6,7 +6,7 @@
  * tests/supervisor_test.ts are here.
  */
 import { assertEquals } from "../tests/assert.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import {
   initialShard,
   type ShardAction,

@@ -13,7 +13,7 @@ import type { EngineProbes } from "../engines/types.ts";
 import { groupMembers } from "./proc.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import { resolveOptions } from "./supervisor.ts";
-import { FakeClock } from "../testing/fake_clock.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import type { SupervisorEvent, SupervisorOptions } from "./types.ts";
 
 const HTTP: EngineProbes = {

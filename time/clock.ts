@@ -1,6 +1,6 @@
 /**
  * The clock every loop reads (control plane, agent, supervisor): injected, so
- * a test moves time itself ({@link FakeClock} in testing/fake_clock.ts) and
+ * a test moves time itself ({@link FakeClock} in tests/fake_clock.ts) and
  * none waits for real time to pass. A leaf: it imports nothing.
  *
  * @module
