@@ -1,0 +1,270 @@
+/**
+ * Fetches one file's content into the cache: parallel ranged chunks
+ * written at their offsets into a part file beside the blob, each chunk
+ * recorded once synced (an interrupted download resumes with the missing
+ * chunks only); then the whole file is hashed and only a match is renamed
+ * to `blobs/<key>`. No partial or unverified file is ever under the final
+ * name.
+ *
+ * Faults: a chunk whose source fails (refused, broken stream, short or
+ * long) is retried from where it stopped, on the next source, with backoff,
+ * a bounded number of times; a hash mismatch deletes the part file and
+ * fetches again with the sources that served it moved last. ENOSPC is left
+ * to the caller, which removes the partial files (see model_cache.ts).
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import type { ByteSource } from "../../models/byte_source.ts";
+import { expectedHash } from "../../models/file_hash.ts";
+import type { RepoFile } from "../../models/repo_snapshot.ts";
+import { errorMessage } from "../../text/error_message.ts";
+import { retryDelay } from "../retry.ts";
+import type { BackoffPolicy } from "../../supervisor/backoff.ts";
+import { type CacheEventSink, emit } from "./cache_events.ts";
+import { type CacheFs, isNoSpace } from "./cache_fs.ts";
+import type { CacheLayout } from "./cache_layout.ts";
+import { type Chunk, parseRecord, planChunks, recordHeader, recordLine } from "./chunk_record.ts";
+import type { ChunkSlots } from "./chunk_slots.ts";
+import type { RateLimiter, Sleep } from "./token_bucket.ts";
+
+/** A download that gave up: every source failed, or the content never matched. */
+export class DownloadFailedError extends Error {
+  /** The file's path in the repository. */
+  readonly file: string;
+  /** `message` names the file and the last failure. */
+  constructor(file: string, message: string) {
+    super(message);
+    this.name = "DownloadFailedError";
+    this.file = file;
+  }
+}
+
+/** Where a download's progress goes (fanned out to every snapshot waiting for the blob). */
+export interface ProgressSink {
+  /** Bytes already on disk from before (a resumed part file). */
+  resumed(bytes: number): void;
+  /** Bytes written (negative when a rejected file is dropped). */
+  add(bytes: number): void;
+  /** A chunk began (+1) or ended (-1) on `source`. */
+  sourceUse(source: string, delta: 1 | -1): void;
+}
+
+/** How a blob is fetched; {@link ModelCache} fills it from its options. */
+export interface BlobFetchSettings {
+  fs: CacheFs;
+  layout: CacheLayout;
+  /** Bytes per chunk. */
+  chunkBytes: number;
+  /** The agent's chunk connections. */
+  slots: ChunkSlots;
+  /** The agent's download rate. */
+  limiter: RateLimiter;
+  sleep: Sleep;
+  /** Tries of one chunk per source before it gives up (all sources together: this × sources). */
+  attemptsPerSource: number;
+  /** Backoff between tries of a chunk. */
+  retryPolicy: BackoffPolicy;
+  /** Jitter source for the backoff. */
+  random: () => number;
+  /** Whole-file fetches when the hash does not match. */
+  verifyAttempts: number;
+  onEvent?: CacheEventSink;
+}
+
+/** Which file, of which snapshot. */
+export interface BlobTarget {
+  repo: string;
+  commit: string;
+  file: RepoFile;
+}
+
+/**
+ * Fetches `target.file` from `sources` (in preference order) into its
+ * blob. Resolves once `blobs/<key>` holds verified content; rejects with
+ * {@link DownloadFailedError}, an ENOSPC error, or the signal's reason.
+ */
+export async function downloadBlob(
+  target: BlobTarget,
+  sources: readonly ByteSource[],
+  settings: BlobFetchSettings,
+  progress: ProgressSink,
+  signal: AbortSignal,
+): Promise<void> {
+  const { repo, commit, file } = target;
+  const { fs, layout } = settings;
+  if (sources.length === 0) {
+    throw new DownloadFailedError(
+      file.path,
+      `Cannot fetch ${repo} ${file.path}: no source holds it`,
+    );
+  }
+  const part = layout.partPath(repo, file);
+  const record = layout.chunksPath(repo, file);
+  const blob = layout.blobPath(repo, file);
+  await fs.mkdirp(dirname(blob));
+  const order = [...sources];
+  const subject = { repo, commit, file: file.path };
+  for (let round = 1; round <= settings.verifyAttempts; round++) {
+    const chunks = planChunks(file.size, settings.chunkBytes);
+    const done = await openPart(fs, part, record, file.size, settings.chunkBytes);
+    const onDisk = chunks.filter((c) => done.has(c.index)).reduce((n, c) => n + c.end - c.start, 0);
+    progress.resumed(onDisk);
+    const served = new Set<string>();
+    const missing = chunks.filter((c) => !done.has(c.index));
+    await fetchChunks(target, missing, order, served, settings, progress, signal);
+    const { hash, want } = expectedHash(file);
+    for await (const piece of await fs.readStream(part)) hash.update(piece);
+    const got = hash.hex();
+    if (got === want) {
+      await fs.rename(part, blob);
+      await fs.remove(record);
+      emit(settings.onEvent, { kind: "verified", ...subject, bytes: file.size });
+      return;
+    }
+    emit(settings.onEvent, { kind: "mismatch", ...subject, sources: [...served], want, got });
+    await fs.remove(part);
+    await fs.remove(record);
+    progress.add(-file.size);
+    // The sources that served the rejected bytes go last for the next fetch.
+    const blamed = order.filter((s) => served.has(s.name));
+    order.splice(0, order.length, ...order.filter((s) => !served.has(s.name)), ...blamed);
+  }
+  throw new DownloadFailedError(
+    file.path,
+    `Cannot fetch ${repo} ${file.path}: its content did not match ${expectedHash(file).want} ` +
+      `after ${settings.verifyAttempts} fetches`,
+  );
+}
+
+/**
+ * The chunks already on disk in `part`, per its record; a record that
+ * cannot be trusted (absent, torn header, another size) starts both anew.
+ */
+async function openPart(
+  fs: CacheFs,
+  part: string,
+  record: string,
+  size: number,
+  chunkBytes: number,
+): Promise<Set<number>> {
+  const done = parseRecord(await fs.readText(record), size, chunkBytes);
+  if (done !== null && (await fs.lstat(part))?.isFile) return done;
+  await fs.remove(part);
+  await fs.writeTextAtomic(record, recordHeader(size, chunkBytes));
+  // Creates the (empty) part file, so a 0-byte file has one to rename.
+  (await fs.openAt(part, 0)).close();
+  return new Set();
+}
+
+/** Fetches `chunks` in parallel; on the first failure stops the others and rethrows it. */
+async function fetchChunks(
+  target: BlobTarget,
+  chunks: readonly Chunk[],
+  order: ByteSource[],
+  served: Set<string>,
+  settings: BlobFetchSettings,
+  progress: ProgressSink,
+  signal: AbortSignal,
+): Promise<void> {
+  const stop = new AbortController();
+  const both = AbortSignal.any([signal, stop.signal]);
+  const results = await Promise.allSettled(chunks.map(async (chunk) => {
+    try {
+      await fetchChunk(target, chunk, order, served, settings, progress, both);
+    } catch (e) {
+      stop.abort(e);
+      throw e;
+    }
+  }));
+  signal.throwIfAborted();
+  // The first failure, not the aborts it caused in the other chunks.
+  if (stop.signal.aborted) throw stop.signal.reason;
+  const failed = results.find((r) => r.status === "rejected");
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
+async function fetchChunk(
+  target: BlobTarget,
+  chunk: Chunk,
+  order: ByteSource[],
+  served: Set<string>,
+  settings: BlobFetchSettings,
+  progress: ProgressSink,
+  signal: AbortSignal,
+): Promise<void> {
+  const { repo, commit, file } = target;
+  const { fs, layout } = settings;
+  const part = layout.partPath(repo, file);
+  const release = await settings.slots.acquire(signal);
+  try {
+    let pos = chunk.start;
+    const maxAttempts = settings.attemptsPerSource * order.length;
+    for (let attempt = 1;; attempt++) {
+      const source = order[0];
+      const from = pos;
+      progress.sourceUse(source.name, 1);
+      const writer = await fs.openAt(part, pos);
+      try {
+        const stream = await source.read(repo, commit, file, pos, chunk.end, signal);
+        for await (const piece of stream) {
+          if (pos + piece.length > chunk.end) {
+            throw new Error(
+              `${source.name} sent more than the ${chunk.end - from} bytes asked of ${file.path}`,
+            );
+          }
+          await settings.limiter.take(piece.length, signal);
+          await writer.write(piece);
+          pos += piece.length;
+          progress.add(piece.length);
+          served.add(source.name);
+        }
+        if (pos < chunk.end) {
+          throw new Error(
+            `${source.name} ended ${file.path} bytes ${from}-${chunk.end} early, at byte ${pos}`,
+          );
+        }
+        await writer.sync();
+        await fs.appendSynced(layout.chunksPath(repo, file), recordLine(chunk.index));
+        return;
+      } catch (e) {
+        if (signal.aborted) throw signal.reason;
+        if (isNoSpace(e)) throw e;
+        const error = errorMessage(e);
+        const subject = { repo, commit, file: file.path };
+        emit(settings.onEvent, {
+          kind: "chunk_failed",
+          ...subject,
+          source: source.name,
+          range: `${from}-${chunk.end}`,
+          attempt,
+          error,
+        });
+        if (attempt >= maxAttempts) {
+          throw new DownloadFailedError(
+            file.path,
+            `Cannot fetch ${repo} ${file.path} bytes ${from}-${chunk.end}: ${attempt} tries ` +
+              `failed, the last on ${source.name}: ${error}`,
+          );
+        }
+        if (order[0] === source && order.length > 1) {
+          order.push(order.shift()!);
+          emit(settings.onEvent, {
+            kind: "source_changed",
+            ...subject,
+            from: source.name,
+            to: order[0].name,
+            reason: error,
+          });
+        }
+        await settings.sleep(retryDelay(attempt, settings.retryPolicy, settings.random), signal);
+        signal.throwIfAborted();
+      } finally {
+        writer.close();
+        progress.sourceUse(source.name, -1);
+      }
+    }
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,360 @@
+/**
+ * The agent's model cache (`--model-cache DIR`): given a resolved model
+ * revision and the sources that can serve it, it makes
+ * `snapshots/<commit>/` hold every file, verified, in the hub cache's own
+ * layout, and answers the directory an engine is launched from with
+ * `HF_HUB_OFFLINE=1`. docs/models.md, "The model cache", tells the whole
+ * story; the parts are:
+ *
+ * - cache_layout.ts: the paths, and the checks of every name a source gives;
+ * - cache_inspect.ts: what the host already holds (hashed once per blob);
+ * - blob_download.ts: one blob, chunked, resumed, verified, renamed;
+ * - token_bucket.ts, chunk_slots.ts: the agent's rate and connections,
+ *   shared by every download;
+ * - download_progress.ts, cache_events.ts: what the agent reports.
+ *
+ * Two snapshots needing the same blob share one job; a snapshot whose
+ * request is aborted leaves its part files for the next request to resume.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import type { ByteSource } from "../../models/byte_source.ts";
+import { blobKey, type RepoFile, type RepoSnapshot } from "../../models/repo_snapshot.ts";
+import { errorMessage } from "../../text/error_message.ts";
+import { type Clock, systemClock } from "../../time/clock.ts";
+import type { BackoffPolicy } from "../../supervisor/backoff.ts";
+import { sleep as realSleep } from "../retry.ts";
+import { type BlobFetchSettings, downloadBlob, type ProgressSink } from "./blob_download.ts";
+import { type CacheEventSink, emit } from "./cache_events.ts";
+import { type CacheFs, denoCacheFs, isNoSpace, tempSibling } from "./cache_fs.ts";
+import {
+  blobState,
+  inspectSnapshot,
+  isLinked,
+  rememberVerified,
+  verifyExisting,
+} from "./cache_inspect.ts";
+import { blobLinkTarget, CacheLayout } from "./cache_layout.ts";
+import { parseRecord, planChunks } from "./chunk_record.ts";
+import { ChunkSlots } from "./chunk_slots.ts";
+import { InsufficientDiskError } from "./disk_space.ts";
+import { DownloadProgress, type ProgressReport } from "./download_progress.ts";
+import { type Sleep, TokenBucket, unlimited } from "./token_bucket.ts";
+
+/** How the cache works; only `root` is required. */
+export interface ModelCacheOptions {
+  /** The cache directory (`--model-cache`), absolute. */
+  root: string;
+  /** `--download-rate` in bytes/s; null or absent for no limit. */
+  rateBytesPerSecond?: number | null;
+  /** Bytes per ranged read (default 16 MiB). */
+  chunkBytes?: number;
+  /** Chunks fetched at once across every download (default 8). */
+  concurrency?: number;
+  /** Tries of one chunk per source (default 3). */
+  attemptsPerSource?: number;
+  /** Whole-file fetches when a hash does not match (default 3). */
+  verifyAttempts?: number;
+  /** Backoff between tries of a chunk (default 0.5 s doubling to 30 s). */
+  retryPolicy?: BackoffPolicy;
+  /** Receives every event. */
+  onEvent?: CacheEventSink;
+  /** Seams for tests. */
+  fs?: CacheFs;
+  clock?: Clock;
+  sleep?: Sleep;
+  random?: () => number;
+}
+
+/** Options of one {@link ModelCache.ensureSnapshot}. */
+export interface EnsureOptions {
+  /** The branch or tag the commit was resolved from: written to `refs/<revision>`. */
+  revision?: string;
+  /** Stops the download; its part files stay for the next call to resume. */
+  signal?: AbortSignal;
+}
+
+interface BlobJob {
+  done: Promise<void>;
+  controller: AbortController;
+  waiters: number;
+  sinks: Set<ProgressSink>;
+}
+
+/** The default chunk: 16 MiB, in huggingface_hub's and hf_transfer's range. */
+export const DEFAULT_CHUNK_BYTES = 16 * 2 ** 20;
+
+/** One agent's model cache. */
+export class ModelCache {
+  /** The layout of its directory. */
+  readonly layout: CacheLayout;
+  readonly #fs: CacheFs;
+  readonly #clock: Clock;
+  readonly #settings: BlobFetchSettings;
+  readonly #onEvent?: CacheEventSink;
+  readonly #jobs = new Map<string, BlobJob>();
+  readonly #progress = new Map<string, DownloadProgress>();
+
+  /** A cache over `options.root`. */
+  constructor(options: ModelCacheOptions) {
+    this.layout = new CacheLayout(options.root);
+    this.#fs = options.fs ?? denoCacheFs;
+    this.#clock = options.clock ?? systemClock;
+    this.#onEvent = options.onEvent;
+    const sleep = options.sleep ?? realSleep;
+    const rate = options.rateBytesPerSecond ?? null;
+    this.#settings = {
+      fs: this.#fs,
+      layout: this.layout,
+      chunkBytes: options.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+      slots: new ChunkSlots(options.concurrency ?? 8),
+      limiter: rate === null ? unlimited : new TokenBucket(rate, this.#clock, sleep),
+      sleep,
+      attemptsPerSource: options.attemptsPerSource ?? 3,
+      retryPolicy: options.retryPolicy ?? { initialMs: 500, maxMs: 30_000, factor: 2 },
+      random: options.random ?? Math.random,
+      verifyAttempts: options.verifyAttempts ?? 3,
+      onEvent: options.onEvent,
+    };
+  }
+
+  /** The directory an engine is launched from: `<root>/models--org--name/snapshots/<commit>`. */
+  snapshotDir(repo: string, commit: string): string {
+    return this.layout.snapshotDir(repo, commit);
+  }
+
+  /** Whether every file of `snapshot` is here (right size) and linked: cheap, no hashing. */
+  async holdsRevision(snapshot: RepoSnapshot): Promise<boolean> {
+    return (await inspectSnapshot(this.#fs, this.layout, snapshot)).holds;
+  }
+
+  /** The progress of every download under way. */
+  progress(): ProgressReport[] {
+    return [...this.#progress.values()].map((p) => p.report());
+  }
+
+  /**
+   * Makes `snapshots/<commit>/` hold every file of `snapshot`, verified,
+   * fetching what is missing from `sources` (in preference order), and
+   * answers its path. Rejects with {@link UnsafePathError} before touching
+   * anything when a name is unsafe, {@link InsufficientDiskError} when the
+   * disk cannot hold it (partial files removed), DownloadFailedError when
+   * the sources fail, or the signal's reason (part files kept).
+   */
+  async ensureSnapshot(
+    snapshot: RepoSnapshot,
+    sources: readonly ByteSource[],
+    options: EnsureOptions = {},
+  ): Promise<string> {
+    const { repo, commit } = snapshot;
+    const signal = options.signal ?? new AbortController().signal;
+    if (options.revision !== undefined) this.layout.refPath(repo, options.revision);
+    const held = await inspectSnapshot(this.#fs, this.layout, snapshot);
+    const missing = await this.#missingBlobs(snapshot, held.present, held.missing);
+    const what = `${repo}@${commit}`;
+    const total = missing.reduce((n, f) => n + f.size, 0);
+    const key = what;
+    if (missing.length > 0) {
+      const needed = total - (await this.#bytesOnDisk(repo, missing));
+      const free = await this.#fs.freeBytes(this.layout.root);
+      if (needed > free) {
+        const error = new InsufficientDiskError(this.layout.root, what, needed, free);
+        emit(this.#onEvent, { kind: "failed", repo, commit, error: error.message });
+        throw error;
+      }
+      const progress = new DownloadProgress(repo, commit, total, this.#clock);
+      this.#progress.set(key, progress);
+      emit(this.#onEvent, { kind: "started", repo, commit, files: missing.length, bytes: total });
+      try {
+        await this.#fetchAll(snapshot, missing, sources, progress, signal);
+      } finally {
+        this.#progress.delete(key);
+      }
+    }
+    for (const file of snapshot.files) await this.#link(repo, commit, file);
+    if (options.revision !== undefined && options.revision !== commit) {
+      const ref = this.layout.refPath(repo, options.revision);
+      if ((await this.#fs.readText(ref)) !== commit) {
+        await this.#fs.mkdirp(dirname(ref));
+        // The hub's client writes the bare commit, no newline.
+        await this.#fs.writeTextAtomic(ref, commit);
+      }
+    }
+    const path = this.snapshotDir(repo, commit);
+    emit(this.#onEvent, { kind: "completed", repo, commit, bytes: total, path });
+    return path;
+  }
+
+  /** One file per missing blob: absent ones, and existing ones whose first hash check failed. */
+  async #missingBlobs(
+    snapshot: RepoSnapshot,
+    present: RepoFile[],
+    missing: RepoFile[],
+  ): Promise<RepoFile[]> {
+    const { repo, commit } = snapshot;
+    const out = new Map(missing.map((f) => [blobKey(f), f]));
+    for (const file of present) {
+      const key = blobKey(file);
+      if (out.has(key) || (await blobState(this.#fs, this.layout, repo, file)) === "complete") {
+        continue;
+      }
+      if (!(await verifyExisting(this.#fs, this.layout, repo, file))) {
+        emit(this.#onEvent, {
+          kind: "mismatch",
+          repo,
+          commit,
+          file: file.path,
+          sources: ["cache"],
+          want: blobKey(file),
+          got: "(removed)",
+        });
+        out.set(key, file);
+      }
+    }
+    return [...out.values()];
+  }
+
+  /** Bytes of `files` already in part files, per their records. */
+  async #bytesOnDisk(repo: string, files: RepoFile[]): Promise<number> {
+    let bytes = 0;
+    for (const file of files) {
+      const chunkBytes = this.#settings.chunkBytes;
+      const done = parseRecord(
+        await this.#fs.readText(this.layout.chunksPath(repo, file)),
+        file.size,
+        chunkBytes,
+      );
+      if (done === null) continue;
+      for (const c of planChunks(file.size, chunkBytes)) {
+        if (done.has(c.index)) bytes += c.end - c.start;
+      }
+    }
+    return bytes;
+  }
+
+  async #fetchAll(
+    snapshot: RepoSnapshot,
+    missing: RepoFile[],
+    sources: readonly ByteSource[],
+    progress: DownloadProgress,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { repo, commit } = snapshot;
+    const stop = new AbortController();
+    const both = AbortSignal.any([signal, stop.signal]);
+    let first: { error: unknown; file: string } | null = null;
+    await Promise.allSettled(
+      missing.map((file) =>
+        this.#join({ repo, commit, file }, sources, progress, both).catch((error) => {
+          // One file that cannot be fetched fails the snapshot: stop the rest.
+          if (!both.aborted) first = { error, file: file.path };
+          stop.abort(error);
+        })
+      ),
+    );
+    signal.throwIfAborted();
+    if (first === null) return;
+    const { error, file } = first as { error: unknown; file: string };
+    if (isNoSpace(error)) {
+      for (const f of missing) {
+        if (this.#jobs.has(this.layout.blobPath(repo, f))) continue;
+        await this.#fs.remove(this.layout.partPath(repo, f));
+        await this.#fs.remove(this.layout.chunksPath(repo, f));
+      }
+      const left = missing.reduce((n, f) => n + f.size, 0) - progress.report().bytesDone;
+      const disk = new InsufficientDiskError(
+        this.layout.root,
+        `${repo}@${commit}`,
+        Math.max(0, left),
+        await this.#fs.freeBytes(this.layout.root),
+      );
+      emit(this.#onEvent, { kind: "failed", repo, commit, file, error: disk.message });
+      throw disk;
+    }
+    emit(this.#onEvent, { kind: "failed", repo, commit, file, error: errorMessage(error) });
+    throw error;
+  }
+
+  /**
+   * Waits for the blob of `target.file`, starting its job or joining the
+   * one under way. When the last waiter aborts, the job is aborted, and
+   * that waiter returns only once the job stopped writing.
+   */
+  async #join(
+    target: { repo: string; commit: string; file: RepoFile },
+    sources: readonly ByteSource[],
+    sink: ProgressSink,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const key = this.layout.blobPath(target.repo, target.file);
+    let job = this.#jobs.get(key);
+    // A job its last waiter left is ending: wait for it, then start anew.
+    for (let i = 0; job !== undefined && job.controller.signal.aborted && i < 10; i++) {
+      await job.done.catch(() => {});
+      job = this.#jobs.get(key);
+    }
+    if (job === undefined || job.controller.signal.aborted) job = this.#start(key, target, sources);
+    const current = job;
+    current.waiters++;
+    current.sinks.add(sink);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          current.waiters--;
+          if (current.waiters > 0) return reject(signal.reason);
+          current.controller.abort(signal.reason);
+          current.done.then(() => resolve(), () => reject(signal.reason));
+        };
+        if (signal.aborted) return onAbort();
+        signal.addEventListener("abort", onAbort, { once: true });
+        current.done.then(resolve, reject).finally(() => {
+          signal.removeEventListener("abort", onAbort);
+          if (!signal.aborted) current.waiters--;
+        });
+      });
+    } finally {
+      current.sinks.delete(sink);
+    }
+  }
+
+  #start(
+    key: string,
+    target: { repo: string; commit: string; file: RepoFile },
+    sources: readonly ByteSource[],
+  ): BlobJob {
+    const sinks = new Set<ProgressSink>();
+    const fan: ProgressSink = {
+      resumed: (b) => sinks.forEach((s) => s.resumed(b)),
+      add: (b) => sinks.forEach((s) => s.add(b)),
+      sourceUse: (name, d) => sinks.forEach((s) => s.sourceUse(name, d)),
+    };
+    const controller = new AbortController();
+    const job: BlobJob = { controller, waiters: 0, sinks, done: Promise.resolve() };
+    job.done = (async () => {
+      try {
+        await downloadBlob(target, sources, this.#settings, fan, controller.signal);
+        await rememberVerified(this.#fs, this.layout, target.repo, target.file);
+      } finally {
+        this.#jobs.delete(key);
+      }
+    })();
+    job.done.catch(() => {}); // Waiters see the error; this keeps it from being unhandled.
+    this.#jobs.set(key, job);
+    return job;
+  }
+
+  /** `snapshots/<commit>/<path>` → its blob, made beside and renamed into place. */
+  async #link(repo: string, commit: string, file: RepoFile): Promise<void> {
+    if (await isLinked(this.#fs, this.layout, repo, commit, file)) return;
+    const path = this.layout.snapshotPath(repo, commit, file);
+    await this.#fs.mkdirp(dirname(path));
+    const temp = tempSibling(path);
+    await this.#fs.symlink(blobLinkTarget(file), temp);
+    try {
+      await this.#fs.rename(temp, path);
+    } finally {
+      await this.#fs.remove(temp);
+    }
+  }
+}
