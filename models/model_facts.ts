@@ -15,11 +15,12 @@
  * qk_rope_head_dim` per token. The context length follows
  * `_get_and_verify_max_len` (see {@link contextLength}).
  *
- * Pure and without npm imports, validated by hand, so the fake engine
+ * Pure and without npm imports (its one import, text/error_message.ts, has none), validated by hand, so the fake engine
  * (which runs with `--no-config`) can import it by relative path.
  *
  * @module
  */
+import { errorMessage } from "../text/error_message.ts";
 
 /** The quantization a checkpoint declares in `quantization_config`. */
 export interface CheckpointQuantization {
@@ -161,7 +162,7 @@ function parseObject(text: string, file: string): Json {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new ModelFactsError(file, `not JSON (${e instanceof Error ? e.message : String(e)})`);
+    throw new ModelFactsError(file, `not JSON (${errorMessage(e)})`);
   }
   if (!isObject(value)) throw new ModelFactsError(file, "not a JSON object");
   return value;

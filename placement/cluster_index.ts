@@ -13,6 +13,8 @@ import type { Gpu } from "../discovery/types.ts";
 import type { Allocation, ClusterNode } from "../inventory/types.ts";
 import { compareNatural } from "../text/natural_order.ts";
 
+const MIB = 2 ** 20;
+
 /** One node's GPUs of one class. */
 export interface ClassSlot {
   /** The GPUs of this class on the node, by index. */
@@ -27,6 +29,12 @@ export interface ClassSlot {
   fp8Capable: boolean;
   /** The compute capabilities reported, for messages ("8.0", "unknown"). */
   computeCapabilities: string[];
+  /**
+   * The least memory of the class's GPUs here, in bytes, as the driver
+   * reports it; null when some GPU reports none (the class name's size is
+   * used then, models/memory_estimate.ts `classMemoryBytes`).
+   */
+  memoryBytes: number | null;
   /** This node's position in its class's list (`ClusterIndex.byClass`, `freeByClass`). */
   pos: number;
 }
@@ -140,6 +148,7 @@ function indexNode(node: ClusterNode): IndexedNode {
         unhealthy: 0,
         fp8Capable: true,
         computeCapabilities: [],
+        memoryBytes: Infinity,
         pos: -1, // set by indexCluster
       };
       classes.set(gpu.class, slot);
@@ -149,6 +158,9 @@ function indexNode(node: ClusterNode): IndexedNode {
     else if (gpu.health.problems.length > 0) slot.unhealthy++;
     else slot.free.push(gpu.index);
     slot.fp8Capable &&= fp8Capable(gpu.compute_capability);
+    slot.memoryBytes = gpu.memory_total_mb === null || slot.memoryBytes === null
+      ? null
+      : Math.min(slot.memoryBytes, gpu.memory_total_mb * MIB);
     const cc = gpu.compute_capability ?? "unknown";
     if (!slot.computeCapabilities.includes(cc)) slot.computeCapabilities.push(cc);
   }

@@ -9,6 +9,9 @@
 import { tooBigAdvice } from "../deployment/parallelism.ts";
 import { fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import type { Profile } from "../deployment/schema.ts";
+import type { ModelFacts } from "../models/model_facts.ts";
+import { classMemoryBytes, fitsGpu, insufficientMemoryText } from "../models/memory_estimate.ts";
+import { type ModelFit, modelFit } from "../deployment/model_fit.ts";
 import type { ClassSlot, IndexedNode } from "./cluster_index.ts";
 import type { ReasonCode } from "./reasons.ts";
 
@@ -20,14 +23,21 @@ export interface ProfileContext {
   needsFp8: boolean;
   /** Selector entries, precomputed. */
   selector: [string, string][];
+  /**
+   * The model against the profile's GPUs (deployment/model_fit.ts); null when
+   * the model's facts or the engine's memory settings are unknown, and then
+   * nothing is refused for memory or heads (as a node reporting no engine).
+   */
+  model: ModelFit | null;
 }
 
-/** Builds the context of a profile. */
-export function profileContext(profile: Profile): ProfileContext {
+/** Builds the context of a profile; `facts` are the deployment's model's, when known. */
+export function profileContext(profile: Profile, facts: ModelFacts | null = null): ProfileContext {
   return {
     profile,
     needsFp8: needsFp8Hardware(profile.quantization),
     selector: Object.entries(profile.node_selector),
+    model: facts === null ? null : modelFit(facts, profile),
   };
 }
 
@@ -75,6 +85,47 @@ export function tooSmallText(has: string, most: number, ctx: ProfileContext): st
     tooBigAdvice(p, most)
   }`;
 }
+
+/**
+ * A tensor_parallel that does not divide the model's attention heads is
+ * refused by the engine on every node (vLLM `verify_with_parallel_config`):
+ * said here so the replica never starts only to fail.
+ */
+export const tensorParallelHeadsFilter: NodeFilter = {
+  name: "tensor_parallel_heads",
+  check: (_n, _slot, ctx) =>
+    ctx.model?.tensorParallelProblem == null ? null : "tensor_parallel_heads",
+  describe: (_n, _slot, ctx) => ctx.model!.tensorParallelProblem!,
+};
+
+/** The bytes of one GPU of the slot: what the driver reports, else what the class name says. */
+export function slotGpuBytes(slot: ClassSlot, gpuClass: string): number | null {
+  return slot.memoryBytes ?? classMemoryBytes(gpuClass);
+}
+
+/**
+ * A GPU whose memory × the engine's fraction cannot hold its share of the
+ * weights and the KV cache of one full-length sequence never takes the
+ * profile (models/memory_estimate.ts): the engine would fail at load.
+ */
+export const gpuMemoryFilter: NodeFilter = {
+  name: "gpu_memory",
+  check: (_n, slot, ctx) => {
+    const m = ctx.model;
+    if (m === null) return null;
+    const bytes = slotGpuBytes(slot, ctx.profile.gpu_class);
+    return bytes === null || fitsGpu(m.estimate, bytes, m.settings.fraction)
+      ? null
+      : "insufficient_gpu_memory";
+  },
+  describe: (_n, slot, ctx) =>
+    insufficientMemoryText(
+      ctx.model!.estimate,
+      ctx.profile.gpu_class,
+      slotGpuBytes(slot, ctx.profile.gpu_class)!,
+      ctx.model!.settings,
+    ),
+};
 
 /** Only ready nodes take new replicas (design §4). */
 export const nodeStateFilter: NodeFilter = {
@@ -160,6 +211,8 @@ export const freeGpusFilter: NodeFilter = {
  */
 export const STABLE_FILTERS: readonly NodeFilter[] = [
   nodeSizeFilter,
+  tensorParallelHeadsFilter,
+  gpuMemoryFilter,
   nodeStateFilter,
   nodeSelectorFilter,
   computeCapabilityFilter,

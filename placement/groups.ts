@@ -12,7 +12,9 @@ import type { ClassMember, ClusterIndex } from "./cluster_index.ts";
 import {
   computeCapabilityFilter,
   engineList,
+  gpuMemoryFilter,
   type ProfileContext,
+  slotGpuBytes,
   tooSmallText,
 } from "./filters.ts";
 import { type ReasonCode, reasonLabel } from "./reasons.ts";
@@ -124,6 +126,17 @@ function stableMessage(
     }
     case "engine_missing":
       return engineMessage(members, ctx);
+    case "tensor_parallel_heads":
+      return ctx.model!.tensorParallelProblem!;
+    case "insufficient_gpu_memory": {
+      // The filter's words for the roomiest of these GPUs: none of them is enough.
+      let best = members[0];
+      for (const m of members) {
+        const cls = ctx.profile.gpu_class;
+        if ((slotGpuBytes(m.slot, cls) ?? 0) > (slotGpuBytes(best.slot, cls) ?? 0)) best = m;
+      }
+      return gpuMemoryFilter.describe(best.n, best.slot, ctx);
+    }
     case "selector_mismatch":
       return selectorMessage(members, ctx);
     case "compute_capability": {

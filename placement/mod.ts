@@ -22,6 +22,7 @@ export {
   computeCapabilityFilter,
   engineFilter,
   freeGpusFilter,
+  gpuMemoryFilter,
   NODE_FILTERS,
   type NodeFilter,
   nodeSelectorFilter,
@@ -30,6 +31,7 @@ export {
   type ProfileContext,
   profileContext,
   STABLE_FILTERS,
+  tensorParallelHeadsFilter,
 } from "./filters.ts";
 export { formatCount } from "./groups.ts";
 export {

@@ -13,6 +13,7 @@
  * @module
  */
 import type { Deployment, Profile } from "../deployment/schema.ts";
+import type { ModelFacts } from "../models/model_facts.ts";
 import type { FabricAttachment } from "../discovery/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import { shardId } from "../protocol/ids.ts";
@@ -63,6 +64,13 @@ export interface PlaceOptions {
    * explanation counts only the other nodes.
    */
   avoid?: ReadonlySet<string>;
+  /**
+   * The deployment's model's facts (models/model_facts.ts), when known:
+   * GPUs too small for it (`insufficient_gpu_memory`) and a tensor_parallel
+   * that does not divide its heads (`tensor_parallel_heads`) are refused.
+   * Unknown (the default): nothing is refused for them.
+   */
+  model?: ModelFacts | null;
 }
 
 /** The outcome of trying one profile. */
@@ -131,7 +139,7 @@ export function place(
   }
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
-    const trial = tryProfile(index, deployment, profile, replicaId, detail);
+    const trial = tryProfile(index, deployment, profile, replicaId, detail, options.model ?? null);
     attempts.push(trial.attempt);
     if (trial.shards !== null) {
       return {
@@ -164,8 +172,9 @@ function tryProfile(
   profile: Profile,
   replicaId: string,
   detail: DetailLevel,
+  model: ModelFacts | null,
 ): Trial {
-  const ctx = profileContext(profile);
+  const ctx = profileContext(profile, model);
   const fit = stableFit(index, ctx);
   const pool: Pool = {
     members: index.byClass.get(profile.gpu_class) ?? [],

@@ -15,6 +15,7 @@ import {
   withDomains,
 } from "../tests/cluster_builders.ts";
 import type { ClusterNode } from "../inventory/types.ts";
+import { fixtureFacts } from "../tests/model_configs.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import {
   applyPlacement,
@@ -839,4 +840,92 @@ Deno.test("groups are copies: changing one result does not change the next", () 
   assertEquals(second.explanation.profiles[0].groups, [
     { reason: "node_cordoned", count: 1, message: "cordoned", examples: ["n1"] },
   ]);
+});
+
+// ---------------------------------------------------------------------------
+// The model's facts (issue #25 item 6)
+
+Deno.test("insufficient_gpu_memory: a GPU too small for the model is refused, with the numbers", () => {
+  const facts = fixtureFacts("llama-3.1-405b-instruct-fp8", [410e9]);
+  // The dev sample's shape: TP 8 × PP 2 on 8-GPU nodes; per GPU 410e9 ÷ 16 B of
+  // weights (23.9 GiB) + 63 layers × 131,072 tokens × 512 B (3.9 GiB) = 27.8 GiB.
+  const tp8pp2 = profile({
+    name: "l40s-2x8",
+    gpu_class: "l40s-45g",
+    tensor_parallel: 8,
+    pipeline_parallel: 2,
+    nodes: 2,
+    gpus_per_node: 8,
+  });
+  const l40s = [
+    node("n1", { gpus: gpus(8, { cls: "l40s-45g" }), fabrics: [fabric("ib", ["mlx5_0"])] }),
+    node("n2", { gpus: gpus(8, { cls: "l40s-45g" }), fabrics: [fabric("ib", ["mlx5_0"])] }),
+  ];
+  // 27.8 GiB fits 45 GiB × 0.9.
+  placed(placeReplica(l40s, deployment([tp8pp2]), "r-1", { model: facts }));
+  // One node, TP 8 alone: 47.7 GiB of weights + 7.9 GiB of KV cache does not.
+  const tp8 = profile({ name: "l40s-tp8", gpu_class: "l40s-45g", tensor_parallel: 8 });
+  const r = unschedulable(
+    placeReplica(l40s, deployment([tp8]), "r-1", { model: facts, detail: "full" }),
+  );
+  const a = r.explanation.profiles[0];
+  assertEquals(a.counts, { insufficient_gpu_memory: 2 });
+  assertEquals(a.summary, "0/2 nodes fit: 2 too little memory per l40s-45g GPU for the model");
+  const message =
+    "needs 55.6 GiB per GPU (weights 47.7 + KV cache for one 131072-token sequence 7.9) " +
+    "but an l40s-45g GPU offers 40.5 GiB (45.0 GiB × 0.90)";
+  assertEquals(rejections(a).n1, ["insufficient_gpu_memory", message]);
+  const grouped = unschedulable(
+    placeReplica(l40s, deployment([tp8]), "r-1", { model: facts, detail: "grouped" }),
+  );
+  assertEquals(grouped.explanation.profiles[0].groups![0].message, message);
+  // Without facts nothing is refused for memory: unknown is not "too small".
+  placed(placeReplica(l40s, deployment([tp8]), "r-1"));
+});
+
+Deno.test("insufficient_gpu_memory reads the GPUs' own memory when they report it", () => {
+  const facts = fixtureFacts("llama-3.1-8b-instruct");
+  // 30.96 GiB per GPU at TP 1: a 45 GiB L40S holds it; one that reports 32 GiB does not.
+  const small = gpus(1, { cls: "l40s-45g" }).map((g) => ({ ...g, memory_total_mb: 32 * 1024 }));
+  const p = profile({ name: "one", gpu_class: "l40s-45g", tensor_parallel: 1, gpus_per_node: 1 });
+  const a = unschedulable(
+    placeReplica([node("n1", { gpus: small })], deployment([p]), "r-1", {
+      model: facts,
+      detail: "full",
+    }),
+  ).explanation.profiles[0];
+  assertStringIncludes(rejections(a).n1[1], "offers 28.8 GiB (32.0 GiB × 0.90)");
+  // --max-model-len 8192 shrinks the cache to 1 GiB: it fits.
+  const short = { ...p, engine_args: ["--max-model-len", "8192"] };
+  placed(placeReplica([node("n1", { gpus: small })], deployment([short]), "r-1", { model: facts }));
+});
+
+Deno.test("tensor_parallel_heads: a TP that does not divide the heads fits nowhere; the next profile is tried", () => {
+  const facts = fixtureFacts("qwen2.5-7b-instruct", [15e9]);
+  const tp8 = profile({ name: "tp8" });
+  const tp4 = profile({ name: "tp4", gpus_per_node: 4 });
+  const r = placed(
+    placeReplica([node("n1")], deployment([tp8, tp4]), "r-1", { model: facts, detail: "full" }),
+  );
+  assertEquals(r.profile, "tp4");
+  const a = r.explanation.profiles[0];
+  assertEquals(a.counts, { tensor_parallel_heads: 1 });
+  assertEquals(rejections(a).n1, [
+    "tensor_parallel_heads",
+    "Total number of attention heads (28) must be divisible by tensor parallel size (8): " +
+    "the engine refuses to start (tensor_parallel 1, 2, 4, 7, 14, 28 would divide them)",
+  ]);
+  // A plugin's memory and heads are unknown: nothing refused.
+  const plugin = profile({ name: "tp8", engine: "trtllm" });
+  placed(placeReplica([node("n1")], deployment([plugin]), "r-1", { model: facts }));
+});
+
+Deno.test("the model's filters come right after node size, before node state", () => {
+  const facts = fixtureFacts("qwen2.5-7b-instruct", [15e9]);
+  const a = unschedulable(
+    placeReplica([node("n1", { state: "cordoned" })], deployment([profile({ name: "tp8" })]), "r", {
+      model: facts,
+    }),
+  ).explanation.profiles[0];
+  assertEquals(a.counts, { tensor_parallel_heads: 1 });
 });

@@ -10,6 +10,8 @@
 export type ReasonCode =
   | "no_gpu_class"
   | "node_too_small"
+  | "tensor_parallel_heads"
+  | "insufficient_gpu_memory"
   | "node_cordoned"
   | "node_draining"
   | "node_unreachable"
@@ -36,6 +38,18 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     label: "too small (fewer than {gpus} {class} GPUs in all)",
     meaning:
       "The node has fewer GPUs of the class, free or not, than a shard needs (gpus_per_node): the profile can never fit there, whatever is freed; use more nodes per replica or a smaller tensor_parallel.",
+  },
+  {
+    code: "tensor_parallel_heads",
+    label: "refused: tensor_parallel does not divide the model's attention heads",
+    meaning:
+      "The model's attention heads are not divisible by tensor_parallel, which vLLM and SGLang refuse at start; no node can help. Known only when the model's facts are (models/model_facts.ts).",
+  },
+  {
+    code: "insufficient_gpu_memory",
+    label: "too little memory per {class} GPU for the model",
+    meaning:
+      "A GPU's memory × the engine's memory fraction is less than its share of the weights plus the KV cache of one full-length sequence (models/memory_estimate.ts); the profile can never fit there. Known only when the model's facts are.",
   },
   { code: "node_cordoned", label: "cordoned", meaning: "An operator cordoned the node." },
   { code: "node_draining", label: "draining", meaning: "The node is being drained." },

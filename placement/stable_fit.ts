@@ -4,8 +4,9 @@
  * engine), computed once per index and profile and kept beside the index.
  * Placing the 1,000th replica of a deployment then only re-checks free GPUs
  * on the nodes left (design §16). The answer, and the words of its groups,
- * depend on the profile's class, shape, quantization, engine and node
- * selector (its key) and on the nodes, which the index never changes.
+ * depend on the profile's class, shape, quantization, engine, node
+ * selector and the model's fit (its key) and on the nodes, which the index
+ * never changes.
  *
  * @module
  */
@@ -63,6 +64,7 @@ export function stableFit(index: ClusterIndex, ctx: ProfileContext): StableFit {
     ctx.needsFp8,
     p.engine,
     ctx.selector,
+    ctx.model?.key ?? null,
   ]);
   let memo = MEMO.get(index);
   if (memo === undefined) MEMO.set(index, memo = new Map());
