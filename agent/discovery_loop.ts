@@ -11,7 +11,7 @@
 import { discoverInventory } from "../discovery/discover.ts";
 import type { FabricAttachment, Gpu } from "../discovery/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import type { AgentOptions } from "./agent_options.ts";
 import { errorMessage } from "../text/error_message.ts";
 import type { Logger } from "../log/log.ts";
@@ -26,7 +26,7 @@ export interface DiscoveryLoopOptions {
   /** How often the GPUs are rediscovered. Default 60,000. */
   rediscoverMs?: number;
   /** The supervisor's shards: their processes' GPU memory is ours. */
-  shards: () => ShardStatus[];
+  shards: () => ShardReport[];
   /** Where findings and problems go. */
   log: Logger;
   /** Aborted when the agent stops. */

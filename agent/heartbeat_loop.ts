@@ -13,7 +13,7 @@
  */
 import type { HeartbeatRequest } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import type { AgentTls } from "./agent_tls.ts";
 import { type ControlClient, ControlError } from "./control_client.ts";
 import type { DesiredStateLoop } from "./desired_state_loop.ts";
@@ -38,7 +38,7 @@ export interface HeartbeatLoopOptions {
   /** The generation running, and the poll to wake when the control plane has another. */
   desired: Pick<DesiredStateLoop, "generation" | "ignoredGeneration" | "wake">;
   /** The supervisor's shards. */
-  shards: () => ShardStatus[];
+  shards: () => ShardReport[];
   /** The agent's TLS, null without. */
   tls: () => AgentTls | null;
   /** Its delays cap at the larger of the interval and this policy's maximum. */

@@ -31,7 +31,7 @@ import {
   MAX_LOG_LINES,
   type ShardLogsAnswer,
 } from "../protocol/local_api_protocol.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import { type AgentMetricsSnapshot, renderAgentMetrics } from "./metrics.ts";
 import { shardReport } from "./reports.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -49,7 +49,7 @@ export interface AgentStatus {
   /** Consecutive failed control-plane calls of the heartbeat loop. */
   control_plane_failures: number;
   /** Every shard the supervisor runs. */
-  shards: ShardStatus[];
+  shards: ShardReport[];
 }
 
 /** What the local API reads from the agent. */
@@ -94,14 +94,18 @@ export function statusAnswer(status: AgentStatus): AgentStatusAnswer {
     registered: status.registered,
     last_heartbeat_at: status.last_heartbeat_at,
     control_plane_failures: status.control_plane_failures,
-    shards: status.shards.map((s) => ({ ...shardReport(s), engine: s.engine.slice(0, 64) })),
+    // The supervisor names every shard's engine; the heartbeat's clipping leaves it out.
+    shards: status.shards.map((s) => ({
+      ...shardReport(s),
+      engine: (s.engine ?? "").slice(0, 64),
+    })),
   };
 }
 
 /** What the local API needs of one shard for its logs. */
 export interface ShardLogView {
   /** Its status. */
-  status: ShardStatus;
+  status: ShardReport;
   /** The kept lines, oldest first. */
   log_tail: readonly string[];
   /** The tail's identity (LogTail.id). */

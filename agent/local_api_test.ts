@@ -11,7 +11,7 @@ import {
   parseAgentStatusAnswer,
   parseShardLogsAnswer,
 } from "../protocol/local_api_protocol.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import { lintExposition } from "../tests/prometheus_lint.ts";
 import { bearerHashMatches, bearerMatches } from "../http/tokens.ts";
 import {
@@ -28,7 +28,7 @@ const METRICS_TOKEN = "llmgw_metrics_abcdefghijklmnop";
 const OLD_METRICS_TOKEN = "llmgw_metrics_rotated-out-but-still-valid";
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
-const SHARD: ShardStatus = {
+const SHARD: ShardReport = {
   id: "r1/s0",
   engine: "vllm",
   state: "ready",
@@ -210,7 +210,7 @@ Deno.test("local API answers: fields beyond the protocol's bounds are clipped, n
   const logs = shardLogsAnswer("s", { status: SHARD, log_tail: ["a", long] }, 5);
   assertEquals(logs.lines.map((l) => l.length), [1, MAX_LOG_LINE_CHARS]);
   assertEquals(parseShardLogsAnswer(logs), logs);
-  const failed: ShardStatus = {
+  const failed: ShardReport = {
     ...SHARD,
     state: "failed",
     last_failure: {
@@ -251,7 +251,7 @@ Deno.test("bearerMatches: exact token only", () => {
 });
 
 Deno.test("shardLogsAnswer: the position of the first line answered", () => {
-  const status = { state: "ready" } as ShardStatus;
+  const status = { state: "ready" } as ShardReport;
   const view = { status, log_tail: ["a", "b", "c"], log_id: "L", log_first: 7 };
   assertEquals(shardLogsAnswer("s", view, 2), {
     id: "s",
@@ -264,7 +264,7 @@ Deno.test("shardLogsAnswer: the position of the first line answered", () => {
 });
 
 Deno.test("shardLogsAnswer: the count of probe lines the tail left out", () => {
-  const status = { state: "ready" } as ShardStatus;
+  const status = { state: "ready" } as ShardReport;
   const view = { status, log_tail: ["a"], log_id: "L", log_first: 0, probe_lines_hidden: 42 };
   const answer = shardLogsAnswer("s", view, 10);
   assertEquals(answer.probe_lines_hidden, 42);

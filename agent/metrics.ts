@@ -13,7 +13,7 @@
  */
 import { ShardReportSchema } from "../protocol/agent_protocol.ts";
 import type { Gpu } from "../discovery/types.ts";
-import type { ShardMetrics, ShardState, ShardStatus } from "../supervisor/types.ts";
+import type { ShardMetrics, ShardReport, ShardState } from "../supervisor/types.ts";
 import { Exposition } from "../text/prometheus_exposition.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
@@ -68,7 +68,7 @@ export interface AgentMetricsGpu
 }
 
 /** One shard as the metrics see it: its status and what the supervisor counted for it. */
-export interface AgentMetricsShard extends Pick<ShardStatus, "id" | "state" | "restarts"> {
+export interface AgentMetricsShard extends Pick<ShardReport, "id" | "state" | "restarts"> {
   /** Restarts after crashes since the agent started, never reset (`restarts` starts over once ready a while). */
   readonly restarts_total: number;
   /** Seconds from its last launch to ready, or null: not ready since launched, or adopted. */
@@ -117,7 +117,7 @@ export interface AgentMetricsSources {
   /** The GPUs of the last discovery. */
   gpus: readonly Gpu[];
   /** The supervisor's shards. */
-  shards: readonly ShardStatus[];
+  shards: readonly ShardReport[];
   /** The supervisor's per-shard counters. */
   shardMetrics: readonly ShardMetrics[];
   /** Launch-to-ready times so far. */

@@ -7,7 +7,7 @@
  * @module
  */
 import type { EngineRegistry } from "../engines/registry.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import type { PrepareShard } from "../supervisor/supervisor.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -16,7 +16,6 @@ import { errorMessage } from "../text/error_message.ts";
 export function prepareShard(registry: EngineRegistry): PrepareShard {
   return async (d: LaunchedShard): Promise<ShardSpec> => {
     const refuse = (problem: string): ShardSpec => ({
-      engine: d.engine,
       problems: [problem],
       command: null,
       probes: null,

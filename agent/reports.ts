@@ -11,7 +11,6 @@ import type { GpuReportSchema, RegisterRequest, ShardReport } from "../protocol/
 import { AGENT_PROTOCOL_VERSION, type LoadMetricNames } from "../protocol/agent_protocol.ts";
 import { REPORT_BOUNDS as B } from "../protocol/report_bounds.ts";
 import type { FabricAttachment, Gpu, Inventory } from "../discovery/types.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
 import type { z } from "zod";
 import { createHash } from "node:crypto";
 
@@ -37,7 +36,7 @@ function intOrNull(n: unknown): number | null {
 }
 
 /** A shard's failures in a row as the protocol carries them; null unless both counts are sane. */
-function crashLoopReport(c: ShardStatus["crash_loop"]): ShardReport["crash_loop"] {
+function crashLoopReport(c: ShardReport["crash_loop"]): ShardReport["crash_loop"] {
   if (c === null || c === undefined) return null;
   const ok = (n: number) => Number.isInteger(n) && n >= 1;
   return ok(c.failures) && ok(c.limit) ? { failures: c.failures, limit: c.limit } : null;
@@ -53,8 +52,8 @@ function metricNamesReport(m: LoadMetricNames): LoadMetricNames {
   };
 }
 
-/** A supervisor shard status as a heartbeat's shard report. */
-export function shardReport(s: ShardStatus): ShardReport {
+/** A supervisor's shard report as a heartbeat carries it: clipped to the wire's bounds, its engine left out. */
+export function shardReport(s: ShardReport): ShardReport {
   const port = Number.isInteger(s.port) && s.port >= 0 && s.port <= 65535 ? s.port : 0;
   const failure = s.last_failure;
   return {

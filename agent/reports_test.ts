@@ -10,7 +10,7 @@ import {
   ShardReportSchema,
 } from "../protocol/agent_protocol.ts";
 import type { Inventory } from "../discovery/types.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import {
   gpuReport,
   gpusAfterRediscovery,
@@ -43,7 +43,7 @@ Deno.test("reports: a recorded DGX registers within the protocol's schema", () =
 });
 
 Deno.test("reports: a shard status with odd values still makes a valid report", () => {
-  const odd: ShardStatus = {
+  const odd: ShardReport = {
     id: "s",
     engine: "x",
     state: "failed",
@@ -107,7 +107,7 @@ Deno.test("reports: the registration fingerprint ignores what heartbeats carry",
 });
 
 Deno.test("reports: a crash loop's count travels; odd counts are dropped; older agents omit it", () => {
-  const base: ShardStatus = {
+  const base: ShardReport = {
     id: "s",
     engine: "sglang",
     state: "backoff",
@@ -131,4 +131,27 @@ Deno.test("reports: a crash loop's count travels; odd counts are dropped; older 
   // An agent from before crash loops sends no such field: still a valid report.
   const { crash_loop: _, ...old } = looping;
   assertOk(ShardReportSchema.safeParse(old).success);
+});
+
+Deno.test("reports: a heartbeat leaves the engine out; a report without one (older agents) parses", () => {
+  const status: ShardReport = {
+    id: "s",
+    engine: "vllm",
+    state: "ready",
+    since: 1,
+    pid: 7,
+    port: 8000,
+    serves_http: true,
+    progress: null,
+    restarts: 0,
+    adopted: false,
+    last_failure: null,
+    spec_hash: "h",
+  };
+  const wire = shardReport(status);
+  assertEquals("engine" in wire, false);
+  assertOk(ShardReportSchema.safeParse(wire).success);
+  // The local API's status names it, within the wire's bounds.
+  assertEquals(ShardReportSchema.parse({ ...wire, engine: "vllm" }).engine, "vllm");
+  assertOk(!ShardReportSchema.safeParse({ ...wire, engine: "x".repeat(65) }).success);
 });

@@ -19,7 +19,7 @@ import { checkEngines } from "../engines/check_deployment.ts";
 import { concreteLaunches, shardLaunches } from "../engines/launch.ts";
 import { PORT_BLOCK } from "../engines/port_block.ts";
 import { DEFAULT_PORT_RANGE } from "../supervisor/port_allocator.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 import { replicaId } from "../protocol/ids.ts";
 import { shellQuote } from "../text/shell_quote.ts";

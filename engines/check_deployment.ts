@@ -18,8 +18,7 @@ import type { ClassFacts, DeploymentIssue } from "../deployment/validate.ts";
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { FieldPath } from "../validation/issues.ts";
 import { launchProfile } from "./launch.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
-import type { ShardSpec } from "./prepare.ts";
+import { ENGINE_API_VERSION, type ShardLaunch, type ShardSpec } from "./types.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { checkPlacementId, shardId } from "../protocol/ids.ts";
 

@@ -11,10 +11,15 @@ import { CommandError, runCommand } from "../discovery/run_command.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { formatIssues, zodIssues } from "../validation/issues.ts";
 import { apiKeyProblems } from "./api_key.ts";
-import { finishShard, type ShardSpec } from "./prepare.ts";
-import type { PluginAnswer } from "./plugin_sdk.ts";
+import { finishShard } from "./prepare.ts";
 import { OWNED_ENV } from "./shard_env.ts";
-import { ENGINE_API_VERSION, type EngineApiKey, type ShardLaunch } from "./types.ts";
+import {
+  ENGINE_API_VERSION,
+  type EngineApiKey,
+  type ShardLaunch,
+  type ShardSpec,
+} from "./types.ts";
+import type { Assert, Same } from "../protocol/same_type.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /** File names of engine plugins start with this; the rest is the engine name. */
@@ -85,6 +90,10 @@ const AnswerSchema = z.object({
     kv_cache_usage: z.array(z.string()),
   }).nullable(),
 });
+
+// A plugin's answer is a shard spec without the key (its `describe` says that):
+// `deno check` fails here when the two drift apart.
+type _AnswerIsSpec = Assert<Same<z.output<typeof AnswerSchema>, Omit<ShardSpec, "api_key">>>;
 
 /** Raised when a plugin executable cannot be used; the message names it and says why. */
 export class EnginePluginError extends Error {
@@ -159,7 +168,7 @@ export async function loadExecPlugin(
     version_command: d.version_command,
     ...(d.api_key === undefined ? {} : { api_key: d.api_key }),
     async prepare(launch: ShardLaunch): Promise<ShardSpec> {
-      let answer: PluginAnswer;
+      let answer: ShardSpec;
       try {
         const parsed = AnswerSchema.safeParse(
           await call(path, ["shard"], timeoutMs, JSON.stringify(launch)),

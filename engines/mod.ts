@@ -8,13 +8,12 @@
 export * from "./types.ts";
 export {
   askPlugin,
-  type PluginAnswer,
   type PluginDescription,
   type PluginIo,
   serveEnginePlugin,
 } from "./plugin_sdk.ts";
 export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
-export { commonProblems, finishShard, prepareShard, type ShardSpec } from "./prepare.ts";
+export { commonProblems, finishShard, prepareShard } from "./prepare.ts";
 export { compareVersions, ownedFlagProblems } from "./args.ts";
 export { type ApiKeyCheck, apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
 export { concreteLaunches, launchProfile, launchReady, shardLaunches } from "./launch.ts";

@@ -21,27 +21,13 @@
 import {
   ENGINE_API_VERSION,
   type EngineApiKey,
-  type EngineCommand,
   type EnginePlugin,
-  type EngineProbes,
-  type MetricNames,
   type ShardLaunch,
+  type ShardSpec,
 } from "./types.ts";
 
 export * from "./types.ts";
 import { errorMessage } from "../text/error_message.ts";
-
-/** What a plugin answers for one shard, before llmgw's shared checks and environment. */
-export interface PluginAnswer {
-  /** Engine-specific problems; empty when the shard can run. */
-  problems: string[];
-  /** Its command, when it had no problems. */
-  command: EngineCommand | null;
-  /** Its probes, when it had no problems. */
-  probes: EngineProbes | null;
-  /** Its metric names for the launch's engine version. */
-  metrics: MetricNames | null;
-}
 
 /** What `describe` prints. */
 export interface PluginDescription {
@@ -57,8 +43,11 @@ export interface PluginDescription {
   api_key?: EngineApiKey;
 }
 
-/** Asks a plugin about one shard: validate, then command and probes only when valid. */
-export function askPlugin(plugin: EnginePlugin, launch: ShardLaunch): PluginAnswer {
+/**
+ * Asks a plugin about one shard: validate, then command and probes only when
+ * valid. Its answer, before llmgw's shared checks and environment.
+ */
+export function askPlugin(plugin: EnginePlugin, launch: ShardLaunch): ShardSpec {
   const metrics = plugin.metrics(launch.engine_version);
   const problems = plugin.validate(launch);
   if (problems.length > 0) return { problems, command: null, probes: null, metrics };

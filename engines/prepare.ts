@@ -7,38 +7,16 @@
  */
 import { parallelismProblems } from "../deployment/parallelism.ts";
 import { fp8Capable, fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
-import { askPlugin, type PluginAnswer } from "./plugin_sdk.ts";
+import { askPlugin } from "./plugin_sdk.ts";
 import { shardEnv, shardEnvProblems } from "./shard_env.ts";
 import {
   ENGINE_API_VERSION,
-  type EngineApiKey,
-  type EngineCommand,
   type EnginePlugin,
-  type EngineProbes,
-  type MetricNames,
   type ShardLaunch,
+  type ShardSpec,
 } from "./types.ts";
 
-export { askPlugin, type PluginAnswer };
-
-/** What a shard will run, or why it cannot. */
-export interface ShardSpec {
-  /** The engine's name. */
-  engine: string;
-  /** Why the shard cannot run; empty when `command` and `probes` are set. */
-  problems: string[];
-  /** argv and the full environment llmgw adds (profile, engine, then llmgw's own). */
-  command: EngineCommand | null;
-  /** Liveness and readiness (design §9.3). */
-  probes: EngineProbes | null;
-  /** Metric names for the gateway's load signals. */
-  metrics: MetricNames | null;
-  /**
-   * How the engine takes an API key, when it can: the supervisor adds a key
-   * of its own at spawn time, so none is in the command above.
-   */
-  api_key?: EngineApiKey;
-}
+export { askPlugin };
 
 /** The checks every engine shares (design §6.2), given the engine's quantizations. */
 export function commonProblems(launch: ShardLaunch, quantizations: readonly string[]): string[] {
@@ -98,12 +76,11 @@ export function finishShard(
   engine: string,
   launch: ShardLaunch,
   quantizations: readonly string[],
-  answer: PluginAnswer,
+  answer: ShardSpec,
 ): ShardSpec {
   const problems = [...commonProblems(launch, quantizations), ...answer.problems];
   if (problems.length > 0 || answer.command === null || answer.probes === null) {
     return {
-      engine,
       problems: problems.length > 0 ? problems : [`engine ${engine} returned no command`],
       command: null,
       probes: null,
@@ -111,7 +88,6 @@ export function finishShard(
     };
   }
   return {
-    engine,
     problems: [],
     command: {
       argv: answer.command.argv,

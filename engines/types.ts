@@ -209,6 +209,30 @@ export interface MetricNames {
  */
 export type EngineApiKey = { readonly env: string } | { readonly flag: string };
 
+/**
+ * What one shard will run, or why it cannot. A plugin answers it for a
+ * launch (an out-of-process plugin's `shard` verb prints it, docs/plugins.md);
+ * engines/prepare.ts `finishShard` adds llmgw's shared checks and
+ * environment; the agent adds the engine's `api_key`, and the supervisor
+ * runs it.
+ */
+export interface ShardSpec {
+  /** Why the shard cannot run; empty when `command` and `probes` are set. */
+  problems: string[];
+  /** argv and the environment llmgw adds (once finished: profile, engine, then llmgw's own). */
+  command: EngineCommand | null;
+  /** Liveness and readiness (design §9.3). */
+  probes: EngineProbes | null;
+  /** Metric names for the gateway's load signals, for the launch's engine version. */
+  metrics: MetricNames | null;
+  /**
+   * How the engine takes an API key, when it can: the supervisor adds a key
+   * of its own at spawn time, so none is in the command above. A plugin's
+   * answer leaves it out (its `describe` says it).
+   */
+  api_key?: EngineApiKey;
+}
+
 /** An engine plugin (design §8). All methods are pure. */
 export interface EnginePlugin {
   /** The engine name profiles use, e.g. `vllm`. */

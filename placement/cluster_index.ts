@@ -11,6 +11,7 @@
 import { fp8Capable } from "../deployment/quantization.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { Allocation, ClusterNode } from "../inventory/types.ts";
+import type { ModelFacts } from "../models/model_facts.ts";
 import { compareNatural } from "../text/natural_order.ts";
 
 const MIB = 2 ** 20;
@@ -79,11 +80,28 @@ export interface ClusterIndex {
    * reads neighbouring numbers instead of chasing a pointer per node.
    */
   freeByClass: Map<string, Int32Array>;
+  /**
+   * The model facts whoever built the index knows, by deployment `model`
+   * (the control plane's, control/model_facts_book.ts): `place()` reads a
+   * deployment's model here unless its options name facts. Absent: none known.
+   */
+  models?: ReadonlyMap<string, ModelFacts>;
+}
+
+/** Options of {@link indexCluster}. */
+export interface IndexOptions {
+  /** See {@link ClusterIndex.models}. */
+  models?: ReadonlyMap<string, ModelFacts>;
 }
 
 /** Builds the index of a snapshot. Nodes are not copied; do not change them afterwards. */
-export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
-  return assemble([...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode));
+export function indexCluster(
+  nodes: readonly ClusterNode[],
+  options: IndexOptions = {},
+): ClusterIndex {
+  const index = assemble([...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode));
+  if (options.models !== undefined) index.models = options.models;
+  return index;
 }
 
 /**
@@ -92,7 +110,7 @@ export function indexCluster(nodes: readonly ClusterNode[]): ClusterIndex {
  * copy, so `index` is left as it is.
  */
 export function withoutNodes(index: ClusterIndex, avoid: ReadonlySet<string>): ClusterIndex {
-  return assemble(
+  const copy = assemble(
     index.nodes.filter((n) => !avoid.has(n.node.id)).map((n) => ({
       node: n.node,
       classes: new Map(
@@ -103,6 +121,8 @@ export function withoutNodes(index: ClusterIndex, avoid: ReadonlySet<string>): C
       engines: n.engines,
     })),
   );
+  if (index.models !== undefined) copy.models = index.models;
+  return copy;
 }
 
 /** The index of nodes already indexed and sorted by id. */

@@ -14,6 +14,7 @@ export {
   compareIds,
   indexCluster,
   type IndexedNode,
+  type IndexOptions,
   withoutNodes,
 } from "./cluster_index.ts";
 export { type ReleasedShard, releasePlacement } from "./release.ts";

@@ -68,7 +68,8 @@ export interface PlaceOptions {
    * The deployment's model's facts (models/model_facts.ts), when known:
    * GPUs too small for it (`insufficient_gpu_memory`) and a tensor_parallel
    * that does not divide its heads (`tensor_parallel_heads`) are refused.
-   * Unknown (the default): nothing is refused for them.
+   * Absent: the index's facts for the deployment's model
+   * (`ClusterIndex.models`), if any; null or unknown: nothing is refused for them.
    */
   model?: ModelFacts | null;
 }
@@ -137,9 +138,12 @@ export function place(
   if (options.avoid !== undefined && options.avoid.size > 0) {
     index = withoutNodes(index, options.avoid);
   }
+  const model = options.model !== undefined
+    ? options.model
+    : index.models?.get(deployment.model) ?? null;
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
-    const trial = tryProfile(index, deployment, profile, replicaId, detail, options.model ?? null);
+    const trial = tryProfile(index, deployment, profile, replicaId, detail, model);
     attempts.push(trial.attempt);
     if (trial.shards !== null) {
       return {

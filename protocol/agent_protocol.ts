@@ -245,6 +245,12 @@ export const ShardReportSchema = z.object({
    * gateways can read its load (design §12). Absent from older agents.
    */
   load_metrics: LoadMetricNamesSchema.nullable().optional(),
+  /**
+   * The shard's engine plugin. The supervisor always names it and the
+   * agent's local API shows it; heartbeats leave it out (the control plane
+   * knows it from the placement), so it is absent from every heartbeat.
+   */
+  engine: z.string().min(1).max(64).optional(),
 });
 
 /** What an agent sends every heartbeat interval. */
@@ -363,9 +369,9 @@ export type RegisterRequest = z.infer<typeof RegisterRequestSchema>;
 /** The parsed heartbeat. */
 export type HeartbeatRequest = z.infer<typeof HeartbeatRequestSchema>;
 /**
- * One shard in a heartbeat: what the agent's supervisor reports of it
- * (supervisor/types.ts `ShardStatus` is this and its engine), clipped to
- * the wire's bounds by agent/reports.ts.
+ * One shard as its supervisor reports it: in a heartbeat (clipped to the
+ * wire's bounds by agent/reports.ts, without `engine`), in the agent's local
+ * status (with it), and as the control plane keeps a node's last report.
  */
 export interface ShardReport {
   /** Shard id. */
@@ -419,6 +425,8 @@ export interface ShardReport {
   notice?: { at: number; message: string } | null;
   /** The engine's load metric names. Absent from older agents. */
   load_metrics?: LoadMetricNames | null;
+  /** The engine plugin: set by the supervisor, left out of heartbeats. */
+  engine?: string;
 }
 
 // `deno check` fails here when the interface and the schema drift apart.

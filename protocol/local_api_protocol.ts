@@ -20,7 +20,7 @@ export const MAX_LOG_LINES = 10_000;
 /** The most characters of one log line in an answer (the default log tail's whole budget). */
 export const MAX_LOG_LINE_CHARS = 64 * 1024;
 
-/** A shard in the status answer: its heartbeat report and its engine plugin. */
+/** A shard in the status answer: its report, which here always names its engine plugin. */
 export const LocalShardStatusSchema = ShardReportSchema.extend({
   engine: z.string().min(1).max(64),
 });
@@ -58,8 +58,6 @@ export const LocalApiErrorAnswerSchema = z.object({
 
 /** A parsed status answer. */
 export type AgentStatusAnswer = z.infer<typeof AgentStatusAnswerSchema>;
-/** A shard in a status answer. */
-export type LocalShardStatus = z.infer<typeof LocalShardStatusSchema>;
 /** A parsed logs answer. */
 export type ShardLogsAnswer = z.infer<typeof ShardLogsAnswerSchema>;
 /** A parsed error answer. */

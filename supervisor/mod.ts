@@ -64,5 +64,4 @@ export {
 export { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
 export type * from "../engines/types.ts";
 export type { FabricPort, LinkLayer } from "../discovery/types.ts";
-export type { ShardSpec } from "../engines/prepare.ts";
 export type { DesiredShard, LoadMetricNames, ShardReport } from "../protocol/agent_protocol.ts";

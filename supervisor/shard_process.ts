@@ -9,7 +9,7 @@
 import { withApiKey } from "../engines/api_key.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { withPorts } from "../engines/port_block.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
 import type { FailureKind } from "./crash_loop.ts";

@@ -11,8 +11,7 @@
  *
  * @module
  */
-import type { ShardSpec } from "../engines/prepare.ts";
-import type { ShardLaunch } from "../engines/types.ts";
+import type { ShardLaunch, ShardSpec } from "../engines/types.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
@@ -42,7 +41,7 @@ import type {
   DesiredShard,
   ResolvedOptions,
   ShardMetrics,
-  ShardStatus,
+  ShardReport,
   SupervisorEvent,
 } from "./types.ts";
 
@@ -112,7 +111,7 @@ export class ShardRunner {
   }
 
   /** The shard's status (a copy). */
-  status(): ShardStatus {
+  status(): ShardReport {
     return shardStatus(this.#m, {
       desired: this.desired,
       hash: this.hash,

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { until } from "../tests/until.ts";
 import { desiredLaunch } from "../tests/shard_launch.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import type { EngineProbes } from "../engines/types.ts";
 import { groupMembers } from "./proc.ts";
 import { ShardRunner } from "./shard_runner.ts";
@@ -42,7 +42,6 @@ async function withRunner(
   const dir = await Deno.makeTempDir({ prefix: "llmgw_runner_test_" });
   const events: SupervisorEvent[] = [];
   const spec: ShardSpec = {
-    engine: "test",
     problems: [],
     command: { argv, env: {} },
     probes,

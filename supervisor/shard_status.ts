@@ -5,11 +5,11 @@
  *
  * @module
  */
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import { reportedRendezvous } from "../engines/port_block.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import type { ShardMachineState } from "./shard_machine.ts";
-import type { DesiredShard, ShardMetrics, ShardStatus } from "./types.ts";
+import type { DesiredShard, ShardMetrics, ShardReport } from "./types.ts";
 
 /** What a runner knows of its shard besides its machine. */
 export interface RunView {
@@ -30,7 +30,7 @@ export interface RunView {
 }
 
 /** The shard's status. */
-export function shardStatus(m: ShardMachineState, run: RunView): ShardStatus {
+export function shardStatus(m: ShardMachineState, run: RunView): ShardReport {
   return {
     id: run.desired.id,
     engine: run.desired.engine,

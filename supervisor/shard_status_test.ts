@@ -1,12 +1,11 @@
 import { assertEquals } from "../tests/assert.ts";
 import { desiredLaunch, shardLaunch } from "../tests/shard_launch.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import { initialShard, type ShardMachineState } from "./shard_machine.ts";
 import { type RunView, shardMetrics, shardStatus } from "./shard_status.ts";
 
 const T0 = 1_700_000_000_000;
 const SPEC: ShardSpec = {
-  engine: "vllm",
   problems: [],
   command: { argv: ["vllm", "serve"], env: {} },
   probes: { serves_http: true, liveness: [], readiness: [], loading_progress: [] },

@@ -8,7 +8,7 @@
  */
 import { compareNatural } from "../text/natural_order.ts";
 import { join } from "node:path";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
@@ -23,7 +23,7 @@ import type {
   LaunchedShard,
   ResolvedOptions,
   ShardMetrics,
-  ShardStatus,
+  ShardReport,
   SupervisorEvent,
   SupervisorOptions,
 } from "./types.ts";
@@ -220,7 +220,7 @@ export class Supervisor {
   }
 
   /** Every shard's status, by id. */
-  status(): ShardStatus[] {
+  status(): ShardReport[] {
     return [...this.#runners.values()].map((r) => r.status()).sort((a, b) =>
       compareNatural(a.id, b.id)
     );
@@ -243,7 +243,7 @@ export class Supervisor {
    * the log and the probe lines it left out (supervisor/probe_lines.ts).
    */
   shard(id: string): {
-    status: ShardStatus;
+    status: ShardReport;
     log_tail: string[];
     log_id: string;
     log_first: number;

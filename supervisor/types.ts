@@ -22,6 +22,13 @@ export type ShardState = ShardReport["state"];
 /** A shard the agent should run: what the control plane asks for (design §10), as it sent it. */
 export type { DesiredShard };
 
+/**
+ * What the supervisor reports of one shard: the heartbeat's report, with its
+ * engine (agent/reports.ts clips it to the wire's bounds and leaves the
+ * engine out).
+ */
+export type { ShardReport };
+
 /** A shard with its ports allocated: what its engine plugin builds the command from. */
 export type LaunchedShard = DesiredShard<ShardLaunch>;
 
@@ -40,16 +47,6 @@ export interface ShardFailure {
   /** True when retrying cannot change it: the engine or its plugin refused the shard. */
   permanent: boolean;
 }
-
-/**
- * What the supervisor reports about one shard: the heartbeat's shard report
- * (protocol/agent_protocol.ts `ShardReport`, which agent/reports.ts clips to
- * the wire's bounds) and the shard's engine plugin.
- */
-export type ShardStatus = ShardReport & {
-  /** Engine plugin. */
-  engine: string;
-};
 
 /** What the agent's metrics need of one shard beyond its status. */
 export interface ShardMetrics {

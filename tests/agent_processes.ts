@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { PortRange } from "../supervisor/port_allocator.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -14,6 +15,7 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
  * Spawns an agent process in its own process group. `args` are flag and
  * value pairs that replace the defaults of the same flags (e.g.
  * `--proxy-listen 127.0.0.1:PORT`, for an agent restarted on the same ports).
+ * `ports` is its engines' range, from the test file's plan (tests/port_plan.ts).
  */
 export function spawnAgent(
   controlUrl: string,
@@ -21,7 +23,7 @@ export function spawnAgent(
   id: string,
   machine: string,
   stateDir: string,
-  portBase: number,
+  ports: PortRange,
   env: Record<string, string> = {},
   args: string[] = [],
 ): Deno.ChildProcess {
@@ -29,7 +31,7 @@ export function spawnAgent(
   const flags: Record<string, string> = {
     "--listen": "127.0.0.1:0",
     "--proxy-listen": "127.0.0.1:0",
-    "--ports": `${portBase}-${portBase + 999}`,
+    "--ports": `${ports.from}-${ports.to}`,
   };
   for (let i = 0; i + 1 < args.length; i += 2) flags[args[i]] = args[i + 1];
   return new Deno.Command(Deno.execPath(), {

@@ -29,7 +29,7 @@ import { ControlPlane } from "../control/control_plane.ts";
 import { MemoryStore } from "../control/store/memory_store.ts";
 import { hashToken } from "../http/tokens.ts";
 import { localApi, type LocalApiView } from "../agent/local_api.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { createGateway } from "../gateway/app.ts";
 import { ApiKeyTable } from "../gateway/api_keys.ts";
@@ -790,7 +790,7 @@ Deno.test("control plane: fuzzed requests on every route get no 5xx, JSON 4xx, a
 const LOCAL_TOKEN = "fuzz-local-token-0123456789";
 
 function localView(): LocalApiView {
-  const shard: ShardStatus = {
+  const shard: ShardReport = {
     id: "r1/s0",
     engine: "vllm",
     state: "ready",

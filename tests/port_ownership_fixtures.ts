@@ -22,7 +22,7 @@ import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import { enginePids } from "./agent_processes.ts";
 import { until } from "./until.ts";
 
@@ -332,7 +332,7 @@ export function oneShardDeployment(name: string): Record<string, unknown> {
 }
 
 /** The agent's one shard of `deployment`, when it has one. */
-export function shardOf(agent: Agent, deployment: string): ShardStatus | null {
+export function shardOf(agent: Agent, deployment: string): ShardReport | null {
   return agent.status().shards.find((s) => s.id.startsWith(`${deployment}-`)) ?? null;
 }
 
@@ -345,7 +345,7 @@ export async function untilNodes(c: PortCluster, count: number): Promise<void> {
 }
 
 /** Waits until `agent`'s shard of `deployment` is ready and returns it. */
-export function untilShardReady(agent: Agent, deployment: string): Promise<ShardStatus> {
+export function untilShardReady(agent: Agent, deployment: string): Promise<ShardReport> {
   return until(`a ready shard of ${deployment}`, () => {
     const s = shardOf(agent, deployment);
     return s?.state === "ready" ? s : null;

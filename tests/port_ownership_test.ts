@@ -44,7 +44,7 @@ import { fingerprint, readPidFile, writePidFile } from "../supervisor/pid_file.t
 import { isPortFree, type PortRange } from "../supervisor/port_allocator.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 
 /** Ports 30100-31299 are this file's: other tests use 18000-28999 and 34000-34999. */
 function candidates(base: number): number[] {
@@ -142,7 +142,7 @@ async function untilGatewayRoutes(
   c: PortCluster,
   model: string,
   agent: Agent,
-  shard: ShardStatus,
+  shard: ShardReport,
 ): Promise<void> {
   const target = (e: { url: string; shard?: string }) =>
     e.shard !== undefined
@@ -338,7 +338,7 @@ async function readyShard(
   id: string,
   deployment: string,
   range: PortRange,
-): Promise<{ first: ShardStatus; stateDir: string }> {
+): Promise<{ first: ShardReport; stateDir: string }> {
   const { agent, stateDir } = await c.startAgent({ id, ports: range });
   await untilNodes(c, 1);
   await apply(c, deployment);
@@ -453,7 +453,7 @@ Deno.test("agent restart after the engine died and a foreign server took its por
  */
 async function standInOnForeignPort(
   c: PortCluster,
-  first: ShardStatus,
+  first: ShardReport,
   stateDir: string,
 ): Promise<{ standIn: Deno.ChildProcess; foreign: ForeignServer }> {
   const pidFile = join(stateDir, "shards", shardDirName(first.id), "pid.json");

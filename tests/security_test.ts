@@ -40,7 +40,7 @@ import { ApiKeyTable } from "../gateway/api_keys.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
-import type { ShardStatus } from "../supervisor/types.ts";
+import type { ShardReport } from "../supervisor/types.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { FakeClock } from "./fake_clock.ts";
@@ -334,7 +334,7 @@ Deno.test("auth matrix: every control plane route × every kind of token (unknow
 
 Deno.test("auth matrix: the agent's local API — only its own token passes; none 401, any other 403", async () => {
   const local = newToken("llmgw_local");
-  const shard: ShardStatus = {
+  const shard: ShardReport = {
     id: "s0",
     engine: "vllm",
     state: "ready",

@@ -12,7 +12,7 @@ import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import {
   groupMembers,
   type LaunchedShard,
-  type ShardStatus,
+  type ShardReport,
   Supervisor,
   type SupervisorEvent,
 } from "../supervisor/mod.ts";
@@ -98,10 +98,10 @@ async function withEngines(
 function shardReaches(
   sup: Supervisor,
   id: string,
-  pred: (s: ShardStatus) => boolean,
+  pred: (s: ShardReport) => boolean,
   groups: Set<number>,
   what: string,
-): Promise<ShardStatus> {
+): Promise<ShardReport> {
   return until(`${id} to reach ${what}`, () => {
     const s = sup.shard(id)?.status;
     if (s?.pid) groups.add(s.pid);

@@ -12,15 +12,15 @@ import { join } from "node:path";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { ENGINE_API_VERSION, type EngineProbes, type ShardLaunch } from "../engines/types.ts";
-import type { ShardSpec } from "../engines/prepare.ts";
+import type { ShardSpec } from "../engines/types.ts";
 import {
   type DesiredShard,
   groupMembers,
   isRunning,
   readPidFile,
   readProcStat,
+  type ShardReport,
   type ShardState,
-  type ShardStatus,
   Supervisor,
   type SupervisorEvent,
   type SupervisorOptions,
@@ -30,7 +30,7 @@ import {
 /** Process groups started by a test, killed at the end whatever happened. */
 class Cleanup {
   readonly groups = new Set<number>();
-  watch(statuses: ShardStatus[]): void {
+  watch(statuses: ShardReport[]): void {
     for (const s of statuses) if (s.pid !== null) this.groups.add(s.pid);
   }
   kill(): void {
@@ -85,7 +85,6 @@ const PROGRESS = [{ regex: "loading (?<percent>\\d+)%" }];
 function shellEngine(script: string, probes: EngineProbes = NO_HTTP) {
   return (_d: DesiredShard): Promise<ShardSpec> =>
     Promise.resolve({
-      engine: "test",
       problems: [],
       command: { argv: ["sh", "-c", script], env: {} },
       probes,
@@ -129,10 +128,10 @@ async function withSupervisor(
 function shardReaches(
   sup: Supervisor,
   id: string,
-  pred: (s: ShardStatus) => boolean,
+  pred: (s: ShardReport) => boolean,
   cleanup: Cleanup,
   what: string,
-): Promise<ShardStatus> {
+): Promise<ShardReport> {
   return until(`shard ${id} to reach: ${what}`, () => {
     cleanup.watch(sup.status());
     const s = sup.shard(id)?.status;
@@ -144,7 +143,7 @@ function shardReaches(
   });
 }
 
-const inState = (...states: ShardState[]) => (s: ShardStatus) => states.includes(s.state);
+const inState = (...states: ShardState[]) => (s: ShardReport) => states.includes(s.state);
 
 Deno.test("stop leaves no process of the shard's group, workers included", async () => {
   // The "engine" forks two workers that would outlive a signal to the leader alone.
