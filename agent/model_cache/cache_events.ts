@@ -54,7 +54,14 @@ export type CacheEvent =
     got: string;
   }
   | EventSubject & { kind: "completed"; bytes: number; path: string }
-  | EventSubject & { kind: "failed"; file?: string; error: string };
+  | EventSubject & { kind: "failed"; file?: string; error: string }
+  | EventSubject & {
+    kind: "evicted";
+    /** Bytes the eviction freed (blobs no other revision links). */
+    bytes: number;
+    /** Why: the disk went over the high watermark. */
+    reason: string;
+  };
 
 /** Receives events; must not throw (an error in it is ignored). */
 export type CacheEventSink = (event: CacheEvent) => void;

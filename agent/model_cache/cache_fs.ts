@@ -60,6 +60,25 @@ export interface CacheFs {
   readStream(path: string): Promise<ReadableStream<Uint8Array>>;
   /** Bytes free to an unprivileged writer on the file system holding `path` (or its nearest existing parent). */
   freeBytes(path: string): Promise<number>;
+  /** The size of that file system and the bytes free on it, as {@link freeBytes} counts them. */
+  diskUsage(path: string): Promise<DiskUsage>;
+  /** The entries of a directory; empty when it is absent. */
+  readDir(path: string): Promise<DirEntry[]>;
+  /** Removes a directory and everything under it; fine when absent. */
+  removeTree(path: string): Promise<void>;
+}
+
+/** A file system's size and free bytes. */
+export interface DiskUsage {
+  totalBytes: number;
+  freeBytes: number;
+}
+
+/** One entry of {@link CacheFs.readDir}. */
+export interface DirEntry {
+  name: string;
+  isDirectory: boolean;
+  isSymlink: boolean;
 }
 
 /** True for a "no space left on device" error, however the runtime words it. */
@@ -168,18 +187,37 @@ export const denoCacheFs: CacheFs = {
     return file.readable;
   },
   async freeBytes(path) {
-    // Deno has no statfs of its own; node:fs's is there in Deno 2.
-    let at = path;
-    for (let i = 0; i < 256; i++) {
-      try {
-        const s = await statfs(at);
-        return Number(s.bavail) * Number(s.bsize);
-      } catch (e) {
-        const parent = dirname(at);
-        if ((e as { code?: unknown }).code !== "ENOENT" || parent === at) throw e;
-        at = parent;
-      }
-    }
-    throw new Error(`Cannot find free space for ${path}: no existing parent`);
+    return (await diskUsageOf(path)).freeBytes;
   },
+  diskUsage: (path) => diskUsageOf(path),
+  async readDir(path) {
+    try {
+      const out: DirEntry[] = [];
+      for await (const e of Deno.readDir(path)) {
+        out.push({ name: e.name, isDirectory: e.isDirectory, isSymlink: e.isSymlink });
+      }
+      return out;
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return [];
+      throw e;
+    }
+  },
+  removeTree: (path) => ignoreNotFound(Deno.remove(path, { recursive: true })),
 };
+
+async function diskUsageOf(path: string): Promise<DiskUsage> {
+  // Deno has no statfs of its own; node:fs's is there in Deno 2.
+  let at = path;
+  for (let i = 0; i < 256; i++) {
+    try {
+      const s = await statfs(at);
+      const block = Number(s.bsize);
+      return { totalBytes: Number(s.blocks) * block, freeBytes: Number(s.bavail) * block };
+    } catch (e) {
+      const parent = dirname(at);
+      if ((e as { code?: unknown }).code !== "ENOENT" || parent === at) throw e;
+      at = parent;
+    }
+  }
+  throw new Error(`Cannot find free space for ${path}: no existing parent`);
+}

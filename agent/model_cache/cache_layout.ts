@@ -86,16 +86,20 @@ function segments(path: string, what: string): string[] {
   return path.split("/");
 }
 
-/** Refuses a file whose path or blob key could leave the snapshot or the blobs folder. */
-export function checkRepoFile(file: RepoFile, repo: string): void {
-  segments(file.path, `file path of ${repo}`);
-  const key = blobKey(file);
+/** Refuses a blob key that is not a 40-hex git blob id or a 64-hex SHA-256. */
+export function checkBlobKey(key: string, of: string): void {
   if (!BLOB_KEY.test(key)) {
     throw new UnsafePathError(
-      `Cannot use blob key ${JSON.stringify(key)} of ${repo} ${file.path}: ` +
+      `Cannot use blob key ${JSON.stringify(key)} of ${of}: ` +
         "expected a 40-hex git blob id or a 64-hex SHA-256",
     );
   }
+}
+
+/** Refuses a file whose path or blob key could leave the snapshot or the blobs folder. */
+export function checkRepoFile(file: RepoFile, repo: string): void {
+  segments(file.path, `file path of ${repo}`);
+  checkBlobKey(blobKey(file), `${repo} ${file.path}`);
   if (!Number.isSafeInteger(file.size) || file.size < 0) {
     throw new UnsafePathError(`Cannot use size ${file.size} of ${repo} ${file.path}`);
   }
@@ -119,7 +123,13 @@ export class CacheLayout {
   /** `<repo>/blobs/<key>`: the verified content, under its final name. */
   blobPath(repo: string, file: RepoFile): string {
     checkRepoFile(file, repo);
-    return `${this.repoDir(repo)}/blobs/${blobKey(file)}`;
+    return this.blobPathOfKey(repo, blobKey(file));
+  }
+
+  /** {@link blobPath} by the blob's key alone (eviction knows keys from links). */
+  blobPathOfKey(repo: string, key: string): string {
+    checkBlobKey(key, repo);
+    return `${this.repoDir(repo)}/blobs/${key}`;
   }
 
   /**
@@ -155,10 +165,33 @@ export class CacheLayout {
     return `${this.repoDir(repo)}/refs/${revision}`;
   }
 
+  /** Where the agent remembers when a revision was last used (eviction is least recently used first). */
+  usedPath(repo: string, commit: string): string {
+    checkCommit(commit, repo);
+    return `${this.root}/.llmgw/used/${repoFolderName(repo)}/${commit}`;
+  }
+
   /** Where the agent remembers that an existing blob's hash was checked. */
   verifiedPath(repo: string, file: RepoFile): string {
     checkRepoFile(file, repo);
-    return `${this.root}/.llmgw/verified/${repoFolderName(repo)}/${blobKey(file)}`;
+    return this.verifiedPathOfKey(repo, blobKey(file));
+  }
+
+  /** {@link verifiedPath} by the blob's key alone. */
+  verifiedPathOfKey(repo: string, key: string): string {
+    checkBlobKey(key, repo);
+    return `${this.root}/.llmgw/verified/${repoFolderName(repo)}/${key}`;
+  }
+}
+
+/** The repository id of a cache folder (`models--org--name` → `org/name`); null for another folder. */
+export function repoOfFolder(folder: string): string | null {
+  if (!folder.startsWith("models--")) return null;
+  const repo = folder.slice("models--".length).split("--").join("/");
+  try {
+    return repoFolderName(repo) === folder ? repo : null;
+  } catch {
+    return null;
   }
 }
 

@@ -11,7 +11,8 @@
  * - blob_download.ts: one blob, chunked, resumed, verified, renamed;
  * - token_bucket.ts, chunk_slots.ts: the agent's rate and connections,
  *   shared by every download;
- * - download_progress.ts, cache_events.ts: what the agent reports.
+ * - download_progress.ts, cache_events.ts: what the agent reports;
+ * - cache_revisions.ts, cache_eviction.ts: what it holds, and the watermarks.
  *
  * Two snapshots needing the same blob share one job; a snapshot whose
  * request is aborted leaves its part files for the next request to resume.
@@ -25,7 +26,8 @@ import { errorMessage } from "../../text/error_message.ts";
 import { type Clock, systemClock } from "../../time/clock.ts";
 import type { BackoffPolicy } from "../../supervisor/backoff.ts";
 import { sleep as realSleep } from "../retry.ts";
-import { type BlobFetchSettings, downloadBlob, type ProgressSink } from "./blob_download.ts";
+import type { BlobFetchSettings } from "./blob_download.ts";
+import { BlobJobs } from "./blob_jobs.ts";
 import { type CacheEventSink, emit } from "./cache_events.ts";
 import { type CacheFs, denoCacheFs, isNoSpace, tempSibling } from "./cache_fs.ts";
 import {
@@ -35,7 +37,9 @@ import {
   rememberVerified,
   verifyExisting,
 } from "./cache_inspect.ts";
+import { CacheEviction } from "./cache_eviction.ts";
 import { blobLinkTarget, CacheLayout } from "./cache_layout.ts";
+import { type CachedRevision, listRevisions, markUsed } from "./cache_revisions.ts";
 import { parseRecord, planChunks } from "./chunk_record.ts";
 import { ChunkSlots } from "./chunk_slots.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
@@ -75,13 +79,6 @@ export interface EnsureOptions {
   signal?: AbortSignal;
 }
 
-interface BlobJob {
-  done: Promise<void>;
-  controller: AbortController;
-  waiters: number;
-  sinks: Set<ProgressSink>;
-}
-
 /** The default chunk: 16 MiB, in huggingface_hub's and hf_transfer's range. */
 export const DEFAULT_CHUNK_BYTES = 16 * 2 ** 20;
 
@@ -93,8 +90,11 @@ export class ModelCache {
   readonly #clock: Clock;
   readonly #settings: BlobFetchSettings;
   readonly #onEvent?: CacheEventSink;
-  readonly #jobs = new Map<string, BlobJob>();
+  readonly #jobs: BlobJobs;
   readonly #progress = new Map<string, DownloadProgress>();
+  readonly #ensuring = new Map<string, number>();
+  /** Watermark eviction over this cache; never touches a repository being fetched. */
+  readonly eviction: CacheEviction;
 
   /** A cache over `options.root`. */
   constructor(options: ModelCacheOptions) {
@@ -117,6 +117,25 @@ export class ModelCache {
       verifyAttempts: options.verifyAttempts ?? 3,
       onEvent: options.onEvent,
     };
+    this.#jobs = new BlobJobs(this.#settings, async (target) => {
+      await rememberVerified(this.#fs, this.layout, target.repo, target.file);
+    });
+    this.eviction = new CacheEviction({
+      fs: this.#fs,
+      layout: this.layout,
+      busy: (repo) => this.#ensuring.has(repo),
+      onEvent: options.onEvent,
+    });
+  }
+
+  /** Every revision the cache holds, with its blobs, refs and last use. */
+  revisions(): Promise<CachedRevision[]> {
+    return listRevisions(this.#fs, this.layout);
+  }
+
+  /** Records a use of `repo`@`commit` now (a shard started on it): eviction takes the least recent first. */
+  markUsed(repo: string, commit: string): Promise<void> {
+    return markUsed(this.#fs, this.layout, repo, commit, this.#clock.now());
   }
 
   /** The directory an engine is launched from: `<root>/models--org--name/snapshots/<commit>`. */
@@ -146,6 +165,22 @@ export class ModelCache {
     snapshot: RepoSnapshot,
     sources: readonly ByteSource[],
     options: EnsureOptions = {},
+  ): Promise<string> {
+    const repo = snapshot.repo;
+    this.#ensuring.set(repo, (this.#ensuring.get(repo) ?? 0) + 1);
+    try {
+      return await this.#ensure(snapshot, sources, options);
+    } finally {
+      const n = this.#ensuring.get(repo)! - 1;
+      if (n > 0) this.#ensuring.set(repo, n);
+      else this.#ensuring.delete(repo);
+    }
+  }
+
+  async #ensure(
+    snapshot: RepoSnapshot,
+    sources: readonly ByteSource[],
+    options: EnsureOptions,
   ): Promise<string> {
     const { repo, commit } = snapshot;
     const signal = options.signal ?? new AbortController().signal;
@@ -181,6 +216,7 @@ export class ModelCache {
         await this.#fs.writeTextAtomic(ref, commit);
       }
     }
+    await this.markUsed(repo, commit);
     const path = this.snapshotDir(repo, commit);
     emit(this.#onEvent, { kind: "completed", repo, commit, bytes: total, path });
     return path;
@@ -246,7 +282,7 @@ export class ModelCache {
     let first: { error: unknown; file: string } | null = null;
     await Promise.allSettled(
       missing.map((file) =>
-        this.#join({ repo, commit, file }, sources, progress, both).catch((error) => {
+        this.#jobs.join({ repo, commit, file }, sources, progress, both).catch((error) => {
           // One file that cannot be fetched fails the snapshot: stop the rest.
           if (!both.aborted) first = { error, file: file.path };
           stop.abort(error);
@@ -258,7 +294,7 @@ export class ModelCache {
     const { error, file } = first as { error: unknown; file: string };
     if (isNoSpace(error)) {
       for (const f of missing) {
-        if (this.#jobs.has(this.layout.blobPath(repo, f))) continue;
+        if (this.#jobs.running(repo, f)) continue;
         await this.#fs.remove(this.layout.partPath(repo, f));
         await this.#fs.remove(this.layout.chunksPath(repo, f));
       }
@@ -274,74 +310,6 @@ export class ModelCache {
     }
     emit(this.#onEvent, { kind: "failed", repo, commit, file, error: errorMessage(error) });
     throw error;
-  }
-
-  /**
-   * Waits for the blob of `target.file`, starting its job or joining the
-   * one under way. When the last waiter aborts, the job is aborted, and
-   * that waiter returns only once the job stopped writing.
-   */
-  async #join(
-    target: { repo: string; commit: string; file: RepoFile },
-    sources: readonly ByteSource[],
-    sink: ProgressSink,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const key = this.layout.blobPath(target.repo, target.file);
-    let job = this.#jobs.get(key);
-    // A job its last waiter left is ending: wait for it, then start anew.
-    for (let i = 0; job !== undefined && job.controller.signal.aborted && i < 10; i++) {
-      await job.done.catch(() => {});
-      job = this.#jobs.get(key);
-    }
-    if (job === undefined || job.controller.signal.aborted) job = this.#start(key, target, sources);
-    const current = job;
-    current.waiters++;
-    current.sinks.add(sink);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = () => {
-          current.waiters--;
-          if (current.waiters > 0) return reject(signal.reason);
-          current.controller.abort(signal.reason);
-          current.done.then(() => resolve(), () => reject(signal.reason));
-        };
-        if (signal.aborted) return onAbort();
-        signal.addEventListener("abort", onAbort, { once: true });
-        current.done.then(resolve, reject).finally(() => {
-          signal.removeEventListener("abort", onAbort);
-          if (!signal.aborted) current.waiters--;
-        });
-      });
-    } finally {
-      current.sinks.delete(sink);
-    }
-  }
-
-  #start(
-    key: string,
-    target: { repo: string; commit: string; file: RepoFile },
-    sources: readonly ByteSource[],
-  ): BlobJob {
-    const sinks = new Set<ProgressSink>();
-    const fan: ProgressSink = {
-      resumed: (b) => sinks.forEach((s) => s.resumed(b)),
-      add: (b) => sinks.forEach((s) => s.add(b)),
-      sourceUse: (name, d) => sinks.forEach((s) => s.sourceUse(name, d)),
-    };
-    const controller = new AbortController();
-    const job: BlobJob = { controller, waiters: 0, sinks, done: Promise.resolve() };
-    job.done = (async () => {
-      try {
-        await downloadBlob(target, sources, this.#settings, fan, controller.signal);
-        await rememberVerified(this.#fs, this.layout, target.repo, target.file);
-      } finally {
-        this.#jobs.delete(key);
-      }
-    })();
-    job.done.catch(() => {}); // Waiters see the error; this keeps it from being unhandled.
-    this.#jobs.set(key, job);
-    return job;
   }
 
   /** `snapshots/<commit>/<path>` → its blob, made beside and renamed into place. */
