@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ModelFactsSource } from "../models/facts_source.ts";
 import { noPorts } from "../engines/port_block.ts";
 import { parsePlacementId, parseShardId } from "../protocol/ids.ts";
 import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
@@ -67,6 +68,8 @@ export interface ControlPlaneOptions {
   leadership?: () => Leadership;
   /** See {@link ControlState.retireGraceMs}. Default 5 s. */
   retireGraceMs?: number;
+  /** Where models' facts come from (models/facts_source.ts); default: local and shared paths. */
+  modelFacts?: ModelFactsSource;
 }
 
 /**
@@ -117,6 +120,7 @@ export class ControlPlane {
       retireGraceMs: options.retireGraceMs,
       leading: options.leading,
       wake,
+      modelFacts: options.modelFacts,
     });
     this.leadership = options.leadership ??
       (() => singleLeadership("this control plane"));
@@ -151,6 +155,10 @@ export class ControlPlane {
     const floor = (options.epoch ?? 0) * GENERATION_STRIDE;
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
+    // Placement checks memory and heads only against facts it knows (a failure leaves them unknown).
+    for (const model of new Set([...state.deployments.values()].map((d) => d.spec.model))) {
+      await state.modelFacts.learn(model);
+    }
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);
     for (const t of await state.store.listTokens()) state.tokens.set(t.id, t);
     for (const n of await state.store.listNodes()) {

@@ -10,6 +10,8 @@ import { DeploymentError, type LoadedDeployment, parseDeployment } from "../depl
 import { DEFAULT_ROUTING, type Deployment, type RoutingPolicy } from "../deployment/schema.ts";
 import { classFacts, type DeploymentIssue, validateDeployment } from "../deployment/validate.ts";
 import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts";
+import { modelIssues } from "../deployment/model_fit.ts";
+import { checkModel } from "./model_facts_book.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
@@ -114,7 +116,7 @@ export class DeploymentService {
         classes: facts,
       });
       await checkEngines(loaded.deployment, "request body", this.#engines, facts);
-      return loaded;
+      return await checkModel(this.#state.modelFacts, loaded, facts);
     } catch (e) {
       if (e instanceof DeploymentError) {
         throw new InvalidInputError("Cannot use deployment", e.issues);
@@ -343,10 +345,16 @@ export class DeploymentService {
       await state.store.putDeployment(d);
       await state.event("deployment_scaled", `deployment/${name}`, `${replicas} replicas`);
       state.kick();
-      return validateDeployment(d.spec, {
-        knownEngines: this.#engines.names(),
-        classes: classFacts(state.inventory.snapshot()),
-      }).warnings;
+      const classes = classFacts(state.inventory.snapshot());
+      const model = modelIssues(
+        d.spec,
+        state.modelFacts.known(d.spec.model),
+        (c) => classes.memoryBytes?.get(c),
+      );
+      return [
+        ...validateDeployment(d.spec, { knownEngines: this.#engines.names(), classes }).warnings,
+        ...model.warnings,
+      ];
     });
   }
 
@@ -369,7 +377,9 @@ export class DeploymentService {
    */
   async dryRun(raw: unknown): Promise<PlacementResult[]> {
     const d = (await this.check(raw)).deployment;
-    const index = indexCluster(this.#state.inventory.snapshot());
+    const index = indexCluster(this.#state.inventory.snapshot(), {
+      models: this.#state.modelFacts.all(),
+    });
     const out: PlacementResult[] = [];
     for (let i = 0; i < d.replicas; i++) {
       const r = place(index, d, replicaId(d.name, i), { detail: "grouped" });

@@ -59,6 +59,8 @@ export function liveExplanation(state: ControlState, replicaId: string): LiveExp
   const spec = state.deployments.get(r.deployment)?.spec;
   const live = spec === undefined
     ? null
-    : place(indexCluster(nodes), spec, `${replicaId}.explain`, { detail }).explanation;
+    : place(indexCluster(nodes, { models: state.modelFacts.all() }), spec, `${replicaId}.explain`, {
+      detail,
+    }).explanation;
   return { replica: replicaView(state, r), live, detail, nodes: nodes.length };
 }

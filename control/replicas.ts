@@ -83,7 +83,9 @@ export class ReplicaBook {
    */
   index(): ClusterIndex {
     if (this.#index !== null) return this.#index;
-    const index = indexCluster(this.#state.inventory.snapshot());
+    const index = indexCluster(this.#state.inventory.snapshot(), {
+      models: this.#state.modelFacts.all(),
+    });
     if (this.#inPass) this.#index = index;
     return index;
   }

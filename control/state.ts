@@ -25,6 +25,8 @@ import {
 } from "./store/store.ts";
 import { Wake } from "./wake.ts";
 import { createLogger } from "../log/log.ts";
+import { ModelFactsBook } from "./model_facts_book.ts";
+import { localFactsSource, type ModelFactsSource } from "../models/facts_source.ts";
 
 /** The control plane's warnings, one JSON line each. */
 const log = createLogger("control");
@@ -49,6 +51,8 @@ export interface ControlStateOptions {
   leading?: () => boolean;
   /** What {@link ControlState.kick} asks: the reconciler answers it (control/wake.ts). */
   wake?: Wake;
+  /** Where models' facts come from; default: local and shared paths only. */
+  modelFacts?: ModelFactsSource;
 }
 
 /**
@@ -93,6 +97,8 @@ export class ControlState {
   readonly leading: () => boolean;
   /** The reconciler's wake: {@link kick} asks it for a pass. */
   readonly wake: Wake;
+  /** The models' facts placement checks memory and heads against (control/model_facts_book.ts). */
+  readonly modelFacts: ModelFactsBook;
   /** Events queued and then given up (the queue was full, or the store refused them). */
   droppedEvents = 0;
   /**
@@ -114,6 +120,7 @@ export class ControlState {
     this.retireGraceMs = options.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     this.leading = options.leading ?? (() => true);
     this.wake = options.wake ?? new Wake();
+    this.modelFacts = new ModelFactsBook(options.modelFacts ?? localFactsSource());
   }
 
   /** Asks for a reconcile pass soon (debounced by the reconciler, which answers the wake). */

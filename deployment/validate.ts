@@ -30,6 +30,12 @@ export interface ClassFacts {
    * in any state; absent when unknown (then no size warnings).
    */
   sizes?: ReadonlyMap<string, ClassSize>;
+  /**
+   * GPU class → the memory of its largest GPU in the cluster, in bytes, as
+   * drivers report it; a class whose GPUs report none is absent (the
+   * model's memory check then reads the class name's size).
+   */
+  memoryBytes?: ReadonlyMap<string, number>;
 }
 
 /** How many GPUs of one class the cluster has. */
@@ -169,6 +175,7 @@ function fleetShortfall(
 export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
   const map = new Map<string, Set<string>>();
   const sizes = new Map<string, ClassSize>();
+  const memoryBytes = new Map<string, number>();
   for (const n of nodes) {
     const here = new Map<string, number>();
     for (const g of n.gpus) {
@@ -176,6 +183,12 @@ export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
       let s = map.get(g.class);
       if (s === undefined) map.set(g.class, s = new Set());
       if (g.compute_capability !== null) s.add(g.compute_capability);
+      if (g.memory_total_mb !== null) {
+        memoryBytes.set(
+          g.class,
+          Math.max(memoryBytes.get(g.class) ?? 0, g.memory_total_mb * 2 ** 20),
+        );
+      }
       here.set(g.class, (here.get(g.class) ?? 0) + 1);
     }
     for (const [cls, count] of here) {
@@ -187,5 +200,5 @@ export function classFacts(nodes: readonly ClusterNode[]): ClassFacts {
       }
     }
   }
-  return { computeCapabilities: map, sizes };
+  return { computeCapabilities: map, sizes, memoryBytes };
 }

@@ -929,3 +929,22 @@ Deno.test("the model's filters come right after node size, before node state", (
   ).explanation.profiles[0];
   assertEquals(a.counts, { tensor_parallel_heads: 1 });
 });
+
+Deno.test("the index carries known facts by model: place reads them unless its options say otherwise", () => {
+  const facts = fixtureFacts("qwen2.5-7b-instruct", [15e9]);
+  const dep = deployment([profile({ name: "tp8" })]); // model "org/model"
+  const index = indexCluster([node("n1"), node("n2")], {
+    models: new Map([["org/model", facts]]),
+  });
+  assertEquals(unschedulable(place(index, dep, "r")).explanation.profiles[0].counts, {
+    tensor_parallel_heads: 2,
+  });
+  // avoid copies the index: the facts come along.
+  assertEquals(
+    unschedulable(place(index, dep, "r", { avoid: new Set(["n2"]) })).explanation.profiles[0]
+      .counts,
+    { tensor_parallel_heads: 1 },
+  );
+  // options.model null: unknown, nothing refused.
+  placed(place(index, dep, "r", { model: null }));
+});

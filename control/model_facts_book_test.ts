@@ -1,0 +1,117 @@
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { QWEN, registerNodes, testControl, thrown } from "../tests/control_fixture.ts";
+import { fixtureFacts } from "../tests/model_configs.ts";
+import type { ModelFacts } from "../models/model_facts.ts";
+import type { ModelFactsSource } from "../models/facts_source.ts";
+import { InvalidInputError } from "./errors.ts";
+import { liveExplanation } from "./live_explanation.ts";
+
+const LLAMA_405B = "meta-llama/Llama-3.1-405B-Instruct";
+
+/** A source that knows the fixtures by hub id, and counts its reads. */
+function fixtures(): ModelFactsSource & { reads: number } {
+  const known: Record<string, ModelFacts> = {
+    [QWEN.model]: fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024]),
+    [LLAMA_405B]: fixtureFacts("llama-3.1-405b-instruct"),
+  };
+  return {
+    reads: 0,
+    facts(model) {
+      this.reads++;
+      return Promise.resolve(known[model] ?? null);
+    },
+  };
+}
+
+Deno.test("apply refuses a tensor_parallel that does not divide the model's heads, and stores nothing", async () => {
+  const { cp, store } = await testControl({ modelFacts: fixtures() });
+  await registerNodes(cp, ["n1"]);
+  const e = await thrown(cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], name: "tp8", tensor_parallel: 8 }],
+  }));
+  assertOk(e instanceof InvalidInputError, String(e));
+  assertEquals(e.path, "profiles[0].tensor_parallel");
+  assertStringIncludes(
+    e.message,
+    'profile "tp8": Total number of attention heads (28) must be divisible by tensor parallel size (8)',
+  );
+  assertEquals(await store.listDeployments(), []);
+  // TP 4 divides 28: accepted.
+  const ok = await cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], name: "tp4", tensor_parallel: 4 }],
+  });
+  assertEquals(ok.warnings, []);
+});
+
+Deno.test("apply refuses a model no profile's GPUs can hold, with the numbers", async () => {
+  const { cp, store } = await testControl({ modelFacts: fixtures() });
+  await registerNodes(cp, ["n1"]); // 8 × RTX 4090 (24 GiB)
+  const spec = {
+    name: "llama",
+    model: LLAMA_405B,
+    profiles: [{ name: "tp8", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 8 }],
+  };
+  const e = await thrown(cp.deployments.apply(spec));
+  assertOk(e instanceof InvalidInputError, String(e));
+  assertEquals(e.path, "profiles[0].gpu_class");
+  // 811,706,777,600 B ÷ 8 = 94.5 GiB of weights per GPU; the 4090s report 24,564 MiB.
+  assertStringIncludes(
+    e.message,
+    'profile "tp8": insufficient_gpu_memory: needs 102.4 GiB per GPU (weights 94.5 + KV cache ' +
+      "for one 131072-token sequence 7.9) but an rtx4090-24g GPU offers 21.6 GiB (24.0 GiB × 0.90)",
+  );
+  assertEquals(await store.listDeployments(), []);
+  // Beside a profile that can hold it (its class is absent today), it is a warning,
+  // and placement says why the first profile is passed over.
+  const both = await cp.deployments.apply({
+    ...spec,
+    profiles: [...spec.profiles, {
+      name: "h200-2x8",
+      engine: "vllm",
+      gpu_class: "h200-140g",
+      tensor_parallel: 8,
+      pipeline_parallel: 2,
+      nodes: 2,
+    }],
+  });
+  assertOk(both.warnings.some((w) => w.message.includes("insufficient_gpu_memory")));
+  await cp.reconcile();
+  const [replica] = cp.replicas();
+  // Pending: profile 1 refused for memory, profile 2's class absent.
+  assertEquals(replica.explanation!.profiles[0].counts, { insufficient_gpu_memory: 1 });
+  const live = liveExplanation(cp.state, replica.id).live!;
+  assertEquals(live.profiles[0].counts, { insufficient_gpu_memory: 1 });
+});
+
+Deno.test("facts that cannot be read are a warning, and placement refuses nothing for them", async () => {
+  const failing: ModelFactsSource = {
+    facts: () => Promise.reject(new Error("Cannot read model facts: no /models/x/config.json")),
+  };
+  const { cp } = await testControl({ modelFacts: failing });
+  await registerNodes(cp, ["n1"]);
+  const r = await cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], tensor_parallel: 8 }],
+  });
+  assertEquals(r.warnings.map((w) => w.message), [
+    "the model's memory and tensor_parallel were not checked: " +
+    "Cannot read model facts: no /models/x/config.json",
+  ]);
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].profile, "tp2");
+});
+
+Deno.test("opening a store learns the stored deployments' facts before anything is placed", async () => {
+  const source = fixtures();
+  const first = await testControl({ modelFacts: source });
+  await registerNodes(first.cp, ["n1"]);
+  await first.cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], name: "tp4", tensor_parallel: 4 }],
+  });
+  const again = await testControl({ modelFacts: source, store: first.store });
+  assertEquals(again.cp.state.modelFacts.known(QWEN.model)?.attention_heads, 28);
+  assertEquals(source.reads, 2);
+});
