@@ -118,14 +118,35 @@ export class FakeHub {
    * A fetch that reaches the hub and the CDN without sockets (any other
    * origin, or the hub switched off, is refused as a connection would be).
    */
-  readonly fetch: typeof fetch = (input, init) => {
-    const request = new Request(input, init);
-    const origin = new URL(request.url).origin;
-    if (!this.#state.online || (origin !== this.endpoint && origin !== this.cdnOrigin)) {
-      return Promise.reject(new TypeError(REFUSED));
+  readonly fetch: typeof fetch = async (input, init) => {
+    let request = new Request(input, init);
+    // As fetch does: follow redirects unless told not to, dropping Authorization across origins.
+    for (let hop = 0; hop <= 20; hop++) {
+      const origin = new URL(request.url).origin;
+      if (!this.#state.online || (origin !== this.endpoint && origin !== this.cdnOrigin)) {
+        throw new TypeError("fetch failed", { cause: new Error(REFUSED) });
+      }
+      const handle = origin === this.endpoint ? handleHub : handleCdn;
+      const response = handle(this.#state, request);
+      const location = response.headers.get("Location");
+      if (
+        request.redirect !== "follow" || location === null || response.status < 300 ||
+        response.status > 399
+      ) {
+        return response;
+      }
+      await response.body?.cancel();
+      const next = new URL(location, request.url);
+      const headers = new Headers(request.headers);
+      if (next.origin !== origin) headers.delete("Authorization");
+      request = new Request(next, {
+        method: request.method,
+        headers,
+        redirect: "follow",
+        signal: request.signal,
+      });
     }
-    const handle = origin === this.endpoint ? handleHub : handleCdn;
-    return Promise.resolve(handle(this.#state, request));
+    throw new TypeError("fetch failed", { cause: new Error("too many redirects") });
   };
 
   /** Starts the listeners (again, on the same ports, after {@link offline}). */
