@@ -80,20 +80,23 @@ export interface BlobTarget {
 }
 
 /**
- * Fetches `target.file` from `sources` (in preference order) into its
- * blob. Resolves once `blobs/<key>` holds verified content; rejects with
+ * Fetches `target.file` from `order` (sources in preference order) into
+ * its blob. `order` is shared by every file of a snapshot and changed in
+ * place: a source that fails is moved last once, for all of them, so one
+ * hub outage is one `source_changed` event, not one per file. Resolves once
+ * `blobs/<key>` holds verified content; rejects with
  * {@link DownloadFailedError}, an ENOSPC error, or the signal's reason.
  */
 export async function downloadBlob(
   target: BlobTarget,
-  sources: readonly ByteSource[],
+  order: ByteSource[],
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
 ): Promise<void> {
   const { repo, commit, file } = target;
   const { fs, layout } = settings;
-  if (sources.length === 0) {
+  if (order.length === 0) {
     throw new DownloadFailedError(
       file.path,
       `Cannot fetch ${repo} ${file.path}: no source holds it`,
@@ -103,7 +106,6 @@ export async function downloadBlob(
   const record = layout.chunksPath(repo, file);
   const blob = layout.blobPath(repo, file);
   await fs.mkdirp(dirname(blob));
-  const order = [...sources];
   const subject = { repo, commit, file: file.path };
   for (let round = 1; round <= settings.verifyAttempts; round++) {
     const chunks = planChunks(file.size, settings.chunkBytes);

@@ -280,9 +280,10 @@ export class ModelCache {
     const stop = new AbortController();
     const both = AbortSignal.any([signal, stop.signal]);
     let first: { error: unknown; file: string } | null = null;
+    const order = [...sources]; // shared by the snapshot's files (see downloadBlob)
     await Promise.allSettled(
       missing.map((file) =>
-        this.#jobs.join({ repo, commit, file }, sources, progress, both).catch((error) => {
+        this.#jobs.join({ repo, commit, file }, order, progress, both).catch((error) => {
           // One file that cannot be fetched fails the snapshot: stop the rest.
           if (!both.aborted) first = { error, file: file.path };
           stop.abort(error);
