@@ -119,7 +119,17 @@ export const IMPORT_RULES: readonly ImportRule[] = [
   {
     name: "the rest of the core imports no edge",
     from: production(
-      under("deployment", "inventory", "discovery", "engines", "validation", "text", "time", "log"),
+      under(
+        "deployment",
+        "inventory",
+        "discovery",
+        "engines",
+        "validation",
+        "text",
+        "time",
+        "log",
+        "models",
+      ),
     ),
     to: under(...EDGES),
   },
