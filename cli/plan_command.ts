@@ -16,6 +16,10 @@ import { renderTable } from "../text/table.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { checkEngines } from "../engines/check_deployment.ts";
+import { modelIssues } from "../deployment/model_fit.ts";
+import { localModelDir, readModelDir } from "../models/facts_source.ts";
+import type { ModelFacts } from "../models/model_facts.ts";
+import { errorMessage } from "../text/error_message.ts";
 import { concreteLaunches, shardLaunches } from "../engines/launch.ts";
 import { PORT_BLOCK } from "../engines/port_block.ts";
 import { DEFAULT_PORT_RANGE } from "../supervisor/port_allocator.ts";
@@ -38,6 +42,11 @@ Options:
   --cluster FILE      nodes with inventory, state, labels, allocations (JSON)
   --deployment FILE   the deployment (YAML or JSON)
   --replicas N        how many replicas to place (default: the deployment's)
+  --model-config DIR  a directory with the model's config.json (and
+                      model.safetensors.index.json or its *.safetensors): GPUs
+                      too small for the model and a tensor_parallel that does
+                      not divide its heads are refused (default: the
+                      deployment's model, when it is a local path here)
   --engine-plugins DIR  directory of llmgw-engine-* plugins (repeatable; also
                       LLMGW_ENGINE_PLUGINS, colon-separated)
   --detail            every rejected node on its own line instead of the groups,
@@ -58,6 +67,7 @@ export async function planCommand(
     cluster: { type: "string" },
     deployment: { type: "string" },
     replicas: { type: "string" },
+    "model-config": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     json: { type: "boolean" },
     detail: { type: "boolean" },
@@ -100,7 +110,13 @@ export async function planCommand(
     if (e instanceof DeploymentError) throw new UsageError(e.message);
     throw e;
   }
-  for (const w of warnings) {
+  const facts = await planModelFacts(values["model-config"], deployment.model, err);
+  const memory = classFacts(nodes).memoryBytes;
+  const model = modelIssues(deployment, facts, (c) => memory?.get(c));
+  if (model.errors.length > 0) {
+    throw new UsageError(new DeploymentError(values.deployment, model.errors).message);
+  }
+  for (const w of [...warnings, ...model.warnings]) {
     err(`llmgw: warning: ${values.deployment}: ${formatPath(w.path)}: ${w.message}\n`);
   }
   const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -118,7 +134,10 @@ export async function planCommand(
   const detail = values.detail === true;
   for (let r = 0; r < (replicas ?? deployment.replicas); r++) {
     const id = replicaId(deployment.name, r);
-    const result = place(index, deployment, id, { detail: detail ? "full" : "grouped" });
+    const result = place(index, deployment, id, {
+      detail: detail ? "full" : "grouped",
+      model: facts,
+    });
     if (result.status !== "placed") {
       allRunnable = false;
       results.push(result);
@@ -139,6 +158,37 @@ export async function planCommand(
   if (values.json) out(JSON.stringify({ replicas: results }, null, 2) + "\n");
   else out(formatResults(results, { detail }));
   return allRunnable ? 0 : 3;
+}
+
+/**
+ * The model's facts for the plan: from `--model-config DIR` (unreadable: bad
+ * input), else from the deployment's model when it is a local path here
+ * (unreadable: a warning, and memory is not checked), else unknown.
+ */
+async function planModelFacts(
+  dir: string | undefined,
+  model: string,
+  err: (t: string) => void,
+): Promise<ModelFacts | null> {
+  if (dir !== undefined) {
+    try {
+      return await readModelDir(dir.replace(/\/+$/, ""));
+    } catch (e) {
+      throw new UsageError(`plan: --model-config: ${errorMessage(e)}`);
+    }
+  }
+  const local = localModelDir(model);
+  if (local === null) return null;
+  try {
+    return await readModelDir(local.replace(/\/+$/, ""));
+  } catch (e) {
+    err(
+      `llmgw: warning: the model's memory and tensor_parallel were not checked: ${
+        errorMessage(e)
+      }\n`,
+    );
+    return null;
+  }
 }
 
 /** A shard with what it would run (argv and env), or why it cannot start. */

@@ -463,3 +463,122 @@ Deno.test("plan warns about a profile that can never fit and says why on every n
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+// The model's facts (issue #25 item 6): --model-config, or a local model path.
+
+const MODEL_CONFIGS = fixturePath("model_configs");
+
+async function withDeployment(yaml: string, fn: (path: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/d.yaml`, yaml);
+    await fn(`${dir}/d.yaml`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const LLAMA_405B_TP8 = `name: llama-405b
+model: meta-llama/Llama-3.1-405B-Instruct
+profiles:
+  - {name: h100-tp8, engine: vllm, gpu_class: h100-80g, tensor_parallel: 8}
+`;
+
+Deno.test("plan refuses a model no profile's GPUs can hold, with the numbers (exit 2)", async () => {
+  await withDeployment(LLAMA_405B_TP8, async (d) => {
+    const r = await plan([
+      "--cluster",
+      CLUSTER,
+      "--deployment",
+      d,
+      "--model-config",
+      `${MODEL_CONFIGS}/llama-3.1-405b-instruct`,
+    ]);
+    assertEquals(r.code, 2, r.err);
+    assertStringIncludes(
+      r.err,
+      'profiles[0].gpu_class: profile "h100-tp8": insufficient_gpu_memory: needs 102.4 GiB per GPU ' +
+        "(weights 94.5 + KV cache for one 131072-token sequence 7.9) but an h100-80g GPU offers " +
+        "71.7 GiB (79.6 GiB × 0.90)",
+    );
+    // Without the model's facts nothing is known about memory: not refused, not filtered.
+    const blind = await plan(["--cluster", CLUSTER, "--deployment", d]);
+    assertOk(blind.code !== 2, blind.err);
+    assertOk(!blind.out.includes("insufficient_gpu_memory"), blind.out);
+  });
+});
+
+Deno.test("plan: a profile too small beside one that can hold the model is a warning, and explained", async () => {
+  const yaml = LLAMA_405B_TP8 +
+    "  - {name: h100-2x8, engine: vllm, gpu_class: h100-80g, tensor_parallel: 8, pipeline_parallel: 2, nodes: 2}\n";
+  await withDeployment(yaml, async (d) => {
+    const r = await plan([
+      "--cluster",
+      CLUSTER,
+      "--deployment",
+      d,
+      "--model-config",
+      `${MODEL_CONFIGS}/llama-3.1-405b-instruct/`,
+    ]);
+    // One DGX: two nodes of 8 are not there, so unschedulable (exit 3), not refused.
+    assertEquals(r.code, 3, r.err);
+    assertStringIncludes(
+      r.err,
+      "llmgw: warning: " + d + ': profiles[0].gpu_class: profile "h100-tp8"',
+    );
+    assertStringIncludes(
+      r.out,
+      "1 node: insufficient_gpu_memory — needs 102.4 GiB per GPU (weights 94.5 + KV cache for " +
+        "one 131072-token sequence 7.9) but an h100-80g GPU offers 71.7 GiB (79.6 GiB × 0.90) " +
+        "(dgx-h100-8x-nics)",
+    );
+  });
+});
+
+Deno.test("plan refuses a tensor_parallel that does not divide the heads, from a local model path", async () => {
+  const model = await Deno.makeTempDir();
+  try {
+    await Deno.copyFile(`${MODEL_CONFIGS}/qwen2.5-7b-instruct/config.json`, `${model}/config.json`);
+    await Deno.writeFile(`${model}/model.safetensors`, new Uint8Array(1000));
+    const yaml = `name: qwen
+model: ${model}
+profiles:
+  - {name: tp8, engine: vllm, gpu_class: rtx4090-24g, tensor_parallel: 8}
+`;
+    await withDeployment(yaml, async (d) => {
+      const r = await plan(["--cluster", CLUSTER, "--deployment", d]);
+      assertEquals(r.code, 2, r.err);
+      assertStringIncludes(
+        r.err,
+        'profiles[0].tensor_parallel: profile "tp8": Total number of attention heads (28) must be ' +
+          "divisible by tensor parallel size (8)",
+      );
+    });
+  } finally {
+    await Deno.remove(model, { recursive: true });
+  }
+});
+
+Deno.test("plan: a --model-config that cannot be read is bad input naming the file", async () => {
+  const r = await plan([
+    "--cluster",
+    CLUSTER,
+    "--deployment",
+    LLAMA,
+    "--model-config",
+    `${MODEL_CONFIGS}/mixtral-8x7b-instruct`,
+  ]);
+  assertEquals(r.code, 2);
+  assertStringIncludes(r.err, "no model.safetensors.index.json and no *.safetensors file");
+  // The 70B's own facts leave its plan as it was.
+  const ok = await plan([
+    "--cluster",
+    CLUSTER,
+    "--deployment",
+    LLAMA,
+    "--model-config",
+    `${MODEL_CONFIGS}/llama-3.1-70b-instruct`,
+  ]);
+  const before = await plan(["--cluster", CLUSTER, "--deployment", LLAMA]);
+  assertEquals([ok.code, ok.out], [before.code, before.out]);
+});
