@@ -13,6 +13,7 @@ import { formatIssues, zodIssues } from "../validation/issues.ts";
 import { apiKeyProblems } from "./api_key.ts";
 import { finishShard } from "./prepare.ts";
 import { OWNED_ENV } from "./shard_env.ts";
+import { LOG_PHASES, PHASE_MARKS } from "./cold_start_phases.ts";
 import {
   ENGINE_API_VERSION,
   type EngineApiKey,
@@ -83,6 +84,12 @@ const AnswerSchema = z.object({
     liveness: z.array(HttpCheckSchema),
     readiness: z.array(HttpCheckSchema),
     loading_progress: z.array(z.object({ regex: z.string() })),
+    // Optional: plugins written before receipts leave it out.
+    cold_start_phases: z.array(z.object({
+      phase: z.enum(LOG_PHASES),
+      regex: z.string().max(1024),
+      marks: z.enum(PHASE_MARKS),
+    })).max(64).optional(),
   }).nullable(),
   metrics: z.object({
     running: z.array(z.string()),

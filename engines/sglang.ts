@@ -22,6 +22,7 @@
  */
 import { apiKeyProblems } from "./api_key.ts";
 import { ownedFlagProblems } from "./args.ts";
+import { phasePatterns, SGLANG_COLD_START_PHASES } from "./cold_start_patterns.ts";
 import type {
   EngineApiKey,
   EngineCommand,
@@ -250,7 +251,13 @@ function probes(launch: ShardLaunch): EngineProbes {
     // unreachable), and the replica's readiness already waits for every rank:
     // rank 0's /health runs a generation through all of them. So, as for any
     // shard that serves no HTTP: the process being alive is all we check.
-    return { serves_http: false, liveness: [], readiness: [], loading_progress: loadingProgress() };
+    return {
+      serves_http: false,
+      liveness: [],
+      readiness: [],
+      loading_progress: loadingProgress(),
+      cold_start_phases: phasePatterns(SGLANG_COLD_START_PHASES),
+    };
   }
   return {
     serves_http: true,
@@ -266,6 +273,7 @@ function probes(launch: ShardLaunch): EngineProbes {
       { path: "/v1/models", expect_status: 200, lists_model: launch.served_model_name },
     ],
     loading_progress: loadingProgress(),
+    cold_start_phases: phasePatterns(SGLANG_COLD_START_PHASES),
   };
 }
 

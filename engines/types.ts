@@ -12,6 +12,7 @@
  * @module
  */
 import type { FabricPort } from "../discovery/types.ts";
+import type { PhasePattern } from "./cold_start_phases.ts";
 
 /** The version of the launch/response format; bumped on incompatible changes. */
 export const ENGINE_API_VERSION = 1;
@@ -176,6 +177,12 @@ export interface EngineProbes {
   readiness: HttpCheck[];
   /** Log lines that show loading progress while the port is still closed. */
   loading_progress: ProgressPattern[];
+  /**
+   * Log lines that mark the phases of a cold start, for its receipt
+   * (engines/cold_start_phases.ts). Absent or empty: the receipt has the
+   * first ready probe only.
+   */
+  cold_start_phases?: PhasePattern[];
 }
 
 /** Prometheus metric names for the gateway's load signals, candidates in order of preference. */

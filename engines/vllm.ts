@@ -46,6 +46,7 @@ import type {
   ShardLaunch,
 } from "./types.ts";
 import { shellQuote } from "../text/shell_quote.ts";
+import { phasePatterns, VLLM_COLD_START_PHASES } from "./cold_start_patterns.ts";
 
 /**
  * Values of `--quantization` llmgw offers for vLLM (plus `none`), from
@@ -359,8 +360,9 @@ function rayLeaderScript(launch: ShardLaunch): string {
  */
 function probes(launch: ShardLaunch): EngineProbes {
   const loading_progress = VLLM_LOADING_PROGRESS.map((p) => ({ ...p }));
+  const cold_start_phases = phasePatterns(VLLM_COLD_START_PHASES);
   if (launch.rank > 0) {
-    return { serves_http: false, liveness: [], readiness: [], loading_progress };
+    return { serves_http: false, liveness: [], readiness: [], loading_progress, cold_start_phases };
   }
   return {
     serves_http: true,
@@ -370,6 +372,7 @@ function probes(launch: ShardLaunch): EngineProbes {
       { path: "/v1/models", expect_status: 200, lists_model: launch.served_model_name },
     ],
     loading_progress,
+    cold_start_phases,
   };
 }
 

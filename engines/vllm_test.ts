@@ -14,6 +14,7 @@ import { concreteLaunches, shardLaunches } from "./launch.ts";
 import { prepareShard } from "./prepare.ts";
 import { ENGINE_API_VERSION, type ShardLaunch, type ShardSpec } from "./types.ts";
 import { VLLM_LOADING_PROGRESS, VLLM_QUANTIZATIONS, vllmPlugin } from "./vllm.ts";
+import { VLLM_COLD_START_PHASES } from "./cold_start_patterns.ts";
 
 // ---------------------------------------------------------------------------
 // Builders
@@ -672,6 +673,8 @@ Deno.test("probes: headless and Ray worker ranks serve nothing", () => {
       liveness: [],
       readiness: [],
       loading_progress: [...VLLM_LOADING_PROGRESS],
+      // Headless ranks load, compile and capture too: their receipts read the same lines.
+      cold_start_phases: [...VLLM_COLD_START_PHASES],
     });
   }
 });

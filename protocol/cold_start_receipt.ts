@@ -1,0 +1,69 @@
+/**
+ * A cold-start receipt on the wire (issue #25 item 7): how one start of an
+ * engine spent its time, phase by phase, as the supervisor saw it in the
+ * engine's log (supervisor/cold_start_receipt.ts builds it) and the agent
+ * reports it with the shard. The phase names are engines/cold_start_phases.ts's.
+ *
+ * Bounded by construction: one entry per phase of the closed list, numbers
+ * and booleans only.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { COLD_START_PHASES, type ColdStartPhase } from "../engines/cold_start_phases.ts";
+import type { Assert, Same } from "./same_type.ts";
+
+/** One phase of a receipt. Times are milliseconds since the engine was spawned. */
+export interface PhaseReceipt {
+  /** The phase. */
+  phase: ColdStartPhase;
+  /** When it began; null when not seen. A phase the engine prints no start line for begins where the phase before it ended. */
+  start_ms: number | null;
+  /** When it ended; null while it runs or when never seen. */
+  end_ms: number | null;
+  /** The engine's own figure for the phase, in seconds, when its log line gives one. */
+  engine_seconds: number | null;
+  /** True when the engine said the phase's work came from a persistent cache. */
+  warm: boolean;
+  /** True when the engine became ready without the phase (e.g. vLLM with `--enforce-eager` compiles nothing). */
+  skipped: boolean;
+}
+
+/** The agent's own download of the model's files before the engine started. */
+export interface DownloadReceipt {
+  /** Seconds the download took (0 when every file was already on the host). */
+  seconds: number;
+  /** Bytes fetched. */
+  bytes: number;
+}
+
+/** A receipt of one engine start. */
+export interface ColdStartReceipt {
+  /** When the engine was spawned (ms since epoch). */
+  spawned_at: number;
+  /** The agent's download before the spawn; null until its model cache reports one. */
+  download: DownloadReceipt | null;
+  /** The engine's phases its plugin declares, then `ready`, in {@link COLD_START_PHASES} order. */
+  phases: PhaseReceipt[];
+}
+
+const ms = z.number().min(0).nullable();
+
+/** {@link ColdStartReceipt} on the wire. */
+export const ColdStartReceiptSchema = z.object({
+  spawned_at: z.number(),
+  download: z.object({ seconds: z.number().min(0), bytes: z.number().min(0) }).nullable(),
+  phases: z.array(z.object({
+    phase: z.enum(COLD_START_PHASES),
+    start_ms: ms,
+    end_ms: ms,
+    engine_seconds: z.number().min(0).nullable(),
+    warm: z.boolean(),
+    skipped: z.boolean(),
+  })).max(COLD_START_PHASES.length),
+});
+
+// `deno check` fails here when the interface and the schema drift apart.
+type _ReceiptMatchesSchema = Assert<
+  Same<z.output<typeof ColdStartReceiptSchema>, ColdStartReceipt>
+>;
