@@ -4,7 +4,11 @@
  * existing hub cache reused. Faults are in model_cache_faults_test.ts.
  */
 import { assertEquals, assertOk, assertRejects } from "../../tests/assert.ts";
-import { MemoryByteSource, type SourceRead } from "../../tests/memory_byte_source.ts";
+import {
+  MemoryByteSource,
+  type SourceRead,
+  syntheticSnapshot,
+} from "../../tests/memory_byte_source.ts";
 import { sampleModel, testCache, withTempDir } from "../../tests/model_cache_fixture.ts";
 import { UnsafePathError } from "./cache_layout.ts";
 
@@ -182,5 +186,56 @@ Deno.test("an unsafe file path is refused before anything is fetched or written"
     );
     assertEquals(hub.reads, []);
     assertEquals([...Deno.readDirSync(root)], []);
+  });
+});
+
+Deno.test("empty files, two paths with one blob, and nested folders are laid out too", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = syntheticSnapshot("acme/odd", COMMIT, [
+      { path: ".gitattributes", size: 0, seed: 1, lfs: false },
+      { path: "empty.txt", size: 0, seed: 2, lfs: false },
+      { path: "onnx/deep/model.onnx", size: 2500, seed: 3 },
+    ]);
+    const hub = new MemoryByteSource("hub", contents);
+    const { cache } = testCache(root);
+    const dir = await cache.ensureSnapshot(snapshot, [hub]);
+    const empty = snapshot.files[0].blobId;
+    assertEquals(empty, "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "git's id of the empty blob");
+    assertEquals(await Deno.readLink(`${dir}/.gitattributes`), `../../blobs/${empty}`);
+    assertEquals(await Deno.readLink(`${dir}/empty.txt`), `../../blobs/${empty}`);
+    assertEquals((await Deno.readFile(`${dir}/empty.txt`)).length, 0);
+    const deep = snapshot.files[2];
+    assertEquals(
+      await Deno.readLink(`${dir}/onnx/deep/model.onnx`),
+      `../../../../blobs/${deep.sha256}`,
+    );
+    assertEquals(await Deno.readFile(`${dir}/onnx/deep/model.onnx`), contents.get(deep.path));
+  });
+});
+
+Deno.test("a torn chunk record: the chunk whose line was cut is fetched again, the others not", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = sampleModel();
+    const shard = snapshot.files.find((f) => f.path === "model-00001-of-00002.safetensors")!;
+    const blobs = `${root}/models--acme--tiny-llm/blobs`;
+    await Deno.mkdir(blobs, { recursive: true });
+    // As a crash would leave it: chunks 0 and 1 written; the line of chunk 3 torn (no newline).
+    const bytes = contents.get(shard.path)!;
+    const part = new Uint8Array(bytes.length);
+    part.set(bytes.subarray(0, 2048));
+    part.set(bytes.subarray(3072, 4096), 3072);
+    await Deno.writeFile(`${blobs}/${shard.sha256}.llmgw.incomplete`, part);
+    await Deno.writeTextFile(
+      `${blobs}/${shard.sha256}.llmgw.chunks`,
+      `llmgw-chunks 1 size=${bytes.length} chunk=1024\n0\n1\n3`,
+    );
+    const hub = new MemoryByteSource("hub", contents);
+    const { cache } = testCache(root);
+    await cache.ensureSnapshot(snapshot, [hub]);
+    const again = hub.reads.filter((r) => r.file === shard.path).map((r) => r.start).sort((a, b) =>
+      a - b
+    );
+    assertEquals(again, [2048, 3072, 4096]);
+    assertEquals(await Deno.readFile(`${blobs}/${shard.sha256}`), bytes);
   });
 });
