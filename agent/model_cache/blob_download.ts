@@ -22,7 +22,7 @@ import { errorMessage } from "../../text/error_message.ts";
 import { retryDelay } from "../retry.ts";
 import type { BackoffPolicy } from "../../supervisor/backoff.ts";
 import { type CacheEventSink, emit } from "./cache_events.ts";
-import { type CacheFs, isNoSpace } from "./cache_fs.ts";
+import { type CacheFs, type ChunkWriter, isNoSpace } from "./cache_fs.ts";
 import type { CacheLayout } from "./cache_layout.ts";
 import { type Chunk, parseRecord, planChunks, recordHeader, recordLine } from "./chunk_record.ts";
 import type { ChunkSlots } from "./chunk_slots.ts";
@@ -206,8 +206,9 @@ async function fetchChunk(
       const source = order[0];
       const from = pos;
       progress.sourceUse(source.name, 1);
-      const writer = await fs.openAt(part, pos);
+      let writer: ChunkWriter | null = null;
       try {
+        writer = await fs.openAt(part, pos);
         const stream = await source.read(repo, commit, file, pos, chunk.end, signal);
         for await (const piece of stream) {
           if (pos + piece.length > chunk.end) {
@@ -262,7 +263,7 @@ async function fetchChunk(
         await settings.sleep(retryDelay(attempt, settings.retryPolicy, settings.random), signal);
         signal.throwIfAborted();
       } finally {
-        writer.close();
+        writer?.close();
         progress.sourceUse(source.name, -1);
       }
     }
