@@ -49,6 +49,9 @@ export interface HubFileMetadata {
   location: string;
 }
 
+/** Redirects followed on the endpoint's origin before giving up. */
+const MAX_REDIRECTS = 5;
+
 /** The largest revision listing read (a repo of tens of thousands of files fits). */
 const MAX_LISTING_BYTES = 32 * 1024 * 1024;
 
@@ -78,7 +81,7 @@ export class HubClient {
   ): Promise<RepoSnapshot> {
     checkRepo(repo);
     const url = `${this.endpoint}${revisionApiPath(repo, revision)}?blobs=true`;
-    const response = await hubRequest(this.#transport, url, { method: "GET", signal });
+    const { response } = await this.#sameOrigin(url, "GET", `model ${repo}`, signal);
     if (response.status !== 200) {
       await discardBody(response);
       throw this.#refusal(response, repo, revision);
@@ -106,41 +109,55 @@ export class HubClient {
     signal?: AbortSignal,
   ): Promise<HubFileMetadata> {
     checkRepo(repo);
-    let url = `${this.endpoint}${resolvePath(repo, revision, file)}`;
-    for (let hop = 0; hop < 5; hop++) {
-      const response = await hubRequest(this.#transport, url, { method: "HEAD", signal });
-      await discardBody(response);
+    const asked = `${this.endpoint}${resolvePath(repo, revision, file)}`;
+    const { response, url } = await this.#sameOrigin(
+      asked,
+      "HEAD",
+      `file ${file} of model ${repo}`,
+      signal,
+    );
+    await discardBody(response);
+    const location = response.headers.get("Location");
+    const redirect = response.status >= 300 && response.status < 400 && location !== null;
+    if (!redirect && response.status !== 200) throw this.#refusal(response, repo, revision, file);
+    const commit = response.headers.get(HEADER_REPO_COMMIT);
+    const etag = normalizeEtag(
+      response.headers.get(HEADER_LINKED_ETAG) ?? response.headers.get("ETag"),
+    );
+    const sizeText = response.headers.get(HEADER_LINKED_SIZE) ??
+      (redirect ? null : response.headers.get("Content-Length"));
+    const size = sizeText === null ? NaN : Number(sizeText);
+    const where = `hub ${this.endpoint} (file ${file} of model ${repo} revision ${revision})`;
+    if (commit === null) throw new HubAnswerError(`${where} sent no ${HEADER_REPO_COMMIT}`);
+    if (etag === null) throw new HubAnswerError(`${where} sent no ETag`);
+    if (!Number.isSafeInteger(size) || size < 0) throw new HubAnswerError(`${where} sent no size`);
+    return { commit, etag, size, location: redirect ? new URL(location, url).toString() : url };
+  }
+
+  /**
+   * Sends `method` to `url`, following redirects that stay on the same
+   * origin (a renamed repo) and stopping at one to another host (the CDN),
+   * as huggingface_hub's `_httpx_follow_relative_redirects_with_backoff` does.
+   */
+  async #sameOrigin(
+    url: string,
+    method: "GET" | "HEAD",
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<{ response: Response; url: string }> {
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      const response = await hubRequest(this.#transport, url, { method, signal });
       const location = response.headers.get("Location");
-      const redirect = response.status >= 300 && response.status < 400;
-      if (redirect && location !== null && new URL(location, url).origin === new URL(url).origin) {
-        url = new URL(location, url).toString();
-        continue;
+      if (response.status < 300 || response.status > 399 || location === null) {
+        return { response, url };
       }
-      if (!redirect && response.status !== 200) {
-        throw this.#refusal(response, repo, revision, file);
-      }
-      const commit = response.headers.get(HEADER_REPO_COMMIT);
-      const etag = normalizeEtag(
-        response.headers.get(HEADER_LINKED_ETAG) ?? response.headers.get("ETag"),
-      );
-      const sizeText = response.headers.get(HEADER_LINKED_SIZE) ??
-        (redirect ? null : response.headers.get("Content-Length"));
-      const size = sizeText === null ? NaN : Number(sizeText);
-      const where = `hub ${this.endpoint} (file ${file} of model ${repo} revision ${revision})`;
-      if (commit === null) throw new HubAnswerError(`${where} sent no ${HEADER_REPO_COMMIT}`);
-      if (etag === null) throw new HubAnswerError(`${where} sent no ETag`);
-      if (!Number.isSafeInteger(size) || size < 0) {
-        throw new HubAnswerError(`${where} sent no size`);
-      }
-      return {
-        commit,
-        etag,
-        size,
-        location: redirect && location ? new URL(location, url).toString() : url,
-      };
+      const next = new URL(location, url);
+      if (next.origin !== new URL(url).origin) return { response, url };
+      await discardBody(response);
+      url = next.toString();
     }
     throw new HubAnswerError(
-      `hub ${this.endpoint} redirected file ${file} of model ${repo} more than 5 times`,
+      `hub ${this.endpoint} redirected ${what} more than ${MAX_REDIRECTS} times`,
     );
   }
 

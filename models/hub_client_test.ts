@@ -161,3 +161,35 @@ Deno.test("the hub's refusals become errors that say what to do", async () => {
   );
   assertEquals(hub.counters.snapshot().cdnRequestsWithAuthorization, 0);
 });
+
+Deno.test("a renamed repo's redirect on the hub's own origin is followed, with the token; one elsewhere is not", async () => {
+  const { hub, open } = await fixture();
+  const seen: [string, boolean][] = [];
+  const renaming: typeof fetch = (input, init) => {
+    const request = new Request(input, init);
+    seen.push([request.url, request.headers.has("Authorization")]);
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/api/models/old/name/")) {
+      return Promise.resolve(
+        new Response(null, {
+          status: 307,
+          headers: { Location: url.pathname.replace("/old/name/", "/org/open/") + url.search },
+        }),
+      );
+    }
+    if (url.pathname.startsWith("/api/models/away/name/")) {
+      return Promise.resolve(
+        new Response(null, { status: 302, headers: { Location: "http://elsewhere.test/x" } }),
+      );
+    }
+    return hub.fetch(request);
+  };
+  const c = new HubClient({
+    config: { endpoint: hub.endpoint, token: new HubToken(TOKEN) },
+    fetch: renaming,
+  });
+  assertEquals((await c.resolveRevision("old/name")).commit, open.refs.main);
+  assertEquals(seen.map(([, auth]) => auth), [true, true]);
+  await assertRejects(() => c.resolveRevision("away/name"), HubAnswerError, "answered 302");
+  assertEquals(seen.length, 3);
+});
