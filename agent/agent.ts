@@ -288,7 +288,8 @@ export class Agent {
         onReady: (_shard, afterMs) => {
           this.#timeToReady = observeTimeToReady(this.#timeToReady, afterMs / 1000);
         },
-      }, prepareShard(registry));
+        // Engines' compile and JIT caches persist per host (engines/compile_cache.ts).
+      }, prepareShard(registry, { engineCacheRoot: `${o.stateDir}/engine_cache` }));
       try {
         await supervisor.start();
       } catch (e) {

@@ -11,9 +11,24 @@ import type { ShardSpec } from "../engines/types.ts";
 import type { PrepareShard } from "../supervisor/supervisor.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
 import { errorMessage } from "../text/error_message.ts";
+import {
+  compileCacheDir,
+  compileCacheEnv,
+  compileCacheKeyInput,
+} from "../engines/compile_cache.ts";
+import type { EngineCommand } from "../engines/types.ts";
 
-/** The supervisor's prepare over `registry`: never throws, so a bad launch is a failed shard with its reason. */
-export function prepareShard(registry: EngineRegistry): PrepareShard {
+/**
+ * The supervisor's prepare over `registry`: never throws, so a bad launch is
+ * a failed shard with its reason. With `engineCacheRoot`, every shard's
+ * command also gets its persistent compile and JIT cache directory
+ * (engines/compile_cache.ts), below the profile's and plugin's own
+ * variables: an operator who moves a cache in the profile wins.
+ */
+export function prepareShard(
+  registry: EngineRegistry,
+  opts: { engineCacheRoot?: string } = {},
+): PrepareShard {
   return async (d: LaunchedShard): Promise<ShardSpec> => {
     const refuse = (problem: string): ShardSpec => ({
       problems: [problem],
@@ -30,10 +45,25 @@ export function prepareShard(registry: EngineRegistry): PrepareShard {
       );
     }
     try {
-      const spec = await driver.prepare(d.launch);
+      const prepared = await driver.prepare(d.launch);
+      const spec = opts.engineCacheRoot === undefined || prepared.command === null ? prepared : {
+        ...prepared,
+        command: await withCompileCache(opts.engineCacheRoot, d, prepared.command),
+      };
       return driver.api_key === undefined ? spec : { ...spec, api_key: driver.api_key };
     } catch (e) {
       return refuse(`engine ${d.engine} cannot prepare shard ${d.id}: ${errorMessage(e)}`);
     }
   };
+}
+
+/** The command with the shard's compile cache directory made and its variables beneath the command's own. */
+async function withCompileCache(
+  root: string,
+  d: LaunchedShard,
+  command: EngineCommand,
+): Promise<EngineCommand> {
+  const dir = await compileCacheDir(root, compileCacheKeyInput(d.engine, d.launch));
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  return { ...command, env: { ...compileCacheEnv(dir), ...command.env } };
 }

@@ -1,0 +1,69 @@
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { launch } from "../tests/fake_engine_harness.ts";
+import { EngineRegistry } from "../engines/registry.ts";
+import { compileCacheDir, compileCacheKeyInput } from "../engines/compile_cache.ts";
+import { prepareShard } from "./prepare_shard.ts";
+import type { LaunchedShard } from "../supervisor/types.ts";
+
+function shard(env: Record<string, string> = {}): LaunchedShard {
+  const l = launch({ port: 8000 });
+  return { id: l.shard_id, engine: "vllm", launch: { ...l, profile: { ...l.profile, env } } };
+}
+
+Deno.test("a shard gets its compile cache directory, made, under the agent's state", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const d = shard();
+    const spec = await prepareShard(EngineRegistry.builtin(), {
+      engineCacheRoot: `${root}/engine_cache`,
+    })(d);
+    const dir = await compileCacheDir(
+      `${root}/engine_cache`,
+      compileCacheKeyInput("vllm", d.launch),
+    );
+    assertEquals(spec.problems, []);
+    assertEquals(spec.command?.env.VLLM_CACHE_ROOT, `${dir}/vllm`);
+    assertEquals(spec.command?.env.TRITON_CACHE_DIR, `${dir}/triton`);
+    assertOk(Deno.statSync(dir).isDirectory);
+    // llmgw's GPU variables are still there.
+    assertEquals(spec.command?.env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
+    // A restart of the same shard finds the same directory.
+    const again = await prepareShard(EngineRegistry.builtin(), {
+      engineCacheRoot: `${root}/engine_cache`,
+    })(shard());
+    assertEquals(again.command?.env.VLLM_CACHE_ROOT, `${dir}/vllm`);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a profile that moves a cache wins; without a root nothing is added", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const spec = await prepareShard(EngineRegistry.builtin(), {
+      engineCacheRoot: root,
+    })(shard({ TRITON_CACHE_DIR: "/fast/triton" }));
+    assertEquals(spec.command?.env.TRITON_CACHE_DIR, "/fast/triton");
+    const plain = await prepareShard(EngineRegistry.builtin())(shard());
+    assertEquals(plain.command?.env.VLLM_CACHE_ROOT, undefined);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a cache directory that cannot be made fails the shard with the reason", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${root}/file`, "");
+    const spec = await prepareShard(EngineRegistry.builtin(), {
+      engineCacheRoot: `${root}/file`,
+    })(shard());
+    assertEquals(spec.command, null);
+    assertOk(
+      spec.problems[0].startsWith("engine vllm cannot prepare shard r-1/0: "),
+      spec.problems[0],
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
