@@ -13,7 +13,12 @@ import type { RepoFile, RepoSnapshot } from "../models/repo_snapshot.ts";
 
 /** A fault a read meets when it covers `offset` of `file` (any file, any offset when absent). */
 export interface SourceFault {
-  kind: "refuse" | "break_at" | "short" | "long" | "corrupt" | "hang";
+  /**
+   * `refuse`: the connection fails (try again later); `deny`: the source
+   * answers for good that it will not serve the file (`retryable: false`, as
+   * the hub's 404 or gated answers are).
+   */
+  kind: "refuse" | "deny" | "break_at" | "short" | "long" | "corrupt" | "hang";
   file?: string;
   offset?: number;
   /** Reads it applies to before it stops (default: all). */
@@ -123,6 +128,10 @@ export class MemoryByteSource implements ByteSource {
     }
     const fault = this.#fault(file.path, start, end);
     if (fault?.kind === "refuse") throw new Error(`${this.name}: connection refused`);
+    if (fault?.kind === "deny") {
+      const answer = `${this.name}: 403 access to model is restricted: set HF_TOKEN`;
+      throw Object.assign(new Error(answer), { retryable: false });
+    }
     let body = bytes.slice(start, end);
     let breakAt: number | null = null;
     const cut = (fault?.offset ?? start + Math.floor((end - start) / 2)) - start;

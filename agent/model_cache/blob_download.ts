@@ -32,12 +32,27 @@ import type { RateLimiter, Sleep } from "./token_bucket.ts";
 export class DownloadFailedError extends Error {
   /** The file's path in the repository. */
   readonly file: string;
+  /**
+   * False when every source refused the file for good (unknown repo,
+   * revision or file; gated): trying again later will not help, so the
+   * replica fails with the source's answer.
+   */
+  readonly retryable: boolean;
   /** `message` names the file and the last failure. */
-  constructor(file: string, message: string) {
+  constructor(file: string, message: string, retryable = true) {
     super(message);
     this.name = "DownloadFailedError";
     this.file = file;
+    this.retryable = retryable;
   }
+}
+
+/**
+ * Whether a source's error is final for this file: it says
+ * `retryable: false` (HubError in models/hub_errors.ts does; so may peers).
+ */
+function isFinal(e: unknown): boolean {
+  return (e as { retryable?: unknown })?.retryable === false;
 }
 
 /** Where a download's progress goes (fanned out to every snapshot waiting for the blob). */
@@ -107,6 +122,7 @@ export async function downloadBlob(
   const blob = layout.blobPath(repo, file);
   await fs.mkdirp(dirname(blob));
   const subject = { repo, commit, file: file.path };
+  const refused = new Map<ByteSource, string>();
   for (let round = 1; round <= settings.verifyAttempts; round++) {
     const chunks = planChunks(file.size, settings.chunkBytes);
     const done = await openPart(fs, part, record, file.size, settings.chunkBytes);
@@ -114,7 +130,8 @@ export async function downloadBlob(
     progress.resumed(onDisk);
     const served = new Set<string>();
     const missing = chunks.filter((c) => !done.has(c.index));
-    await fetchChunks(target, missing, order, served, settings, progress, signal);
+    const sources = { order, served, refused };
+    await fetchChunks(target, missing, sources, settings, progress, signal);
     const { hash, want } = expectedHash(file);
     for await (const piece of await fs.readStream(part)) hash.update(piece);
     const got = hash.hex();
@@ -163,8 +180,7 @@ async function openPart(
 async function fetchChunks(
   target: BlobTarget,
   chunks: readonly Chunk[],
-  order: ByteSource[],
-  served: Set<string>,
+  sources: ChunkSources,
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
@@ -173,7 +189,7 @@ async function fetchChunks(
   const both = AbortSignal.any([signal, stop.signal]);
   const results = await Promise.allSettled(chunks.map(async (chunk) => {
     try {
-      await fetchChunk(target, chunk, order, served, settings, progress, both);
+      await fetchChunk(target, chunk, sources, settings, progress, both);
     } catch (e) {
       stop.abort(e);
       throw e;
@@ -186,11 +202,20 @@ async function fetchChunks(
   if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
+/** The sources of one file's fetch. */
+interface ChunkSources {
+  /** Preference order, shared by the snapshot's files. */
+  order: ByteSource[];
+  /** Names of the sources that served bytes of this fetch. */
+  served: Set<string>;
+  /** Sources that refused this file for good, with their answer. */
+  refused: Map<ByteSource, string>;
+}
+
 async function fetchChunk(
   target: BlobTarget,
   chunk: Chunk,
-  order: ByteSource[],
-  served: Set<string>,
+  { order, served, refused }: ChunkSources,
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
@@ -203,7 +228,15 @@ async function fetchChunk(
     let pos = chunk.start;
     const maxAttempts = settings.attemptsPerSource * order.length;
     for (let attempt = 1;; attempt++) {
-      const source = order[0];
+      const source = order.find((s) => !refused.has(s));
+      if (source === undefined) {
+        throw new DownloadFailedError(
+          file.path,
+          `Cannot fetch ${repo} ${file.path}: ` +
+            [...refused].map(([s, why]) => `${s.name} refused it: ${why}`).join("; "),
+          false,
+        );
+      }
       const from = pos;
       progress.sourceUse(source.name, 1);
       let writer: ChunkWriter | null = null;
@@ -243,6 +276,21 @@ async function fetchChunk(
           attempt,
           error,
         });
+        if (isFinal(e)) {
+          // No retry of a typo or a gated repo on this source; the next may hold the file.
+          refused.set(source, error);
+          const next = order.find((s) => !refused.has(s));
+          if (next !== undefined) {
+            emit(settings.onEvent, {
+              kind: "source_changed",
+              ...subject,
+              from: source.name,
+              to: next.name,
+              reason: error,
+            });
+          }
+          continue;
+        }
         if (attempt >= maxAttempts) {
           throw new DownloadFailedError(
             file.path,

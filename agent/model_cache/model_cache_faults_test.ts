@@ -230,3 +230,46 @@ Deno.test("the download rate holds across parallel chunks; progress is readable 
     assertEquals(cache.progress(), []);
   });
 });
+
+Deno.test("a source's final answer (gated, unknown file) is not retried: the next source, or a clear failure", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = sampleModel();
+    const hub = new MemoryByteSource("https://hub.example", contents, [{
+      kind: "deny",
+      file: SHARD,
+    }]);
+    const slept: number[] = [];
+    const { cache, events } = testCache(root, {
+      sleep: (ms) => {
+        slept.push(ms);
+        return Promise.resolve();
+      },
+    });
+    const e = await assertRejects(
+      () => cache.ensureSnapshot(snapshot, [hub]),
+      DownloadFailedError,
+      "https://hub.example refused it: https://hub.example: 403 access to model is restricted: set HF_TOKEN",
+    ) as DownloadFailedError;
+    assertEquals(e.retryable, false);
+    assertEquals(
+      hub.reads.filter((r) => r.file === SHARD && r.start === 0).length,
+      1,
+      "asked once",
+    );
+    assertEquals(slept, [], "no backoff before a final answer");
+    assertEquals(ofKind(events, "failed")[0].file, SHARD);
+    // A peer holding the file serves it; the refusing hub is not asked for it again.
+    const peer = new MemoryByteSource("peer-b", contents);
+    const hub2 = new MemoryByteSource("https://hub.example", contents, [{
+      kind: "deny",
+      file: SHARD,
+    }]);
+    await cache.ensureSnapshot(snapshot, [hub2, peer]);
+    assertEquals(
+      hub2.reads.filter((r) => r.file === SHARD).length <= 3,
+      true,
+      "one try per chunk in flight",
+    );
+    assertOk(peer.reads.some((r) => r.file === SHARD));
+  });
+});
