@@ -5,32 +5,24 @@
  *
  * @module
  */
-import type { Explanation } from "../placement/types.ts";
+import type { Explanation, ShardPlacement } from "../placement/types.ts";
 import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
-/** A shard of a replica as the API shows it. */
-export interface ShardView {
-  /** Shard id. */
-  shard_id: string;
-  /** Rank. */
-  rank: number;
-  /** Node. */
-  node: string;
-  /** GPUs. */
-  gpu_indices: number[];
-  /** Port it serves on, as decided at placement. */
+/**
+ * A shard of a replica as the API shows it: where it was placed
+ * (`ShardPlacement`) joined with its agent's last report (`ShardReport`).
+ */
+export interface ShardView
+  extends
+    Pick<ShardPlacement, "shard_id" | "rank" | "node" | "gpu_indices">,
+    Pick<ShardReport, "progress" | "last_failure" | "restarts"> {
+  /** Port it serves on, as its agent reported it (kept with the placement). */
   port: number;
   /** What its agent last reported; `unknown` before the first report. */
   state: ShardReport["state"] | "unknown";
-  /** Loading progress, when reported. */
-  progress: ShardReport["progress"];
-  /** The last failure, when reported. */
-  last_failure: ShardReport["last_failure"];
-  /** Restarts after crashes since it last stayed ready, as reported. */
-  restarts: number;
   /**
    * Set while the shard is crash-looping: not ready, and failed at least
    * {@link CRASH_LOOP_FROM} times in a row; the agent gives up at `limit`.
