@@ -9,13 +9,14 @@
  * - cache_layout.ts: the paths, and the checks of every name a source gives;
  * - cache_inspect.ts: what the host already holds (hashed once per blob);
  * - blob_download.ts: one blob, chunked, resumed, verified, renamed;
+ * - blob_jobs.ts: one job per blob, shared by the snapshots needing it;
  * - token_bucket.ts, chunk_slots.ts: the agent's rate and connections,
  *   shared by every download;
  * - download_progress.ts, cache_events.ts: what the agent reports;
  * - cache_revisions.ts, cache_eviction.ts: what it holds, and the watermarks.
  *
- * Two snapshots needing the same blob share one job; a snapshot whose
- * request is aborted leaves its part files for the next request to resume.
+ * A snapshot whose request is aborted leaves its part files for the next
+ * request to resume.
  *
  * @module
  */
