@@ -32,18 +32,12 @@ export type { ShardReport };
 /** A shard with its ports allocated: what its engine plugin builds the command from. */
 export type LaunchedShard = DesiredShard<ShardLaunch>;
 
-/** Why a run of a shard ended badly. */
-export interface ShardFailure {
-  /** When (ms since epoch). */
-  at: number;
-  /** In words: an exit code, a signal, a timeout, a failing probe. */
-  reason: string;
-  /** Exit code when it exited. */
-  exit_code: number | null;
-  /** Signal when one ended it. */
-  signal: string | null;
-  /** The last lines of its output. */
-  log_tail: string[];
+/**
+ * Why a run of a shard ended badly: the report's `last_failure`
+ * (protocol/agent_protocol.ts), in which `permanent` is always set here
+ * (only older agents' reports lack it).
+ */
+export interface ShardFailure extends Omit<NonNullable<ShardReport["last_failure"]>, "permanent"> {
   /** True when retrying cannot change it: the engine or its plugin refused the shard. */
   permanent: boolean;
 }
