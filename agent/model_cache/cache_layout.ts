@@ -165,6 +165,11 @@ export class CacheLayout {
     return `${this.repoDir(repo)}/refs/${revision}`;
   }
 
+  /** Temporary entries before their rename into place (same file system as everything else). */
+  tempDir(): string {
+    return `${this.root}/.llmgw/tmp`;
+  }
+
   /** Where the agent remembers when a revision was last used (eviction is least recently used first). */
   usedPath(repo: string, commit: string): string {
     checkCommit(commit, repo);

@@ -314,12 +314,17 @@ export class ModelCache {
     throw error;
   }
 
-  /** `snapshots/<commit>/<path>` → its blob, made beside and renamed into place. */
+  /**
+   * `snapshots/<commit>/<path>` → its blob, made in `.llmgw/tmp/` and
+   * renamed into place: a relative target means the same after the move, and
+   * a crash between the two steps leaves no stray entry in a snapshot.
+   */
   async #link(repo: string, commit: string, file: RepoFile): Promise<void> {
     if (await isLinked(this.#fs, this.layout, repo, commit, file)) return;
     const path = this.layout.snapshotPath(repo, commit, file);
     await this.#fs.mkdirp(dirname(path));
-    const temp = tempSibling(path);
+    await this.#fs.mkdirp(this.layout.tempDir());
+    const temp = tempSibling(`${this.layout.tempDir()}/link`);
     await this.#fs.symlink(blobLinkTarget(file), temp);
     try {
       await this.#fs.rename(temp, path);
