@@ -213,8 +213,12 @@ export class ModelCache {
       const ref = this.layout.refPath(repo, options.revision);
       if ((await this.#fs.readText(ref)) !== commit) {
         await this.#fs.mkdirp(dirname(ref));
-        // The hub's client writes the bare commit, no newline.
-        await this.#fs.writeTextAtomic(ref, commit);
+        await this.#fs.mkdirp(this.layout.tempDir());
+        // The hub's client writes the bare commit, no newline. Written aside
+        // first, so a crash leaves no stray file that reads as a ref.
+        const temp = tempSibling(`${this.layout.tempDir()}/ref`);
+        await this.#fs.writeTextAtomic(temp, commit);
+        await this.#fs.rename(temp, ref);
       }
     }
     await this.markUsed(repo, commit);
