@@ -143,6 +143,11 @@ export class Logger {
     else this.#write("err", `[${sglangTime()}] [fake_engine.ts] ${msg}\n`);
   }
 
+  /** A bare stderr line, as tqdm's other bars (vLLM's "Capturing CUDA graphs") print in captured output. */
+  stderrLine(text: string): void {
+    this.#write("err", `${text}\n`);
+  }
+
   /** One tqdm update on stderr. */
   bar(done: number, total: number, elapsedSeconds: number): void {
     const text = progressBar(done, total, elapsedSeconds);
