@@ -29,6 +29,9 @@ import { openNotice } from "./gateway_serve.ts";
 import { uiApp } from "../ui/mod.ts";
 import { createLogger, lineSink } from "../log/log.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
+import { controlModelFacts } from "../models/hub_facts.ts";
+import { HubConfigError } from "../models/hub_config.ts";
+import type { ModelFactsSource } from "../models/facts_source.ts";
 
 /**
  * Creates the first admin token and writes it to `dir/admin.token` (0600;
@@ -272,6 +275,16 @@ async function serve(
     Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
   const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
+  // Models' facts (memory, heads) from local paths and the hub the environment names.
+  let modelFacts: ModelFactsSource;
+  try {
+    modelFacts = await controlModelFacts((name) => Deno.env.get(name));
+  } catch (e) {
+    if (!(e instanceof HubConfigError)) throw e;
+    await store.close();
+    err(`llmgw: ${e.message}\n`);
+    return 1;
+  }
   let tls: ClusterTls | undefined;
   if (tlsSans === null) {
     err(
@@ -321,6 +334,7 @@ async function serve(
     joinTokens: tokens("LLMGW_JOIN_TOKEN"),
     gatewayTokens: [gatewayToken],
     engines: registry,
+    modelFacts,
     thresholds,
     tls,
     log: lineSink(log, "info"),

@@ -155,10 +155,11 @@ export class ControlPlane {
     const floor = (options.epoch ?? 0) * GENERATION_STRIDE;
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
-    // Placement checks memory and heads only against facts it knows (a failure leaves them unknown).
-    for (const model of new Set([...state.deployments.values()].map((d) => d.spec.model))) {
-      await state.modelFacts.learn(model);
-    }
+    // Memory and heads are checked against facts once learned; a slow hub does not hold up the open.
+    state.modelFacts.learnInBackground(
+      [...state.deployments.values()].map((d) => d.spec.model),
+      () => state.kick(),
+    );
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);
     for (const t of await state.store.listTokens()) state.tokens.set(t.id, t);
     for (const n of await state.store.listNodes()) {

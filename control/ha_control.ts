@@ -32,8 +32,8 @@ import {
   type ControlTlsParts,
   controlTlsParts,
   listenControl,
+  openOptionsOf,
   type StartControlOptions,
-  thresholdsOf,
 } from "./server.ts";
 import type { Leadership } from "../protocol/leadership.ts";
 import { Follower } from "./ha_follower.ts";
@@ -369,12 +369,8 @@ class HaControl implements RunningHaControl {
 
   #open(epoch: number, readOnly: boolean): Promise<ControlPlane> {
     return ControlPlane.open({
+      ...openOptionsOf(this.#o, this.#parts),
       store: this.#o.store,
-      thresholds: thresholdsOf(this.#o),
-      engines: this.#o.engines,
-      reconcileMs: this.#o.reconcileMs,
-      tls: this.#o.tls,
-      fetch: this.#parts?.agentFetch.fetch,
       epoch: readOnly ? undefined : epoch,
       readOnly,
       leading: readOnly ? () => false : () =>

@@ -6,7 +6,10 @@
  * could not be learned is absent: placement then refuses nothing for it.
  *
  * Keyed by the deployment's `model` today; by model and resolved commit once
- * deployments name a revision (issue #25 item 1).
+ * deployments name a revision (issue #25 item 1). Facts once learned are
+ * kept until the control plane restarts (GitOps loops re-apply constantly;
+ * the hub is not asked each time); a failure is not asked again for
+ * {@link RETRY_FAILED_MS}, so a fleet without hub access waits on it once.
  *
  * @module
  */
@@ -25,14 +28,21 @@ export interface Learned {
   problem: string | null;
 }
 
+/** How long a model whose facts could not be read is left before it is asked again. */
+export const RETRY_FAILED_MS = 5 * 60_000;
+
 /** The facts known to this control plane. */
 export class ModelFactsBook {
   readonly #source: ModelFactsSource;
+  readonly #now: () => number;
   readonly #known = new Map<string, ModelFacts>();
+  readonly #failed = new Map<string, { problem: string; at: number }>();
+  #learning: Promise<unknown> = Promise.resolve();
 
-  /** A book that learns from `source`. */
-  constructor(source: ModelFactsSource) {
+  /** A book that learns from `source`; `now` is the control plane's clock. */
+  constructor(source: ModelFactsSource, now: () => number) {
     this.#source = source;
+    this.#now = now;
   }
 
   /** The facts of `model`, when learned. */
@@ -46,17 +56,42 @@ export class ModelFactsBook {
   }
 
   /**
-   * Reads `model`'s facts from the source again and keeps them; a failure
-   * keeps what was known before and says why.
+   * `model`'s facts: those known, else read from the source and kept; a
+   * failure says why, and is answered again without asking until
+   * {@link RETRY_FAILED_MS} has passed.
    */
   async learn(model: string): Promise<Learned> {
+    const known = this.known(model);
+    if (known !== null) return { facts: known, problem: null };
+    const failed = this.#failed.get(model);
+    if (failed !== undefined && this.#now() - failed.at < RETRY_FAILED_MS) {
+      return { facts: null, problem: failed.problem };
+    }
     try {
       const facts = await this.#source.facts(model);
+      this.#failed.delete(model);
       if (facts !== null) this.#known.set(model, facts);
-      return { facts: facts ?? this.known(model), problem: null };
+      return { facts, problem: null };
     } catch (e) {
-      return { facts: this.known(model), problem: errorMessage(e) };
+      const problem = errorMessage(e);
+      this.#failed.set(model, { problem, at: this.#now() });
+      return { facts: null, problem };
     }
+  }
+
+  /**
+   * Learns every model in the background (opening a store must not wait on
+   * a slow hub), then calls `done`; placement meanwhile refuses nothing for
+   * them. {@link settled} resolves once it is over.
+   */
+  learnInBackground(models: Iterable<string>, done: () => void): void {
+    const all = Promise.all([...new Set(models)].map((m) => this.learn(m))).then(done);
+    this.#learning = Promise.all([this.#learning, all]);
+  }
+
+  /** Resolves when every background learning started so far is over. */
+  async settled(): Promise<void> {
+    await this.#learning;
   }
 }
 

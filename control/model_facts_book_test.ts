@@ -5,6 +5,7 @@ import type { ModelFacts } from "../models/model_facts.ts";
 import type { ModelFactsSource } from "../models/facts_source.ts";
 import { InvalidInputError } from "./errors.ts";
 import { liveExplanation } from "./live_explanation.ts";
+import { RETRY_FAILED_MS } from "./model_facts_book.ts";
 
 const LLAMA_405B = "meta-llama/Llama-3.1-405B-Instruct";
 
@@ -112,6 +113,36 @@ Deno.test("opening a store learns the stored deployments' facts before anything 
     profiles: [{ ...QWEN.profiles[0], name: "tp4", tensor_parallel: 4 }],
   });
   const again = await testControl({ modelFacts: source, store: first.store });
+  await again.cp.state.modelFacts.settled();
   assertEquals(again.cp.state.modelFacts.known(QWEN.model)?.attention_heads, 28);
   assertEquals(source.reads, 2);
+  // Known facts are not read again at the next apply.
+  await again.cp.deployments.apply({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], name: "tp4", tensor_parallel: 4 }],
+  });
+  assertEquals(source.reads, 2);
+});
+
+Deno.test("a model whose facts could not be read is not asked again for five minutes", async () => {
+  let reads = 0;
+  const failing: ModelFactsSource = {
+    facts: () => {
+      reads++;
+      return Promise.reject(new Error("hub unreachable"));
+    },
+  };
+  const { cp, clock } = await testControl({ modelFacts: failing });
+  const apply = () => cp.deployments.apply(QWEN);
+  const first = await apply();
+  assertOk(
+    first.warnings.some((w) =>
+      w.message === "the model's memory and tensor_parallel were not checked: hub unreachable"
+    ),
+  );
+  await apply();
+  assertEquals(reads, 1);
+  clock.advance(RETRY_FAILED_MS);
+  await apply();
+  assertEquals(reads, 2);
 });

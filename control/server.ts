@@ -9,7 +9,8 @@
 import { bindErrorFrom } from "../http/bind_error.ts";
 import { type ApiAuth, type ControlPages, createControlApi } from "./api.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
-import { ControlPlane } from "./control_plane.ts";
+import { ControlPlane, type ControlPlaneOptions } from "./control_plane.ts";
+import type { ModelFactsSource } from "../models/facts_source.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store/store.ts";
 import { hashToken } from "../http/tokens.ts";
@@ -59,6 +60,8 @@ export interface StartControlOptions {
   log?: (line: string) => void;
   /** Pages served beside the API (the dashboard: ui/ `uiApp`); absent: the API only. */
   pages?: ControlPages;
+  /** Where models' facts come from (models/facts_source.ts); default: local and shared paths. */
+  modelFacts?: ModelFactsSource;
 }
 
 /** The control plane's own TLS material: its certificate, kept renewed, and its client to agents. */
@@ -166,6 +169,25 @@ export function thresholdsOf(
 }
 
 /**
+ * What every control plane a start opens takes from its options (a single
+ * one, and each term of an HA instance): thresholds, engines, the loop's
+ * period, TLS and the agents' fetch, and where models' facts come from.
+ */
+export function openOptionsOf(
+  o: Omit<StartControlOptions, "store">,
+  parts: ControlTlsParts | null,
+): Omit<ControlPlaneOptions, "store"> {
+  return {
+    thresholds: thresholdsOf(o),
+    engines: o.engines,
+    reconcileMs: o.reconcileMs,
+    tls: o.tls,
+    fetch: parts?.agentFetch.fetch,
+    modelFacts: o.modelFacts,
+  };
+}
+
+/**
  * Starts a control plane and its API.
  *
  * @throws {BindError} When the API cannot listen (naming the address, the
@@ -173,14 +195,7 @@ export function thresholdsOf(
  */
 export async function startControl(o: StartControlOptions): Promise<RunningControl> {
   const parts = await controlTlsParts(o.tls);
-  const cp = await ControlPlane.open({
-    store: o.store,
-    thresholds: thresholdsOf(o),
-    engines: o.engines,
-    reconcileMs: o.reconcileMs,
-    tls: o.tls,
-    fetch: parts?.agentFetch.fetch,
-  });
+  const cp = await ControlPlane.open({ ...openOptionsOf(o, parts), store: o.store });
   const app = createControlApi(cp, await apiAuthOf(o), o.pages);
   let listener: ControlListener;
   try {

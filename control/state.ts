@@ -120,7 +120,10 @@ export class ControlState {
     this.retireGraceMs = options.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     this.leading = options.leading ?? (() => true);
     this.wake = options.wake ?? new Wake();
-    this.modelFacts = new ModelFactsBook(options.modelFacts ?? localFactsSource());
+    this.modelFacts = new ModelFactsBook(
+      options.modelFacts ?? localFactsSource(),
+      () => options.clock.now(),
+    );
   }
 
   /** Asks for a reconcile pass soon (debounced by the reconciler, which answers the wake). */
