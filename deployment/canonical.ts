@@ -11,23 +11,31 @@
 import type { SpecChange } from "../protocol/apply_answer.ts";
 import { formatPath } from "../validation/issues.ts";
 import { withDefaults } from "./load.ts";
+import { modelRevision } from "./model_revision.ts";
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_ROUTING, type Deployment } from "./schema.ts";
 
 export type { SpecChange };
 
 /**
- * Top-level fields that change how many replicas run, how gateways pick one
- * or how a change replaces them, never what a replica runs: a change to
- * these alone makes no revision and restarts nothing. Every other field
- * (model, served name, placement, profiles) is the workload.
+ * Top-level fields that change how many replicas run, how gateways pick one,
+ * how a change replaces them or whether agents may evict the model's files
+ * (`pinned`), never what a replica runs: a change to these alone makes no
+ * revision and restarts nothing. Every other field (model, its revision,
+ * served name, placement, profiles) is the workload.
  */
-export const SETTINGS_FIELDS: ReadonlySet<string> = new Set(["replicas", "routing", "rollout"]);
+export const SETTINGS_FIELDS: ReadonlySet<string> = new Set([
+  "replicas",
+  "routing",
+  "rollout",
+  "pinned",
+]);
 
 /**
  * A spec in canonical form: read back through the schema with its defaults
  * (a stored spec from an older schema gains the fields it lacked), the
  * defaults applied where they are used filled in (`routing`, the rollout
- * deadline), and every object's keys sorted.
+ * deadline, a hub model's revision `main`, `pinned`), and every object's
+ * keys sorted.
  */
 export function canonicalSpec(d: Deployment): Deployment {
   let full: Deployment;
@@ -39,6 +47,8 @@ export function canonicalSpec(d: Deployment): Deployment {
   }
   return sortKeys({
     ...full,
+    revision: modelRevision(full.model, full.revision),
+    pinned: full.pinned ?? false,
     routing: full.routing ?? DEFAULT_ROUTING,
     rollout: {
       ...full.rollout,
@@ -113,15 +123,16 @@ function sortKeys(x: unknown): unknown {
 }
 
 /**
- * `workload`'s spec with `settings`' replica count, routing and rollout
+ * `workload`'s spec with `settings`' replica count, pin, routing and rollout
  * settings: what `rollout undo` and a revert bring back. The settings are
  * the operator's latest word, never part of a revision.
  */
 export function withSettingsOf(workload: Deployment, settings: Deployment): Deployment {
-  const { routing: _routing, rollout: _rollout, ...rest } = workload;
+  const { routing: _routing, rollout: _rollout, pinned: _pinned, ...rest } = workload;
   return {
     ...rest,
     replicas: settings.replicas,
+    ...(settings.pinned === undefined ? {} : { pinned: settings.pinned }),
     ...(settings.routing === undefined ? {} : { routing: settings.routing }),
     ...(settings.rollout === undefined ? {} : { rollout: settings.rollout }),
   };

@@ -49,6 +49,20 @@ Deno.test("specChanges: each changed field with its path, old and new value, and
       to: "1",
       rolls: true,
     }]],
+    ["model revision written as its default", { revision: "main" }, []],
+    ["pinned written as its default", { pinned: false }, []],
+    ["model revision", { revision: "v2" }, [{
+      path: "revision",
+      from: "main",
+      to: "v2",
+      rolls: true,
+    }]],
+    ["pinned: kept from eviction, nothing restarts", { pinned: true }, [{
+      path: "pinned",
+      from: false,
+      to: true,
+      rolls: false,
+    }]],
     ["profile dropped", { profiles: [p0] }, [{
       path: "profiles[1]",
       from: base.profiles[1],
@@ -61,16 +75,25 @@ Deno.test("specChanges: each changed field with its path, old and new value, and
   }
 });
 
+Deno.test("canonicalSpec: a spec stored before revisions and pins reads as revision main, unpinned", () => {
+  const base = parseDeploymentText(Deno.readTextFileSync(EXAMPLE), "x.yaml").deployment;
+  const { revision: _r, pinned: _p, ...old } = base;
+  assertEquals(specChanges(old as Deployment, base), []);
+  const local = { ...base, model: "/models/llama" };
+  assertEquals(canonicalSpec(local).revision, undefined);
+});
+
 Deno.test("withSettingsOf: an older workload at today's count, routing and rollout settings", () => {
   const base = parseDeploymentText(Deno.readTextFileSync(EXAMPLE), "x.yaml").deployment;
   const old = { ...base, model: "org/old", routing: "random" as const };
-  const now = { ...base, replicas: 7, rollout: { progress_deadline_seconds: 30 } };
+  const now = { ...base, replicas: 7, pinned: true, rollout: { progress_deadline_seconds: 30 } };
   const back = withSettingsOf(old, now);
-  assertEquals([back.model, back.replicas, back.routing, back.rollout], [
+  assertEquals([back.model, back.replicas, back.routing, back.rollout, back.pinned], [
     "org/old",
     7,
     undefined,
     { progress_deadline_seconds: 30 },
+    true,
   ]);
 });
 

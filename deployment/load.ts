@@ -6,6 +6,7 @@
  */
 import { decodeDocuments, type DeploymentDocument, DocumentError } from "./documents.ts";
 import { type Deployment, DeploymentSchema } from "./schema.ts";
+import { isLocalModel, modelRevision } from "./model_revision.ts";
 import { formatIssues, zodIssues } from "../validation/issues.ts";
 import {
   type DeploymentIssue,
@@ -105,9 +106,20 @@ export function withDefaults(raw: unknown, where: string): Deployment {
     }
     return { ...p, engine_options: p.engine_options ?? {}, gpus_per_node: gpusPerNode ?? 0 };
   });
+  const { model, revision } = parsed.data;
+  if (revision !== undefined && isLocalModel(model)) {
+    issues.push({
+      path: ["revision"],
+      message:
+        `a local path model (${model}) takes no revision: its files are used as they are; remove revision or name a hub model`,
+    });
+  }
   if (issues.length > 0) throw new DeploymentError(where, issues);
+  const { revision: _given, ...rest } = parsed.data;
+  const read = modelRevision(model, revision);
   return {
-    ...parsed.data,
+    ...rest,
+    ...(read === undefined ? {} : { revision: read }),
     served_model_name: parsed.data.served_model_name ?? parsed.data.name,
     profiles,
   };

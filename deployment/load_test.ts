@@ -216,3 +216,27 @@ Deno.test("the published JSON Schema is the generated one", () => {
   assertEquals(published, deploymentJsonSchema());
   assertEquals(published.required, ["name", "model", "profiles"]);
 });
+
+Deno.test("revision: main by default for a hub model, refused on a local path, bad refs named; pinned false by default", () => {
+  const profiles = [{ name: "p", engine: "vllm", gpu_class: "l4-22g", tensor_parallel: 1 }];
+  const hub = parseDeployment({ name: "m", model: "org/m", profiles }, "api").deployment;
+  assertEquals([hub.revision, hub.pinned], ["main", false]);
+  const local = parseDeployment({ name: "m", model: "/models/m", profiles }, "api").deployment;
+  assertEquals(local.revision, undefined);
+  assertThrows(
+    () =>
+      parseDeployment({ name: "m", model: "file:///models/m", revision: "v2", profiles }, "api"),
+    DeploymentError,
+    "revision: a local path model (file:///models/m) takes no revision",
+  );
+  assertThrows(
+    () => parseDeployment({ name: "m", model: "org/m", revision: "v1..v2", profiles }, "api"),
+    DeploymentError,
+    'revision: holds ".."',
+  );
+  assertThrows(
+    () => parseDeployment({ name: "m", model: "org/m", pinned: "yes", profiles }, "api"),
+    DeploymentError,
+    "pinned",
+  );
+});

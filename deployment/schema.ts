@@ -6,6 +6,7 @@
  * @module
  */
 import { z } from "zod";
+import { MAX_REVISION_CHARS, revisionProblem } from "./model_revision.ts";
 import { MAX_ENGINE_OPTIONS, MAX_ENV_VALUE_CHARS, MAX_ENV_VARS } from "../protocol/shard_launch.ts";
 
 /** A DNS-label-like name: lower-case letters, digits and '-', 1-63 characters. */
@@ -95,7 +96,19 @@ export const RolloutSettingsSchema = z.object({
 export const DeploymentSchema = z.object({
   name: z.string().regex(NAME_PATTERN, "must be a lower-case name of letters, digits and '-'")
     .describe("Deployment name."),
-  model: z.string().min(1).max(1024).describe("Hub id or local path of the model."),
+  model: z.string().min(1).max(1024).describe(
+    "Hub id (org/name) or local path (absolute, or file://) of the model.",
+  ),
+  revision: z.string().max(MAX_REVISION_CHARS).superRefine((r, ctx) => {
+    const problem = revisionProblem(r);
+    if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
+  }).optional().describe(
+    "Hub model revision: a branch, tag or 40-hex commit (default main); resolved to a commit " +
+      "at apply. A local path model takes none.",
+  ),
+  pinned: z.boolean().default(false).describe(
+    "Keep this model revision's files in every agent's model cache: never evicted.",
+  ),
   served_model_name: z.string().min(1).max(256).optional()
     .describe("Name clients use in the OpenAI `model` field; default: the deployment name."),
   replicas: z.number().int().min(0).max(10_000).default(1).describe("Replica count."),
@@ -148,6 +161,16 @@ export interface Deployment {
   name: string;
   /** Hub id or local path of the model. */
   model: string;
+  /**
+   * The hub revision (branch, tag or commit) the model is read at: `main`
+   * when not given; absent for a local path model, which takes none.
+   */
+  revision?: string;
+  /**
+   * Keep this revision's files from eviction in agents' model caches; the
+   * schema fills false, so only a spec built in code leaves it out.
+   */
+  pinned?: boolean;
   /** The name clients use in the OpenAI `model` field; defaults to the deployment name. */
   served_model_name: string;
   /** Replica count. */
