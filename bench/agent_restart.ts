@@ -37,6 +37,8 @@ import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
 import { spawnAgent, stopAgentsAndEngines } from "../tests/agent_processes.ts";
+import { freePortsIn, portBlock } from "../tests/port_plan.ts";
+import type { PortRange } from "../supervisor/port_allocator.ts";
 import { until } from "../tests/until.ts";
 
 /** What happens to the agent. */
@@ -56,8 +58,13 @@ export interface RestartRun {
   warmMs?: number;
   /** Traffic after the new agent's proxy listens, in ms (default 4 000). */
   tailMs?: number;
-  /** First port of the agents' engine ranges (node i uses base + 1000 i). */
-  portBase?: number;
+  /**
+   * The ports its agents take, 600 at least (default 20000-20999): node i's
+   * engines block i of 200, its local API and proxy free ports of block 2,
+   * planned rather than picked by the kernel because the agent comes back
+   * on them.
+   */
+  ports?: PortRange;
   /** A streamed answer of this many ms, begun just before the fault (default: none). */
   streamMs?: number;
 }
@@ -87,13 +94,6 @@ const MAX_IN_FLIGHT = 512;
 /** The longest run, whatever happens, in ms. */
 const MAX_RUN_MS = 180_000;
 
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /** Whether something listens on `port` on loopback. */
@@ -110,7 +110,8 @@ async function listening(port: number): Promise<boolean> {
 export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
   const warmMs = o.warmMs ?? 3_000;
   const tailMs = o.tailMs ?? 4_000;
-  const portBase = o.portBase ?? 41_000;
+  const range = o.ports ?? { from: 20_000, to: 20_999 };
+  const listeners = freePortsIn(portBlock(range, 2), 4);
   // A long stream at 2 ms a token would be mostly per-event overhead: 50 ms then.
   const tokenMs = o.streamMs === undefined ? 2 : 50;
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_restart_" });
@@ -124,7 +125,9 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
     reconcileMs: 200,
   });
   const nodes = o.replicas === 2 ? ["node-a", "node-b"] : ["node-a"];
-  const ports = new Map(nodes.map((n) => [n, { api: freePort(), proxy: freePort() }]));
+  const ports = new Map(
+    nodes.map((n, i) => [n, { api: listeners[2 * i], proxy: listeners[2 * i + 1] }]),
+  );
   const started: Deno.ChildProcess[] = [];
   const current = new Map<string, Deno.ChildProcess>();
   const spawn = (node: string, i: number) => {
@@ -135,7 +138,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       node,
       "dgx_h100_idle",
       join(dir, node),
-      portBase + 1_000 * i,
+      portBlock(range, i),
       // Up to a million tokens, so a long stream is one request.
       { FAKE_ENGINE_TOKEN_DELAY_MS: String(tokenMs), FAKE_ENGINE_TOKENS: "1000000" },
       ["--listen", `127.0.0.1:${p.api}`, "--proxy-listen", `127.0.0.1:${p.proxy}`],

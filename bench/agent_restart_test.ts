@@ -5,7 +5,11 @@
  * on failure). One representative per fault.
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
+import { portBlock, portsOf } from "../tests/port_plan.ts";
 import { runAgentRestart } from "./agent_restart.ts";
+
+/** This file's ports (tests/port_plan.ts): 600 for each run, which needs that many. */
+const PORTS = portsOf(import.meta.url);
 
 Deno.test("a planned restart of the only replica's agent fails no request", async () => {
   const r = await runAgentRestart({
@@ -13,7 +17,7 @@ Deno.test("a planned restart of the only replica's agent fails no request", asyn
     replicas: 1,
     rate: 10,
     restartAfterMs: 0,
-    portBase: 43_000,
+    ports: portBlock(PORTS, 0, 600),
   });
   assertOk(r.ok > 0, "answers came");
   assertEquals(r.failed, {});
@@ -28,7 +32,7 @@ Deno.test("an agent killed with SIGKILL and restarted a second later: no request
     replicas: 1,
     rate: 10,
     restartAfterMs: 1_000,
-    portBase: 45_000,
+    ports: portBlock(PORTS, 0, 600),
   });
   assertOk(r.ok > 0, "answers came");
   assertEquals(r.failed, {});

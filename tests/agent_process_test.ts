@@ -14,6 +14,7 @@ import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { spawnAgent, stopAgentsAndEngines } from "./agent_processes.ts";
+import { portBlock, portsOf } from "./port_plan.ts";
 import { main } from "../cli/main.ts";
 
 const ADMIN = "process-test-admin";
@@ -21,6 +22,8 @@ const JOIN = "process-test-join-token";
 
 /** How the waits here poll: agent processes start, heartbeat and go lost in seconds. */
 const POLL = { timeoutMs: 30_000, intervalMs: 100 };
+/** This file's ports (tests/port_plan.ts): one block per agent. */
+const PORTS = portsOf(import.meta.url);
 
 Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopted and fenced on return", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_process_test_" });
@@ -44,7 +47,14 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
   const replica = async (): Promise<ReplicaView | undefined> =>
     (await admin("GET", "/v1/replicas")).replicas[0];
   try {
-    const a = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", join(dir, "a"), 25000);
+    const a = spawnAgent(
+      control.url,
+      JOIN,
+      "h100-a",
+      "dgx_h100_idle",
+      join(dir, "a"),
+      portBlock(PORTS, 0),
+    );
     procs.push(a);
     groups.add(a.pid);
     await until(
@@ -62,7 +72,14 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
     }, POLL);
-    const b = spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", join(dir, "b"), 26000);
+    const b = spawnAgent(
+      control.url,
+      JOIN,
+      "h100-b",
+      "dgx_h100_idle",
+      join(dir, "b"),
+      portBlock(PORTS, 1),
+    );
     procs.push(b);
     groups.add(b.pid);
     await until(
@@ -103,7 +120,14 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       "the old engine still runs while a is away",
     );
 
-    const again = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", join(dir, "a"), 25000);
+    const again = spawnAgent(
+      control.url,
+      JOIN,
+      "h100-a",
+      "dgx_h100_idle",
+      join(dir, "a"),
+      portBlock(PORTS, 0),
+    );
     procs.push(again);
     groups.add(again.pid);
     await until(
@@ -133,17 +157,13 @@ Deno.test("control plane + three agent processes: apply, ready, placement by the
     thresholds: { heartbeat_interval_ms: 300, unreachable_after_ms: 3_000, lost_after_ms: 6_000 },
     reconcileMs: 200,
   });
-  const agents: [string, string, number][] = [["h100-a", "dgx_h100_idle", 29000], [
-    "a100-a",
-    "hgx_a100_40g",
-    30000,
-  ], [
-    "l40s-a",
-    "l40s_4x",
-    31000,
-  ]];
-  const procs = agents.map(([id, machine, port]) =>
-    spawnAgent(control.url, JOIN, id, machine, join(dir, id), port)
+  const agents: [string, string][] = [
+    ["h100-a", "dgx_h100_idle"],
+    ["a100-a", "hgx_a100_40g"],
+    ["l40s-a", "l40s_4x"],
+  ];
+  const procs = agents.map(([id, machine], i) =>
+    spawnAgent(control.url, JOIN, id, machine, join(dir, id), portBlock(PORTS, 2 + i))
   );
   const admin = async (method: string, path: string, body?: unknown) =>
     await (await fetch(`${control.url}${path}`, {

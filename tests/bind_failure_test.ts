@@ -13,7 +13,11 @@ import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
 import { startFollowingGateway } from "../gateway/server.ts";
 import { BindError } from "../http/bind_error.ts";
-import { freeDevBases, spawnLlmgw } from "./dev_processes.ts";
+import { devBases, spawnLlmgw } from "./dev_processes.ts";
+import { portsOf } from "./port_plan.ts";
+
+/** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
+const PORTS = portsOf(import.meta.url);
 
 /** Runs `llmgw <args>` to its end; its code and output. */
 async function run(args: string[], env: Record<string, string> = {}) {
@@ -49,7 +53,7 @@ async function holding<T>(port: number, fn: () => Promise<T>): Promise<T> {
 }
 
 Deno.test("llmgw dev --port: a held port of its layout names the address, port and holder, and starts nothing", async () => {
-  const [base] = freeDevBases(1);
+  const [base] = devBases(PORTS, 1);
   const layout = devPorts(base);
   const cases: [number, string][] = [
     [layout.control, "the control API"],
@@ -79,7 +83,7 @@ Deno.test("llmgw dev --port: a held port of its layout names the address, port a
 });
 
 Deno.test("llmgw control serve: a held --listen or --gateway-listen port names its holder", async () => {
-  const [base] = freeDevBases(1);
+  const [base] = devBases(PORTS, 1);
   const [api, gateway] = [base, base + 1];
   const flags = ["--store", ":memory:", "--listen", `127.0.0.1:${api}`];
   const cases: [number, string[], string][] = [
@@ -95,7 +99,7 @@ Deno.test("llmgw control serve: a held --listen or --gateway-listen port names i
 });
 
 Deno.test("llmgw gateway serve: a held --listen port names its holder", async () => {
-  const [base] = freeDevBases(1);
+  const [base] = devBases(PORTS, 1);
   const r = await holding(
     base,
     () =>

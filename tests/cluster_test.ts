@@ -14,11 +14,18 @@ import { groupMembers } from "../supervisor/proc.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
+import { freePortsIn, portBlock, portsOf } from "./port_plan.ts";
 import { simAgentOptions, stopSimCluster } from "./sim_agent.ts";
 import { until } from "./until.ts";
 
 const ADMIN = "test-admin-token";
 const JOIN = "test-join-token";
+/**
+ * This file's ports (tests/port_plan.ts): agents take blocks 0-6, the
+ * control plane a free port of block 7, planned rather than picked by the
+ * kernel because it comes back on that port after a restart.
+ */
+const PORTS = portsOf(import.meta.url);
 
 async function withCluster(
   fn: (ctx: {
@@ -28,7 +35,8 @@ async function withCluster(
     startAgent: (
       id: string,
       machine: string,
-      portBase: number,
+      /** Its block of this file's ports. */
+      block: number,
       env?: Record<string, string>,
       loadTimeoutMs?: number,
     ) => Promise<Agent>;
@@ -44,10 +52,11 @@ async function withCluster(
   const dir = await Deno.makeTempDir({ prefix: "llmgw_cluster_test_" });
   const pids = new Set<number>();
   const logs: string[] = [];
+  const [controlPort] = freePortsIn(portBlock(PORTS, 7), 1);
   const open = () =>
     startControl({
       hostname: "127.0.0.1",
-      port: 0,
+      port: controlPort,
       store: SqliteStore.open(join(dir, "llmgw.db")),
       adminTokens: [ADMIN],
       joinTokens: [JOIN],
@@ -55,12 +64,11 @@ async function withCluster(
       reconcileMs: 200,
     });
   let control = await open();
-  let port = Number(new URL(control.url).port);
   const agents = new Map<string, Agent>();
   const startAgent = async (
     id: string,
     machine: string,
-    portBase: number,
+    block: number,
     extraEnv: Record<string, string> = {},
     loadTimeoutMs?: number,
   ) => {
@@ -70,7 +78,7 @@ async function withCluster(
       id,
       machine,
       dir,
-      portBase,
+      ports: portBlock(PORTS, block),
       env: extraEnv,
       loadTimeoutMs,
       logSink: (line) => logs.push(line),
@@ -99,7 +107,7 @@ async function withCluster(
         // Same port, so agents find it again.
         control = await startControl({
           hostname: "127.0.0.1",
-          port,
+          port: controlPort,
           store: SqliteStore.open(join(dir, "llmgw.db")),
           adminTokens: [ADMIN],
           joinTokens: [JOIN],
@@ -110,7 +118,6 @@ async function withCluster(
           },
           reconcileMs: 200,
         });
-        port = Number(new URL(control.url).port);
         follower = followControlPlane(control.url, ADMIN, table, { intervalMs: 100 });
       },
       agents,
@@ -155,9 +162,9 @@ const DEPLOYMENT = {
 Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives; restart keeps engines; delete frees", async () => {
   await withCluster(
     async ({ admin, startAgent, agents, pids, restartControl, dir, logs: agentLogs, gateway }) => {
-      await startAgent("h100-a", "dgx_h100_idle", 20000);
-      await startAgent("l40s-a", "l40s_4x", 21000);
-      await startAgent("a100-a", "hgx_a100_40g", 22000);
+      await startAgent("h100-a", "dgx_h100_idle", 0);
+      await startAgent("l40s-a", "l40s_4x", 1);
+      await startAgent("a100-a", "hgx_a100_40g", 2);
       await until("three nodes", async () => {
         const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
         return nodes.length === 3 ? nodes : null;
@@ -251,7 +258,7 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
 
 Deno.test("a node that disappears goes unreachable then lost; its replica is rebuilt elsewhere and fenced on return", async () => {
   await withCluster(async ({ admin, startAgent, agents, pids }) => {
-    await startAgent("h100-a", "dgx_h100_idle", 23000);
+    await startAgent("h100-a", "dgx_h100_idle", 3);
     await until(
       "node a",
       async () => ((await (await admin("GET", "/v1/nodes")).json()).nodes.length === 1
@@ -270,7 +277,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
       const [r] = await replicas(admin);
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
     }, POLL);
-    await startAgent("h100-b", "dgx_h100_idle", 24000);
+    await startAgent("h100-b", "dgx_h100_idle", 4);
     const stale = agents.get("h100-a")!.status().shards[0].pid!;
     pids.add(stale);
     // The agent goes away; its engine keeps running (a partition, as the control plane sees it).
@@ -289,7 +296,7 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
     assertEquals(moved.shards[0].node, "h100-b");
     // The node returns: it adopts its old engine, then its new desired state
     // (a newer generation) no longer holds that shard, so it is stopped.
-    await startAgent("h100-a", "dgx_h100_idle", 23000);
+    await startAgent("h100-a", "dgx_h100_idle", 3);
     await until(
       "stale shard stopped",
       () => Promise.resolve(groupMembers(stale).length === 0 ? true : null),
@@ -304,8 +311,8 @@ Deno.test("a node that disappears goes unreachable then lost; its replica is reb
 
 Deno.test("through the gateway: a loading replica gets no traffic; once ready it gets its share", async () => {
   await withCluster(async ({ admin, startAgent, gateway, table }) => {
-    await startAgent("fast", "dgx_h100_idle", 27000, { FAKE_ENGINE_ACCESS_LOG: "1" });
-    await startAgent("slow", "dgx_h100_idle", 28000, {
+    await startAgent("fast", "dgx_h100_idle", 5, { FAKE_ENGINE_ACCESS_LOG: "1" });
+    await startAgent("slow", "dgx_h100_idle", 6, {
       FAKE_ENGINE_ACCESS_LOG: "1",
       FAKE_ENGINE_LOAD_SECONDS: "4",
     });
@@ -380,8 +387,8 @@ Deno.test("through the gateway: a loading replica gets no traffic; once ready it
 
 Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt, both shards replaced", async () => {
   await withCluster(async ({ admin, startAgent, agents, pids, control }) => {
-    await startAgent("h100-a", "dgx_h100_idle", 20000);
-    await startAgent("h100-b", "dgx_h100_idle", 21000);
+    await startAgent("h100-a", "dgx_h100_idle", 0);
+    await startAgent("h100-b", "dgx_h100_idle", 1);
     await until("two nodes", async () => {
       const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
       return nodes.length === 2 ? nodes : null;
@@ -446,7 +453,7 @@ Deno.test("one shard of a two-node replica crashes: the whole replica is rebuilt
 
 Deno.test("an engine that never becomes ready fails, and the events carry its log tail", async () => {
   await withCluster(async ({ admin, startAgent, agents, pids }) => {
-    await startAgent("l40s-a", "l40s_4x", 21000, { FAKE_ENGINE_NEVER_READY: "1" }, 1_500);
+    await startAgent("l40s-a", "l40s_4x", 1, { FAKE_ENGINE_NEVER_READY: "1" }, 1_500);
     await until("node", async () => {
       const nodes = (await (await admin("GET", "/v1/nodes")).json()).nodes;
       return nodes.length === 1 ? nodes : null;

@@ -8,6 +8,7 @@
  */
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
+import { portBlock, portsOf } from "./port_plan.ts";
 import {
   oneShardDeployment,
   POLL,
@@ -22,12 +23,14 @@ const BACKOFF = { initialMs: 300, maxMs: 2_000, factor: 2 };
 const SLOWER = { initialMs: 500, maxMs: 4_000, factor: 2 };
 /** The engine on the broken node dies as soon as it starts, exit 1 with a CUDA error. */
 const BROKEN = { FAKE_ENGINE_CRASH_AFTER_SECONDS: "0" };
+/** This file's ports (tests/port_plan.ts): one block per agent. */
+const PORTS = portsOf(import.meta.url);
 
 Deno.test("an engine that exits at once on its node crash-loops visibly, then its replica moves to a node where it runs", async () => {
   await withPortCluster(async (c) => {
     await c.startAgent({
       id: "broken",
-      ports: { from: 31_400, to: 31_499 },
+      ports: portBlock(PORTS, 0),
       env: BROKEN,
       backoff: SLOWER,
     });
@@ -47,7 +50,7 @@ Deno.test("an engine that exits at once on its node crash-loops visibly, then it
     assertOk(looping.restarts >= 1, `restarts ${looping.restarts}`);
     assertStringIncludes(looping.last_failure!.reason, "exited with code 1");
     // A node where the engine runs joins before the agent gives up.
-    const good = await c.startAgent({ id: "good", ports: { from: 31_500, to: 31_599 } });
+    const good = await c.startAgent({ id: "good", ports: portBlock(PORTS, 1) });
     await untilNodes(c, 2);
     const ready = await untilShardReady(good.agent, "loop");
     c.groups.add(ready.pid!);
@@ -70,7 +73,7 @@ Deno.test("a crash loop where no other node fits fails the replica with the reas
   await withPortCluster(async (c) => {
     await c.startAgent({
       id: "only",
-      ports: { from: 31_600, to: 31_699 },
+      ports: portBlock(PORTS, 2),
       env: BROKEN,
       backoff: BACKOFF,
     });

@@ -24,14 +24,12 @@ import {
   devPorts,
 } from "../cli/dev_ports.ts";
 import { UsageError } from "../cli/usage_error.ts";
-import {
-  devEnginePids,
-  type DevProcess,
-  freeDevBases,
-  spawnDev,
-  stopDev,
-} from "./dev_processes.ts";
+import { devBases, devEnginePids, type DevProcess, spawnDev, stopDev } from "./dev_processes.ts";
+import { portsOf } from "./port_plan.ts";
 import { groupMembers } from "../supervisor/proc.ts";
+
+/** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
+const PORTS = portsOf(import.meta.url);
 
 /** Every port of a layout, the engines' ranges expanded. */
 function allPorts(p: DevPorts): number[] {
@@ -103,7 +101,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-test-" });
-    const [base] = freeDevBases(1);
+    const [base] = devBases(PORTS, 1);
     let trust: ReturnType<typeof pinnedFetch> | undefined;
     let stop!: () => void;
     const stopped = new Promise<void>((r) => stop = r);
@@ -236,7 +234,7 @@ Deno.test({
   name:
     "llmgw dev --port: two clusters on one machine both reach ready, each serving only its own engines",
   async fn() {
-    const bases = freeDevBases(2);
+    const bases = devBases(PORTS, 2);
     const dirs = await Promise.all(
       bases.map((_, i) => Deno.makeTempDir({ prefix: `llmgw-dev-pair-${i}-` })),
     );
@@ -371,7 +369,7 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-keep-" });
-    const [base] = freeDevBases(1);
+    const [base] = devBases(PORTS, 1);
     const start = () => {
       let stop!: () => void;
       const stopped = new Promise<void>((r) => stop = r);

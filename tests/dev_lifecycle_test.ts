@@ -14,13 +14,11 @@ import { until } from "./until.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { groupMembers, isRunning } from "../supervisor/proc.ts";
 import { devCommand } from "../cli/dev_command.ts";
-import {
-  devEnginePids,
-  type DevProcess,
-  freeDevBases,
-  spawnDev,
-  stopDev,
-} from "./dev_processes.ts";
+import { devBases, devEnginePids, type DevProcess, spawnDev, stopDev } from "./dev_processes.ts";
+import { portsOf } from "./port_plan.ts";
+
+/** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
+const PORTS = portsOf(import.meta.url);
 
 interface DevEnv {
   url: string;
@@ -72,7 +70,7 @@ Deno.test({
   name:
     "llmgw dev: one dev per directory; SIGHUP stops it; engines a kill -9 leaves are adopted on its directory and named on another",
   async fn() {
-    const [base, otherBase] = freeDevBases(2);
+    const [base, otherBase] = devBases(PORTS, 2);
     const dir = await Deno.makeTempDir({ prefix: "llmgw-dev-life-" });
     const otherDir = await Deno.makeTempDir({ prefix: "llmgw-dev-life-other-" });
     // A `deno` first on PATH that cannot run anything: the fake engines must
@@ -200,7 +198,7 @@ Deno.test("llmgw dev: a --dir it cannot lock is one line and exit 1, before anyt
     // A file where the directory should be.
     const file = join(dir, "not-a-dir");
     Deno.writeTextFileSync(file, "");
-    const [base] = freeDevBases(1);
+    const [base] = devBases(PORTS, 1);
     let out = "";
     const code = await devCommand(
       ["--dir", file, "--port", String(base), "--quiet"],

@@ -8,17 +8,12 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEV_NODES, DEV_PORT_SPAN, devPorts } from "../cli/dev_ports.ts";
+import type { PortRange } from "../supervisor/port_allocator.ts";
 import { enginePids } from "./agent_processes.ts";
+import { portBlock } from "./port_plan.ts";
 import { until } from "./until.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
-
-/**
- * Candidate `--port` values: below Linux's ephemeral range (32768 up), so an
- * outgoing connection never holds one, and clear of the 18000–29999 engine
- * ranges other tests give their agents.
- */
-const CANDIDATES = [11070, 12070, 13070, 14070, 15070, 16070, 17070, 31070];
 
 /** The ports of a dev cluster on `base` that something listens on (its engines' are checked by their agent). */
 export function fixedPorts(base: number): number[] {
@@ -36,18 +31,22 @@ function bindable(port: number): boolean {
 }
 
 /**
- * `count` `--port` values at least {@link DEV_PORT_SPAN} apart whose
- * listeners' ports are free now.
+ * `count` `--port` values of `range`, the test file's own
+ * (tests/port_plan.ts), {@link DEV_PORT_SPAN} apart, whose listeners' ports
+ * are free now: files running in parallel never pick the same layout, and a
+ * second run of a file skips the layouts the first one holds.
  */
-export function freeDevBases(count: number): number[] {
+export function devBases(range: PortRange, count: number): number[] {
   const out: number[] = [];
-  for (const base of CANDIDATES) {
-    if (out.length === count) break;
-    if (out.some((b) => Math.abs(b - base) < DEV_PORT_SPAN)) continue;
-    if (fixedPorts(base).every(bindable)) out.push(base);
+  const layouts = Math.floor((range.to - range.from + 1) / DEV_PORT_SPAN);
+  for (let i = 0; i < layouts && out.length < count; i++) {
+    const { from } = portBlock(range, i, DEV_PORT_SPAN);
+    if (fixedPorts(from).every(bindable)) out.push(from);
   }
   if (out.length < count) {
-    throw new Error(`Cannot find ${count} free dev port layouts among ${CANDIDATES.join(", ")}`);
+    throw new Error(
+      `Cannot find ${count} free dev port layouts in ${range.from}-${range.to}: ${out.length} are free`,
+    );
   }
   return out;
 }

@@ -7,6 +7,7 @@
  */
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
+import { portsOf } from "./port_plan.ts";
 import {
   chat,
   oneShardDeployment,
@@ -24,7 +25,7 @@ Deno.test("kill -9 of an engine with traffic flowing: reported as SIGKILL every 
   await withPortCluster(async (c) => {
     const { agent } = await c.startAgent({
       id: "kill-9",
-      ports: { from: 31_700, to: 31_799 },
+      ports: portsOf(import.meta.url),
       backoff: { initialMs: 200, maxMs: 1_000, factor: 2 },
     });
     await untilNodes(c, 1);

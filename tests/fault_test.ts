@@ -20,6 +20,7 @@ import { startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { freePortsIn, portBlock, portsOf } from "./port_plan.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
 const ADMIN = "fault-test-admin-token";
@@ -30,6 +31,12 @@ const JOIN = "fault-test-join-token";
  * moment) is retried; until reports its last error at the deadline.
  */
 const POLL = { timeoutMs: 40_000, intervalMs: 100 };
+/**
+ * This file's ports (tests/port_plan.ts): blocks 0-2 for agents, and the
+ * control plane's port from block 3, planned rather than picked by the
+ * kernel because the control plane comes back on it after its kill.
+ */
+const PORTS = portsOf(import.meta.url);
 
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -139,7 +146,7 @@ const chat = (gatewayUrl: string, model: string) =>
 
 Deno.test("control plane killed with SIGKILL and restarted: engines, placements, cordons, drains and pending replicas survive; traffic flows throughout", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
-  const port = freePort();
+  const [port] = freePortsIn(portBlock(PORTS, 3), 1);
   const url = `http://127.0.0.1:${port}`;
   const procs: Deno.ChildProcess[] = [];
   const stateDirs = ["a", "b", "c"].map((n) => join(dir, n));
@@ -158,9 +165,8 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
     let control = spawnControl(port, join(dir, "store"));
     procs.push(control);
     await until("control plane up", async () => (await fetch(`${url}/healthz`)).ok || null, POLL);
-    const nodes = [["h100-a", 25000], ["h100-b", 26000], ["h100-c", 27000]] as const;
-    for (const [i, [id, base]] of nodes.entries()) {
-      procs.push(spawnAgent(url, JOIN, id, "dgx_h100_idle", stateDirs[i], base));
+    for (const [i, id] of ["h100-a", "h100-b", "h100-c"].entries()) {
+      procs.push(spawnAgent(url, JOIN, id, "dgx_h100_idle", stateDirs[i], portBlock(PORTS, i)));
     }
     await until(
       "three nodes",
@@ -270,7 +276,14 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
     return rs.length === 3 && rs.every((r) => r.state === "ready") ? rs : null;
   };
   try {
-    const first = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDir, 25000);
+    const first = spawnAgent(
+      control.url,
+      JOIN,
+      "h100-a",
+      "dgx_h100_idle",
+      stateDir,
+      portBlock(PORTS, 0),
+    );
     procs.push(first);
     await until(
       "node",
@@ -290,7 +303,9 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
     Deno.kill(-first.pid, "SIGKILL"); // the agent only: engines run in their own groups
     await first.status;
     for (const pid of pidsBefore) assertOk(groupMembers(pid).length > 0, `engine ${pid} runs on`);
-    procs.push(spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDir, 25000));
+    procs.push(
+      spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDir, portBlock(PORTS, 0)),
+    );
 
     // Wait until the new agent has reported (a heartbeat after the restart).
     const t0 = Date.now();
@@ -323,7 +338,14 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
   const replica = async (): Promise<ReplicaView | undefined> =>
     (await admin("GET", "/v1/replicas")).replicas[0];
   try {
-    const a = spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDirs[0], 25000);
+    const a = spawnAgent(
+      control.url,
+      JOIN,
+      "h100-a",
+      "dgx_h100_idle",
+      stateDirs[0],
+      portBlock(PORTS, 0),
+    );
     procs.push(a);
     await until(
       "node a",
@@ -340,7 +362,9 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
       const r = await replica();
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
     }, POLL);
-    procs.push(spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", stateDirs[1], 26000));
+    procs.push(
+      spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", stateDirs[1], portBlock(PORTS, 1)),
+    );
     await until(
       "node b",
       async () => (await admin("GET", "/v1/nodes")).nodes.length === 2 || null,

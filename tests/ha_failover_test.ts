@@ -23,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { freePortsIn, portBlock, portsOf } from "./port_plan.ts";
 import { postgresAvailable, type PostgresServer, startPostgres } from "./postgres_server.ts";
 import { FailoverFetch } from "../http/failover_fetch.ts";
 import { READ_ONLY_HEADER } from "../protocol/leadership.ts";
@@ -34,6 +35,12 @@ const LEASE_S = 3;
 /** The acceptance bound: a new leader within the lease plus 2 s. */
 const TAKEOVER_BOUND_MS = LEASE_S * 1000 + 2000;
 const POLL = { timeoutMs: 30_000, intervalMs: 100 };
+/**
+ * This file's ports (tests/port_plan.ts): block 0 for the agent's engines,
+ * the two control planes' ports from block 1, planned rather than picked by
+ * the kernel because each comes back on its port after its kill.
+ */
+const PORTS = portsOf(import.meta.url);
 const available = postgresAvailable();
 
 function freePort(): number {
@@ -66,8 +73,9 @@ Deno.test({
     try {
       pg = await startPostgres();
       const db = await pg.createDatabase("ha");
-      const instances: Instance[] = ["a", "b"].map((name) => {
-        const port = freePort();
+      const controlPorts = freePortsIn(portBlock(PORTS, 1), 2);
+      const instances: Instance[] = ["a", "b"].map((name, n) => {
+        const port = controlPorts[n];
         return { name, port, url: `https://127.0.0.1:${port}`, dir: join(root, name), proc: null };
       });
       const start = (i: Instance) => {
@@ -161,7 +169,7 @@ Deno.test({
         "h100-a",
         "dgx_h100_idle",
         agentDir,
-        25000,
+        portBlock(PORTS, 0),
         {
           LLMGW_CA: caPath,
         },

@@ -44,21 +44,26 @@ import { fingerprint, readPidFile, writePidFile } from "../supervisor/pid_file.t
 import { isPortFree, type PortRange } from "../supervisor/port_allocator.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
+import { portBlock, portsOf } from "./port_plan.ts";
 import type { ShardReport } from "../supervisor/types.ts";
 
-/** Ports 30100-31299 are this file's: other tests use 18000-28999 and 34000-34999. */
-function candidates(base: number): number[] {
+/** This file's ports (tests/port_plan.ts): each test searches its own block of them. */
+const PORTS = portsOf(import.meta.url);
+
+/** Ten starts of a range of 100, 10 apart, from the `block`-th block of this file's ports. */
+function candidates(block: number): number[] {
+  const base = portBlock(PORTS, block).from;
   return Array.from({ length: 10 }, (_, i) => base + 10 * i);
 }
 
 /** A range of 100 ports whose first block of 10 is free now, so the first shard gets its first port. */
-function freeRange(base: number): PortRange {
-  for (const from of candidates(base)) {
+function freeRange(block: number): PortRange {
+  for (const from of candidates(block)) {
     if (Array.from({ length: 10 }, (_, i) => from + i).every(isPortFree)) {
       return { from, to: from + 99 };
     }
   }
-  throw new Error(`Cannot find 10 free ports at any of ${candidates(base).join(", ")}`);
+  throw new Error(`Cannot find 10 free ports at any of ${candidates(block).join(", ")}`);
 }
 
 /** This process's command line as /proc shows it, joined as describeHolders joins it. */
@@ -195,7 +200,7 @@ async function apply(c: PortCluster, deployment: string): Promise<void> {
 
 Deno.test("a foreign server holds the range's first port: the shard is ready on other ports, 100 gateway requests never reach it, an event names the holder", async () => {
   await withPortCluster(async (c) => {
-    const { foreign, range } = foreignAtRangeStart(candidates(30100));
+    const { foreign, range } = foreignAtRangeStart(candidates(0));
     c.servers.push(foreign);
     const P = foreign.port;
     const { agent } = await c.startAgent({ id: "held-1", ports: range });
@@ -249,7 +254,7 @@ Deno.test("a foreign server holds the range's first port: the shard is ready on 
 
 Deno.test("an engine is killed and a foreign server takes its port at once: the shard fails, moves, and is never ready on the old port again", async () => {
   await withPortCluster(async (c) => {
-    const range = freeRange(30300);
+    const range = freeRange(1);
     const { agent, logs } = await c.startAgent({ id: "kill-1", ports: range });
     await untilNodes(c, 1);
     await apply(c, "kill");
@@ -354,7 +359,7 @@ async function readyShard(
 
 Deno.test("agent restart: the new agent adopts its engine on the same port and judges it ready itself", async () => {
   await withPortCluster(async (c) => {
-    const range = freeRange(30500);
+    const range = freeRange(2);
     const { first } = await readyShard(c, "adopt-1", "adopt", range);
     const E = first.pid!;
     const P = first.port;
@@ -393,7 +398,7 @@ Deno.test("agent restart: the new agent adopts its engine on the same port and j
 
 Deno.test("agent restart after the engine died and a foreign server took its port: not adopted, never ready on that port, relaunched elsewhere", async () => {
   await withPortCluster(async (c) => {
-    const range = freeRange(30700);
+    const range = freeRange(3);
     const { first } = await readyShard(c, "gone-1", "gone", range);
     const E = first.pid!;
     const P = first.port;
@@ -494,7 +499,7 @@ async function standInOnForeignPort(
 
 Deno.test("agent restart adopting a live process that no longer holds its port: ownership is re-checked, the holder named, the shard moved", async () => {
   await withPortCluster(async (c) => {
-    const range = freeRange(30900);
+    const range = freeRange(4);
     const { first, stateDir } = await readyShard(c, "stray-1", "stray", range);
     const P = first.port;
     const { standIn, foreign } = await standInOnForeignPort(c, first, stateDir);
@@ -568,7 +573,7 @@ Deno.test("agent restart adopting a live process that no longer holds its port: 
 
 Deno.test("the engine proxy forwards nothing, and no engine key, to a port its shard was never found to hold", async () => {
   await withPortCluster(async (c) => {
-    const range = freeRange(31100);
+    const range = freeRange(5);
     const { first, stateDir } = await readyShard(c, "proxy-1", "proxy", range);
     const P = first.port;
     const keyFile = join(stateDir, "shards", shardDirName(first.id), "engine_key");

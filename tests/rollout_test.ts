@@ -17,6 +17,7 @@ import type { ReplicaView } from "../control/views.ts";
 import { EndpointTable } from "../gateway/endpoints.ts";
 import { followControlPlane } from "../gateway/follow.ts";
 import { startGateway } from "../gateway/server.ts";
+import { portBlock, portsOf } from "./port_plan.ts";
 import { simAgentOptions, stopSimCluster } from "./sim_agent.ts";
 import { until } from "./until.ts";
 
@@ -25,11 +26,14 @@ const JOIN = "test-join-token";
 
 /** Agents heartbeat every 300 ms and engines load in about 0.5 s: generous bounds. */
 const POLL = { timeoutMs: 30_000, intervalMs: 100 };
+/** This file's ports (tests/port_plan.ts): one block per agent. */
+const PORTS = portsOf(import.meta.url);
 
 interface Cluster {
   control: RunningControl;
   agents: Map<string, Agent>;
-  startAgent: (id: string, portBase: number) => Promise<Agent>;
+  /** Starts agent `id` on block `block` of this file's ports. */
+  startAgent: (id: string, block: number) => Promise<Agent>;
   gateway: string;
   admin: (method: string, path: string, body?: unknown) => Promise<Response>;
   call: (method: string, path: string, body?: unknown) => Promise<unknown>;
@@ -51,14 +55,14 @@ async function withCluster(fn: (c: Cluster) => Promise<void>): Promise<void> {
   // The gateway here polls every 100 ms: ten polls of grace before a replaced replica stops.
   control.cp.state.retireGraceMs = 1_000;
   const agents = new Map<string, Agent>();
-  const startAgent = async (id: string, portBase: number) => {
+  const startAgent = async (id: string, block: number) => {
     const agent = new Agent(simAgentOptions({
       controlUrl: control.url,
       joinToken: JOIN,
       id,
       machine: "dgx_h100_idle",
       dir,
-      portBase,
+      ports: portBlock(PORTS, block),
       logSink: () => {},
     }));
     await agent.start();
@@ -158,7 +162,7 @@ async function traffic(gateway: string, model: string, stop: AbortSignal): Promi
 
 Deno.test("a rollout under steady gateway traffic fails no request and keeps desired − 1 ready; a scale restarts nothing; undo rolls back", async () => {
   await withCluster(async (c) => {
-    await c.startAgent("h100-a", 26000);
+    await c.startAgent("h100-a", 0);
     await until("node registered", async () => {
       const { nodes } = (await c.call("GET", "/v1/nodes")) as { nodes: unknown[] };
       return nodes.length === 1;
@@ -268,7 +272,7 @@ Deno.test("a rollout under steady gateway traffic fails no request and keeps des
 
 Deno.test("a revision whose engine refuses its arguments stops and reverts by itself, with events", async () => {
   await withCluster(async (c) => {
-    await c.startAgent("h100-a", 27000);
+    await c.startAgent("h100-a", 1);
     await until("node registered", async () => {
       const { nodes } = (await c.call("GET", "/v1/nodes")) as { nodes: unknown[] };
       return nodes.length === 1;
@@ -315,7 +319,7 @@ Deno.test("a revision whose engine refuses its arguments stops and reverts by it
 
 Deno.test("drain with free capacity: the replacement is ready before the original stops", async () => {
   await withCluster(async (c) => {
-    await c.startAgent("h100-a", 28000);
+    await c.startAgent("h100-a", 2);
     await until("node registered", async () => {
       const { nodes } = (await c.call("GET", "/v1/nodes")) as { nodes: unknown[] };
       return nodes.length === 1;
@@ -324,7 +328,7 @@ Deno.test("drain with free capacity: the replacement is ready before the origina
     const [original] = await allReady(c, 1);
     const pid = c.agents.get("h100-a")!.status().shards[0].pid!;
     c.pids.add(pid);
-    await c.startAgent("h100-b", 29000);
+    await c.startAgent("h100-b", 3);
     await until("second node", async () => {
       const { nodes } = (await c.call("GET", "/v1/nodes")) as { nodes: unknown[] };
       return nodes.length === 2;

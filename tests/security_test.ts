@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { registration } from "./registration.ts";
+import { portsOf } from "./port_plan.ts";
 import { Agent } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
 import { localTokenPath, readSession } from "../agent/credentials.ts";
@@ -788,7 +789,7 @@ Deno.test("secrets never appear in logs, events, listings or error bodies (contr
         discovery: { nvidiaSmi: config.nvidia_smi, sysfsRoot: config.sysfs_root },
         mgmtAddr: "127.0.0.1",
         mgmtInterface: "lo",
-        ports: { from: 34000, to: 34999 },
+        ports: portsOf(import.meta.url),
         listen: { hostname: "127.0.0.1", port: 0 },
         proxyListen: { hostname: "127.0.0.1", port: 0 },
         retry: { initialMs: 100, maxMs: 500, factor: 2 },

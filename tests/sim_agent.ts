@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AgentOptions } from "../agent/agent.ts";
 import { parseAgentConfig, resolveConfigPaths } from "../agent/config.ts";
+import type { PortRange } from "../supervisor/port_allocator.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -24,8 +25,8 @@ export interface SimAgentSpec {
   machine: string;
   /** Where agents keep their state: this agent's is DIR/agents/ID. */
   dir: string;
-  /** The first of its 1,000 engine ports. */
-  portBase: number;
+  /** Its engines' port range, from the test file's plan (tests/port_plan.ts). */
+  ports: PortRange;
   /** Extra environment for its engines (FAKE_ENGINE_* knobs). */
   env?: Record<string, string>;
   /** The supervisor's load timeout, when the test needs a short one. */
@@ -54,7 +55,7 @@ export function simAgentOptions(s: SimAgentSpec): AgentOptions {
     },
     mgmtAddr: "127.0.0.1",
     mgmtInterface: "lo",
-    ports: { from: s.portBase, to: s.portBase + 999 },
+    ports: s.ports,
     listen: { hostname: "127.0.0.1", port: 0 },
     proxyListen: { hostname: "127.0.0.1", port: 0 },
     retry: { initialMs: 100, maxMs: 500, factor: 2 },

@@ -16,11 +16,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pinnedFetch } from "../../tls/trust.ts";
 import { assertEquals, assertOk } from "../assert.ts";
-import { type DevProcess, freeDevBases, spawnDev, stopDev } from "../dev_processes.ts";
+import { devBases, type DevProcess, spawnDev, stopDev } from "../dev_processes.ts";
+import { portsOf } from "../port_plan.ts";
 import { until } from "../until.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const HERE = join(ROOT, "tests/browser");
+/** This file's ports (tests/port_plan.ts): room for its `llmgw dev` cluster. */
+const PORTS = portsOf(import.meta.url);
 const CHROMIUM = Deno.env.get("LLMGW_CHROMIUM") ?? "/usr/bin/chromium";
 
 function nodeWorks(): boolean {
@@ -81,7 +84,7 @@ Deno.test({
     const shots = Deno.env.get("LLMGW_UPDATE_SCREENSHOTS") === "1"
       ? join(ROOT, "docs/screenshots")
       : join(dir, "screenshots");
-    const [base] = freeDevBases(1);
+    const [base] = devBases(PORTS, 1);
     let dev: DevProcess | null = null;
     let node: Deno.ChildProcess | null = null;
     let trust: ReturnType<typeof pinnedFetch> | null = null;
