@@ -31,7 +31,6 @@ import {
   checkNetworkName,
   hostLinkName,
   hostNamespace,
-  labPrefix,
   MAX_HOSTS,
   MAX_NETWORKS,
   switchLinkName,
@@ -58,13 +57,13 @@ export {
   sweepStaleLabs,
 } from "./netns.ts";
 import {
+  claimPrefix,
   emptyNamespace,
   ip,
   IP_TIMEOUT_MS,
   KILL_GRACE_MS,
   LabError,
   labLeftovers,
-  nextSerial,
 } from "./netns.ts";
 import { errorMessage } from "../../text/error_message.ts";
 
@@ -256,13 +255,18 @@ export class Lab implements AsyncDisposable {
     if (!Number.isFinite(grace) || grace < 0) {
       throw new LabError(`Cannot create lab ${name}: termGraceMs must be ≥ 0, got ${grace}`);
     }
-    const prefix = labPrefix(Deno.pid, nextSerial());
+    const { prefix, switchNs } = await claimPrefix();
     let logDir = options.logDir;
-    if (logDir !== undefined) await Deno.mkdir(logDir, { recursive: true });
-    logDir ??= await Deno.makeTempDir({ prefix: `${prefix}-${name}-` });
+    try {
+      if (logDir !== undefined) await Deno.mkdir(logDir, { recursive: true });
+      logDir ??= await Deno.makeTempDir({ prefix: `${prefix}-${name}-` });
+    } catch (e) {
+      await ip(["netns", "del", switchNs], `delete namespace ${switchNs}`).catch(() => {});
+      throw e;
+    }
     const lab = new Lab(name, prefix, logDir, options.logDir === undefined, options);
     try {
-      await lab.#addNamespace(lab.#switchNs);
+      await lab.#addNamespace(switchNs, { claimed: true });
       await lab.#network(MGMT);
     } catch (e) {
       try {
@@ -459,8 +463,9 @@ export class Lab implements AsyncDisposable {
     if (this.#closing !== null) throw new LabError(`Cannot ${what}: lab ${this.prefix} is closed`);
   }
 
-  async #addNamespace(ns: string): Promise<void> {
-    await ip(["netns", "add", ns], `create namespace ${ns}`);
+  /** Creates `ns` (unless `claimed`: made already) as one of the lab's, loopback up. */
+  async #addNamespace(ns: string, { claimed = false } = {}): Promise<void> {
+    if (!claimed) await ip(["netns", "add", ns], `create namespace ${ns}`);
     this.#namespaces.push(ns);
     await ip(["-n", ns, "link", "set", "lo", "up"], `bring loopback up in ${ns}`);
   }

@@ -237,6 +237,29 @@ Deno.test({
 });
 
 Deno.test({
+  name: "a lab skips a prefix another test file of this process holds (parallel workers)",
+  ignore,
+  fn: async () => {
+    // Parallel test files are workers of one process, each counting serials
+    // from 0: a namespace another worker made at this worker's next serial
+    // stands for that worker's lab.
+    let held = "";
+    try {
+      await using first = await Lab.create({ name: "first" });
+      const serial = parseInt(first.prefix.split("-")[1], 36);
+      held = `${labPrefix(Deno.pid, serial + 1)}-switch`;
+      const add = await runBounded("ip", ["netns", "add", held]);
+      assertOk(add.success, add.stderr);
+      await using second = await Lab.create({ name: "second" });
+      assertEquals(second.prefix, labPrefix(Deno.pid, serial + 2));
+      assertOk((await second.host("a")).name === "a");
+    } finally {
+      if (held !== "") await runBounded("ip", ["netns", "del", held]);
+    }
+  },
+});
+
+Deno.test({
   name: "sweepStaleLabs removes a dead process's namespaces and keeps a live one's",
   ignore,
   fn: async () => {

@@ -11,8 +11,10 @@ import {
   hostLinkName,
   LAB_NAME_PATTERN,
   labPrefix,
+  MAX_SERIAL,
   pidOfLabName,
   switchLinkName,
+  switchNamespace,
 } from "./lab_names.ts";
 import { isAlive } from "../proc_probe.ts";
 import { until, WaitTimeoutError } from "../until.ts";
@@ -33,9 +35,26 @@ export const IP_TIMEOUT_MS = 10_000;
 export const KILL_GRACE_MS = 2000;
 
 let serials = 0;
-/** The next lab serial of this process: prefixes never repeat. */
-export function nextSerial(): number {
-  return serials++;
+
+/**
+ * A lab prefix of this process that no other lab uses, claimed by creating
+ * its switch namespace (`ip netns add` refuses a name that exists), which is
+ * returned with it. Test files running in parallel are workers of one
+ * process, each counting serials from 0: the namespace, not the counter,
+ * makes a prefix one worker's.
+ */
+export async function claimPrefix(): Promise<{ prefix: string; switchNs: string }> {
+  while (serials <= MAX_SERIAL) {
+    const prefix = labPrefix(Deno.pid, serials++);
+    const switchNs = switchNamespace(prefix);
+    const add = await runBounded("ip", ["netns", "add", switchNs], { timeoutMs: IP_TIMEOUT_MS });
+    if (add.success) return { prefix, switchNs };
+    if (!add.stderr.includes("File exists")) {
+      const why = add.timedOut ? `timed out after ${IP_TIMEOUT_MS} ms` : add.stderr.trim();
+      throw new LabError(`Cannot create namespace ${switchNs}: ${why}`);
+    }
+  }
+  throw new LabError(`Cannot name a lab: this process has used all ${MAX_SERIAL + 1} serials`);
 }
 
 let availability: Promise<NetnsAvailability> | undefined;
@@ -62,10 +81,13 @@ async function probeNetns(): Promise<NetnsAvailability> {
       return no(`ip (iproute2) cannot be run: ${String(e)}`);
     }
     if (!version.success) return no(`ip -V failed: ${version.stderr.trim()}`);
-    const prefix = labPrefix(Deno.pid, nextSerial());
-    const ns = `${prefix}-probe`;
-    const add = await runBounded("ip", ["netns", "add", ns], { timeoutMs: IP_TIMEOUT_MS });
-    if (!add.success) return no(`cannot create a network namespace: ${add.stderr.trim()}`);
+    let prefix: string;
+    let ns: string;
+    try {
+      ({ prefix, switchNs: ns } = await claimPrefix());
+    } catch (e) {
+      return no(`cannot create a network namespace: ${errorMessage(e)}`);
+    }
     let reason: string | null = null;
     for (
       const args of [
