@@ -75,6 +75,9 @@ export async function gatewayServeCommand(
   argv: string[],
   out: (t: string) => void,
   err: (t: string) => void,
+  // The variables it reads (LLMGW_URL, LLMGW_TOKEN, LLMGW_CA): tests pass their own, never
+  // setting the process's, which test files running in parallel share.
+  env: (name: string) => string | undefined = (name) => Deno.env.get(name),
 ): Promise<number> {
   const args = expandConfig("gateway serve", argv, GatewayConfigSchema, ["tls_cert", "tls_key"]);
   const { values, positionals } = parseFlags("gateway serve", args, {
@@ -94,16 +97,16 @@ export async function gatewayServeCommand(
     throw new UsageError(`gateway serve: unexpected argument "${positionals[0]}"`);
   }
   // Several URLs may be given (issue #15): calls move to the next on a failure or "not the leader".
-  const env = Deno.env.get("LLMGW_URL") || undefined;
+  const envUrl = env("LLMGW_URL") || undefined;
   const controlUrls = controlUrlsOf("gateway serve", "--control", [
     values.control,
-    env === undefined ? undefined : [env],
+    envUrl === undefined ? undefined : [envUrl],
   ]);
   if (controlUrls.length === 0) {
     throw new UsageError("gateway serve: --control URL is required (or env LLMGW_URL)");
   }
   const control = controlUrls[0];
-  const token = Deno.env.get("LLMGW_TOKEN") ?? "";
+  const token = env("LLMGW_TOKEN") ?? "";
   if (token === "") {
     throw new UsageError(
       "gateway serve: env LLMGW_TOKEN (a gateway token: llmgw tokens create gateway) is required",
@@ -123,7 +126,7 @@ export async function gatewayServeCommand(
     intervalMs = Math.round(s * 1000);
   }
   const openToNetwork = values["allow-open"] === true;
-  const caFile = Deno.env.get("LLMGW_CA") || undefined;
+  const caFile = env("LLMGW_CA") || undefined;
   let caPem: string | undefined;
   if (caFile !== undefined) {
     try {

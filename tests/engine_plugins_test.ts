@@ -15,6 +15,7 @@ import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 const EXAMPLES = fixturePath("../../examples/engines");
 const CLUSTER = fixturePath("clusters/recorded.json");
 const GEMMA = fixturePath("../../examples/deployments/gemma-llamacpp.yaml");
+const MAIN = fixturePath("../../main.ts");
 
 async function run(args: string[]) {
   let out = "";
@@ -75,16 +76,22 @@ Deno.test("without the plugin directory the engine is unknown, with the field na
 });
 
 Deno.test("LLMGW_ENGINE_PLUGINS names plugin directories too", async () => {
-  const before = Deno.env.get("LLMGW_ENGINE_PLUGINS");
-  Deno.env.set("LLMGW_ENGINE_PLUGINS", `/nonexistent:${EXAMPLES}`);
-  try {
-    const r = await run(["plan", "--cluster", CLUSTER, "--deployment", GEMMA]);
-    assertEquals(r.code, 0);
-    assertStringIncludes(r.err, "engine plugin directory /nonexistent: does not exist");
-  } finally {
-    if (before === undefined) Deno.env.delete("LLMGW_ENGINE_PLUGINS");
-    else Deno.env.set("LLMGW_ENGINE_PLUGINS", before);
-  }
+  // A process of its own, given the variable: this one's environment is
+  // shared by the test files running in parallel, so no test sets it.
+  const r = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "plan", "--cluster", CLUSTER, "--deployment", GEMMA],
+    env: { LLMGW_ENGINE_PLUGINS: `/nonexistent:${EXAMPLES}`, NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const err = new TextDecoder().decode(r.stderr);
+  assertEquals(r.code, 0, err);
+  assertStringIncludes(err, "engine plugin directory /nonexistent: does not exist");
+  assertStringIncludes(
+    new TextDecoder().decode(r.stdout),
+    "llama-server -hf ggml-org/gemma-3-4b-it-GGUF",
+  );
 });
 
 /** A plugin as a shell script printing canned answers. */
