@@ -78,6 +78,9 @@ Deno.test("apply refuses a model no profile's GPUs can hold, with the numbers", 
     }],
   });
   assertOk(both.warnings.some((w) => w.message.includes("insufficient_gpu_memory")));
+  // Scaling it says so again, as an apply of the scaled spec would.
+  const scaled = await cp.deployments.scale("llama", 2);
+  assertOk(scaled.some((w) => w.message.includes('profile "tp8": insufficient_gpu_memory')));
   await cp.reconcile();
   const [replica] = cp.replicas();
   // Pending: profile 1 refused for memory, profile 2's class absent.
