@@ -49,6 +49,7 @@ import {
   observeTimeToReady,
   type TimeToReadyHistogram,
 } from "./metrics.ts";
+import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
 import { prepareShard } from "./prepare_shard.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
@@ -82,6 +83,7 @@ export class Agent {
   #proxyUrl: string | null = null;
   #proxyToken: string | null = null;
   #timeToReady: TimeToReadyHistogram = emptyTimeToReady();
+  #coldStart: ColdStartHistograms = [];
 
   readonly #stopCtl = new AbortController();
   #tasks: Promise<void>[] = [];
@@ -202,6 +204,7 @@ export class Agent {
       shards: this.#supervisor?.status() ?? [],
       shardMetrics: this.#supervisor?.metrics() ?? [],
       timeToReady: this.#timeToReady,
+      coldStart: this.#coldStart,
       discoveryErrors: this.#discovery.errors,
       certificateNotAfterMs: this.#tls?.notAfterMs ?? null,
       certificateRenewalFailures: this.#tls?.renewalFailures ?? 0,
@@ -287,6 +290,9 @@ export class Agent {
         onEvent: (e) => this.#supLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
         onReady: (_shard, afterMs) => {
           this.#timeToReady = observeTimeToReady(this.#timeToReady, afterMs / 1000);
+        },
+        onColdStart: (_shard, engine, receipt) => {
+          this.#coldStart = observeColdStart(this.#coldStart, engine, receipt);
         },
         // Engines' compile and JIT caches persist per host (engines/compile_cache.ts).
       }, prepareShard(registry, { engineCacheRoot: `${o.stateDir}/engine_cache` }));

@@ -15,6 +15,7 @@ import { ShardReportSchema } from "../protocol/agent_protocol.ts";
 import type { Gpu } from "../discovery/types.ts";
 import type { ShardMetrics, ShardReport, ShardState } from "../supervisor/types.ts";
 import { Exposition } from "../text/prometheus_exposition.ts";
+import { type ColdStartHistograms, renderColdStart } from "./cold_start_metrics.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
 export const SHARD_STATES: readonly ShardState[] = ShardReportSchema.shape.state.options;
@@ -89,6 +90,8 @@ export interface AgentMetricsSnapshot {
   readonly certificate_not_after_ms: number | null;
   /** Failed attempts to renew the serving certificate, since the agent started. */
   readonly certificate_renewal_failures: number;
+  /** Phase times of the engine starts this agent saw (agent/cold_start_metrics.ts); absent: none. */
+  readonly cold_start?: ColdStartHistograms;
 }
 
 /** A snapshot the renderer cannot turn into metrics: a bug in whoever gathered it. */
@@ -128,6 +131,8 @@ export interface AgentMetricsSources {
   certificateNotAfterMs: number | null;
   /** Failed renewals. */
   certificateRenewalFailures: number;
+  /** Phase times of engine starts so far. */
+  coldStart?: ColdStartHistograms;
 }
 
 /** The snapshot of an agent from its parts: each GPU marked with the shard that holds it. */
@@ -151,6 +156,7 @@ export function gatherAgentMetrics(o: AgentMetricsSources): AgentMetricsSnapshot
     discovery_errors: { ...o.discoveryErrors },
     certificate_not_after_ms: o.certificateNotAfterMs,
     certificate_renewal_failures: o.certificateRenewalFailures,
+    cold_start: o.coldStart ?? [],
   };
 }
 
@@ -276,6 +282,7 @@ export function renderAgentMetrics(snapshot: AgentMetricsSnapshot): string {
   out.sample("shard_time_to_ready_seconds_bucket", { le: "+Inf" }, h.count);
   out.sample("shard_time_to_ready_seconds_sum", {}, h.sum_seconds);
   out.sample("shard_time_to_ready_seconds_count", {}, h.count);
+  renderColdStart(out, snapshot.cold_start ?? []);
 
   out.family(
     "discovery_errors_total",

@@ -95,6 +95,7 @@ const FAMILIES: [string, string][] = [
   ["llmgw_agent_shard_consecutive_restarts", "gauge"],
   ["llmgw_agent_shard_last_time_to_ready_seconds", "gauge"],
   ["llmgw_agent_shard_time_to_ready_seconds", "histogram"],
+  ["llmgw_agent_cold_start_phase_seconds", "histogram"],
   ["llmgw_agent_discovery_errors_total", "counter"],
   ["llmgw_agent_certificate_expiry_timestamp_seconds", "gauge"],
   ["llmgw_agent_certificate_renewal_failures_total", "counter"],

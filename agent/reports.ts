@@ -90,6 +90,8 @@ export function shardReport(s: ShardReport): ShardReport {
     load_metrics: s.load_metrics === null || s.load_metrics === undefined
       ? null
       : metricNamesReport(s.load_metrics),
+    // Bounded by construction: one entry per phase of a closed list.
+    cold_start: s.cold_start ?? null,
   };
 }
 

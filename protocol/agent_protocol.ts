@@ -33,6 +33,7 @@ import type { Assert, Same } from "./same_type.ts";
 import type { DesiredLaunch, MetricNames, ShardLaunch } from "../engines/types.ts";
 import { REPORT_BOUNDS } from "./report_bounds.ts";
 import { DesiredLaunchSchema } from "./shard_launch.ts";
+import { type ColdStartReceipt, ColdStartReceiptSchema } from "./cold_start_receipt.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
 
 /** The protocol version; a control plane refuses agents of another. */
@@ -251,6 +252,11 @@ export const ShardReportSchema = z.object({
    * knows it from the placement), so it is absent from every heartbeat.
    */
   engine: z.string().min(1).max(64).optional(),
+  /**
+   * The current run's cold-start receipt (protocol/cold_start_receipt.ts);
+   * null before a spawn and for an adopted engine. Absent from older agents.
+   */
+  cold_start: ColdStartReceiptSchema.nullable().optional(),
 });
 
 /** What an agent sends every heartbeat interval. */
@@ -427,6 +433,11 @@ export interface ShardReport {
   load_metrics?: LoadMetricNames | null;
   /** The engine plugin: set by the supervisor, left out of heartbeats. */
   engine?: string;
+  /**
+   * The current run's cold-start receipt (issue #25 item 7); null before a
+   * spawn and for an adopted engine. Absent from older agents.
+   */
+  cold_start?: ColdStartReceipt | null;
 }
 
 // `deno check` fails here when the interface and the schema drift apart.

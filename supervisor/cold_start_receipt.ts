@@ -159,3 +159,52 @@ function parseSeconds(v: string | undefined): number | null {
   if (v === undefined || !/^\d+(\.\d+)?$/.test(v)) return null;
   return Number(v);
 }
+
+/**
+ * One shard's receipt across its runs, for the runner: a fresh receipt at
+ * each spawn, lines and the first ready probe fed at the supervisor's clock,
+ * none for an adopted engine (its start was not seen).
+ */
+export class ReceiptRecorder {
+  #patterns: CompiledPhasePattern[] = [];
+  #receipt: ColdStartReceipt | null = null;
+
+  /** The current run's receipt; null before a spawn or for an adopted engine. */
+  get receipt(): ColdStartReceipt | null {
+    return this.#receipt;
+  }
+
+  /** A run was spawned at `at` (ms since epoch) with its plugin's phase patterns. */
+  spawned(at: number, patterns: readonly PhasePattern[] | undefined): void {
+    this.#patterns = compilePhasePatterns(patterns);
+    this.#receipt = newReceipt(at, this.#patterns);
+  }
+
+  /** The agent's download before this run (its model cache's figures). */
+  downloaded(download: NonNullable<ColdStartReceipt["download"]>): void {
+    if (this.#receipt !== null) this.#receipt = receiptDownload(this.#receipt, download);
+  }
+
+  /** A line of the run's log arrived at `now`. */
+  line(line: string, now: number): void {
+    if (this.#receipt === null) return;
+    this.#receipt = receiptLine(
+      this.#receipt,
+      this.#patterns,
+      line,
+      now - this.#receipt.spawned_at,
+    );
+  }
+
+  /** The run passed its first ready probe at `now`: the settled receipt, or null when there is none or it was settled already. */
+  ready(now: number): ColdStartReceipt | null {
+    if (this.#receipt === null || isSettled(this.#receipt)) return null;
+    this.#receipt = receiptReady(this.#receipt, now - this.#receipt.spawned_at);
+    return this.#receipt;
+  }
+
+  /** No receipt for this run (an adopted engine). */
+  forget(): void {
+    this.#receipt = null;
+  }
+}

@@ -17,6 +17,7 @@ import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
 import type { PidRecord } from "./pid_file.ts";
 import { compilePatterns, matchProgress } from "./progress.ts";
+import { ReceiptRecorder } from "./cold_start_receipt.ts";
 import {
   type ExitStatus,
   initialShard,
@@ -72,6 +73,8 @@ export class ShardRunner {
   /** The engine's API key, when its engine takes one (rank 0 only); never reported. */
   #engineKey: string | null = null;
   #patterns: RegExp[] = [];
+  /** This run's cold-start receipt (supervisor/cold_start_receipt.ts). */
+  readonly #receipt = new ReceiptRecorder();
   /** This run's engine process, while there is one. */
   #proc: EngineProcess | null = null;
   readonly #log: ShardLog;
@@ -104,6 +107,7 @@ export class ShardRunner {
       // server_args line): it never reaches the tail, events or `llmgw logs`.
       scrub: (text) => this.#scrub(text),
       onLine: (line) => {
+        this.#receipt.line(line, this.#opts.clock.now());
         const progress = matchProgress(line, this.#patterns);
         if (progress !== null) void this.#feed({ type: "progress", progress });
       },
@@ -120,6 +124,7 @@ export class ShardRunner {
       spec: this.#spec,
       notice: this.#notice,
       crashLoopLimit: this.#opts.crashLoopLimit,
+      coldStart: this.#receipt.receipt,
     });
   }
 
@@ -169,6 +174,7 @@ export class ShardRunner {
     }
     this.#patterns = compilePatterns(this.#spec.probes?.loading_progress ?? []);
     this.#proc = EngineProcess.adopt(record, this.paths.pidFile);
+    this.#receipt.forget();
     this.#log.followRecent(record.log_path, 64 * 1024);
     this.#say("adopted", `adopted pid ${record.pid}`);
     await this.#feed({ type: "adopted", pid: record.pid });
@@ -240,9 +246,14 @@ export class ShardRunner {
         case "state_changed":
           this.#say("state", a.message);
           break;
-        case "ready_after":
+        case "ready_after": {
           this.#opts.onReady(this.desired.id, a.ms);
+          const receipt = this.#receipt.ready(this.#opts.clock.now());
+          if (receipt !== null) {
+            this.#opts.onColdStart(this.desired.id, this.desired.engine, receipt);
+          }
           break;
+        }
         case "release":
           this.#release();
           break;
@@ -287,6 +298,7 @@ export class ShardRunner {
     if ("reason" in run) return await this.#failed(run, null);
     if (run.key !== null) this.#engineKey = run.key;
     this.#proc = run.proc;
+    this.#receipt.spawned(this.#opts.clock.now(), this.#spec.probes?.cold_start_phases);
     const pid = run.proc.pid;
     this.#say("spawned", this.#scrub(`pid ${pid}: ${run.argv.join(" ")}`));
     await this.#feed({ type: "spawned", pid });

@@ -15,6 +15,8 @@ import { ShardRunner } from "./shard_runner.ts";
 import { resolveOptions } from "./supervisor.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import type { SupervisorEvent, SupervisorOptions } from "./types.ts";
+import { VLLM_COLD_START_PHASES } from "../engines/cold_start_patterns.ts";
+import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 
 const HTTP: EngineProbes = {
   serves_http: true,
@@ -209,5 +211,70 @@ Deno.test("on the supervisor's clock: a silent start, then a load that never fin
       );
     },
     progress,
+  ).finally(() => Deno.remove(marker).catch(() => {}));
+});
+
+Deno.test("on the supervisor's clock: the engine's phase lines and its first ready make the run's receipt", async () => {
+  const clock = new FakeClock();
+  const marker = await Deno.makeTempFile({ prefix: "llmgw_runner_marker_" });
+  await Deno.remove(marker);
+  // vLLM's own lines (engine reference §9); --enforce-eager style: no compile, no graphs.
+  const script = "echo '(EngineCore_DP0 pid=1) INFO 01-23 15:48:47 [gpu_model_runner.py:2602] " +
+    "Starting to load model m...'; " +
+    `i=0; while [ ! -e '${marker}' ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; ` +
+    "echo '(EngineCore_DP0 pid=1) INFO 01-23 15:49:08 [gpu_model_runner.py:2653] " +
+    "Model loading took 3.8844 GiB and 20.442057 seconds'; " +
+    "echo '(EngineCore_DP0 pid=1) INFO 01-23 15:50:06 [kv_cache_utils.py:1087] " +
+    "GPU KV cache size: 840,160 tokens'; exec sleep 300";
+  const probes: EngineProbes = {
+    serves_http: false,
+    liveness: [],
+    readiness: [],
+    loading_progress: [],
+    cold_start_phases: [...VLLM_COLD_START_PHASES],
+  };
+  const told: [string, string, ColdStartReceipt][] = [];
+  await withRunner(
+    ["sh", "-c", script],
+    { clock, settleMs: 30_000, onColdStart: (s, e, r) => told.push([s, e, r]) },
+    null,
+    async (runner) => {
+      const t0 = clock.now();
+      await runner.start();
+      assertEquals(runner.status().cold_start?.spawned_at, t0);
+      clock.advance(1_000);
+      await until("the weights' start line", async () => {
+        await runner.tick();
+        return runner.status().cold_start?.phases[0].start_ms === 1_000;
+      }, { timeoutMs: 10_000 });
+      clock.advance(20_000);
+      await Deno.writeTextFile(marker, "");
+      await until("the KV cache line", async () => {
+        await runner.tick();
+        return runner.status().cold_start?.phases.find((p) => p.phase === "kv_cache")?.end_ms ===
+          21_000;
+      }, { timeoutMs: 10_000 });
+      assertEquals(told, []);
+      // No HTTP to probe: ready once it has run the settle time.
+      clock.advance(9_001);
+      await runner.tick();
+      assertEquals(runner.status().state, "ready");
+      const receipt = runner.status().cold_start!;
+      const at = (name: string) => receipt.phases.find((p) => p.phase === name);
+      assertEquals(at("weights"), {
+        phase: "weights",
+        start_ms: 1_000,
+        end_ms: 21_000,
+        engine_seconds: 20.442057,
+        warm: false,
+        skipped: false,
+      });
+      assertEquals([at("compile")?.skipped, at("graph_capture")?.skipped], [true, true]);
+      assertEquals([at("ready")?.start_ms, at("ready")?.end_ms], [21_000, 30_001]);
+      // Told once, with the engine's name.
+      await runner.tick();
+      assertEquals(told, [["s", "test", receipt]]);
+    },
+    probes,
   ).finally(() => Deno.remove(marker).catch(() => {}));
 });

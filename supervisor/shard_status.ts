@@ -9,6 +9,7 @@ import type { ShardSpec } from "../engines/types.ts";
 import { reportedRendezvous } from "../engines/port_block.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import type { ShardMachineState } from "./shard_machine.ts";
+import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 import type { DesiredShard, ShardMetrics, ShardReport } from "./types.ts";
 
 /** What a runner knows of its shard besides its machine. */
@@ -27,6 +28,8 @@ export interface RunView {
   notice: { at: number; message: string } | null;
   /** Failures in a row after which the supervisor gives up on this node. */
   crashLoopLimit: number;
+  /** The run's cold-start receipt; null before a spawn or for an adopted engine. */
+  coldStart: ColdStartReceipt | null;
 }
 
 /** The shard's status. */
@@ -50,6 +53,7 @@ export function shardStatus(m: ShardMachineState, run: RunView): ShardReport {
       : { ...m.lastFailure, log_tail: [...m.lastFailure.log_tail] },
     spec_hash: run.hash,
     load_metrics: run.spec?.metrics ?? null,
+    cold_start: run.coldStart === null ? null : structuredClone(run.coldStart),
   };
 }
 

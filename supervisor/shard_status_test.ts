@@ -3,6 +3,8 @@ import { desiredLaunch, shardLaunch } from "../tests/shard_launch.ts";
 import type { ShardSpec } from "../engines/types.ts";
 import { initialShard, type ShardMachineState } from "./shard_machine.ts";
 import { type RunView, shardMetrics, shardStatus } from "./shard_status.ts";
+import { compilePhasePatterns, newReceipt } from "./cold_start_receipt.ts";
+import { VLLM_COLD_START_PHASES } from "../engines/cold_start_patterns.ts";
 
 const T0 = 1_700_000_000_000;
 const SPEC: ShardSpec = {
@@ -19,6 +21,7 @@ const RUN: RunView = {
   spec: null,
   notice: null,
   crashLoopLimit: 5,
+  coldStart: null,
 };
 
 Deno.test("shardStatus: a shard not started yet has no port, no pid, no crash loop", () => {
@@ -69,7 +72,11 @@ Deno.test("shardStatus and shardMetrics hand out copies", () => {
     },
   };
   const notice = { at: T0, message: "port 20000 is held by pid 7" };
-  const s = shardStatus(m, { ...RUN, notice });
+  const coldStart = newReceipt(T0, compilePhasePatterns(VLLM_COLD_START_PHASES));
+  const s = shardStatus(m, { ...RUN, notice, coldStart });
+  assertEquals(s.cold_start, coldStart);
+  s.cold_start!.phases[0].warm = true;
+  assertEquals(coldStart.phases[0].warm, false);
   s.last_failure!.log_tail.push("b");
   s.progress!.percent = 99;
   s.notice!.message = "changed";

@@ -55,6 +55,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     procRoot: opts.procRoot ?? "/proc",
     onEvent: opts.onEvent ?? logEvent(createLogger("supervisor")),
     onReady: opts.onReady ?? (() => {}),
+    onColdStart: opts.onColdStart ?? (() => {}),
     clock: opts.clock ?? systemClock,
   };
 }

@@ -9,6 +9,7 @@ import type { PortAllocator } from "./port_allocator.ts";
 import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
 import type { Clock } from "../time/clock.ts";
+import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 
 /**
  * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
@@ -122,6 +123,8 @@ export interface SupervisorOptions {
   clock?: Clock;
   /** Told once per spawn that becomes ready, with the time it took (not for adopted shards). */
   onReady?: (shard: string, afterMs: number) => void;
+  /** Told once per spawn that becomes ready, with its settled cold-start receipt (not for adopted shards). */
+  onColdStart?: (shard: string, engine: string, receipt: ColdStartReceipt) => void;
 }
 
 /** Options with every default filled in. */

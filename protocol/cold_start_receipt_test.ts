@@ -1,0 +1,74 @@
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { ShardReportSchema } from "./agent_protocol.ts";
+import type { ColdStartReceipt } from "./cold_start_receipt.ts";
+
+/** A report as an agent before receipts sent it: no `cold_start`. */
+const OLDER = {
+  id: "r0.1/0",
+  state: "ready",
+  since: 1_700_000_000_000,
+  pid: 42,
+  port: 20000,
+  serves_http: true,
+  progress: null,
+  restarts: 0,
+  adopted: false,
+  last_failure: null,
+  spec_hash: "h",
+};
+
+const RECEIPT: ColdStartReceipt = {
+  spawned_at: 1_700_000_000_000,
+  download: null,
+  phases: [
+    {
+      phase: "weights",
+      start_ms: 1_000,
+      end_ms: 22_000,
+      engine_seconds: 20.44,
+      warm: false,
+      skipped: false,
+    },
+    {
+      phase: "compile",
+      start_ms: 25_000,
+      end_ms: 27_000,
+      engine_seconds: 4.99,
+      warm: true,
+      skipped: false,
+    },
+    {
+      phase: "ready",
+      start_ms: 27_000,
+      end_ms: 30_000,
+      engine_seconds: null,
+      warm: false,
+      skipped: false,
+    },
+  ],
+};
+
+Deno.test("an older agent's report without a receipt still parses", () => {
+  const r = ShardReportSchema.parse(OLDER);
+  assertEquals(r.cold_start, undefined);
+  assertEquals(ShardReportSchema.parse({ ...OLDER, cold_start: null }).cold_start, null);
+});
+
+Deno.test("a report's receipt parses to itself", () => {
+  assertEquals(ShardReportSchema.parse({ ...OLDER, cold_start: RECEIPT }).cold_start, RECEIPT);
+});
+
+Deno.test("a receipt with a phase outside the closed list, too many phases or a negative time is refused", () => {
+  const bad: unknown[] = [
+    { ...RECEIPT, phases: [{ ...RECEIPT.phases[0], phase: "warmup" }] },
+    { ...RECEIPT, phases: Array(7).fill(RECEIPT.phases[0]) },
+    { ...RECEIPT, phases: [{ ...RECEIPT.phases[0], start_ms: -1 }] },
+    { ...RECEIPT, download: { seconds: -1, bytes: 0 } },
+  ];
+  for (const cold_start of bad) {
+    assertOk(
+      !ShardReportSchema.safeParse({ ...OLDER, cold_start }).success,
+      JSON.stringify(cold_start),
+    );
+  }
+});
