@@ -70,6 +70,7 @@ export function storedDeployment(name: string, at = 1_700_000_000_000): StoredDe
     history: [],
     rollout: null,
     uid: `uid-${name}`,
+    model_commit: null,
   };
 }
 
@@ -241,8 +242,10 @@ const KINDS: Kind<any>[] = [
           from_revision: 1,
           outcome: "rolling_out",
           reason: null,
+          model_commit: "0123456789abcdef0123456789abcdef01234567",
         },
       ],
+      model_commit: "0123456789abcdef0123456789abcdef01234567",
       rollout: {
         target: 2,
         fallback: 1,
@@ -446,6 +449,14 @@ function contractCases(): ContractCase[] {
     await s.putReplica(oldReplica);
     assertEquals(await s.listDeployments(), [storedDeployment("old")]);
     assertEquals(await s.listReplicas(), [storedReplica("old-r0", "old")]);
+  });
+
+  test("records without a model commit (written before issue #25) read with model_commit null", async (s) => {
+    const { model_commit: _c, ...oldDeployment } = storedDeployment("old");
+    await s.putDeployment(oldDeployment);
+    assertEquals(await s.listDeployments(), [storedDeployment("old")]);
+    await s.putDeployment({ ...oldDeployment, model_commit: "f".repeat(40) });
+    assertEquals((await s.listDeployments())[0].model_commit, "f".repeat(40));
   });
 
   test('records without identities (written before them) read with uid ""', async (s) => {

@@ -123,6 +123,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE events ADD COLUMN uid TEXT NOT NULL DEFAULT '';
   CREATE INDEX events_by_subject_uid ON events (subject, uid, id);
   `,
+  // 5: a deployment revision's resolved model commit (issue #25 item 1), as SQLite's migration 8.
+  `ALTER TABLE deployments ADD COLUMN model_commit TEXT;`,
 ];
 
 /** The schema version this llmgw writes; a database with a larger one is refused. */

@@ -91,6 +91,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE events ADD COLUMN uid TEXT NOT NULL DEFAULT '';
   CREATE INDEX events_by_subject_uid ON events (subject, uid, id);
   `,
+  // 8: the commit a deployment revision's model revision resolved to (issue #25 item 1); NULL:
+  // a local path model, or not resolved yet. Records from before read as NULL.
+  `ALTER TABLE deployments ADD COLUMN model_commit TEXT;`,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */

@@ -37,6 +37,13 @@ export interface StoredDeployment {
   /** The rollout in progress, or null when every replica runs `revision`. */
   rollout?: RolloutRecord | null;
   /**
+   * The commit the spec's model `revision` resolved to for this deployment
+   * revision (issue #25 item 1): every replica of it serves this commit.
+   * Null or absent: a local path model, or not resolved yet (the control
+   * plane retries in the background); records from before read as null.
+   */
+  model_commit?: string | null;
+  /**
    * This incarnation's identity: new each time the name is created, so a
    * deployment deleted and created again under the same name does not show
    * its predecessor's events (control/identity.ts). Absent or "" in records
@@ -67,6 +74,8 @@ export interface DeploymentRevision {
   outcome: RevisionOutcome;
   /** Why it failed; null otherwise. */
   reason: string | null;
+  /** The commit its model revision resolved to; null or absent when unknown or a local path. */
+  model_commit?: string | null;
 }
 
 /** A rollout in progress: replicas move to `target` one at a time (design §6.3). */
@@ -349,6 +358,7 @@ export function withRevisionFields(d: StoredDeployment): StoredDeployment {
     revision: deploymentRevision(d),
     history: d.history ?? [],
     rollout: d.rollout ?? null,
+    model_commit: d.model_commit ?? null,
   };
 }
 

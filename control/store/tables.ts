@@ -28,7 +28,7 @@ import {
 import { compareNatural } from "../../inventory/natural_order.ts";
 
 /** How a column is stored: a scalar, or a structured part as JSON text; `?`: NULL allowed. */
-export type ColumnType = "text" | "int" | "int?" | "json" | "json?";
+export type ColumnType = "text" | "text?" | "int" | "int?" | "json" | "json?";
 
 /** What a JSON column must hold. */
 export type JsonShape = "object" | "array";
@@ -79,6 +79,7 @@ export const DEPLOYMENTS: Table<StoredDeployment> = {
     { name: "history", type: "json", shape: "array", missing: [] },
     { name: "rollout", type: "json?", shape: "object", missing: null },
     { name: "uid", type: "text", missing: "" },
+    { name: "model_commit", type: "text?", missing: null },
   ],
 };
 
@@ -219,6 +220,7 @@ function parseValue(
   if (value === null && type.endsWith("?")) return null;
   switch (type) {
     case "text":
+    case "text?":
       if (typeof value !== "string") throw new StoreError(`${where()} is not text; damaged?`);
       return value;
     case "int":
