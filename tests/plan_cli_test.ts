@@ -582,3 +582,20 @@ Deno.test("plan: a --model-config that cannot be read is bad input naming the fi
   const before = await plan(["--cluster", CLUSTER, "--deployment", LLAMA]);
   assertEquals([ok.code, ok.out], [before.code, before.out]);
 });
+
+Deno.test("plan: a local model path that cannot be read here is a warning; nothing is refused for memory", async () => {
+  const yaml = LLAMA_405B_TP8.replace(
+    "meta-llama/Llama-3.1-405B-Instruct",
+    "/nonexistent/llama-405b",
+  );
+  await withDeployment(yaml, async (d) => {
+    const r = await plan(["--cluster", CLUSTER, "--deployment", d]);
+    assertOk(r.code !== 2, r.err);
+    assertStringIncludes(
+      r.err,
+      "llmgw: warning: the model's memory and tensor_parallel were not checked: " +
+        "Cannot read model facts: no /nonexistent/llama-405b/config.json",
+    );
+    assertOk(!r.out.includes("insufficient_gpu_memory"), r.out);
+  });
+});
