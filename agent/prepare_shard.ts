@@ -63,7 +63,7 @@ async function withCompileCache(
   d: LaunchedShard,
   command: EngineCommand,
 ): Promise<EngineCommand> {
-  const dir = await compileCacheDir(root, compileCacheKeyInput(d.engine, d.launch));
+  const dir = compileCacheDir(root, compileCacheKeyInput(d.engine, d.launch));
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   return { ...command, env: { ...compileCacheEnv(dir), ...command.env } };
 }

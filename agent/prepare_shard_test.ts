@@ -17,7 +17,7 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
     const spec = await prepareShard(EngineRegistry.builtin(), {
       engineCacheRoot: `${root}/engine_cache`,
     })(d);
-    const dir = await compileCacheDir(
+    const dir = compileCacheDir(
       `${root}/engine_cache`,
       compileCacheKeyInput("vllm", d.launch),
     );

@@ -38,6 +38,7 @@ function shard(over: Partial<ShardListing>): ShardListing {
     last_failure: null,
     restarts: 0,
     crash_loop: null,
+    cold_start: null,
     ...over,
   };
 }

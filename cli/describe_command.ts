@@ -22,6 +22,7 @@ import {
 } from "../protocol/admin_protocol.ts";
 import { adminAnswer, type AdminCall, AdminError } from "./admin_client.ts";
 import { eventBlock, explainLines, freeGpus, readyColumn, replicaTable } from "./admin_views.ts";
+import { coldStartLines } from "./cold_start_view.ts";
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { statusText } from "./rollout_command.ts";
@@ -219,6 +220,7 @@ export function describedText(d: Described): string {
     );
   } else {
     out.push(...explainLines(d.explanation));
+    out.push(...coldStartLines(d.explanation.replica.shards));
     for (const t of d.logs) {
       out.push(`  rank ${t.rank} on ${t.node}, log now:`);
       if (t.error) out.push(`    (the agent could not be asked: ${t.error})`);

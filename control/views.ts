@@ -8,6 +8,7 @@
 import type { Explanation, ShardPlacement } from "../placement/types.ts";
 import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
+import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
@@ -28,6 +29,8 @@ export interface ShardView
    * {@link CRASH_LOOP_FROM} times in a row; the agent gives up at `limit`.
    */
   crash_loop: { failures: number; limit: number } | null;
+  /** The current run's cold-start receipt, as reported; null when none (issue #25 item 7). */
+  cold_start: ColdStartReceipt | null;
 }
 
 /** A replica's state as the API shows it. */
@@ -72,6 +75,7 @@ export function replicaView(state: ControlState, r: StoredReplica): ReplicaView 
       last_failure: report?.last_failure ?? null,
       restarts: report?.restarts ?? 0,
       crash_loop: crashLoop(report),
+      cold_start: report?.cold_start ?? null,
     };
   });
   return {

@@ -17,6 +17,7 @@
  * @module
  */
 import type { ShardLaunch } from "./types.ts";
+import { hashBytes, sha256Hash } from "../models/file_hash.ts";
 
 /** What a compile cache's key is made of. */
 export interface CompileCacheKeyInput {
@@ -60,7 +61,7 @@ export function compileCacheKeyInput(engine: string, launch: ShardLaunch): Compi
  * part, so two keys that read alike after the path-safe cut still differ.
  * The same input always gives the same name.
  */
-export async function compileCacheKey(k: CompileCacheKeyInput): Promise<string> {
+export function compileCacheKey(k: CompileCacheKeyInput): string {
   const canonical = JSON.stringify([
     k.engine,
     k.engine_version,
@@ -71,10 +72,7 @@ export async function compileCacheKey(k: CompileCacheKeyInput): Promise<string> 
     k.pipeline_parallel,
     k.nodes,
   ]);
-  const digest = new Uint8Array(
-    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonical)),
-  );
-  const hash = [...digest.slice(0, 6)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hash = hashBytes(sha256Hash(), new TextEncoder().encode(canonical)).slice(0, 12);
   const readable = [
     safe(k.model.replaceAll("/", "--"), 64),
     ...(k.revision === null ? [] : [safe(k.revision, 12)]),
@@ -86,8 +84,8 @@ export async function compileCacheKey(k: CompileCacheKeyInput): Promise<string> 
 }
 
 /** The directory of a key: `<root>/<engine>/<key>`. */
-export async function compileCacheDir(root: string, k: CompileCacheKeyInput): Promise<string> {
-  return `${root.replace(/\/+$/, "")}/${safe(k.engine, 64)}/${await compileCacheKey(k)}`;
+export function compileCacheDir(root: string, k: CompileCacheKeyInput): string {
+  return `${root.replace(/\/+$/, "")}/${safe(k.engine, 64)}/${compileCacheKey(k)}`;
 }
 
 /**

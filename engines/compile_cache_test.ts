@@ -19,18 +19,18 @@ const BASE: CompileCacheKeyInput = {
   nodes: 1,
 };
 
-Deno.test("the same key gives the same directory: a restart on the host finds its cache", async () => {
-  const a = await compileCacheDir("/var/lib/llmgw/engine_cache/", BASE);
-  assertEquals(a, await compileCacheDir("/var/lib/llmgw/engine_cache", { ...BASE }));
+Deno.test("the same key gives the same directory: a restart on the host finds its cache", () => {
+  const a = compileCacheDir("/var/lib/llmgw/engine_cache/", BASE);
+  assertEquals(a, compileCacheDir("/var/lib/llmgw/engine_cache", { ...BASE }));
   assertEquals(
     a,
     "/var/lib/llmgw/engine_cache/vllm/meta-llama--Llama-3.1-8B-Instruct_0e9e39f249a1_h100-80g_tp2-pp1-n1_v0.11.1_" +
-      (await compileCacheKey(BASE)).slice(-12),
+      (compileCacheKey(BASE)).slice(-12),
   );
-  assertOk(/^[0-9a-f]{12}$/.test((await compileCacheKey(BASE)).slice(-12)));
+  assertOk(/^[0-9a-f]{12}$/.test((compileCacheKey(BASE)).slice(-12)));
 });
 
-Deno.test("every part of the key changes the directory", async () => {
+Deno.test("every part of the key changes the directory", () => {
   const changes: Partial<CompileCacheKeyInput>[] = [
     { engine: "sglang" },
     { engine_version: "0.11.2" },
@@ -43,18 +43,18 @@ Deno.test("every part of the key changes the directory", async () => {
     { pipeline_parallel: 2 },
     { nodes: 2 },
   ];
-  const base = await compileCacheKey(BASE);
+  const base = compileCacheKey(BASE);
   const seen = new Set([base]);
   for (const c of changes) {
-    const key = await compileCacheKey({ ...BASE, ...c });
+    const key = compileCacheKey({ ...BASE, ...c });
     assertOk(key !== base, JSON.stringify(c));
     seen.add(key);
   }
   assertEquals(seen.size, changes.length + 1);
 });
 
-Deno.test("keys are one path-safe component, even from hostile parts", async () => {
-  const key = await compileCacheKey({
+Deno.test("keys are one path-safe component, even from hostile parts", () => {
+  const key = compileCacheKey({
     ...BASE,
     model: "/models/../../etc/passwd",
     gpu_class: "a b/c",
@@ -62,7 +62,7 @@ Deno.test("keys are one path-safe component, even from hostile parts", async () 
   });
   assertOk(!key.includes("/") && !key.startsWith("."), key);
   assertOk(/^[A-Za-z0-9._+=-]+$/.test(key), key);
-  const dir = await compileCacheDir("/s", { ...BASE, engine: "../x" });
+  const dir = compileCacheDir("/s", { ...BASE, engine: "../x" });
   assertEquals(dir.split("/").length, 4, dir);
 });
 

@@ -18,6 +18,7 @@
 import { z } from "zod";
 import { ApplyResultKindSchema, SpecChangeSchema } from "./apply_answer.ts";
 import { ShardReportSchema } from "./agent_protocol.ts";
+import { ColdStartReceiptSchema } from "./cold_start_receipt.ts";
 import { NodeIdSchema } from "./fields.ts";
 import type { Explanation } from "../placement/types.ts";
 import { LABEL_KEY_PATTERN, NAME_PATTERN } from "../deployment/schema.ts";
@@ -383,6 +384,9 @@ export const ShardViewSchema = z.object({
     .default(null).describe(
       "Set while it crash-loops: failures in a row, and where the agent gives up",
     ),
+  cold_start: ColdStartReceiptSchema.nullable().default(null).describe(
+    "How its engine's current run started, phase by phase; null when not reported",
+  ),
 });
 
 /** A replica's view (control/views.ts `ReplicaView`). */
