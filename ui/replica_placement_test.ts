@@ -21,6 +21,7 @@ const SHARD = {
   last_failure: null,
   restarts: 0,
   crash_loop: null,
+  cold_start: null,
 };
 const FAILURE = {
   reason: "engine refused its arguments",
