@@ -16,6 +16,7 @@ import {
 import { type AgentTls, requireClientCertificate } from "./agent_tls.ts";
 import { engineProxy, type EngineProxyOptions } from "./engine_proxy.ts";
 import { localApi, type LocalApiView } from "./local_api.ts";
+import { PeerServer } from "./peer_server.ts";
 import type { Logger } from "../log/log.ts";
 
 /** Where a listener listens and how it is reached. */
@@ -42,15 +43,18 @@ export interface ServedListener {
 
 /**
  * Serves the local API with `token`. Over TLS the control plane presents a
- * certificate from the CA: `/v1` needs it besides the token.
+ * certificate from the CA: `/v1` needs it besides the token. With `peer`,
+ * the same listener serves model bytes to the cluster's other agents
+ * (agent/peer_server.ts: a node certificate, no token).
  */
 export async function serveLocalApi(
   view: LocalApiView,
   token: string,
   at: ListenerPlacement,
+  peer?: PeerServer,
 ): Promise<ServedListener> {
   const app = localApi(view, token);
-  const server = await serve("the agent's local API", "local API", app.fetch, true, at);
+  const server = await serve("the agent's local API", "local API", app.fetch, true, at, peer);
   return { server, url: at.url ?? urlOf(server, at) };
 }
 
@@ -100,6 +104,7 @@ async function serve(
   handler: (req: Request) => Response | Promise<Response>,
   clientCertificates: boolean,
   at: ListenerPlacement,
+  peer?: PeerServer,
 ): Promise<AgentListener> {
   const tls = at.tls;
   const onListen = (addr: Deno.NetAddr) =>
@@ -108,13 +113,27 @@ async function serve(
       port: addr.port,
       tls: tls !== null,
     });
-  if (tls === null) return serveListener(what, at.listen, handler, onListen);
+  const isPeer = (req: Request) =>
+    peer !== undefined && PeerServer.handles(new URL(req.url).pathname);
+  if (tls === null) {
+    return serveListener(
+      what,
+      at.listen,
+      (req) => isPeer(req) ? peer!.handle(req, null) : handler(req),
+      onListen,
+    );
+  }
   const ca = clientCertificates ? tls.caPem : undefined;
   const server = await serveTlsListener(
     what,
     at.listen,
     { ...tls.serving, ca },
-    (req, info) => clientCertificates ? requireClientCertificate(req, info, handler) : handler(req),
+    (req, info) =>
+      isPeer(req)
+        ? peer!.handle(req, info)
+        : clientCertificates
+        ? requireClientCertificate(req, info, handler)
+        : handler(req),
     onListen,
   );
   tls.onCertificate((c) => server.setCertificate({ ...c, ca }));

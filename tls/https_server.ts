@@ -111,8 +111,14 @@ async function toRequest(req: IncomingMessage, abort: AbortSignal): Promise<Requ
 }
 
 /** Streams only what streams (server-sent events); anything else is written in one piece. */
+/**
+ * Bodies relayed as they come, with backpressure: server-sent events, and
+ * model bytes to peers (agent/peer_server.ts: 16 MiB ranges are not held in
+ * memory, and the asker sees bytes as they are read). Others are buffered.
+ */
 function streams(answer: Response): boolean {
-  return (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
+  const type = answer.headers.get("content-type") ?? "";
+  return type.startsWith("text/event-stream") || type.startsWith("application/octet-stream");
 }
 
 async function writeResponse(res: ServerResponse, answer: Response): Promise<void> {

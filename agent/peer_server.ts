@@ -1,0 +1,241 @@
+/**
+ * The agent serving model bytes to the other agents of its cluster (issue
+ * #25 item 3, docs/models.md "Sources"): `GET /peer/v1/blobs/…` on its local
+ * API listener (models/peer_protocol.ts), by content hash and byte range.
+ *
+ * - **Who:** only a caller whose TLS client certificate chains to the
+ *   cluster CA and names a node (`node:<id>`, as the control plane signs
+ *   agents' certificates): another agent of this cluster. A plain-HTTP
+ *   listener has no such proof, so it serves no bytes at all.
+ * - **What:** a verified blob, or the recorded chunks of one still
+ *   downloading (agent/model_cache/peer_holdings.ts); anything else is
+ *   refused with a status the asker reads as "ask someone else".
+ * - **How much:** at most `maxUploads` ranges at once (`busy` beyond),
+ *   every byte sent counted.
+ *
+ * @module
+ */
+import type { CacheFs } from "./model_cache/cache_fs.ts";
+import { denoCacheFs } from "./model_cache/cache_fs.ts";
+import type { CacheLayout } from "./model_cache/cache_layout.ts";
+import { holding, requestedBlob } from "./model_cache/peer_holdings.ts";
+import {
+  parsePeerRange,
+  PEER_BLOBS_PATH,
+  PEER_REFUSAL_HEADER,
+  PEER_REFUSAL_STATUS,
+  type PeerRefusal,
+} from "../models/peer_protocol.ts";
+import { errorMessage } from "../text/error_message.ts";
+
+/** What the listener knows of the caller's TLS; null on a plain-HTTP listener. */
+export interface PeerCaller {
+  /** The client certificate chains to the cluster CA. */
+  peerVerified: boolean;
+  /** Its common name (`node:<id>` for an agent). */
+  peerCommonName: string | null;
+}
+
+/** Settings of {@link PeerServer}. */
+export interface PeerServerOptions {
+  /** The model cache's layout. */
+  layout: CacheLayout;
+  /** Ranges sent at once (default 4); more are refused as `busy`. */
+  maxUploads?: number;
+  /** The cache's file system (tests inject one). */
+  fs?: CacheFs;
+}
+
+/** What the peer server did, for metrics. */
+export interface PeerServerStats {
+  /** Bytes sent to peers. */
+  bytesServed: number;
+  /** Ranges answered 206. */
+  rangesServed: number;
+  /** Ranges refused, by reason. */
+  refused: Record<PeerRefusal, number>;
+  /** Uploads running now. */
+  uploads: number;
+}
+
+/** Bytes read from disk per step of an upload. */
+const READ_BYTES = 1 << 20;
+
+function answer(status: number, code: string, message: string, refusal?: PeerRefusal): Response {
+  return Response.json({ error: { code, message: message.slice(0, 4096) } }, {
+    status,
+    headers: refusal === undefined ? {} : { [PEER_REFUSAL_HEADER]: refusal },
+  });
+}
+
+/** One agent's peer server. */
+export class PeerServer {
+  readonly #layout: CacheLayout;
+  readonly #fs: CacheFs;
+  readonly #maxUploads: number;
+  readonly #stats: PeerServerStats = {
+    bytesServed: 0,
+    rangesServed: 0,
+    refused: { not_held: 0, range_pending: 0, busy: 0 },
+    uploads: 0,
+  };
+
+  /** A server over the cache at `options.layout`. */
+  constructor(options: PeerServerOptions) {
+    this.#layout = options.layout;
+    this.#fs = options.fs ?? denoCacheFs;
+    this.#maxUploads = options.maxUploads ?? 4;
+  }
+
+  /** Whether a request is for this server (the listener sends it here). */
+  static handles(pathname: string): boolean {
+    return pathname.startsWith(PEER_BLOBS_PATH);
+  }
+
+  /** A copy of the counters. */
+  stats(): PeerServerStats {
+    return structuredClone(this.#stats);
+  }
+
+  /** Answers one request; never throws. */
+  async handle(req: Request, caller: PeerCaller | null): Promise<Response> {
+    if (caller === null) {
+      return answer(
+        403,
+        "peer_tls_required",
+        "this agent serves model bytes only over the cluster's TLS, to its agents",
+      );
+    }
+    if (!caller.peerVerified) {
+      return answer(
+        403,
+        "client_certificate_required",
+        "model bytes go only to a client certificate from the cluster CA",
+      );
+    }
+    if (!(caller.peerCommonName ?? "").startsWith("node:")) {
+      return answer(403, "forbidden", "model bytes go only to the cluster's agents (node:<id>)");
+    }
+    if (req.method !== "GET") {
+      return answer(405, "method_not_allowed", `${req.method} is not served; use GET`);
+    }
+    const url = new URL(req.url);
+    const parts = url.pathname.slice(PEER_BLOBS_PATH.length).split("/");
+    const sizeText = url.searchParams.get("size") ?? "";
+    if (parts.length < 2 || !/^\d{1,15}$/.test(sizeText)) {
+      return answer(
+        400,
+        "bad_request",
+        `expected ${PEER_BLOBS_PATH}<org>/<name>/<blob key>?size=<bytes>`,
+      );
+    }
+    let blob: ReturnType<typeof requestedBlob>;
+    try {
+      const [key, ...repo] = parts.map(decodeURIComponent).reverse();
+      blob = requestedBlob(repo.reverse().join("/"), key, Number(sizeText));
+    } catch (e) {
+      return answer(400, "bad_request", errorMessage(e));
+    }
+    const { repo, file } = blob;
+    const range = parsePeerRange(req.headers.get("range"));
+    if (range === null) {
+      return answer(400, "bad_range", "the Range header must be one bytes=first-last range");
+    }
+    if (range.last >= file.size) {
+      return new Response(null, {
+        status: 416,
+        headers: { "content-range": `bytes */${file.size}` },
+      });
+    }
+    if (this.#stats.uploads >= this.#maxUploads) {
+      return this.#refuse("busy", `${this.#maxUploads} uploads are running here`);
+    }
+    this.#stats.uploads++;
+    let release: (() => void) | null = () => this.#stats.uploads--;
+    try {
+      const held = await holding(this.#fs, this.#layout, repo, file, range.first, range.last);
+      if (held === "not_held") {
+        return this.#refuse(held, `blob ${file.path} of ${repo} is not here`);
+      }
+      if (held === "range_pending") {
+        return this.#refuse(
+          held,
+          `bytes ${range.first}-${range.last} of blob ${file.path} of ${repo} are still downloading here`,
+        );
+      }
+      let handle: Deno.FsFile;
+      try {
+        handle = await Deno.open(held.path, { read: true });
+      } catch (e) {
+        // Renamed or removed between the check and the open: ask again.
+        if (e instanceof Deno.errors.NotFound) {
+          return this.#refuse("range_pending", `blob ${file.path} of ${repo} is moving into place`);
+        }
+        throw e;
+      }
+      const body = this.#upload(handle, range.first, range.last + 1, release);
+      release = null;
+      this.#stats.rangesServed++;
+      return new Response(body, {
+        status: 206,
+        headers: {
+          "content-type": "application/octet-stream",
+          "content-length": String(range.last + 1 - range.first),
+          "content-range": `bytes ${range.first}-${range.last}/${file.size}`,
+        },
+      });
+    } finally {
+      release?.();
+    }
+  }
+
+  #refuse(refusal: PeerRefusal, message: string): Response {
+    this.#stats.refused[refusal]++;
+    return answer(PEER_REFUSAL_STATUS[refusal], refusal, message, refusal);
+  }
+
+  /** The bytes `start` … `end - 1` of an open file; the slot is released when it ends either way. */
+  #upload(
+    handle: Deno.FsFile,
+    start: number,
+    end: number,
+    release: () => void,
+  ): ReadableStream<Uint8Array> {
+    let pos = start;
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      handle.close();
+      release();
+    };
+    return new ReadableStream<Uint8Array>({
+      start: async () => {
+        try {
+          await handle.seek(start, Deno.SeekMode.Start);
+        } catch (e) {
+          close();
+          throw e;
+        }
+      },
+      pull: async (controller) => {
+        try {
+          const buffer = new Uint8Array(Math.min(READ_BYTES, end - pos));
+          const n = await handle.read(buffer);
+          if (n === null || n === 0) throw new Error(`file ended at byte ${pos}, before ${end}`);
+          pos += n;
+          this.#stats.bytesServed += n;
+          controller.enqueue(buffer.subarray(0, n));
+          if (pos >= end) {
+            close();
+            controller.close();
+          }
+        } catch (e) {
+          close();
+          controller.error(e);
+        }
+      },
+      cancel: () => close(),
+    }, { highWaterMark: 0 });
+  }
+}
