@@ -5,15 +5,18 @@
  * index carries them, placement/cluster_index.ts). A model whose facts
  * could not be learned is absent: placement then refuses nothing for it.
  *
- * Keyed by the deployment's `model` today; by model and resolved commit once
- * deployments name a revision (issue #25 item 1). Facts once learned are
+ * Keyed by model and revision (`factsKey`: `org/name@main`; a local path
+ * alone), as the deployment names them; the revision's resolved commit is
+ * not part of the key, so a branch that moves keeps its first facts until
+ * the control plane restarts. Facts once learned are
  * kept until the control plane restarts (GitOps loops re-apply constantly;
  * the hub is not asked each time); a failure is not asked again for
  * {@link RETRY_FAILED_MS}, so a fleet without hub access waits on it once.
  *
  * @module
  */
-import type { ModelFacts } from "../models/model_facts.ts";
+import { factsKey, type ModelFacts } from "../models/model_facts.ts";
+import { modelRevision } from "../deployment/model_revision.ts";
 import type { ModelFactsSource } from "../models/facts_source.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { DeploymentError, type LoadedDeployment } from "../deployment/load.ts";
@@ -45,12 +48,15 @@ export class ModelFactsBook {
     this.#now = now;
   }
 
-  /** The facts of `model`, when learned. */
-  known(model: string): ModelFacts | null {
-    return this.#known.get(model) ?? null;
+  /**
+   * The facts of `model` at `revision` (default: the deployment default,
+   * `main` for a hub id), when learned.
+   */
+  known(model: string, revision = modelRevision(model, undefined)): ModelFacts | null {
+    return this.#known.get(factsKey(model, revision)) ?? null;
   }
 
-  /** Every model's facts learned so far. */
+  /** Every model revision's facts learned so far, by {@link factsKey}. */
   all(): ReadonlyMap<string, ModelFacts> {
     return this.#known;
   }
@@ -60,21 +66,22 @@ export class ModelFactsBook {
    * failure says why, and is answered again without asking until
    * {@link RETRY_FAILED_MS} has passed.
    */
-  async learn(model: string): Promise<Learned> {
-    const known = this.known(model);
-    if (known !== null) return { facts: known, problem: null };
-    const failed = this.#failed.get(model);
+  async learn(model: string, revision = modelRevision(model, undefined)): Promise<Learned> {
+    const key = factsKey(model, revision);
+    const known = this.#known.get(key);
+    if (known !== undefined) return { facts: known, problem: null };
+    const failed = this.#failed.get(key);
     if (failed !== undefined && this.#now() - failed.at < RETRY_FAILED_MS) {
       return { facts: null, problem: failed.problem };
     }
     try {
-      const facts = await this.#source.facts(model);
-      this.#failed.delete(model);
-      if (facts !== null) this.#known.set(model, facts);
+      const facts = await this.#source.facts(model, revision);
+      this.#failed.delete(key);
+      if (facts !== null) this.#known.set(key, facts);
       return { facts, problem: null };
     } catch (e) {
       const problem = errorMessage(e);
-      this.#failed.set(model, { problem, at: this.#now() });
+      this.#failed.set(key, { problem, at: this.#now() });
       return { facts: null, problem };
     }
   }
@@ -84,8 +91,12 @@ export class ModelFactsBook {
    * a slow hub), then calls `done`; placement meanwhile refuses nothing for
    * them. {@link settled} resolves once it is over.
    */
-  learnInBackground(models: Iterable<string>, done: () => void): void {
-    const all = Promise.all([...new Set(models)].map((m) => this.learn(m))).then(done);
+  learnInBackground(
+    models: Iterable<string | { model: string; revision?: string }>,
+    done: () => void,
+  ): void {
+    const refs = [...models].map((m) => typeof m === "string" ? { model: m } : m);
+    const all = Promise.all(refs.map((m) => this.learn(m.model, m.revision))).then(done);
     this.#learning = Promise.all([this.#learning, all]);
   }
 
@@ -111,7 +122,7 @@ export async function checkModel(
   classes: ClassFacts,
 ): Promise<LoadedDeployment> {
   const d = loaded.deployment;
-  const learned = await book.learn(d.model);
+  const learned = await book.learn(d.model, d.revision);
   const { errors, warnings } = modelIssues(d, learned.facts, (c) => classes.memoryBytes?.get(c));
   if (errors.length > 0) throw new DeploymentError("request body", errors);
   const unread = learned.problem === null ? [] : [{

@@ -149,3 +149,27 @@ Deno.test("a model whose facts could not be read is not asked again for five min
   await apply();
   assertEquals(reads, 2);
 });
+
+Deno.test("facts are known by model and revision: a pinned revision is read at that revision", async () => {
+  const asked: string[] = [];
+  const qwen = fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024]);
+  const source: ModelFactsSource = {
+    facts(model, revision) {
+      asked.push(`${model}@${revision}`);
+      return Promise.resolve(revision === "v2" ? qwen : null);
+    },
+  };
+  const { cp } = await testControl({ modelFacts: source });
+  await registerNodes(cp, ["n1"]);
+  const e = await thrown(cp.deployments.apply({
+    ...QWEN,
+    revision: "v2",
+    profiles: [{ ...QWEN.profiles[0], name: "tp8", tensor_parallel: 8 }],
+  }));
+  assertOk(e instanceof InvalidInputError, String(e));
+  // The default revision (main) is another revision: unknown there, so nothing refused.
+  await cp.deployments.apply({ ...QWEN, profiles: [{ ...QWEN.profiles[0], tensor_parallel: 8 }] });
+  assertEquals(asked, [`${QWEN.model}@v2`, `${QWEN.model}@main`]);
+  assertEquals(cp.state.modelFacts.known(QWEN.model, "v2")?.attention_heads, 28);
+  assertEquals(cp.state.modelFacts.known(QWEN.model), null);
+});

@@ -13,13 +13,14 @@ import { type ModelFacts, parseModelFacts } from "./model_facts.ts";
 /** A place model facts come from. */
 export interface ModelFactsSource {
   /**
-   * The facts of `model` (a hub id or a path); null when this source does
-   * not serve such a model.
+   * The facts of `model` (a hub id or a path) at `revision` (a hub model's
+   * branch, tag or commit; a source's default when absent; none for a
+   * path); null when this source does not serve such a model.
    *
    * @throws {ModelFactsError} When the model's files are there but bad.
    * @throws {Error} When they cannot be read (naming the file).
    */
-  facts(model: string): Promise<ModelFacts | null>;
+  facts(model: string, revision?: string): Promise<ModelFacts | null>;
 }
 
 /** One file of a model directory, as a directory listing gives it. */
@@ -108,18 +109,19 @@ export type HubFileLister = (repo: string, revision: string) => Promise<ListedFi
 
 /**
  * Reads the facts of hub models through the hub client: `config.json`, the
- * index, else the listed sizes of the `*.safetensors` files. `revision`
- * names what to read (a commit once item 1 resolves one; `main` today).
+ * index, else the listed sizes of the `*.safetensors` files, at the
+ * revision asked for (`defaultRevision` when none is).
  */
 export function hubFactsSource(
   read: HubFileReader,
   list: HubFileLister,
-  revision = "main",
+  defaultRevision = "main",
 ): ModelFactsSource {
   const decoder = new TextDecoder();
   return {
-    async facts(model) {
+    async facts(model, at) {
       if (localModelDir(model) !== null || !/^[\w.-]+\/[\w.-]+$/.test(model)) return null;
+      const revision = at ?? defaultRevision;
       const config = await read(model, revision, "config.json");
       if (config === null) throw new Error(`Cannot read model facts: ${model} has no config.json`);
       const index = await read(model, revision, "model.safetensors.index.json");
@@ -140,9 +142,9 @@ export function hubFactsSource(
 /** Asks each source in turn; the first that serves the model answers. */
 export function firstSource(sources: readonly ModelFactsSource[]): ModelFactsSource {
   return {
-    async facts(model) {
+    async facts(model, revision) {
       for (const source of sources) {
-        const facts = await source.facts(model);
+        const facts = await source.facts(model, revision);
         if (facts !== null) return facts;
       }
       return null;

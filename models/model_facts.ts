@@ -60,6 +60,15 @@ export interface ModelFacts {
   mla_latent_dim: number | null;
 }
 
+/**
+ * The name a model revision's facts are known by: the model and the
+ * revision it is read at (`meta-llama/Llama-3.1-8B-Instruct@main`), or the
+ * model alone for a local path, which takes no revision.
+ */
+export function factsKey(model: string, revision?: string): string {
+  return revision === undefined ? model : `${model}@${revision}`;
+}
+
 /** A file the facts are read from that is missing a field or holds a bad one. */
 export class ModelFactsError extends Error {
   /** Creates the error; `file` names the file, `problem` what is wrong there. */

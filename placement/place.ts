@@ -13,7 +13,7 @@
  * @module
  */
 import type { Deployment, Profile } from "../deployment/schema.ts";
-import type { ModelFacts } from "../models/model_facts.ts";
+import { factsKey, type ModelFacts } from "../models/model_facts.ts";
 import type { FabricAttachment } from "../discovery/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import { shardId } from "../protocol/ids.ts";
@@ -68,8 +68,8 @@ export interface PlaceOptions {
    * The deployment's model's facts (models/model_facts.ts), when known:
    * GPUs too small for it (`insufficient_gpu_memory`) and a tensor_parallel
    * that does not divide its heads (`tensor_parallel_heads`) are refused.
-   * Absent: the index's facts for the deployment's model
-   * (`ClusterIndex.models`), if any; null or unknown: nothing is refused for them.
+   * Absent: the index's facts for the deployment's model at its revision
+   * (`ClusterIndex.models`, by `factsKey`), if any; null or unknown: nothing is refused for them.
    */
   model?: ModelFacts | null;
 }
@@ -140,7 +140,7 @@ export function place(
   }
   const model = options.model !== undefined
     ? options.model
-    : index.models?.get(deployment.model) ?? null;
+    : index.models?.get(factsKey(deployment.model, deployment.revision)) ?? null;
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
     const trial = tryProfile(index, deployment, profile, replicaId, detail, model);

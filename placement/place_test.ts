@@ -932,9 +932,9 @@ Deno.test("the model's filters come right after node size, before node state", (
 
 Deno.test("the index carries known facts by model: place reads them unless its options say otherwise", () => {
   const facts = fixtureFacts("qwen2.5-7b-instruct", [15e9]);
-  const dep = deployment([profile({ name: "tp8" })]); // model "org/model"
+  const dep = { ...deployment([profile({ name: "tp8" })]), revision: "v2" }; // model "org/model"
   const index = indexCluster([node("n1"), node("n2")], {
-    models: new Map([["org/model", facts]]),
+    models: new Map([["org/model@v2", facts]]),
   });
   assertEquals(unschedulable(place(index, dep, "r")).explanation.profiles[0].counts, {
     tensor_parallel_heads: 2,
@@ -945,6 +945,7 @@ Deno.test("the index carries known facts by model: place reads them unless its o
       .counts,
     { tensor_parallel_heads: 1 },
   );
-  // options.model null: unknown, nothing refused.
+  // options.model null: unknown, nothing refused; another revision's facts are not these.
   placed(place(index, dep, "r", { model: null }));
+  placed(place(index, { ...dep, revision: "main" }, "r"));
 });
