@@ -7,6 +7,24 @@
  */
 export * from "./types.ts";
 export {
+  COLD_START_PHASES,
+  type ColdStartPhase,
+  isLogPhase,
+  LOG_PHASES,
+  type LogPhase,
+  PHASE_MARKS,
+  type PhaseMark,
+  type PhasePattern,
+} from "./cold_start_phases.ts";
+export { SGLANG_COLD_START_PHASES, VLLM_COLD_START_PHASES } from "./cold_start_patterns.ts";
+export {
+  compileCacheDir,
+  compileCacheEnv,
+  compileCacheKey,
+  type CompileCacheKeyInput,
+  compileCacheKeyInput,
+} from "./compile_cache.ts";
+export {
   askPlugin,
   type PluginDescription,
   type PluginIo,

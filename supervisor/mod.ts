@@ -62,6 +62,21 @@ export {
   validatePortRange,
 } from "./port_allocator.ts";
 export { compilePatterns, type LoadingProgress, matchProgress } from "./progress.ts";
+export {
+  type CompiledPhasePattern,
+  compilePhasePatterns,
+  newReceipt,
+  phaseSeconds,
+  receiptDownload,
+  receiptLine,
+  receiptReady,
+  ReceiptRecorder,
+} from "./cold_start_receipt.ts";
+export type {
+  ColdStartReceipt,
+  DownloadReceipt,
+  PhaseReceipt,
+} from "../protocol/cold_start_receipt.ts";
 export type * from "../engines/types.ts";
 export type { FabricPort, LinkLayer } from "../discovery/types.ts";
 export type { DesiredShard, LoadMetricNames, ShardReport } from "../protocol/agent_protocol.ts";
