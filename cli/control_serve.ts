@@ -29,9 +29,8 @@ import { openNotice } from "./gateway_serve.ts";
 import { uiApp } from "../ui/mod.ts";
 import { createLogger, lineSink } from "../log/log.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
-import { controlModelFacts } from "../models/hub_facts.ts";
+import { type ControlHub, controlHub } from "../models/hub_facts.ts";
 import { HubConfigError } from "../models/hub_config.ts";
-import type { ModelFactsSource } from "../models/facts_source.ts";
 
 /**
  * Creates the first admin token and writes it to `dir/admin.token` (0600;
@@ -92,6 +91,10 @@ Options:
   --unreachable-after S    a node is unreachable after S seconds of silence (default 15)
   --lost-after S           … and lost after S seconds (default 60)
   --engine-plugins DIR     engine plugin directory (repeatable; also LLMGW_ENGINE_PLUGINS)
+  --hub-token-file FILE    the hub token (mode 0600 or stricter), for gated models;
+                           else HF_TOKEN. The hub is HF_ENDPOINT (default
+                           https://huggingface.co): model revisions resolve to
+                           commits there at apply, and models' facts are read
   --tls-san NAME           a DNS name or IP clients reach the control plane by,
                            written into its certificate (repeatable; localhost,
                            127.0.0.1 and the listen address are always in it)
@@ -154,6 +157,7 @@ export async function controlServeCommand(
     "unreachable-after": { type: "string" },
     "lost-after": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
+    "hub-token-file": { type: "string" },
     "gateway-listen": { type: "string" },
     "tls-san": { type: "string", multiple: true },
     "insecure-http": { type: "boolean" },
@@ -206,6 +210,7 @@ export async function controlServeCommand(
         store,
         dir: shared ? values["state-dir"] ?? "llmgw-state" : store,
         pluginDirs: values["engine-plugins"] ?? [],
+        hubTokenFile: values["hub-token-file"],
         tlsSans,
         advertiseUrl,
         leaseMs: seconds(values.lease, "--lease"),
@@ -234,6 +239,8 @@ interface ServeSettings {
   /** With a postgres:// store: the lease (ms), or the default. */
   leaseMs: number | undefined;
   pluginDirs: string[];
+  /** `--hub-token-file`: the hub token's file, read instead of HF_TOKEN. */
+  hubTokenFile: string | undefined;
   /** Names for the control plane's certificate; null: plain HTTP (`--insecure-http`). */
   tlsSans: string[] | null;
 }
@@ -275,10 +282,11 @@ async function serve(
     Deno.env.get(name)?.split(",").map((t) => t.trim()).filter((t) => t !== "") ?? [];
   const registry = await EngineRegistry.load([...pluginDirsFromEnv(), ...pluginDirs]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
-  // Models' facts (memory, heads) from local paths and the hub the environment names.
-  let modelFacts: ModelFactsSource;
+  // The hub the environment names: model revisions resolve to commits there, and models' facts
+  // (memory, heads) come from it and from local paths.
+  let hub: ControlHub;
   try {
-    modelFacts = await controlModelFacts((name) => Deno.env.get(name));
+    hub = await controlHub((name) => Deno.env.get(name), settings.hubTokenFile);
   } catch (e) {
     if (!(e instanceof HubConfigError)) throw e;
     await store.close();
@@ -334,7 +342,8 @@ async function serve(
     joinTokens: tokens("LLMGW_JOIN_TOKEN"),
     gatewayTokens: [gatewayToken],
     engines: registry,
-    modelFacts,
+    modelFacts: hub.facts,
+    commits: hub.commits,
     thresholds,
     tls,
     log: lineSink(log, "info"),

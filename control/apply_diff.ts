@@ -11,8 +11,13 @@
 import { specChanges } from "../deployment/canonical.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { ApplyResultKind, SpecChange } from "../protocol/apply_answer.ts";
-import { revisionSpec, sameWorkload } from "./rollout_revisions.ts";
-import { replicaRevision, type StoredDeployment, type StoredReplica } from "./store/store.ts";
+import { revisionCommit, revisionSpec, sameWorkload } from "./rollout_revisions.ts";
+import {
+  deploymentRevision,
+  replicaRevision,
+  type StoredDeployment,
+  type StoredReplica,
+} from "./store/store.ts";
 
 /** What an apply of a spec does to the deployment of its name. */
 export interface ApplyPlan {
@@ -30,20 +35,31 @@ export interface ApplyPlan {
 
 /**
  * Compares `next` with the live deployment `live` (undefined: none of that
- * name) whose replicas are `replicas`.
+ * name) whose replicas are `replicas`. `commit` is what `next`'s model
+ * revision resolves to now (null: unknown): a commit other than the live
+ * revision's is a change that rolls (`model_commit`), even when the spec is
+ * the same (a branch moved upstream); a live revision with no commit yet
+ * is resolved, not changed.
  */
 export function planApply(
   live: StoredDeployment | undefined,
   next: Deployment,
   replicas: readonly StoredReplica[],
+  commit: string | null = null,
 ): ApplyPlan {
   if (live === undefined) return { result: "created", changes: [], rolling: [] };
   const changes = specChanges(live.spec, next);
+  const liveCommit = revisionCommit(live, deploymentRevision(live));
+  const moved = (c: string | null) => commit !== null && c !== null && c !== commit;
+  if (moved(liveCommit)) {
+    changes.push({ path: "model_commit", from: liveCommit, to: commit, rolls: true });
+  }
   if (changes.length === 0) return { result: "unchanged", changes, rolling: [] };
   if (changes.some((c) => c.rolls)) {
     const rolling = replicas.filter((r) => {
       const spec = revisionSpec(live, replicaRevision(r));
-      return spec === undefined || !sameWorkload(spec, next);
+      return spec === undefined || !sameWorkload(spec, next) ||
+        moved(revisionCommit(live, replicaRevision(r)));
     }).map((r) => r.id).sort();
     return { result: "updated", changes, rolling };
   }

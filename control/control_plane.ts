@@ -7,6 +7,7 @@
  * @module
  */
 import type { ModelFactsSource } from "../models/facts_source.ts";
+import type { CommitSource } from "../models/commit_source.ts";
 import { noPorts } from "../engines/port_block.ts";
 import { parsePlacementId, parseShardId } from "../protocol/ids.ts";
 import { type Leadership, singleLeadership } from "../protocol/leadership.ts";
@@ -70,6 +71,8 @@ export interface ControlPlaneOptions {
   retireGraceMs?: number;
   /** Where models' facts come from (models/facts_source.ts); default: local and shared paths. */
   modelFacts?: ModelFactsSource;
+  /** Where model revisions resolve to commits (models/commit_source.ts); absent: none resolve. */
+  commits?: CommitSource;
 }
 
 /**
@@ -121,6 +124,7 @@ export class ControlPlane {
       leading: options.leading,
       wake,
       modelFacts: options.modelFacts,
+      commits: options.commits,
     });
     this.leadership = options.leadership ??
       (() => singleLeadership("this control plane"));

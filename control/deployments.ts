@@ -12,7 +12,7 @@ import { classFacts, type DeploymentIssue, validateDeployment } from "../deploym
 import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts";
 import { modelIssues } from "../deployment/model_fit.ts";
 import { checkModel } from "./model_facts_book.ts";
-import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
+import { placementDryRun } from "./placement_dry_run.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import { type ApplyPlan, planApply } from "./apply_diff.ts";
@@ -23,12 +23,13 @@ import {
   appendRevision,
   historyOf,
   nextRevision,
-  sameWorkload,
+  revisionCommit,
+  sameRun,
   undoTarget,
 } from "./rollout_revisions.ts";
+import { announceCommit, recordCommit, resolveAtApply } from "./model_commits.ts";
 import { type RolloutStatus, rolloutStatus } from "./rollout_status.ts";
 import type { ReplicaBook } from "./replicas.ts";
-import { replicaId } from "../protocol/ids.ts";
 import type { ControlState } from "./state.ts";
 import {
   type DeploymentRevision,
@@ -136,6 +137,8 @@ export class DeploymentService {
   async apply(raw: unknown, options: ApplyOptions = {}): Promise<ApplyResult> {
     const loaded = await this.check(raw);
     const state = this.#state;
+    // The hub is asked outside the lock: a slow hub holds up this apply only.
+    const { commit, warning } = await resolveAtApply(state.modelCommits.source, loaded.deployment);
     return state.locked(async () => {
       const d = loaded.deployment;
       this.#refuseNameClash(d);
@@ -144,10 +147,11 @@ export class DeploymentService {
         existing,
         d,
         [...state.replicas.values()].filter((r) => r.deployment === d.name),
+        commit,
       );
       const answer = (revision: number, dryRun: boolean): ApplyResult => ({
         deployment: d,
-        warnings: loaded.warnings,
+        warnings: warning === null ? loaded.warnings : [...loaded.warnings, warning],
         created: existing === undefined,
         revision,
         dry_run: dryRun,
@@ -158,8 +162,11 @@ export class DeploymentService {
         const rolls = plan.result === "updated";
         return answer(rolls ? nextRevision(existing) : deploymentRevision(existing), true);
       }
-      // GitOps loops re-apply constantly: an unchanged spec is a no-op.
-      if (plan.result === "unchanged") return answer(deploymentRevision(existing!), false);
+      // GitOps loops re-apply constantly: an unchanged spec is a no-op (bar a late commit).
+      if (plan.result === "unchanged") {
+        await recordCommit(state, existing!, commit);
+        return answer(deploymentRevision(existing!), false);
+      }
       const now = state.now();
       if (existing === undefined) {
         const stored: StoredDeployment = {
@@ -176,9 +183,11 @@ export class DeploymentService {
             from_revision: null,
             outcome: "complete",
             reason: null,
+            model_commit: commit,
           }],
           rollout: null,
           uid: newUid(),
+          model_commit: commit,
         };
         await state.store.putDeployment(stored);
         state.deployments.set(d.name, stored);
@@ -194,10 +203,12 @@ export class DeploymentService {
           });
         }
         await state.event("deployment_created", `deployment/${d.name}`, describe(d));
+        await announceCommit(state, stored);
       } else if (plan.result !== "updated") {
         existing.spec = d;
         existing.updated_at = now;
         await state.store.putDeployment(existing);
+        await recordCommit(state, existing, commit);
         await state.event(
           plan.result === "scaled" ? "deployment_scaled" : "deployment_updated",
           `deployment/${d.name}`,
@@ -209,7 +220,8 @@ export class DeploymentService {
           `deployment/${d.name}`,
           plan.changes.map(describeChange).join("; "),
         );
-        await this.#newRevision(existing, d, "apply", null);
+        await this.#newRevision(existing, d, "apply", null, commit);
+        await announceCommit(state, existing);
       }
       state.kick();
       return answer(deploymentRevision(state.deployments.get(d.name)!), false);
@@ -250,7 +262,7 @@ export class DeploymentService {
           "to_revision",
         );
       }
-      if (sameWorkload(target.spec, d.spec)) {
+      if (sameRun(d, target.revision, current)) {
         throw new ConflictError(
           `revision ${target.revision} of ${name} runs what revision ${current} runs; ` +
             "nothing to undo",
@@ -259,7 +271,7 @@ export class DeploymentService {
       }
       const spec = withSettingsOf(target.spec, d.spec);
       this.#refuseNameClash(spec);
-      await this.#newRevision(d, spec, "undo", target.revision);
+      await this.#newRevision(d, spec, "undo", target.revision, revisionCommit(d, target.revision));
       state.kick();
       return structuredClone(d);
     });
@@ -300,6 +312,7 @@ export class DeploymentService {
     spec: Deployment,
     cause: RevisionCause,
     from: number | null,
+    commit: string | null,
   ): Promise<void> {
     const state = this.#state;
     const now = state.now();
@@ -308,7 +321,8 @@ export class DeploymentService {
     const fallback = d.rollout?.fallback ?? before;
     const replicas = [...state.replicas.values()].filter((r) => r.deployment === d.name);
     const keep = new Set([...replicas.map(replicaRevision), fallback]);
-    d.history = appendRevision(d, { revision, spec, at: now, cause, from }, keep);
+    d.history = appendRevision(d, { revision, spec, at: now, cause, from, commit }, keep);
+    d.model_commit = commit;
     d.spec = spec;
     d.revision = revision;
     d.updated_at = now;
@@ -376,17 +390,7 @@ export class DeploymentService {
    * `raw` would go now, with explanations; nothing changes.
    */
   async dryRun(raw: unknown): Promise<PlacementResult[]> {
-    const d = (await this.check(raw)).deployment;
-    const index = indexCluster(this.#state.inventory.snapshot(), {
-      models: this.#state.modelFacts.all(),
-    });
-    const out: PlacementResult[] = [];
-    for (let i = 0; i < d.replicas; i++) {
-      const r = place(index, d, replicaId(d.name, i), { detail: "grouped" });
-      if (r.status === "placed") applyPlacement(index, d.name, r.shards);
-      out.push(r);
-    }
-    return out;
+    return placementDryRun(this.#state, (await this.check(raw)).deployment);
   }
 }
 

@@ -24,6 +24,7 @@ export function placementLaunches(
   state: ControlState,
   placement: StoredPlacement,
   deployment: Deployment,
+  modelCommit: string | null = null,
 ): DesiredLaunch[] | null {
   const byId = new Map<string, ClusterNode>();
   for (const s of placement.shards) {
@@ -31,7 +32,7 @@ export function placementLaunches(
     if (n !== undefined) byId.set(n.id, n);
   }
   try {
-    return shardLaunches(placement, deployment, byId, placement.ports);
+    return shardLaunches(placement, deployment, byId, placement.ports, modelCommit);
   } catch {
     return null;
   }
@@ -61,7 +62,7 @@ export class DesiredStates {
       if (!r.placement.shards.some((s) => s.node === nodeId)) continue;
       const d = state.specOf(r);
       if (d === undefined) continue;
-      for (const launch of placementLaunches(state, r.placement, d) ?? []) {
+      for (const launch of placementLaunches(state, r.placement, d, state.commitOf(r)) ?? []) {
         // Other ranks wait for rank 0's ports: they must meet at its rendezvous.
         if (launch.node.id === nodeId && launchReady(launch)) {
           shards.push({ id: launch.shard_id, engine: r.placement.engine, launch });

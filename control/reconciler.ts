@@ -225,6 +225,11 @@ function publishDesired(pass: Pass): Promise<void> {
 
 /** A pass, in order. */
 export const RECONCILE_STEPS: readonly ReconcileStep[] = [
+  // Tries in the background; a pass never waits on the hub (control/model_commits.ts).
+  {
+    name: "resolve_models",
+    run: (pass) => Promise.resolve(pass.state.modelCommits.start(pass.state)),
+  },
   { name: "refresh_liveness", run: refreshLiveness },
   { name: "announce_ready", run: announceReady },
   { name: "rebuild_broken", run: rebuildBroken },

@@ -15,6 +15,7 @@ const ARG_FAILURE = {
 
 Deno.test("a pass is one readable list of named steps", () => {
   assertEquals(RECONCILE_STEPS.map((s) => s.name), [
+    "resolve_models",
     "refresh_liveness",
     "announce_ready",
     "rebuild_broken",

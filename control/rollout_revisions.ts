@@ -62,6 +62,39 @@ export function revisionSpec(d: StoredDeployment, revision: number): Deployment 
   return d.history?.find((h) => h.revision === revision)?.spec;
 }
 
+/**
+ * The commit revision `revision` of `d` serves (issue #25 item 1): the
+ * deployment's `model_commit` for the current one, else its history entry's;
+ * null when unresolved, a local path, or no longer in the history.
+ */
+export function revisionCommit(d: StoredDeployment, revision: number): string | null {
+  if (revision === deploymentRevision(d)) return d.model_commit ?? null;
+  return d.history?.find((h) => h.revision === revision)?.model_commit ?? null;
+}
+
+/**
+ * Records that the current revision of `d` serves `commit`: on the
+ * deployment and in its history entry, the two places
+ * {@link revisionCommit} reads.
+ */
+export function setCurrentCommit(d: StoredDeployment, commit: string | null): void {
+  const current = deploymentRevision(d);
+  d.model_commit = commit;
+  d.history = historyOf(d).map((h) => h.revision === current ? { ...h, model_commit: commit } : h);
+}
+
+/**
+ * True when revisions `a` and `b` of `d` run the same replicas: the same
+ * workload ({@link sameWorkload}) at the same model commit, so a branch that
+ * moved upstream is another run of the same spec.
+ */
+export function sameRun(d: StoredDeployment, a: number, b: number): boolean {
+  const specA = revisionSpec(d, a);
+  const specB = revisionSpec(d, b);
+  return specA !== undefined && specB !== undefined && sameWorkload(specA, specB) &&
+    revisionCommit(d, a) === revisionCommit(d, b);
+}
+
 /** The number the next revision gets: one more than any it has had. */
 export function nextRevision(d: StoredDeployment): number {
   return Math.max(deploymentRevision(d), ...historyOf(d).map((h) => h.revision)) + 1;
@@ -81,6 +114,8 @@ export function appendRevision(
     at: number;
     cause: RevisionCause;
     from: number | null;
+    /** The commit its model revision resolved to; null when unknown. */
+    commit?: string | null;
   },
   keep: ReadonlySet<number>,
 ): DeploymentRevision[] {
@@ -95,6 +130,7 @@ export function appendRevision(
     from_revision: added.from,
     outcome: "rolling_out",
     reason: null,
+    model_commit: added.commit ?? null,
   });
   return pruneHistory(history, new Set([...keep, added.revision]));
 }
@@ -127,6 +163,6 @@ export function withOutcome(
 export function undoTarget(d: StoredDeployment): DeploymentRevision | undefined {
   const current = deploymentRevision(d);
   return historyOf(d)
-    .filter((h) => h.revision < current && !sameWorkload(h.spec, d.spec))
+    .filter((h) => h.revision < current && !sameRun(d, h.revision, current))
     .at(-1);
 }

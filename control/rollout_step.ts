@@ -19,8 +19,9 @@ import {
   historyOf,
   nextRevision,
   progressDeadlineMs,
+  revisionCommit,
   revisionSpec,
-  sameWorkload,
+  sameRun,
   withOutcome,
 } from "./rollout_revisions.ts";
 import type { ControlState } from "./state.ts";
@@ -58,8 +59,7 @@ async function relabel(book: ReplicaBook, state: ControlState, d: StoredDeployme
   for (const r of replicasOf(state, d.name)) {
     const rev = replicaRevision(r);
     if (rev === current) continue;
-    const spec = revisionSpec(d, rev);
-    if (spec === undefined || !sameWorkload(spec, d.spec)) continue;
+    if (!sameRun(d, rev, current)) continue;
     await book.relabel(r, current);
   }
 }
@@ -223,11 +223,13 @@ async function revert(
       at: now,
       cause: "revert",
       from: fallback,
+      commit: revisionCommit(d, fallback),
     }, keep),
     failed,
     "failed",
     reason,
   );
+  d.model_commit = revisionCommit(d, fallback);
   d.spec = withSettingsOf(spec, d.spec);
   d.revision = revision;
   d.updated_at = now;

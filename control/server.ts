@@ -11,6 +11,7 @@ import { type ApiAuth, type ControlPages, createControlApi } from "./api.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { ControlPlane, type ControlPlaneOptions } from "./control_plane.ts";
 import type { ModelFactsSource } from "../models/facts_source.ts";
+import type { CommitSource } from "../models/commit_source.ts";
 import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store/store.ts";
 import { hashToken } from "../http/tokens.ts";
@@ -62,6 +63,8 @@ export interface StartControlOptions {
   pages?: ControlPages;
   /** Where models' facts come from (models/facts_source.ts); default: local and shared paths. */
   modelFacts?: ModelFactsSource;
+  /** Where model revisions resolve to commits (models/commit_source.ts); absent: none resolve. */
+  commits?: CommitSource;
 }
 
 /** The control plane's own TLS material: its certificate, kept renewed, and its client to agents. */
@@ -184,6 +187,7 @@ export function openOptionsOf(
     tls: o.tls,
     fetch: parts?.agentFetch.fetch,
     modelFacts: o.modelFacts,
+    commits: o.commits,
   };
 }
 

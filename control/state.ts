@@ -12,7 +12,7 @@ import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import type { Clock } from "../time/clock.ts";
 import { currentUid } from "./identity.ts";
-import { revisionSpec } from "./rollout_revisions.ts";
+import { revisionCommit, revisionSpec } from "./rollout_revisions.ts";
 import {
   type AccessTokenRecord,
   type ApiKeyRecord,
@@ -26,6 +26,8 @@ import {
 import { Wake } from "./wake.ts";
 import { createLogger } from "../log/log.ts";
 import { ModelFactsBook } from "./model_facts_book.ts";
+import { ModelCommits } from "./model_commits.ts";
+import type { CommitSource } from "../models/commit_source.ts";
 import { localFactsSource, type ModelFactsSource } from "../models/facts_source.ts";
 
 /** The control plane's warnings, one JSON line each. */
@@ -53,6 +55,8 @@ export interface ControlStateOptions {
   wake?: Wake;
   /** Where models' facts come from; default: local and shared paths only. */
   modelFacts?: ModelFactsSource;
+  /** Where model revisions resolve to commits (the hub); absent: none are resolved. */
+  commits?: CommitSource;
 }
 
 /**
@@ -99,6 +103,8 @@ export class ControlState {
   readonly wake: Wake;
   /** The models' facts placement checks memory and heads against (control/model_facts_book.ts). */
   readonly modelFacts: ModelFactsBook;
+  /** Model revisions resolved to commits, and the retries of those not yet (issue #25 item 1). */
+  readonly modelCommits: ModelCommits;
   /** Events queued and then given up (the queue was full, or the store refused them). */
   droppedEvents = 0;
   /**
@@ -120,6 +126,7 @@ export class ControlState {
     this.retireGraceMs = options.retireGraceMs ?? DEFAULT_RETIRE_GRACE_MS;
     this.leading = options.leading ?? (() => true);
     this.wake = options.wake ?? new Wake();
+    this.modelCommits = new ModelCommits(options.commits ?? null);
     this.modelFacts = new ModelFactsBook(
       options.modelFacts ?? localFactsSource(),
       () => options.clock.now(),
@@ -225,6 +232,12 @@ export class ControlState {
     const d = this.deployments.get(r.deployment);
     if (d === undefined) return undefined;
     return revisionSpec(d, replicaRevision(r)) ?? d.spec;
+  }
+
+  /** The model commit a replica's revision serves; null when unknown (issue #25 item 1). */
+  commitOf(r: StoredReplica): string | null {
+    const d = this.deployments.get(r.deployment);
+    return d === undefined ? null : revisionCommit(d, replicaRevision(r));
   }
 }
 

@@ -36,7 +36,8 @@ export function launchProfile(profile: Profile): ShardLaunch["profile"] {
  * for its agent. Rank 0's world ports are open too; the other ranks get rank
  * 0's reported ports from `ports`, or `null` until rank 0 has reported (a
  * caller holds those ranks back until then). Each shard gets its node's
- * installed version of the engine, when reported.
+ * installed version of the engine, when reported, and the model's resolved
+ * commit when known.
  *
  * @param nodes The snapshot placement used, by id.
  * @throws {RangeError} When the placement names a node or GPU the snapshot lacks.
@@ -46,6 +47,7 @@ export function shardLaunches(
   deployment: Deployment,
   nodes: ReadonlyMap<string, ClusterNode>,
   ports: PlacementPorts = noPorts(),
+  modelCommit: string | null = null,
 ): DesiredLaunch[] {
   const profile = deployment.profiles.find((p) => p.name === placed.profile);
   if (profile === undefined) {
@@ -75,6 +77,8 @@ export function shardLaunches(
       replica_id: placed.replica_id,
       shard_id: s.shard_id,
       model: deployment.model,
+      // Only when known: a launch without it hashes as before, so engines keep running.
+      ...(modelCommit === null ? {} : { model_commit: modelCommit }),
       served_model_name: deployment.served_model_name,
       profile: launchProfile(profile),
       rank: s.rank,

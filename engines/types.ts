@@ -95,6 +95,12 @@ export interface LaunchCommon {
   shard_id: string;
   /** Hub id or local path of the model. */
   model: string;
+  /**
+   * The commit the deployment revision's model revision resolved to (40 hex),
+   * when the control plane knows it: the agent fetches exactly this commit.
+   * Absent for a local path or while unresolved (issue #25 item 1).
+   */
+  model_commit?: string;
   /** The name clients use (OpenAI `model`). */
   served_model_name: string;
   /** The profile chosen by placement. */
@@ -109,6 +115,14 @@ export interface LaunchCommon {
   node: LaunchNode;
   /** The engine version installed on this node (design §14); null when unknown. */
   engine_version: string | null;
+  /**
+   * The model's directory on this host, which the engine is launched from
+   * instead of `model` (a hub snapshot in the agent's model cache, or a
+   * local path checked present). The agent fills it, as it fills its ports,
+   * once the files are here (docs/plugins.md); absent from what the control
+   * plane sends, and when the agent keeps no model cache.
+   */
+  model_path?: string;
 }
 
 /**

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { type CommitSource, hubCommitSource } from "./commit_source.ts";
 import { HubClient } from "./hub_client.ts";
 import { hubConfig } from "./hub_config.ts";
 import { firstSource, localFactsSource, type ModelFactsSource } from "./facts_source.ts";
@@ -72,17 +73,29 @@ export function hubClientFactsSource(
   };
 }
 
+/** What the control plane reads from the hub. */
+export interface ControlHub {
+  /** Models' facts: local and shared paths, then the hub. */
+  facts: ModelFactsSource;
+  /** Model revisions' commits. */
+  commits: CommitSource;
+}
+
 /**
- * The control plane's sources of model facts: local and shared paths, then
- * the hub its environment names (`HF_ENDPOINT`, default the public hub;
- * `HF_TOKEN` for gated repos), as the agent reads them.
+ * The control plane's hub: the one its environment names (`HF_ENDPOINT`,
+ * default the public hub), with the token from `tokenFile` (the
+ * `--hub-token-file` flag) or else `HF_TOKEN`, as the agent reads them.
  *
  * @throws {HubConfigError} When `HF_ENDPOINT` or the token file cannot be used.
  */
-export async function controlModelFacts(
+export async function controlHub(
   env: (name: string) => string | undefined,
+  tokenFile?: string,
   options: HubFactsOptions = {},
-): Promise<ModelFactsSource> {
-  const client = new HubClient({ config: await hubConfig({ env }) });
-  return firstSource([localFactsSource(), hubClientFactsSource(client, options)]);
+): Promise<ControlHub> {
+  const client = new HubClient({ config: await hubConfig({ env, tokenFile }) });
+  return {
+    facts: firstSource([localFactsSource(), hubClientFactsSource(client, options)]),
+    commits: hubCommitSource(client),
+  };
 }

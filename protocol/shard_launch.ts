@@ -37,6 +37,7 @@ import {
   PortSchema,
 } from "./fields.ts";
 import type { Assert, Same } from "./same_type.ts";
+import { COMMIT_PATTERN } from "../models/hub_protocol.ts";
 import { parseWire } from "./wire_error.ts";
 
 /** The most GPUs one shard (one node of a replica) runs on. */
@@ -121,6 +122,7 @@ export const ShardLaunchSchema = z.object({
   replica_id: z.string().min(1).max(256),
   shard_id: z.string().min(1).max(256),
   model: z.string().min(1).max(1024),
+  model_commit: z.string().regex(COMMIT_PATTERN, "must be a commit of 40 hex digits").optional(),
   served_model_name: z.string().min(1).max(256),
   profile: LaunchProfileSchema,
   rank: z.number().int().min(0).max(MAX_REPLICA_NODES - 1),
@@ -130,6 +132,8 @@ export const ShardLaunchSchema = z.object({
   node: LaunchNodeSchema,
   port: PortSchema,
   engine_version: z.string().max(64).nullable(),
+  /** Filled by the agent (engines/types.ts); a control plane never sends it. */
+  model_path: z.string().min(1).max(4096).optional(),
 });
 
 // `deno check` fails here when the interface and the schema drift apart.
