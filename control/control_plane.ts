@@ -161,7 +161,7 @@ export class ControlPlane {
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
     // Memory and heads are checked against facts once learned; a slow hub does not hold up the open.
     state.modelFacts.learnInBackground(
-      [...state.deployments.values()].map((d) => d.spec.model),
+      [...state.deployments.values()].map((d) => d.spec),
       () => state.kick(),
     );
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);

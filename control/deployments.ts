@@ -362,7 +362,7 @@ export class DeploymentService {
       const classes = classFacts(state.inventory.snapshot());
       const model = modelIssues(
         d.spec,
-        state.modelFacts.known(d.spec.model),
+        state.modelFacts.known(d.spec.model, d.spec.revision),
         (c) => classes.memoryBytes?.get(c),
       );
       return [

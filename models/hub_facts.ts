@@ -31,10 +31,11 @@ export function hubClientFactsSource(
   client: HubClient,
   options: HubFactsOptions = {},
 ): ModelFactsSource {
-  const revision = options.revision ?? "main";
+  const defaultRevision = options.revision ?? "main";
   const timeoutMs = options.timeoutMs ?? 15_000;
   return {
-    async facts(model) {
+    async facts(model, asked) {
+      const revision = asked ?? defaultRevision;
       if (!/^[\w.-]+\/[\w.-]+$/.test(model)) return null;
       const signal = AbortSignal.timeout(timeoutMs);
       const snapshot = await client.resolveRevision(model, revision, signal);
