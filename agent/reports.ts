@@ -92,6 +92,29 @@ export function shardReport(s: ShardReport): ShardReport {
       : metricNamesReport(s.load_metrics),
     // Bounded by construction: one entry per phase of a closed list.
     cold_start: s.cold_start ?? null,
+    download: downloadReport(s.download),
+  };
+}
+
+/** A shard's model download cut to the wire's bounds; null when absent or its counts are not sane. */
+function downloadReport(d: ShardReport["download"]): ShardReport["download"] {
+  if (d === null || d === undefined) return null;
+  const count = (n: number) => Number.isSafeInteger(n) && n >= 0;
+  if (!count(d.bytes_done) || !count(d.bytes_total) || !count(d.failures)) return null;
+  const rate = finiteOrNull(d.rate_bytes_per_second);
+  const eta = finiteOrNull(d.eta_seconds);
+  return {
+    model: clip(d.model, B.downloadModel),
+    commit: d.commit === null ? null : clip(d.commit, B.downloadCommit),
+    bytes_done: d.bytes_done,
+    bytes_total: d.bytes_total,
+    rate_bytes_per_second: rate === null || rate < 0 ? 0 : rate,
+    eta_seconds: eta === null || eta < 0 ? null : eta,
+    sources: d.sources.filter((x) => x !== "").slice(0, B.downloadSources).map((x) =>
+      clip(x, B.downloadSource)
+    ),
+    last_error: clipOrNull(d.last_error, B.reason),
+    failures: d.failures,
   };
 }
 

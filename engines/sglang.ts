@@ -21,6 +21,7 @@
  * @module
  */
 import { apiKeyProblems } from "./api_key.ts";
+import { modelArgument } from "./model_arg.ts";
 import { ownedFlagProblems } from "./args.ts";
 import { phasePatterns, SGLANG_COLD_START_PHASES } from "./cold_start_patterns.ts";
 import type {
@@ -203,7 +204,7 @@ function command(launch: ShardLaunch): EngineCommand {
     "-m",
     "sglang.launch_server",
     "--model-path",
-    launch.model,
+    modelArgument(launch),
     "--served-model-name",
     launch.served_model_name,
     // Loopback only: the agent's engine proxy is the one door to the engine

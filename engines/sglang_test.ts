@@ -592,3 +592,17 @@ Deno.test("sglang: name, version command and parseVersion", async (t) => {
     });
   }
 });
+
+Deno.test("sglang: model_path is the --model-path; the served name stays (issue #25 item 4)", () => {
+  const dir = "/models/llama-70b";
+  const spec = prepareShard(sglangPlugin, { ...shard(), model_path: dir });
+  const argv = spec.command!.argv;
+  const at = argv.indexOf("--model-path");
+  assertEquals(argv.slice(at, at + 4), [
+    "--model-path",
+    dir,
+    "--served-model-name",
+    shard().served_model_name,
+  ]);
+  assertOk(!argv.includes("meta-llama/Llama-3.1-70B-Instruct"), "the hub id is not passed");
+});

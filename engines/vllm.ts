@@ -35,6 +35,7 @@
  * @module
  */
 import { apiKeyProblems } from "./api_key.ts";
+import { modelArgument } from "./model_arg.ts";
 import { compareVersions, ownedFlagProblems } from "./args.ts";
 import type {
   EngineApiKey,
@@ -264,7 +265,7 @@ function serveArgv(launch: ShardLaunch): string[] {
   return [
     "vllm",
     "serve",
-    launch.model,
+    modelArgument(launch),
     "--served-model-name",
     launch.served_model_name,
     // Loopback only: the agent's engine proxy is the one door to the engine

@@ -815,3 +815,13 @@ Deno.test("plugin identity: name, version command, quantizations", () => {
     assertOk(vllmPlugin.quantizations.includes(q), q);
   }
 });
+
+Deno.test("model_path: vllm serve loads this host's copy and keeps the served name (issue #25 item 4)", () => {
+  const dir = "/var/lib/llmgw/agent/models/models--meta-llama--Llama-3.1-70B-Instruct/snapshots/" +
+    "0123456789abcdef0123456789abcdef01234567";
+  const argv = ready({ ...launch(), model_path: dir }).command.argv;
+  assertEquals(argv.slice(0, 5), ["vllm", "serve", dir, "--served-model-name", "llama-70b"]);
+  assertOk(!argv.includes(MODEL), "the hub id is not on the command line");
+  // Without a model cache the deployment's model is passed as it is.
+  assertEquals(ready(launch()).command.argv[2], MODEL);
+});

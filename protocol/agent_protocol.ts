@@ -35,6 +35,7 @@ import { REPORT_BOUNDS } from "./report_bounds.ts";
 import { DesiredLaunchSchema } from "./shard_launch.ts";
 import { type ColdStartReceipt, ColdStartReceiptSchema } from "./cold_start_receipt.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
+import { type ShardDownload, ShardDownloadSchema } from "./shard_download.ts";
 
 /** The protocol version; a control plane refuses agents of another. */
 export const AGENT_PROTOCOL_VERSION = 1;
@@ -189,6 +190,7 @@ export const ShardReportSchema = z.object({
   id: z.string().min(1).max(REPORT_BOUNDS.shardId),
   state: z.enum([
     "pending",
+    "downloading",
     "starting",
     "loading",
     "ready",
@@ -257,6 +259,12 @@ export const ShardReportSchema = z.object({
    * null before a spawn and for an adopted engine. Absent from older agents.
    */
   cold_start: ColdStartReceiptSchema.nullable().optional(),
+  /**
+   * The model download before the engine starts (docs/models.md): bytes,
+   * rate, ETA, sources, the last error; null when none is under way or
+   * retrying. Absent from older agents; older control planes drop it.
+   */
+  download: ShardDownloadSchema.nullable().optional(),
 });
 
 /** What an agent sends every heartbeat interval. */
@@ -385,6 +393,7 @@ export interface ShardReport {
   /** Its state (design §9.3). */
   state:
     | "pending"
+    | "downloading"
     | "starting"
     | "loading"
     | "ready"
@@ -438,6 +447,8 @@ export interface ShardReport {
    * spawn and for an adopted engine. Absent from older agents.
    */
   cold_start?: ColdStartReceipt | null;
+  /** The model download before the engine starts; null when none. Absent from older agents. */
+  download?: ShardDownload | null;
 }
 
 // `deno check` fails here when the interface and the schema drift apart.

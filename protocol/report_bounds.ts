@@ -50,4 +50,12 @@ export const REPORT_BOUNDS = {
   hcas: 64,
   /** Ports of one fabric attachment. */
   fabricPorts: 128,
+  /** A downloading shard's model (hub id or local path). */
+  downloadModel: 1024,
+  /** The commit it downloads. */
+  downloadCommit: 64,
+  /** Sources serving one download at once. */
+  downloadSources: 16,
+  /** One source's name. */
+  downloadSource: 256,
 } as const;

@@ -5,11 +5,24 @@
  */
 
 /**
+ * The hub's credentials as huggingface_hub reads them: the agent's own, for
+ * its model cache; an engine never talks to the hub (issue #25 item 4).
+ */
+export const HUB_CREDENTIALS: readonly string[] = [
+  "HF_TOKEN",
+  "HUGGING_FACE_HUB_TOKEN",
+  "HF_TOKEN_PATH",
+];
+
+/**
  * The agent's own environment minus llmgw's (`LLMGW_*` holds tokens and
- * agent settings an engine has no business reading).
+ * agent settings an engine has no business reading) and the hub's
+ * credentials ({@link HUB_CREDENTIALS}).
  */
 export function engineBaseEnv(): Record<string, string> {
   const env = Deno.env.toObject();
-  for (const key of Object.keys(env)) if (key.startsWith("LLMGW_")) delete env[key];
+  for (const key of Object.keys(env)) {
+    if (key.startsWith("LLMGW_") || HUB_CREDENTIALS.includes(key)) delete env[key];
+  }
   return env;
 }

@@ -7,141 +7,37 @@
  *
  * `pending → starting → loading → ready`; a failed run goes to `backoff`
  * (restart at a time) or `failed` (crash_loop.ts decides which); `stop` goes
- * through `stopping` to `exited`.
+ * through `stopping` to `exited`. When the agent keeps a model cache
+ * ({@link ShardRules.fetchesModel}), a shard first goes `downloading` until
+ * its model's files are on this host: a download that may succeed later is
+ * tried again after a backoff, staying `downloading` with its last error; one
+ * that cannot (unknown repo or revision, gated, no room on the disk) fails
+ * the shard for good. A restart after a crash reuses the files fetched.
  *
  * @module
  */
-import type { BackoffPolicy } from "./backoff.ts";
-import { afterFailure, type FailureKind } from "./crash_loop.ts";
-import type { LoadingProgress } from "./progress.ts";
-import type { ShardFailure, ShardState } from "./types.ts";
+import { backoffDelay } from "./backoff.ts";
+import { afterFailure } from "./crash_loop.ts";
+import type { ShardState } from "./types.ts";
+import type {
+  ProbeResult,
+  ShardAction,
+  ShardEvent,
+  ShardMachineState,
+  ShardRules,
+  Step,
+} from "./shard_machine_types.ts";
 
-/** How a process ended: its exit code, or the signal that ended it. */
-export interface ExitStatus {
-  /** Exit code (meaningless when a signal ended it). */
-  code: number;
-  /** The signal's name, or null. */
-  signal: string | null;
-}
-
-/** The timing and restart rules one shard is held to (every time in ms). */
-export interface ShardRules {
-  /** A run that shows no sign of life this long after spawning fails. */
-  startTimeoutMs: number;
-  /** A run that loads this long without becoming ready fails. */
-  loadTimeoutMs: number;
-  /** A spawned shard without readiness checks is ready after running this long. */
-  settleMs: number;
-  /** Ready this long, the restart count and the crash loop start over. */
-  stableAfterMs: number;
-  /** Failed liveness checks in a row before a ready shard's run is ended. */
-  livenessFailures: number;
-  /** Failures in a row without staying ready before the supervisor gives up on this node. */
-  crashLoopLimit: number;
-  /** Restart delays. */
-  backoff: BackoffPolicy;
-  /** One of a multi-node replica: never restarted alone, rebuilt whole (design §5.4). */
-  multiNode: boolean;
-}
-
-/** What the machine remembers of one shard. */
-export interface ShardMachineState {
-  /** The state reported. */
-  state: ShardState;
-  /** When it entered the state. */
-  since: number;
-  /** False once stopped or detached: a failure then is not restarted. */
-  wanted: boolean;
-  /** Taken over from a previous agent rather than spawned by this one. */
-  adopted: boolean;
-  /** Restarts since the shard last stayed ready. */
-  restarts: number;
-  /** Failures in a row since the shard last stayed ready (crash_loop.ts). */
-  failures: number;
-  /** Restarts since this runner took the shard on; never reset. */
-  restartsTotal: number;
-  /** When the current run was spawned, until it is ready; null for an adopted one. */
-  spawnedAt: number | null;
-  /** Spawn to ready of the last run that became ready. */
-  lastReadyAfterMs: number | null;
-  /** When a shard in backoff starts again. */
-  nextStartAt: number;
-  /** Failed liveness checks in a row. */
-  livenessFailures: number;
-  /** The last failure, kept after restarts. */
-  lastFailure: ShardFailure | null;
-  /** Loading progress the log showed in this run. */
-  progress: LoadingProgress | null;
-  /** Why the last ownership check did not find the run's socket; null when it did. */
-  ownership: string | null;
-}
-
-/** What a probe of the run found (shard_probe.ts). */
-export type ProbeResult =
-  /** Nothing to judge: no probes, the socket not the run's yet, or the run ended meanwhile. */
-  | { kind: "skipped" }
-  /** The shard serves no readiness checks: its readiness is the replica leader's. */
-  | { kind: "no_readiness" }
-  /** The readiness checks: all passed, or whether any answered at all. */
-  | { kind: "readiness"; ok: boolean; answered: boolean; detail: string; port: number }
-  /** The liveness checks of a ready shard. */
-  | { kind: "liveness"; ok: boolean; detail: string };
-
-/** Something that happened to the shard. */
-export type ShardEvent =
-  /** The shard is wanted running (again). */
-  | { type: "start" }
-  /** A run was spawned. */
-  | { type: "spawned"; pid: number }
-  /** A run a previous agent spawned was taken over. */
-  | { type: "adopted"; pid: number }
-  /** The log showed loading progress. */
-  | { type: "progress"; progress: LoadingProgress }
-  /** A look at the shard; `alive`: whether its run's process is. */
-  | { type: "tick"; alive: boolean }
-  /** What the port's ownership check said: why the socket is not the run's, or null. */
-  | { type: "port_checked"; hint: string | null }
-  /** A probe's result. */
-  | { type: "probed"; result: ProbeResult }
-  /** The run failed (its process group is already gone). */
-  | {
-    type: "failed";
-    reason: string;
-    kind: FailureKind;
-    exit: ExitStatus | null;
-    logTail: string[];
-  }
-  /** Stopping for good; `running`: whether there is a run to stop. */
-  | { type: "stopping"; reason: string; running: boolean }
-  /** Stopped: no process of the shard is left. */
-  | { type: "stopped"; reason: string }
-  /** The agent goes away and leaves the run alone. */
-  | { type: "detached" };
-
-/** What the runner must do, in order. */
-export type ShardAction =
-  /** Allocate ports, prepare the command and spawn a run (a `spawned` or `failed` event follows). */
-  | { type: "launch" }
-  /** The run's process is gone: stop what is left of its group, read its exit (`failed` follows). */
-  | { type: "reap" }
-  /** End the run: its group with the grace period (`failed` follows, with this reason). */
-  | { type: "halt"; reason: string }
-  /** Probe the run (a `probed` event follows). */
-  | { type: "probe"; mode: "readiness" | "liveness" }
-  /** Forget the run's process and give its ports back. */
-  | { type: "release" }
-  /** Tell the operator of a state change. */
-  | { type: "state_changed"; message: string }
-  /** A spawned run became ready this long after spawning. */
-  | { type: "ready_after"; ms: number };
-
-/** What a step returns: the new state (a fresh object) and what to do. */
-export interface Step {
-  /** The machine after the event. */
-  state: ShardMachineState;
-  /** The effects, in order. */
-  actions: ShardAction[];
-}
+// Callers import the machine's shapes from here too.
+export type {
+  ExitStatus,
+  ProbeResult,
+  ShardAction,
+  ShardEvent,
+  ShardMachineState,
+  ShardRules,
+  Step,
+} from "./shard_machine_types.ts";
 
 /** States in which a run exists and is watched. */
 const RUNNING: readonly ShardState[] = ["starting", "loading", "ready"];
@@ -168,6 +64,11 @@ export function initialShard(now: number): ShardMachineState {
     lastFailure: null,
     progress: null,
     ownership: null,
+    modelPath: null,
+    fetching: false,
+    fetchFailures: 0,
+    nextFetchAt: 0,
+    fetchError: null,
   };
 }
 
@@ -200,7 +101,21 @@ export function step(
   switch (event.type) {
     case "start":
       s.wanted = true;
-      actions.push({ type: "launch" });
+      if (rules.fetchesModel && s.modelPath === null) {
+        to("downloading", "fetching the model");
+        fetchModel(s, actions);
+      } else {
+        actions.push({ type: "launch" });
+      }
+      break;
+    case "model_ready":
+      s.fetching = false;
+      s.fetchError = null;
+      s.modelPath = event.path;
+      if (s.state === "downloading" && s.wanted) actions.push({ type: "launch" });
+      break;
+    case "model_failed":
+      modelFailed(s, event, now, rules, actions, to);
       break;
     case "spawned":
       s.progress = null;
@@ -233,6 +148,7 @@ export function step(
       break;
     case "stopping":
       s.wanted = false;
+      if (s.fetching) fetchStop(s, actions);
       if (event.running) to("stopping", event.reason);
       break;
     case "stopped":
@@ -241,6 +157,8 @@ export function step(
       break;
     case "detached":
       s.wanted = false;
+      // Its part files stay: the next agent resumes the download.
+      if (s.fetching) fetchStop(s, actions);
       break;
   }
   return { state: s, actions };
@@ -256,6 +174,10 @@ function tick(
 ): void {
   if (s.state === "backoff" && now >= s.nextStartAt && s.wanted) {
     actions.push({ type: "launch" });
+    return;
+  }
+  if (s.state === "downloading" && !s.fetching && now >= s.nextFetchAt && s.wanted) {
+    fetchModel(s, actions);
     return;
   }
   if (!RUNNING.includes(s.state)) return;
@@ -374,6 +296,55 @@ function failed(
   } else {
     to("failed", decision.next === null ? said : `${said}; ${decision.next}`);
   }
+}
+
+function fetchModel(s: ShardMachineState, actions: ShardAction[]): void {
+  s.fetching = true;
+  actions.push({ type: "fetch_model" });
+}
+
+function fetchStop(s: ShardMachineState, actions: ShardAction[]): void {
+  s.fetching = false;
+  actions.push({ type: "fetch_stop" });
+}
+
+/**
+ * A failed fetch: tried again after the restart backoff, staying
+ * `downloading` with its error, when a later try may succeed (the hub
+ * unreachable, a source gone); else the shard fails for good with the
+ * source's answer (crash_loop.ts: permanent), and the control plane acts on it.
+ */
+function modelFailed(
+  s: ShardMachineState,
+  event: Extract<ShardEvent, { type: "model_failed" }>,
+  now: number,
+  rules: ShardRules,
+  actions: ShardAction[],
+  to: (state: ShardState, message: string) => void,
+): void {
+  s.fetching = false;
+  // A fetch that ended because the shard is being stopped judges nothing.
+  if (s.state !== "downloading" || !s.wanted) return;
+  if (!event.retryable) {
+    s.fetchError = null;
+    failed(
+      s,
+      { type: "failed", reason: event.reason, kind: "permanent", exit: null, logTail: [] },
+      now,
+      rules,
+      actions,
+      to,
+    );
+    return;
+  }
+  s.fetchFailures++;
+  s.fetchError = event.reason;
+  const delay = backoffDelay(s.fetchFailures, rules.backoff);
+  s.nextFetchAt = now + delay;
+  actions.push({
+    type: "fetch_retry",
+    message: `model fetch ${s.fetchFailures} failed: ${event.reason}; trying again in ${delay} ms`,
+  });
 }
 
 function release(s: ShardMachineState, actions: ShardAction[]): void {

@@ -17,6 +17,7 @@ import {
 } from "./shard_machine.ts";
 
 const RULES: ShardRules = {
+  fetchesModel: false,
   startTimeoutMs: 400,
   loadTimeoutMs: 500,
   settleMs: 300,

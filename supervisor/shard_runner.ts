@@ -38,6 +38,7 @@ import {
   takePorts,
 } from "./shard_process.ts";
 import { ShardLog } from "./shard_log.ts";
+import { ShardModel, withModelPath } from "./shard_model.ts";
 import type {
   DesiredShard,
   ResolvedOptions,
@@ -77,6 +78,7 @@ export class ShardRunner {
   readonly #receipt = new ReceiptRecorder();
   /** This run's engine process, while there is one. */
   #proc: EngineProcess | null = null;
+  readonly #model: ShardModel | null; // the model's fetch; null without a model cache
   readonly #log: ShardLog;
   #stopping: Promise<void> | null = null;
   /** The look under way, if any ({@link tick}). */
@@ -95,7 +97,11 @@ export class ShardRunner {
     this.hash = hash;
     this.paths = paths;
     this.#opts = opts;
-    this.#rules = { ...opts, multiNode: desired.launch.world.nodes !== 1 };
+    this.#model = opts.models === null
+      ? null
+      : new ShardModel(opts.models, desired, opts.clock, emit);
+    const multiNode = desired.launch.world.nodes !== 1;
+    this.#rules = { ...opts, multiNode, fetchesModel: this.#model !== null };
     this.#prepare = prepare;
     this.#emit = emit;
     this.#m = initialShard(opts.clock.now());
@@ -125,6 +131,7 @@ export class ShardRunner {
       notice: this.#notice,
       crashLoopLimit: this.#opts.crashLoopLimit,
       coldStart: this.#receipt.receipt,
+      download: this.#model?.report(this.#m) ?? null,
     });
   }
 
@@ -260,6 +267,8 @@ export class ShardRunner {
         case "launch":
           await this.#launchRun();
           break;
+        default: // the model's fetch: a try, or why the last one failed
+          this.#model?.act(a, (outcome) => void this.#feed(outcome));
         case "reap":
           await this.#reap();
           break;
@@ -278,7 +287,7 @@ export class ShardRunner {
   async #launchRun(): Promise<void> {
     const taken = await takePorts(this.desired, this.#opts);
     if ("reason" in taken) return await this.#failed(taken, null);
-    this.#launch = taken.launch;
+    this.#launch = withModelPath(taken.launch, this.#m.modelPath);
     if (taken.notice !== null) {
       this.#notice = { at: this.#opts.clock.now(), message: taken.notice };
       this.#say("port_held", taken.notice);
@@ -299,6 +308,7 @@ export class ShardRunner {
     if (run.key !== null) this.#engineKey = run.key;
     this.#proc = run.proc;
     this.#receipt.spawned(this.#opts.clock.now(), this.#spec.probes?.cold_start_phases);
+    this.#model?.spawned(this.#receipt);
     const pid = run.proc.pid;
     this.#say("spawned", this.#scrub(`pid ${pid}: ${run.argv.join(" ")}`));
     await this.#feed({ type: "spawned", pid });

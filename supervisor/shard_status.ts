@@ -10,6 +10,7 @@ import { reportedRendezvous } from "../engines/port_block.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import type { ShardMachineState } from "./shard_machine.ts";
 import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
+import type { ShardDownload } from "../protocol/shard_download.ts";
 import type { DesiredShard, ShardMetrics, ShardReport } from "./types.ts";
 
 /** What a runner knows of its shard besides its machine. */
@@ -30,6 +31,8 @@ export interface RunView {
   crashLoopLimit: number;
   /** The run's cold-start receipt; null before a spawn or for an adopted engine. */
   coldStart: ColdStartReceipt | null;
+  /** The model download while the shard is `downloading`; null otherwise. */
+  download: ShardDownload | null;
 }
 
 /** The shard's status. */
@@ -54,6 +57,7 @@ export function shardStatus(m: ShardMachineState, run: RunView): ShardReport {
     spec_hash: run.hash,
     load_metrics: run.spec?.metrics ?? null,
     cold_start: run.coldStart === null ? null : structuredClone(run.coldStart),
+    download: run.download,
   };
 }
 

@@ -14,6 +14,7 @@ const SPEC: ShardSpec = {
   metrics: null,
 };
 const RUN: RunView = {
+  download: null,
   desired: { id: "r0.1/0", engine: "vllm", launch: desiredLaunch("r0.1/0") },
   hash: "h",
   pid: null,

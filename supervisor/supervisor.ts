@@ -56,6 +56,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     onEvent: opts.onEvent ?? logEvent(createLogger("supervisor")),
     onReady: opts.onReady ?? (() => {}),
     onColdStart: opts.onColdStart ?? (() => {}),
+    models: opts.models ?? null,
     clock: opts.clock ?? systemClock,
   };
 }

@@ -10,6 +10,7 @@ import type { BackoffPolicy } from "./backoff.ts";
 import type { LogTailLimits } from "./log_tail.ts";
 import type { Clock } from "../time/clock.ts";
 import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
+import type { ModelFetcher } from "./model_fetcher.ts";
 
 /**
  * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
@@ -69,7 +70,8 @@ export interface SupervisorEvent {
     | "spawned"
     | "stopped"
     | "log_rotated"
-    | "port_held";
+    | "port_held"
+    | "download";
   /** In words. */
   message: string;
 }
@@ -125,6 +127,12 @@ export interface SupervisorOptions {
   onReady?: (shard: string, afterMs: number) => void;
   /** Told once per spawn that becomes ready, with its settled cold-start receipt (not for adopted shards). */
   onColdStart?: (shard: string, engine: string, receipt: ColdStartReceipt) => void;
+  /**
+   * Puts each shard's model on this host before its first spawn (the shard
+   * is `downloading` meanwhile; the launch gets its `model_path`); null or
+   * absent: shards start at once from the launch's `model`.
+   */
+  models?: ModelFetcher | null;
 }
 
 /** Options with every default filled in. */

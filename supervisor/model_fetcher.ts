@@ -1,0 +1,48 @@
+/**
+ * The seam through which the supervisor has a shard's model put on this host
+ * before its engine starts (issue #25 items 2, 4): the agent implements it
+ * over its model cache (agent/model_fetch.ts); the supervisor only drives it
+ * from the shard's `downloading` state (shard_machine.ts) and reports what it
+ * says. Without one (tests, a bare supervisor) shards start at once from the
+ * launch's `model`.
+ *
+ * @module
+ */
+import type { ShardDownload } from "../protocol/shard_download.ts";
+import type { DesiredShard } from "../protocol/agent_protocol.ts";
+
+/** A model put on this host. */
+export interface FetchedModel {
+  /** The directory the engine is launched from (the launch's `model_path`). */
+  path: string;
+  /** Bytes fetched for it now (0 when every file was already here). */
+  bytes: number;
+}
+
+/** What a download looks like now, without the supervisor's own retry count and error. */
+export type DownloadProgress = Omit<ShardDownload, "last_error" | "failures">;
+
+/** Puts shards' models on this host. */
+export interface ModelFetcher {
+  /**
+   * Makes `shard`'s model present and verified on this host and answers its
+   * directory. Rejects with {@link ModelFetchError}; a rejection of another
+   * kind counts as retryable. Aborting `signal` stops the download (what was
+   * fetched stays for the next try).
+   */
+  fetch(shard: DesiredShard, signal: AbortSignal): Promise<FetchedModel>;
+  /** The shard's download as it stands (the last one seen, after a failure); null before any. */
+  progress(shard: DesiredShard): DownloadProgress | null;
+}
+
+/** Why a shard's model could not be put on this host. */
+export class ModelFetchError extends Error {
+  /** True when a later try may succeed (hub unreachable, a source died). */
+  readonly retryable: boolean;
+  /** `message` says what failed and where (never a token). */
+  constructor(message: string, retryable: boolean) {
+    super(message);
+    this.name = "ModelFetchError";
+    this.retryable = retryable;
+  }
+}
