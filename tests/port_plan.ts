@@ -47,6 +47,7 @@ export const PORT_PLAN: Readonly<Record<string, Readonly<PortRange>>> = Object.f
   "tests/engine_kill_test.ts": { from: 30_200, to: 30_399 },
   "tests/ha_failover_test.ts": { from: 30_400, to: 30_799 },
   "tests/security_test.ts": { from: 30_800, to: 30_999 },
+  "tests/cold_start_test.ts": { from: 31_000, to: 31_099 },
 });
 
 /** Thrown for a file with no range in {@link PORT_PLAN}, or a block past its range. */
