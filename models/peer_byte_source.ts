@@ -5,7 +5,7 @@
  * cluster CA (injected: models/ opens no connection of its own).
  *
  * A peer still fetching the range answers `range_pending`: the source asks
- * again, backing off from 50 ms to 1 s, for at most `maxWaitMs` (pipelining:
+ * again, backing off from 50 ms to 200 ms, for at most `maxWaitMs` (pipelining:
  * a chain of hosts passes chunks on as they arrive), then gives up with a
  * retryable error so the model cache moves the range to its next source. A
  * peer that holds nothing of the file (`not_held`) is a final answer for that
@@ -50,7 +50,7 @@ export interface PeerByteSourceOptions {
 }
 
 const FIRST_WAIT_MS = 50;
-const LONGEST_WAIT_MS = 1_000;
+const LONGEST_WAIT_MS = 200;
 
 /** A {@link ByteSource} reading from another agent. */
 export class PeerByteSource implements ByteSource {
