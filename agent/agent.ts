@@ -52,6 +52,7 @@ import {
 import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
 import { prepareShard } from "./prepare_shard.ts";
+import { agentModels } from "./agent_models.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 
@@ -283,8 +284,11 @@ export class Agent {
         await this.#listenProxy(proxyListen);
       }
 
+      const models = o.models && agentModels(o.models, this.#supLog, o.agentVersion ?? "unknown");
+      const modelCache = models?.root; // engines read it with the hub off (prepare_shard.ts)
       supervisor = new Supervisor({
         ...o.supervisor,
+        models: models?.fetcher,
         stateDir: o.stateDir,
         ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),
         onEvent: (e) => this.#supLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
@@ -295,7 +299,7 @@ export class Agent {
           this.#coldStart = observeColdStart(this.#coldStart, engine, receipt);
         },
         // Engines' compile and JIT caches persist per host (engines/compile_cache.ts).
-      }, prepareShard(registry, { engineCacheRoot: `${o.stateDir}/engine_cache` }));
+      }, prepareShard(registry, { engineCacheRoot: `${o.stateDir}/engine_cache`, modelCache }));
       try {
         await supervisor.start();
       } catch (e) {

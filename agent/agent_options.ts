@@ -9,6 +9,7 @@ import { RegisterRequestSchema } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import type { SupervisorOptions } from "../supervisor/types.ts";
+import type { AgentModelOptions } from "./agent_models.ts";
 
 /** Settings of an an agent; every time is in milliseconds. */
 export interface AgentOptions {
@@ -72,7 +73,14 @@ export interface AgentOptions {
   /** Directories with executable engine plugins (design §8). */
   pluginDirs?: string[];
   /** Supervisor settings (tick, timeouts, engine environment, …). */
-  supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent" | "onReady">;
+  supervisor?: Omit<SupervisorOptions, "stateDir" | "onEvent" | "onReady" | "models">;
+  /**
+   * The model cache (issue #25): each shard's model is fetched into it
+   * before its engine starts, and engines run from it with the hub switched
+   * off. `llmgw agent run` always sets it; absent, engines are given the
+   * model as the deployment names it (tests on simulated hardware).
+   */
+  models?: AgentModelOptions;
   /** Heartbeat interval, overriding the control plane's. */
   heartbeatIntervalMs?: number;
   /** How often GPUs are rediscovered for their health. Default 60,000. */

@@ -9,6 +9,8 @@ import { z } from "zod";
 import { type FabricConfig, validateFabricConfig } from "../discovery/mod.ts";
 import { validatePortRange } from "../supervisor/port_allocator.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { parseDownloadRate } from "./model_cache/download_rate.ts";
+import { parseWatermark } from "./model_cache/eviction_plan.ts";
 
 /** The schema of the agent config file; field names are snake_case. */
 export const AgentConfigSchema = z.object({
@@ -24,6 +26,16 @@ export const AgentConfigSchema = z.object({
   state_dir: z.string().min(1).optional(),
   /** The control planes' URLs, in order of preference (`--control`; issue #15). */
   control: z.array(z.string().min(1)).min(1).optional(),
+  /** The model cache directory (`--model-cache`; default `<state_dir>/models`; issue #25). */
+  model_cache: z.string().min(1).optional(),
+  /** The agent's download rate limit (`--download-rate`), e.g. `"200MiB/s"`. */
+  download_rate: z.string().optional(),
+  /** The model cache's high disk watermark in percent (`--cache-high`). */
+  cache_high: z.union([z.number(), z.string()]).optional(),
+  /** The model cache's low disk watermark in percent (`--cache-low`). */
+  cache_low: z.union([z.number(), z.string()]).optional(),
+  /** A file holding the hub token, mode 0600 (else `HF_TOKEN` from the agent's environment). */
+  hf_token_file: z.string().min(1).optional(),
 }).strict();
 
 /** The parsed agent config. */
@@ -63,6 +75,10 @@ export function parseAgentConfig(text: string, where: string): AgentConfig {
   try {
     validateFabricConfig(result.data.fabrics ?? {}, `${where} fabrics`);
     if (result.data.ports !== undefined) validatePortRange(result.data.ports, `${where} ports`);
+    const d = result.data;
+    if (d.download_rate !== undefined) parseDownloadRate(d.download_rate, `${where} download_rate`);
+    if (d.cache_high !== undefined) parseWatermark(String(d.cache_high), `${where} cache_high`);
+    if (d.cache_low !== undefined) parseWatermark(String(d.cache_low), `${where} cache_low`);
   } catch (e) {
     throw new AgentConfigError(errorMessage(e));
   }
@@ -90,5 +106,9 @@ export function resolveConfigPaths(config: AgentConfig, configPath: string): Age
       : resolve(base, config.nvidia_smi),
     sysfs_root: config.sysfs_root === undefined ? undefined : resolve(base, config.sysfs_root),
     state_dir: config.state_dir === undefined ? undefined : resolve(base, config.state_dir),
+    model_cache: config.model_cache === undefined ? undefined : resolve(base, config.model_cache),
+    hf_token_file: config.hf_token_file === undefined
+      ? undefined
+      : resolve(base, config.hf_token_file),
   };
 }

@@ -17,17 +17,21 @@ import {
   compileCacheKeyInput,
 } from "../engines/compile_cache.ts";
 import type { EngineCommand } from "../engines/types.ts";
+import { join } from "node:path";
 
 /**
  * The supervisor's prepare over `registry`: never throws, so a bad launch is
  * a failed shard with its reason. With `engineCacheRoot`, every shard's
  * command also gets its persistent compile and JIT cache directory
  * (engines/compile_cache.ts), below the profile's and plugin's own
- * variables: an operator who moves a cache in the profile wins.
+ * variables: an operator who moves a cache in the profile wins. With
+ * `modelCache` (the agent's `--model-cache`), every shard runs with the hub
+ * switched off ({@link offlineEnv}), above everything else: engines never
+ * fetch a model themselves (issue #25 item 4).
  */
 export function prepareShard(
   registry: EngineRegistry,
-  opts: { engineCacheRoot?: string } = {},
+  opts: { engineCacheRoot?: string; modelCache?: string } = {},
 ): PrepareShard {
   return async (d: LaunchedShard): Promise<ShardSpec> => {
     const refuse = (problem: string): ShardSpec => ({
@@ -46,10 +50,17 @@ export function prepareShard(
     }
     try {
       const prepared = await driver.prepare(d.launch);
-      const spec = opts.engineCacheRoot === undefined || prepared.command === null ? prepared : {
+      let spec = opts.engineCacheRoot === undefined || prepared.command === null ? prepared : {
         ...prepared,
         command: await withCompileCache(opts.engineCacheRoot, d, prepared.command),
       };
+      if (opts.modelCache !== undefined && spec.command !== null) {
+        const command = spec.command;
+        spec = {
+          ...spec,
+          command: { ...command, env: { ...command.env, ...offlineEnv(opts.modelCache) } },
+        };
+      }
       return driver.api_key === undefined ? spec : { ...spec, api_key: driver.api_key };
     } catch (e) {
       return refuse(`engine ${d.engine} cannot prepare shard ${d.id}: ${errorMessage(e)}`);
@@ -66,4 +77,22 @@ async function withCompileCache(
   const dir = compileCacheDir(root, compileCacheKeyInput(d.engine, d.launch));
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
   return { ...command, env: { ...compileCacheEnv(dir), ...command.env } };
+}
+
+/**
+ * The hub switched off for an engine (issue #25 item 4): `HF_HUB_OFFLINE`
+ * (huggingface_hub's own switch, which vLLM and SGLang read through it; and
+ * `TRANSFORMERS_OFFLINE` for transformers' own look-ups), and the hub cache
+ * (`HF_HUB_CACHE`) and home (`HF_HOME`, where its token and other files
+ * would go) inside the agent's model cache, so an engine reads the cache the
+ * agent filled and writes nowhere else. The token is never passed
+ * (supervisor/engine_env.ts leaves it out of every engine's environment).
+ */
+export function offlineEnv(modelCache: string): Record<string, string> {
+  return {
+    HF_HUB_OFFLINE: "1",
+    TRANSFORMERS_OFFLINE: "1",
+    HF_HUB_CACHE: modelCache,
+    HF_HOME: join(modelCache, ".llmgw", "hf_home"),
+  };
 }

@@ -67,3 +67,19 @@ Deno.test("a cache directory that cannot be made fails the shard with the reason
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("with a model cache every shard runs with the hub off and the cache as its hub cache, over the profile's own", async () => {
+  const d = shard({ HF_HUB_OFFLINE: "0", HF_HUB_CACHE: "/elsewhere" });
+  const spec = await prepareShard(EngineRegistry.builtin(), { modelCache: "/var/cache/llmgw" })(
+    d,
+  );
+  const env = spec.command?.env ?? {};
+  assertEquals(env.HF_HUB_OFFLINE, "1");
+  assertEquals(env.TRANSFORMERS_OFFLINE, "1");
+  assertEquals(env.HF_HUB_CACHE, "/var/cache/llmgw");
+  assertEquals(env.HF_HOME, "/var/cache/llmgw/.llmgw/hf_home");
+  assertOk(!("HF_TOKEN" in env));
+  // Without one (an agent with no model cache) nothing of the hub is set.
+  const plain = await prepareShard(EngineRegistry.builtin())(shard());
+  assertEquals(plain.command?.env.HF_HUB_OFFLINE, undefined);
+});

@@ -23,6 +23,7 @@ import {
 import { createLogger } from "../log/log.ts";
 import { pluginDirsFromEnv } from "../engines/registry.ts";
 import { discoverySettings } from "./discovery_flags.ts";
+import { agentModelOptions, MODEL_CACHE_FLAGS, MODEL_CACHE_USAGE } from "./agent_model_flags.ts";
 import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
 /** The state directory when none is given. */
@@ -48,7 +49,8 @@ Options:
   --sysfs-root DIR       sysfs root (default: /sys)
   --fabric NAME=HCA,...  assign adapters to an operator-named fabric (repeatable)
   --config FILE          agent config file (JSON: nvidia_smi, sysfs_root, fabrics,
-                         ports, state_dir)
+                         ports, state_dir, control, model_cache, download_rate,
+                         cache_high, cache_low, hf_token_file)
   --label KEY=VALUE      a node label for deployments' selectors (repeatable)
   --mgmt-addr ADDR       management address (default: the default route's)
   --mgmt-interface IF    management interface, NCCL's bootstrap interface
@@ -64,6 +66,10 @@ Options:
                          generated once into <state-dir>/local_token)
   --engine-plugins DIR   directory of executable engine plugins (repeatable;
                          also env LLMGW_ENGINE_PLUGINS, colon-separated)
+${MODEL_CACHE_USAGE}
+The hub models are fetched from: env HF_ENDPOINT (default https://huggingface.co,
+or a mirror) and HF_TOKEN, or the 0600 file "hf_token_file" in the config file
+names. Engines never see the token and never reach the hub.
 
 Trust of an https control plane: env LLMGW_CA (the cluster CA certificate
 file), else the CA pinned on an earlier start, else the CA whose hash the
@@ -129,6 +135,7 @@ export async function runOptions(
     ports: { type: "string" },
     "local-token": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
+    ...MODEL_CACHE_FLAGS,
     help: { type: "boolean", short: "h" },
   });
   if (values.help) return "help";
@@ -145,7 +152,7 @@ export async function runOptions(
     if (problem !== null) throw new UsageError(`agent run: --node-id: ${problem}`);
   }
 
-  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts, stateDir, control } =
+  const { nvidiaSmi, sysfsRoot, fabrics, ports: configPorts, stateDir, control, models } =
     await discoverySettings("agent run", values);
   const controlUrls = controlUrlsOf("agent run", "--control", [
     values.control,
@@ -165,6 +172,7 @@ export async function runOptions(
       throw e;
     }
   }
+  const agentStateDir = values["state-dir"] ?? stateDir ?? DEFAULT_STATE_DIR;
   return {
     controlUrl,
     controlUrls,
@@ -173,7 +181,8 @@ export async function runOptions(
     ...(env("LLMGW_CA") ? { caFile: env("LLMGW_CA") } : {}),
     localToken,
     nodeId: values["node-id"],
-    stateDir: values["state-dir"] ?? stateDir ?? DEFAULT_STATE_DIR,
+    stateDir: agentStateDir,
+    models: await agentModelOptions(values, models, agentStateDir, env),
     discovery: { nvidiaSmi, sysfsRoot, fabrics },
     labels: parseLabels(values.label ?? []),
     mgmtAddr: values["mgmt-addr"],

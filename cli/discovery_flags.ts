@@ -9,6 +9,7 @@
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import { type FabricConfig, FabricConfigError, parseFabricFlag } from "../discovery/mod.ts";
 import {
+  type AgentConfig,
   AgentConfigError,
   mergeFabrics,
   parseAgentConfig,
@@ -42,7 +43,15 @@ export interface DiscoverySettings {
   stateDir?: string;
   /** The control planes' URLs from the config file, when set. */
   control?: string[];
+  /** The model cache's settings from the config file (issue #25), each when set. */
+  models: ModelConfig;
 }
+
+/** The config file's model cache keys (agent/config.ts), paths resolved. */
+export type ModelConfig = Pick<
+  AgentConfig,
+  "model_cache" | "download_rate" | "cache_high" | "cache_low" | "hf_token_file"
+>;
 
 /**
  * Reads the config file (if any) and merges the flags over it.
@@ -57,6 +66,7 @@ export async function discoverySettings(
   let ports: PortRange | undefined;
   let stateDir: string | undefined;
   let control: string[] | undefined;
+  let models: ModelConfig = {};
   let nvidiaSmi = values["nvidia-smi"];
   let sysfsRoot = values["sysfs-root"];
   if (values.config !== undefined) {
@@ -78,6 +88,8 @@ export async function discoverySettings(
       ports = config.ports;
       stateDir = config.state_dir;
       control = config.control;
+      const { model_cache, download_rate, cache_high, cache_low, hf_token_file } = config;
+      models = { model_cache, download_rate, cache_high, cache_low, hf_token_file };
     } catch (e) {
       if (e instanceof AgentConfigError) throw new UsageError(e.message);
       throw e;
@@ -91,6 +103,7 @@ export async function discoverySettings(
       ...(ports === undefined ? {} : { ports }),
       ...(stateDir === undefined ? {} : { stateDir }),
       ...(control === undefined ? {} : { control }),
+      models,
     };
   } catch (e) {
     if (e instanceof FabricConfigError) throw new UsageError(e.message);

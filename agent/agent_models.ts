@@ -1,0 +1,63 @@
+/**
+ * The agent's model cache, wired (issue #25 items 2, 4): the cache over
+ * `--model-cache` with its rate limit, the hub client (`HF_ENDPOINT`,
+ * `HF_TOKEN` or the token file, models/hub_config.ts) and the fetcher the
+ * supervisor drives before each shard's first spawn (agent/model_fetch.ts).
+ * The cache's events go to the agent's log, one line each (never one per
+ * percent); none of them holds the token.
+ *
+ * @module
+ */
+import type { HubConfig } from "../models/hub_config.ts";
+import { HubClient } from "../models/hub_client.ts";
+import type { Logger } from "../log/log.ts";
+import type { CacheSettings } from "./model_cache/cache_flags.ts";
+import type { CacheEvent } from "./model_cache/cache_events.ts";
+import { ModelCache } from "./model_cache/model_cache.ts";
+import { CacheModelFetcher } from "./model_fetch.ts";
+
+/** What an agent's model cache is made of (AgentOptions `models`). */
+export interface AgentModelOptions {
+  /** `--model-cache`, `--download-rate`, `--cache-high`, `--cache-low` (cache_flags.ts). */
+  cache: CacheSettings;
+  /** The hub it fetches from, and the token, if any. */
+  hub: HubConfig;
+  /** The fetch the hub client uses; the global one by default (tests: a fake hub in-process). */
+  fetch?: typeof fetch;
+}
+
+/** The model cache and its fetcher, as the agent holds them. */
+export interface AgentModels {
+  /** The cache directory: engines run with it as their hub cache, offline. */
+  root: string;
+  /** The cache. */
+  cache: ModelCache;
+  /** What the supervisor fetches models through. */
+  fetcher: CacheModelFetcher;
+}
+
+/** Builds the agent's model cache; `version` names the agent in its `User-Agent`. */
+export function agentModels(o: AgentModelOptions, log: Logger, version: string): AgentModels {
+  let fetcher: CacheModelFetcher | null = null;
+  const cache = new ModelCache({
+    root: o.cache.root,
+    rateBytesPerSecond: o.cache.rateBytesPerSecond,
+    onEvent: (e) => {
+      fetcher?.cacheEvent(e);
+      logCacheEvent(log, e);
+    },
+  });
+  const hub = new HubClient({ config: o.hub, fetch: o.fetch, userAgent: `llmgw-agent/${version}` });
+  fetcher = new CacheModelFetcher({ cache, hub });
+  return { root: o.cache.root, cache, fetcher };
+}
+
+/** One log line per cache event: what an operator follows a download by. */
+function logCacheEvent(log: Logger, e: CacheEvent): void {
+  const { kind, ...fields } = e;
+  // A failed chunk is retried (and a persistent failure ends in `failed` or a source change).
+  if (kind === "chunk_failed") return log.log("debug", `model download: ${kind}`, fields);
+  const warn = kind === "failed" || kind === "mismatch" || kind === "source_changed";
+  if (warn) log.warn(`model download: ${kind}`, fields);
+  else log.info(`model download: ${kind}`, fields);
+}

@@ -1,0 +1,209 @@
+/**
+ * The agent's {@link ModelFetcher} (issue #25 items 2, 4): before a shard's
+ * engine starts, its model is put on this host, and the engine is launched
+ * from the directory this answers (the launch's `model_path`) with the hub
+ * switched off (agent/prepare_shard.ts).
+ *
+ * - A hub id: the launch's commit when the control plane resolved one, else
+ *   its revision, else `main`, resolved with the hub's revision API, then
+ *   fetched into the model cache (agent/model_cache/) from the hub (`HF_ENDPOINT`,
+ *   with `HF_TOKEN`). Shards of this node that need the same snapshot share
+ *   one download (the cache's shared blob jobs) and one revision lookup.
+ * - A local or shared path (absolute, or `file://`): used in place after a
+ *   check that it is present here and holds files; never copied.
+ *
+ * Failures are {@link ModelFetchError}s saying whether a later try may help:
+ * the hub unreachable or a source gone may; an unknown repo, revision or
+ * file, a gated repo, an unsafe name or a disk too small may not (the shard
+ * then fails for good with the hub's answer, the disk's numbers).
+ *
+ * @module
+ */
+import { HubError } from "../models/hub_errors.ts";
+import type { HubClient } from "../models/hub_client.ts";
+import { localModelDir } from "../models/facts_source.ts";
+import { DEFAULT_REVISION } from "../models/hub_protocol.ts";
+import type { RepoSnapshot } from "../models/repo_snapshot.ts";
+import { errorMessage } from "../text/error_message.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
+import type { DesiredShard } from "../protocol/agent_protocol.ts";
+import {
+  type DownloadProgress,
+  type FetchedModel,
+  type ModelFetcher,
+  ModelFetchError,
+} from "../supervisor/model_fetcher.ts";
+import { DownloadFailedError } from "./model_cache/blob_download.ts";
+import { UnsafePathError } from "./model_cache/cache_layout.ts";
+import { InsufficientDiskError } from "./model_cache/disk_space.ts";
+import type { ModelCache } from "./model_cache/model_cache.ts";
+import type { CacheEvent } from "./model_cache/cache_events.ts";
+
+/** The seams of a {@link CacheModelFetcher}. */
+export interface ModelFetchOptions {
+  /** The agent's model cache. */
+  cache: ModelCache;
+  /** The hub (or mirror) it fetches from. */
+  hub: HubClient;
+  /** Reads a local model directory's entries (tests give a fake). */
+  listDir?: (path: string) => Promise<{ name: string; size: number }[]>;
+}
+
+/**
+ * Where a hub model is read: the commit the control plane resolved the
+ * deployment's revision to (`model_commit`, issue #25 item 1), else `main`,
+ * resolved here (a control plane that could not reach the hub, or an older one).
+ */
+export function launchRevision(launch: DesiredLaunch): { commit?: string; revision: string } {
+  return launch.model_commit === undefined
+    ? { revision: DEFAULT_REVISION }
+    : { commit: launch.model_commit, revision: launch.model_commit };
+}
+
+/** Puts shards' models on this host through the model cache. */
+export class CacheModelFetcher implements ModelFetcher {
+  readonly #cache: ModelCache;
+  readonly #hub: HubClient;
+  readonly #listDir: (path: string) => Promise<{ name: string; size: number }[]>;
+  /** Revision lookups under way, shared by the shards asking for the same one. */
+  readonly #resolving = new Map<string, Promise<RepoSnapshot>>();
+  /** The snapshot each shard is fetching (or last fetched), by shard id. */
+  readonly #snapshots = new Map<string, { repo: string; commit: string; bytes: number }>();
+  /** The last progress seen of each snapshot, so a report between tries still shows it. */
+  readonly #last = new Map<string, DownloadProgress>();
+  /** Bytes the last completed download of each snapshot fetched (0: all were here). */
+  readonly #fetched = new Map<string, number>();
+
+  /** A fetcher over `options.cache` and `options.hub`. */
+  constructor(options: ModelFetchOptions) {
+    this.#cache = options.cache;
+    this.#hub = options.hub;
+    this.#listDir = options.listDir ?? listDir;
+  }
+
+  /** {@inheritDoc ModelFetcher.fetch} */
+  async fetch(shard: DesiredShard, signal: AbortSignal): Promise<FetchedModel> {
+    const model = shard.launch.model;
+    const local = localModelDir(model);
+    if (local !== null) return { path: await this.#checkLocal(local), bytes: 0 };
+    const { commit, revision } = launchRevision(shard.launch);
+    const snapshot = await this.#resolve(model, commit ?? revision, signal);
+    const total = snapshot.files.reduce((n, f) => n + f.size, 0);
+    this.#snapshots.set(shard.id, { repo: snapshot.repo, commit: snapshot.commit, bytes: total });
+    let path: string;
+    try {
+      path = await this.#cache.ensureSnapshot(snapshot, [this.#hub.byteSource()], {
+        // A ref is written for a branch or tag, not for a commit asked by its hash.
+        revision: commit === undefined ? revision : undefined,
+        signal,
+      });
+    } catch (e) {
+      throw fetchError(e);
+    }
+    return { path, bytes: this.#fetched.get(`${snapshot.repo}@${snapshot.commit}`) ?? 0 };
+  }
+
+  /** Sees the cache's events (the agent passes each on): what each completed download fetched. */
+  cacheEvent(e: CacheEvent): void {
+    if (e.kind === "completed") this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
+  }
+
+  /** {@inheritDoc ModelFetcher.progress} */
+  progress(shard: DesiredShard): DownloadProgress | null {
+    const s = this.#snapshots.get(shard.id);
+    if (s === undefined) return null;
+    const key = `${s.repo}@${s.commit}`;
+    const now = this.#cache.progress().find((p) => p.repo === s.repo && p.commit === s.commit);
+    if (now !== undefined) {
+      this.#last.set(key, {
+        model: s.repo,
+        commit: s.commit,
+        bytes_done: now.bytesDone,
+        bytes_total: now.bytesTotal,
+        rate_bytes_per_second: now.rateBytesPerSecond,
+        eta_seconds: now.etaSeconds,
+        sources: now.sources,
+      });
+    }
+    return this.#last.get(key) ?? {
+      model: s.repo,
+      commit: s.commit,
+      bytes_done: 0,
+      bytes_total: s.bytes,
+      rate_bytes_per_second: 0,
+      eta_seconds: null,
+      sources: [],
+    };
+  }
+
+  /** The snapshot `revision` of `repo` is now; lookups for the same one share a request. */
+  async #resolve(repo: string, revision: string, signal: AbortSignal): Promise<RepoSnapshot> {
+    const key = `${repo}@${revision}`;
+    let lookup = this.#resolving.get(key);
+    if (lookup === undefined) {
+      // Not the caller's signal: another shard may be waiting on the same lookup.
+      lookup = this.#hub.resolveRevision(repo, revision).finally(() => this.#resolving.delete(key));
+      this.#resolving.set(key, lookup);
+    }
+    try {
+      return await abortable(lookup, signal);
+    } catch (e) {
+      throw fetchError(e);
+    }
+  }
+
+  /** A local model's directory, after a check that it is here and holds files. */
+  async #checkLocal(dir: string): Promise<string> {
+    let entries: { name: string; size: number }[];
+    try {
+      entries = await this.#listDir(dir);
+    } catch (e) {
+      const why = e instanceof Deno.errors.NotFound
+        ? "no such directory on this host"
+        : `cannot read it: ${errorMessage(e)}`;
+      throw new ModelFetchError(`Cannot use local model ${dir}: ${why}`, false);
+    }
+    const bytes = entries.reduce((n, e) => n + e.size, 0);
+    if (entries.length === 0 || bytes === 0) {
+      throw new ModelFetchError(
+        `Cannot use local model ${dir}: it holds no files on this host`,
+        false,
+      );
+    }
+    return dir;
+  }
+}
+
+/** The fetch error for what the hub or the cache threw: final or retryable, with its message. */
+export function fetchError(e: unknown): ModelFetchError {
+  if (e instanceof ModelFetchError) return e;
+  if (e instanceof InsufficientDiskError || e instanceof UnsafePathError) {
+    return new ModelFetchError(e.message, false);
+  }
+  if (e instanceof HubError || e instanceof DownloadFailedError) {
+    return new ModelFetchError(e.message, e.retryable);
+  }
+  return new ModelFetchError(errorMessage(e), true);
+}
+
+/** `p`, or the signal's reason once it aborts (`p` itself runs on). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** The regular files directly in `dir` (a model's files: config, weights, tokenizer) with sizes. */
+async function listDir(dir: string): Promise<{ name: string; size: number }[]> {
+  const out: { name: string; size: number }[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isDirectory) continue;
+    // A link (a hub-cache snapshot's entries are links) counts by its target.
+    const stat = await Deno.stat(`${dir}/${entry.name}`);
+    if (stat.isFile) out.push({ name: entry.name, size: stat.size });
+  }
+  return out;
+}

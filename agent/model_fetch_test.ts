@@ -1,0 +1,178 @@
+/**
+ * The agent's model fetcher against the fake hub in-process: a hub model
+ * resolved and fetched into the cache (the snapshot directory answered,
+ * `config.json` in it, progress known); two shards of one snapshot share the
+ * download; the hub's final answers (unknown repo, unknown revision, gated
+ * without a token) are final with its words; an unreachable hub is retryable;
+ * a local path is used in place after its check.
+ */
+import { inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
+import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
+import { HubClient } from "../models/hub_client.ts";
+import { HubToken } from "../models/hub_config.ts";
+import { ModelFetchError } from "../supervisor/model_fetcher.ts";
+import type { DesiredShard } from "../protocol/agent_protocol.ts";
+import { launch } from "../tests/fake_engine_harness.ts";
+import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
+import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
+import { CacheModelFetcher, fetchError, launchRevision } from "./model_fetch.ts";
+import { InsufficientDiskError } from "./model_cache/disk_space.ts";
+
+function shard(model: string, id = "r-1/0", commit?: string): DesiredShard {
+  const l = launch({ port: 8000 });
+  return {
+    id,
+    engine: "vllm",
+    launch: {
+      ...l,
+      shard_id: id,
+      model,
+      ...(commit === undefined ? {} : { model_commit: commit }),
+      port: null,
+      world: { ...l.world, rendezvous_port: null, leader_http_port: null },
+    },
+  };
+}
+
+async function setUp(root: string, token?: string) {
+  const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes: 64 * 1024 });
+  const gated = await syntheticModel({
+    repo: "acme/gated",
+    shards: 1,
+    weightBytes: 4096,
+    gated: "manual",
+    grantedTokens: ["hf_granted_0123456789"],
+  });
+  const hub = inProcessFakeHub({ repos: [model, gated], tokens: ["hf_granted_0123456789"] });
+  const client = new HubClient({
+    config: token === undefined ? { endpoint: hub.endpoint } : {
+      endpoint: hub.endpoint,
+      token: new HubToken(token),
+    },
+    fetch: hub.fetch,
+    userAgent: "llmgw-agent/test",
+  });
+  const { cache } = testCache(root, { chunkBytes: 16 * 1024 });
+  const fetcher = new CacheModelFetcher({ cache, hub: client });
+  return { hub, model, fetcher, cache };
+}
+
+const signal = () => new AbortController().signal;
+
+Deno.test("a hub model is resolved at main and fetched into the cache; its directory is answered", async () => {
+  await withTempDir(async (root) => {
+    const { hub, model, fetcher } = await setUp(root);
+    const s = shard("acme/tiny");
+    assertEquals(fetcher.progress(s), null);
+    const got = await fetcher.fetch(s, signal());
+    assertEquals(got.path, `${root}/models--acme--tiny/snapshots/${model.refs.main}`);
+    assertOk(Deno.statSync(`${got.path}/config.json`).isFile);
+    assertEquals(Deno.readTextFileSync(`${root}/models--acme--tiny/refs/main`), model.refs.main);
+    const p = fetcher.progress(s)!;
+    assertEquals([p.model, p.commit], ["acme/tiny", model.refs.main]);
+    // Only the agent asked the hub.
+    assertEquals(Object.keys(hub.counters.snapshot().byCaller), ["llmgw-agent/test"]);
+  });
+});
+
+Deno.test("two shards of one snapshot share the download: each byte fetched once", async () => {
+  await withTempDir(async (root) => {
+    const { hub, model, fetcher } = await setUp(root);
+    const [a, b] = await Promise.all([
+      fetcher.fetch(shard("acme/tiny", "r-1/0"), signal()),
+      fetcher.fetch(shard("acme/tiny", "r-2/0"), signal()),
+    ]);
+    assertEquals(a.path, b.path);
+    const size = model.commits[model.refs.main].reduce((n, f) => n + f.size, 0);
+    const counted = hub.counters.snapshot();
+    assertOk(counted.byKind.cdn.bytes <= size, `${counted.byKind.cdn.bytes} > ${size}`);
+    assertEquals(counted.byKind.api.requests, 1, "one revision lookup for both");
+  });
+});
+
+Deno.test("the control plane's commit is fetched as it is, without a ref", async () => {
+  await withTempDir(async (root) => {
+    const { model, fetcher } = await setUp(root);
+    const commit = model.refs.main;
+    assertEquals(launchRevision(shard("acme/tiny", "x", commit).launch), {
+      commit,
+      revision: commit,
+    });
+    const got = await fetcher.fetch(shard("acme/tiny", "x", commit), signal());
+    assertEquals(got.path, `${root}/models--acme--tiny/snapshots/${commit}`);
+  });
+});
+
+Deno.test("final hub answers are final, with the hub's words; an unreachable hub is retryable", async () => {
+  await withTempDir(async (root) => {
+    const { hub, fetcher } = await setUp(root);
+    const gated = await assertRejects(
+      () => fetcher.fetch(shard("acme/gated"), signal()),
+      ModelFetchError,
+    );
+    assertOk(!(gated as ModelFetchError).retryable);
+    assertEquals(
+      gated.message,
+      "model acme/gated is gated: set HF_TOKEN to a token that was granted access",
+    );
+    const unknown = await assertRejects(
+      () => fetcher.fetch(shard("acme/nope"), signal()),
+      ModelFetchError,
+      "model acme/nope not found",
+    );
+    assertOk(!(unknown as ModelFetchError).retryable);
+    const badCommit = "0".repeat(40);
+    const rev = await assertRejects(
+      () => fetcher.fetch(shard("acme/tiny", "y", badCommit), signal()),
+      ModelFetchError,
+      `revision ${badCommit} not found`,
+    );
+    assertOk(!(rev as ModelFetchError).retryable);
+    await hub.offline();
+    const down = await assertRejects(
+      () => fetcher.fetch(shard("acme/tiny", "z"), signal()),
+      ModelFetchError,
+      "unreachable",
+    );
+    assertOk((down as ModelFetchError).retryable);
+  });
+});
+
+Deno.test("a gated repo with a granted token is fetched; the token is in no error or progress", async () => {
+  await withTempDir(async (root) => {
+    const { fetcher } = await setUp(root, "hf_granted_0123456789");
+    const s = shard("acme/gated");
+    const got = await fetcher.fetch(s, signal());
+    assertOk(Deno.statSync(`${got.path}/config.json`).isFile);
+    assertOk(!JSON.stringify(fetcher.progress(s)).includes("hf_granted"));
+  });
+});
+
+Deno.test("a disk too small is final, with the numbers; other errors keep the sources' word", () => {
+  const disk = fetchError(new InsufficientDiskError("/cache", "acme/x@c", 2 ** 30, 2 ** 20));
+  assertOk(!disk.retryable);
+  assertOk(disk.message.includes("insufficient_disk"), disk.message);
+  assertOk(fetchError(new Error("socket hang up")).retryable);
+});
+
+Deno.test("a local path is used in place after its check; a missing or empty one is final", async () => {
+  await withTempDir(async (root) => {
+    const { fetcher, hub } = await setUp(root);
+    const dir = `${root}/local-model`;
+    Deno.mkdirSync(dir);
+    const empty = await assertRejects(() => fetcher.fetch(shard(dir), signal()), ModelFetchError);
+    assertEquals(empty.message, `Cannot use local model ${dir}: it holds no files on this host`);
+    Deno.writeTextFileSync(`${dir}/config.json`, "{}");
+    assertEquals(await fetcher.fetch(shard(`file://${dir}`), signal()), { path: dir, bytes: 0 });
+    const gone = await assertRejects(
+      () => fetcher.fetch(shard(`${root}/nothing`), signal()),
+      ModelFetchError,
+    );
+    assertOk(!(gone as ModelFetchError).retryable);
+    assertEquals(
+      gone.message,
+      `Cannot use local model ${root}/nothing: no such directory on this host`,
+    );
+    assertEquals(hub.counters.snapshot().byKind.api.requests, 0, "a local path asks no hub");
+  });
+});
