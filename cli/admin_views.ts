@@ -5,6 +5,7 @@
  * @module
  */
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
+import { shortCommit } from "../deployment/model_revision.ts";
 import { explanationLines } from "../placement/place.ts";
 import type {
   DeploymentListing,
@@ -62,12 +63,18 @@ export function deploymentTable(
   replicas: readonly ReplicaListing[],
   wide = false,
 ): string {
-  const header = ["DEPLOYMENT", "READY", "MODEL", "SERVED AS"];
+  const header = ["DEPLOYMENT", "READY", "MODEL", "MODEL REVISION", "SERVED AS"];
   if (wide) header.push("ROUTING", "PROFILES", "REVISION", "UPDATED");
   return renderTable(
     header,
     deployments.map((d) => {
-      const row = [d.name, readyColumn(d, replicas), d.spec.model, d.spec.served_model_name];
+      const row = [
+        d.name,
+        readyColumn(d, replicas),
+        d.spec.model,
+        modelRevisionCell(d),
+        d.spec.served_model_name,
+      ];
       if (wide) {
         row.push(
           d.spec.routing ?? `${DEFAULT_ROUTING} (default)`,
@@ -79,6 +86,23 @@ export function deploymentTable(
       return row;
     }),
   );
+}
+
+/**
+ * A deployment's model revision and the commit it resolved to, short:
+ * `main@1a2b3c4`; `main@?` while unresolved; `-` for a local path model.
+ */
+export function modelRevisionCell(d: DeploymentListing): string {
+  if (d.spec.revision === undefined) return "-";
+  const commit = d.model_commit ?? null;
+  return `${d.spec.revision}@${commit === null ? "?" : shortCommit(commit)}`;
+}
+
+/** The model revision and its full commit, as `describe` shows them. */
+export function modelRevisionText(d: DeploymentListing): string {
+  if (d.spec.revision === undefined) return "- (a local path: used as it is)";
+  const commit = d.model_commit ?? null;
+  return `${d.spec.revision} → ${commit ?? "not resolved yet (the control plane retries)"}`;
 }
 
 function progressCell(s: ShardListing): string {

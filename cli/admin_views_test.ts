@@ -1,6 +1,13 @@
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import type { ReplicaListing, ShardListing } from "../protocol/admin_protocol.ts";
-import { deploymentTable, eventTable, failureLines, replicaTable } from "./admin_views.ts";
+import {
+  deploymentTable,
+  eventTable,
+  failureLines,
+  modelRevisionCell,
+  modelRevisionText,
+  replicaTable,
+} from "./admin_views.ts";
 
 const REASON =
   "exited with code 2: the engine refused its arguments: unrecognized arguments: --max-model-lenn";
@@ -150,4 +157,37 @@ Deno.test("get replicas and explain: a crash-looping shard shows its count, rest
     "    log tail:",
     "      ModuleNotFoundError: No module named 'sglang'",
   ]);
+});
+
+Deno.test("get deployments: MODEL REVISION is the revision with its short commit, ? while unresolved, - for a path; describe shows it whole", () => {
+  const commit = "0123456789abcdef0123456789abcdef01234567";
+  const listing = (model: string, revision: string | undefined, model_commit: string | null) => ({
+    name: "m",
+    spec: {
+      name: "m",
+      model,
+      ...(revision === undefined ? {} : { revision }),
+      served_model_name: "m",
+      replicas: 1,
+      profiles: [{ name: "p", engine: "vllm" }],
+    },
+    created_at: 0,
+    updated_at: 0,
+    model_commit,
+  });
+  const cases: [ReturnType<typeof listing>, string, string][] = [
+    [listing("org/m", "main", commit), "main@0123456", `main → ${commit}`],
+    [
+      listing("org/m", "v2", null),
+      "v2@?",
+      "v2 → not resolved yet (the control plane retries)",
+    ],
+    [listing("/models/m", undefined, null), "-", "- (a local path: used as it is)"],
+  ];
+  for (const [d, cell, text] of cases) {
+    assertEquals([modelRevisionCell(d), modelRevisionText(d)], [cell, text]);
+    const [header, row] = deploymentTable([d], []).split("\n");
+    assertOk(header.includes("MODEL REVISION"), header);
+    assertOk(row.includes(` ${cell} `), row);
+  }
 });

@@ -21,7 +21,14 @@ import {
   StoredDeploymentSchema,
 } from "../protocol/admin_protocol.ts";
 import { adminAnswer, type AdminCall, AdminError } from "./admin_client.ts";
-import { eventBlock, explainLines, freeGpus, readyColumn, replicaTable } from "./admin_views.ts";
+import {
+  eventBlock,
+  explainLines,
+  freeGpus,
+  modelRevisionText,
+  readyColumn,
+  replicaTable,
+} from "./admin_views.ts";
 import { coldStartLines } from "./cold_start_view.ts";
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
@@ -193,6 +200,8 @@ export function describedText(d: Described): string {
     out.push(
       field("Deployment", d.deployment.name),
       field("Model", s.model),
+      field("Model revision", modelRevisionText(d.deployment)),
+      ...(s.pinned === true ? [field("Pinned", "yes: agents keep its files")] : []),
       field("Served as", s.served_model_name),
       field("Ready", `${readyColumn(d.deployment, d.replicas)} replicas`),
       field("Routing", s.routing ?? `${DEFAULT_ROUTING} (default)`),

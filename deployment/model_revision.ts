@@ -50,6 +50,11 @@ export function revisionProblem(revision: string): string | null {
   return null;
 }
 
+/** A commit as tables and pages show it: its first 7 hex digits, as git abbreviates one. */
+export function shortCommit(commit: string): string {
+  return commit.slice(0, 7);
+}
+
 /** True for a model given as a local or shared path (absolute, or `file://`): it takes no revision. */
 export function isLocalModel(model: string): boolean {
   return model.startsWith("file://") || localModelDir(model) !== null;

@@ -235,11 +235,16 @@ export const RevisionSchema = z.object({
   from_revision: z.number().int().nullable().describe("For undo and revert: the spec's revision"),
   outcome: z.enum(["rolling_out", "complete", "failed", "superseded"]),
   reason: z.string().nullable().describe("Why it failed"),
+  model_commit: z.string().nullable().optional().describe(
+    "The commit its model revision resolved to; null when unknown or a local path",
+  ),
 });
 /** A deployment's spec as answers carry it: the fields `llmgw` reads (deployment/schema.ts). */
 export const DeploymentSpecSchema = z.looseObject({
   name: z.string(),
   model: z.string(),
+  revision: z.string().optional().describe("The hub revision; absent for a local path model"),
+  pinned: z.boolean().optional(),
   served_model_name: z.string(),
   replicas: z.number().int(),
   routing: z.string().optional(),
@@ -261,6 +266,10 @@ export const StoredDeploymentSchema = z.object({
   history: z.array(RevisionSchema).optional().describe("Recent revisions, oldest first"),
   rollout: RolloutRecordSchema.nullable().optional().describe("The rollout under way, or null"),
   uid: z.string().optional().describe("This incarnation's identity"),
+  model_commit: z.string().nullable().optional().describe(
+    "The commit the current revision's model revision resolved to (issue #25 item 1); null: " +
+      "a local path model, or not resolved yet",
+  ),
 });
 
 /** A deployment as answers carry it. */

@@ -11,6 +11,7 @@ import type { ReplicaState, ReplicaView } from "../control/views.ts";
 import type { StoredDeployment } from "../control/store/store.ts";
 import { Layout, type SessionView, StateBadge } from "./layout.tsx";
 import { compareNatural } from "../text/natural_order.ts";
+import { shortCommit } from "../deployment/model_revision.ts";
 
 /** Replica states in lifecycle order. */
 const REPLICA_STATES: readonly ReplicaState[] = [
@@ -101,6 +102,13 @@ function DeploymentPanel(
       <div class="head">
         <h2>{d.name}</h2>
         <span class="mute small">{d.spec.model}</span>
+        {d.spec.revision === undefined
+          ? null
+          : (
+            <span class="mute small" title={d.model_commit ?? "not resolved yet"}>
+              @{d.spec.revision} {d.model_commit ? shortCommit(d.model_commit) : "(unresolved)"}
+            </span>
+          )}
         <span
           class={`badge ${ready === d.spec.replicas ? "s-ready" : "s-pending"}`}
         >
