@@ -162,12 +162,12 @@ Deno.test("agent metrics: shard states, restarts and times to ready", () => {
   const byState = values(fs, "llmgw_agent_shards");
   assertEquals(
     SHARD_STATES.map((state) => byState[JSON.stringify({ state })]),
-    [0, 0, 0, 1, 0, 0, 0, 1],
+    [0, 0, 0, 0, 1, 0, 0, 0, 1],
   );
   const odd = values(fs, "llmgw_agent_shard_state");
   assertEquals(
     SHARD_STATES.map((state) => odd[JSON.stringify({ shard: ODD_ID, state })]),
-    [0, 0, 0, 0, 0, 0, 0, 1],
+    [0, 0, 0, 0, 0, 0, 0, 0, 1],
   );
   assertEquals(values(fs, "llmgw_agent_shard_restarts_total"), {
     [JSON.stringify({ shard: ODD_ID })]: 2,
