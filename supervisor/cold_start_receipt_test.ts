@@ -28,6 +28,7 @@ import {
   receiptDownload,
   receiptLine,
   receiptReady,
+  ReceiptRecorder,
 } from "./cold_start_receipt.ts";
 
 const VLLM = compilePhasePatterns(VLLM_COLD_START_PHASES);
@@ -283,4 +284,25 @@ Deno.test("the download slot takes the model cache's figures", () => {
   const r = receiptDownload(newReceipt(0, VLLM), { seconds: 12.5, bytes: 16_000_000_000 });
   assertEquals(r.download, { seconds: 12.5, bytes: 16_000_000_000 });
   ColdStartReceiptSchema.parse(r);
+});
+
+Deno.test("the recorder: a receipt per spawn, the download that preceded it, none when adopted", () => {
+  const r = new ReceiptRecorder();
+  r.downloaded({ seconds: 1, bytes: 1 });
+  assertEquals(r.receipt, null);
+  r.spawned(1_000, VLLM_COLD_START_PHASES);
+  r.downloaded({ seconds: 42, bytes: 16_000_000_000 });
+  r.line(VLLM_COLD[0][1], 2_000);
+  assertEquals(r.receipt?.download, { seconds: 42, bytes: 16_000_000_000 });
+  assertEquals(phase(r.receipt!, "weights")?.start_ms, 1_000);
+  const settled = r.ready(9_000);
+  assertEquals(phase(settled!, "ready")?.end_ms, 8_000);
+  // Told once: a second ready gives nothing.
+  assertEquals(r.ready(10_000), null);
+  // The next spawn starts over, with no download (a restart fetches nothing).
+  r.spawned(20_000, VLLM_COLD_START_PHASES);
+  assertEquals([r.receipt?.spawned_at, r.receipt?.download], [20_000, null]);
+  r.forget();
+  assertEquals(r.receipt, null);
+  assertEquals(r.ready(30_000), null);
 });
