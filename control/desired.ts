@@ -10,6 +10,8 @@ import { launchReady, shardLaunches } from "../engines/launch.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
+import type { ModelSources } from "../protocol/model_sources.ts";
+import { modelSourcesByNode } from "./model_sources.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredPlacement } from "./store/store.ts";
@@ -41,7 +43,12 @@ export function placementLaunches(
 /** Desired states by node, with their long-poll waiters. */
 export class DesiredStates {
   readonly #state: ControlState;
-  readonly #desired = new Map<string, { key: string; shards: DesiredShard[] }>();
+  readonly #desired = new Map<
+    string,
+    { key: string; shards: DesiredShard[]; sources: ModelSources[] }
+  >();
+  /** Each node's model sources as last planned (control/model_sources.ts). */
+  #sources = new Map<string, ModelSources[]>();
   readonly #waiters = new Map<string, Set<() => void>>();
   #closed = false;
 
@@ -70,9 +77,10 @@ export class DesiredStates {
       }
     }
     shards.sort((a, b) => compareNatural(a.id, b.id));
-    const key = JSON.stringify(shards);
+    const sources = this.#sources.get(nodeId) ?? [];
+    const key = JSON.stringify([shards, sources]);
     const previous = this.#desired.get(nodeId);
-    this.#desired.set(nodeId, { key, shards });
+    this.#desired.set(nodeId, { key, shards, sources });
     if (previous === undefined || previous.key === key) return;
     const node = state.nodes.get(nodeId)!;
     node.generation++;
@@ -83,8 +91,19 @@ export class DesiredStates {
     for (const wake of this.#waiters.get(nodeId) ?? []) wake();
   }
 
-  /** Recomputes the desired state of every node marked dirty, then clears the marks. */
+  /**
+   * Recomputes the desired state of every node marked dirty, and of every
+   * node whose model sources the new peer plan changed (a source died, a
+   * host became ready), then clears the marks.
+   */
   async publishDirty(): Promise<void> {
+    const planned = modelSourcesByNode(this.#state, this.#placedLaunches());
+    for (const id of new Set([...planned.keys(), ...this.#sources.keys()])) {
+      if (JSON.stringify(planned.get(id)) !== JSON.stringify(this.#sources.get(id))) {
+        this.#state.dirty.add(id);
+      }
+    }
+    this.#sources = planned;
     const ids = [...this.#state.dirty];
     this.#state.dirty.clear();
     for (const id of ids) {
@@ -125,10 +144,24 @@ export class DesiredStates {
     if (node === undefined) {
       throw new NotFoundError(`node ${nodeId} is not registered`, "unknown_node");
     }
+    const desired = this.#desired.get(nodeId);
     return {
       generation: node.generation,
-      shards: structuredClone(this.#desired.get(nodeId)?.shards ?? []),
+      shards: structuredClone(desired?.shards ?? []),
+      ...(desired === undefined || desired.sources.length === 0
+        ? {}
+        : { model_sources: structuredClone(desired.sources) }),
     };
+  }
+
+  /** Every placed shard's launch, of every replica. */
+  *#placedLaunches() {
+    const state = this.#state;
+    for (const r of state.replicas.values()) {
+      if (r.phase !== "placed" || r.placement === null) continue;
+      const d = state.specOf(r);
+      if (d !== undefined) yield* placementLaunches(state, r.placement, d) ?? [];
+    }
   }
 
   /** Forgets a removed node's desired state; its long polls wake (and find it gone). */

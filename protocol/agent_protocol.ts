@@ -33,6 +33,7 @@ import type { Assert, Same } from "./same_type.ts";
 import type { DesiredLaunch, MetricNames, ShardLaunch } from "../engines/types.ts";
 import { REPORT_BOUNDS } from "./report_bounds.ts";
 import { DesiredLaunchSchema } from "./shard_launch.ts";
+import { MAX_MODEL_SOURCES, type ModelSources, ModelSourcesSchema } from "./model_sources.ts";
 import { type ColdStartReceipt, ColdStartReceiptSchema } from "./cold_start_receipt.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
 import { type ShardDownload, ShardDownloadSchema } from "./shard_download.ts";
@@ -325,6 +326,11 @@ export interface DesiredState {
   generation: number;
   /** Every shard the node should run; anything else must stop. */
   shards: DesiredShard[];
+  /**
+   * Where to fetch each model revision the shards need (protocol/model_sources.ts);
+   * absent from older control planes and when no revision is shared.
+   */
+  model_sources?: ModelSources[];
 }
 
 /** The most shards one node's desired state lists. */
@@ -351,6 +357,7 @@ export const DesiredShardSchema = z.object({
 export const DesiredStateSchema = z.object({
   generation: z.number().int().min(0),
   shards: z.array(DesiredShardSchema).max(MAX_DESIRED_SHARDS),
+  model_sources: z.array(ModelSourcesSchema).max(MAX_MODEL_SOURCES).optional(),
 });
 
 // `deno check` fails here when the interfaces and the schema drift apart.

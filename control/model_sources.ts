@@ -1,0 +1,77 @@
+/**
+ * The control plane's side of "once per fleet" (issue #25 item 3): for
+ * every model revision that placed replicas need, the peer plan
+ * (models/peer_plan.ts) over the nodes running them that are alive, turned
+ * into each node's `model_sources` (protocol/model_sources.ts) for its
+ * desired state. A node that stops heartbeating (unreachable, lost) drops
+ * out of the plan at the next pass, so the nodes that fetched from it are
+ * given the hosts before it.
+ *
+ * - A node **holds** a revision when a shard of it there reports `ready`
+ *   (its files were fetched and verified before the engine started).
+ * - A node **can serve** when its local API is https: the peer route needs
+ *   the cluster's TLS (agent/peer_server.ts).
+ * - A model given as a local or shared path is used in place on each host:
+ *   no plan.
+ *
+ * @module
+ */
+import { isLocalModel } from "../deployment/model_revision.ts";
+import type { DesiredLaunch } from "../engines/types.ts";
+import { type PlanHost, planPeerSources } from "../models/peer_plan.ts";
+import type { ModelSources } from "../protocol/model_sources.ts";
+import type { ControlState } from "./state.ts";
+
+/** Node states whose agents are not heartbeating: never a source, never planned for. */
+const SILENT = new Set(["unreachable", "lost"]);
+
+/**
+ * Each node's model sources, for the revisions it shares with other nodes,
+ * from every placed shard's launch.
+ */
+export function modelSourcesByNode(
+  state: ControlState,
+  launches: Iterable<DesiredLaunch>,
+): Map<string, ModelSources[]> {
+  // model revision → node → whether a shard of it there is ready
+  const needs = new Map<string, { model: string; commit?: string; nodes: Map<string, boolean> }>();
+  for (const launch of launches) {
+    if (isLocalModel(launch.model)) continue;
+    const node = launch.node.id;
+    const liveness = state.inventory.stateOf(node);
+    if (liveness === undefined || SILENT.has(liveness)) continue;
+    const key = `${launch.model}@${launch.model_commit ?? ""}`;
+    let entry = needs.get(key);
+    if (entry === undefined) {
+      entry = { model: launch.model, commit: launch.model_commit, nodes: new Map() };
+      needs.set(key, entry);
+    }
+    const ready = state.reports.get(node)?.get(launch.shard_id)?.state === "ready";
+    entry.nodes.set(node, (entry.nodes.get(node) ?? false) || ready);
+  }
+  const out = new Map<string, ModelSources[]>();
+  for (const { model, commit, nodes } of needs.values()) {
+    if (nodes.size < 2) continue;
+    const urls = new Map<string, string>();
+    const hosts: PlanHost[] = [...nodes].map(([node, holds]) => {
+      const url = state.nodes.get(node)?.registration.agent_url ?? null;
+      if (url !== null && url.startsWith("https:")) urls.set(node, url);
+      return { node, holds, canServe: urls.has(node) };
+    });
+    for (const [node, sources] of planPeerSources(hosts)) {
+      if (sources.peers.length === 0) continue;
+      const list = out.get(node) ?? [];
+      list.push({
+        model,
+        ...(commit === undefined ? {} : { commit }),
+        peers: sources.peers.map((p) => ({ node_id: p, url: urls.get(p)! })),
+        origin: sources.origin,
+      });
+      out.set(node, list);
+    }
+  }
+  for (const list of out.values()) {
+    list.sort((a, b) => `${a.model}@${a.commit}` < `${b.model}@${b.commit}` ? -1 : 1);
+  }
+  return out;
+}
