@@ -157,7 +157,9 @@ function implicitStart(receipt: ColdStartReceipt, phase: LogPhase, atMs: number)
 
 function parseSeconds(v: string | undefined): number | null {
   if (v === undefined || !/^\d+(\.\d+)?$/.test(v)) return null;
-  return Number(v);
+  // 400 digits parse to Infinity, which the wire refuses: a figure too big to be true is no figure.
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
 }
 
 /**

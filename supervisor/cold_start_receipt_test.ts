@@ -306,3 +306,13 @@ Deno.test("the recorder: a receipt per spawn, the download that preceded it, non
   assertEquals(r.receipt, null);
   assertEquals(r.ready(30_000), null);
 });
+
+Deno.test("an engine figure too big to be a number is left out, so the report stays valid", () => {
+  const pats = compilePhasePatterns([
+    { phase: "weights", marks: "end", regex: String.raw`took (?<seconds>\d+) s` },
+  ]);
+  const r = receiptLine(newReceipt(0, pats), pats, `took ${"9".repeat(400)} s`, 5);
+  assertEquals(phase(r, "weights")?.engine_seconds, null);
+  assertEquals(phase(r, "weights")?.end_ms, 5);
+  ColdStartReceiptSchema.parse(receiptReady(r, 6));
+});
