@@ -46,6 +46,8 @@ import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { FakeClock } from "./fake_clock.ts";
 import { emptyAgentMetrics } from "../agent/metrics.ts";
+import { PeerServer } from "../agent/peer_server.ts";
+import { CacheLayout } from "../agent/model_cache/cache_layout.ts";
 import { CSRF_HEADER, SESSION_COOKIE, UI_ROUTES, uiApp } from "../ui/mod.ts";
 import { ASSETS } from "../ui/assets.ts";
 
@@ -1247,4 +1249,39 @@ Deno.test("the gateway forwards only to published endpoints, whatever the reques
     await good.server.shutdown();
     await victim.server.shutdown();
   }
+});
+
+Deno.test("auth matrix: the agent's peer route — a node certificate of the cluster, never a bearer token", async () => {
+  // The route sits beside the local API on its listener, outside the Hono app:
+  // its rule is the TLS caller's certificate, so every token kind × every caller.
+  const peer = new PeerServer({ layout: new CacheLayout("/nonexistent/llmgw-peer-matrix") });
+  const tokens: Record<string, string | null> = {
+    "none": null,
+    "agent local": bearer(newToken("llmgw_local")),
+    "admin": bearer(newToken("llmgw_admin")),
+    "node credential": bearer(newToken("llmgw_node")),
+    "gateway API key": bearer(newToken("sk-llmgw")),
+  };
+  const callers = {
+    "plain HTTP": null,
+    "no client certificate": { peerVerified: false, peerCommonName: null },
+    "the control plane's certificate": { peerVerified: true, peerCommonName: "llmgw-control" },
+    "a node certificate": { peerVerified: true, peerCommonName: "node:n2" },
+  };
+  const failures: string[] = [];
+  for (const [who, caller] of Object.entries(callers)) {
+    for (const [kind, header] of Object.entries(tokens)) {
+      const res = await peer.handle(
+        new Request(`https://n1:7400/peer/v1/blobs/acme/m/${"ab".repeat(32)}?size=10`, {
+          headers: { range: "bytes=0-9", ...(header === null ? {} : { authorization: header }) },
+        }),
+        caller,
+      );
+      await res.body?.cancel();
+      // Through the door, a blob this agent does not hold is 404 not_held; no token changes that.
+      const want = who === "a node certificate" ? 404 : 403;
+      if (res.status !== want) failures.push(`${who} with ${kind}: ${res.status}`);
+    }
+  }
+  assertEquals(failures, []);
 });
