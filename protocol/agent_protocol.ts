@@ -37,6 +37,8 @@ import { MAX_MODEL_SOURCES, type ModelSources, ModelSourcesSchema } from "./mode
 import { type ColdStartReceipt, ColdStartReceiptSchema } from "./cold_start_receipt.ts";
 import { WireFormatError, type WireIssue } from "./wire_error.ts";
 import { type ShardDownload, ShardDownloadSchema } from "./shard_download.ts";
+import { ModelCacheReportSchema } from "./model_cache_report.ts";
+import { type DesiredModel, DesiredModelSchema, MAX_DESIRED_MODELS } from "./desired_models.ts";
 
 /** The protocol version; a control plane refuses agents of another. */
 export const AGENT_PROTOCOL_VERSION = 1;
@@ -276,6 +278,12 @@ export const HeartbeatRequestSchema = z.object({
   shards: z.array(ShardReportSchema).max(1024),
   /** Fresh GPU health, when rediscovered. */
   gpus: GpuReportsSchema.optional(),
+  /**
+   * The agent's model cache (protocol/model_cache_report.ts). Absent from
+   * older agents and agents without a cache: their nodes are not filtered
+   * for disk.
+   */
+  model_cache: ModelCacheReportSchema.optional(),
 });
 
 /** The answer to a heartbeat. */
@@ -331,6 +339,11 @@ export interface DesiredState {
    * absent from older control planes and when no revision is shared.
    */
   model_sources?: ModelSources[];
+  /**
+   * Model revisions to keep (pinned) or fetch now (pulled) besides the
+   * shards' (protocol/desired_models.ts); absent from older control planes.
+   */
+  models?: DesiredModel[];
 }
 
 /** The most shards one node's desired state lists. */
@@ -358,6 +371,7 @@ export const DesiredStateSchema = z.object({
   generation: z.number().int().min(0),
   shards: z.array(DesiredShardSchema).max(MAX_DESIRED_SHARDS),
   model_sources: z.array(ModelSourcesSchema).max(MAX_MODEL_SOURCES).optional(),
+  models: z.array(DesiredModelSchema).max(MAX_DESIRED_MODELS).optional(),
 });
 
 // `deno check` fails here when the interfaces and the schema drift apart.

@@ -58,4 +58,10 @@ export const REPORT_BOUNDS = {
   downloadSources: 16,
   /** One source's name. */
   downloadSource: 256,
+  /** Revisions of a model cache report (the most recently used; the rest counted). */
+  cacheRevisions: 256,
+  /** A cached revision's hub id. */
+  cacheRepo: 1024,
+  /** Evictions one heartbeat carries (older ones wait for the next). */
+  cacheEvictions: 64,
 } as const;

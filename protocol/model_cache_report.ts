@@ -1,0 +1,103 @@
+/**
+ * What an agent reports about its model cache in each heartbeat (issue #25
+ * item 5): the revisions it holds or is fetching, the room a new revision
+ * has under the high watermark once everything evictable is evicted
+ * (placement's `insufficient_disk` and its preference for holders read
+ * these), and the evictions since the last heartbeat the control plane
+ * took (each becomes a `model_evicted` event).
+ *
+ * Optional on the wire (`model_cache` of the heartbeat): an older agent
+ * sends none, and its nodes are then neither filtered for disk nor
+ * preferred as holders. Bounded by protocol/report_bounds.ts: the most
+ * recently used {@link REPORT_BOUNDS.cacheRevisions} revisions are listed
+ * (every one being fetched first), the rest only counted in `omitted`.
+ *
+ * @module
+ */
+import { z } from "zod";
+import { COMMIT_PATTERN } from "../models/hub_protocol.ts";
+import { REPORT_BOUNDS } from "./report_bounds.ts";
+import type { Assert, Same } from "./same_type.ts";
+
+/** One model revision in an agent's cache. */
+export interface CachedRevisionReport {
+  /** The hub id. */
+  repo: string;
+  /** The commit (40 hex). */
+  commit: string;
+  /** Its bytes: the files its snapshot links, or the download's total while it is fetched. */
+  bytes: number;
+  /** `complete`: every file verified and linked; `downloading`: being fetched now. */
+  state: "complete" | "downloading";
+  /** Bytes on disk so far (`bytes` when complete). */
+  bytes_done: number;
+  /** When a shard last used it or its download completed (ms since epoch); null if never recorded. */
+  last_used: number | null;
+  /** Kept from eviction: a deployment with `pinned: true` names it. */
+  pinned: boolean;
+}
+
+/** One revision the agent evicted. */
+export interface EvictionReport {
+  /** The hub id. */
+  repo: string;
+  /** The commit. */
+  commit: string;
+  /** Bytes freed. */
+  bytes: number;
+  /** When (ms since epoch). */
+  at: number;
+  /** Why, in words (the disk over the high watermark, with the numbers). */
+  reason: string;
+}
+
+/** An agent's model cache, as its heartbeat carries it. */
+export interface ModelCacheReport {
+  /**
+   * Bytes a new revision may take before the cache's disk passes the high
+   * watermark, once every revision no shard uses and no deployment pins is
+   * evicted; null when the agent could not read its disk.
+   */
+  room_bytes: number | null;
+  /** Revisions held or being fetched: downloads first, then most recently used. */
+  revisions: CachedRevisionReport[];
+  /** Revisions held beyond the bound and left out (least recently used). */
+  omitted: number;
+  /** Evictions not yet reported, oldest first. */
+  evicted: EvictionReport[];
+}
+
+const Repo = z.string().min(1).max(REPORT_BOUNDS.cacheRepo);
+const Commit = z.string().regex(COMMIT_PATTERN, "must be a commit of 40 hex digits");
+
+/** The schema of {@link ModelCacheReport}. */
+export const ModelCacheReportSchema = z.object({
+  room_bytes: z.number().int().min(0).nullable(),
+  revisions: z.array(z.object({
+    repo: Repo,
+    commit: Commit,
+    bytes: z.number().int().min(0),
+    state: z.enum(["complete", "downloading"]),
+    bytes_done: z.number().int().min(0),
+    last_used: z.number().nullable(),
+    pinned: z.boolean(),
+  })).max(REPORT_BOUNDS.cacheRevisions),
+  omitted: z.number().int().min(0),
+  evicted: z.array(z.object({
+    repo: Repo,
+    commit: Commit,
+    bytes: z.number().int().min(0),
+    at: z.number(),
+    reason: z.string().max(REPORT_BOUNDS.reason),
+  })).max(REPORT_BOUNDS.cacheEvictions),
+});
+
+// `deno check` fails here when the interfaces and the schema drift apart.
+type _ModelCacheReportMatchesSchema = Assert<
+  Same<z.output<typeof ModelCacheReportSchema>, ModelCacheReport>
+>;
+
+/** `repo@commit`: how placement and the control plane name a held revision. */
+export function revisionName(repo: string, commit: string): string {
+  return `${repo}@${commit}`;
+}
