@@ -267,8 +267,6 @@ export class ShardRunner {
         case "launch":
           await this.#launchRun();
           break;
-        default: // the model's fetch: a try, or why the last one failed
-          this.#model?.act(a, (outcome) => void this.#feed(outcome));
         case "reap":
           await this.#reap();
           break;
@@ -279,6 +277,8 @@ export class ShardRunner {
         case "probe":
           await this.#probe(a.mode);
           break;
+        default: // the model's fetch: a try, its stop, or why the last one failed
+          this.#model?.act(a, (outcome) => void this.#feed(outcome));
       }
     }
   }
@@ -293,7 +293,7 @@ export class ShardRunner {
       this.#say("port_held", taken.notice);
     }
     try {
-      this.#spec = await this.#prepare(taken.launch);
+      this.#spec = await this.#prepare(this.#launch);
     } catch (e) {
       const reason = `cannot prepare the engine's command: ${errorMessage(e)}`;
       return await this.#failed({ reason, kind: "restartable" }, null);

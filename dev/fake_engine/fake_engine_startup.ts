@@ -12,6 +12,7 @@ import type { FlagValue } from "./fake_engine_argparse.ts";
 import type { EngineConfig } from "./fake_engine_command.ts";
 import { SGLANG_FLAGS, VLLM_FLAGS } from "./fake_engine_flags.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
+import { isFile, modelOpenProblem } from "./fake_engine_model_files.ts";
 
 /**
  * Logs the startup lines of `rt`'s engine; exits 1 when CUDA_VISIBLE_DEVICES
@@ -54,6 +55,7 @@ export function announceStartup(rt: Runtime, workerPid: number | null): void {
         )
       }`,
     );
+    exitOnModelProblem(rt);
     if (cfg.executor_backend === "ray") {
       log.fake("--distributed-executor-backend ray: no Ray cluster is contacted");
     }
@@ -89,6 +91,7 @@ export function announceStartup(rt: Runtime, workerPid: number | null): void {
         // Real SGLang prints the key here; the fake only when asked to.
         knobs.leak_api_key && cfg.api_keys.length > 0 ? `, api_key='${cfg.api_keys[0]}'` : ""})`,
     );
+    exitOnModelProblem(rt);
   }
   if (gpuProblem !== null) {
     if (isVllm) log.core("ERROR", "core.py:710", `ValueError: ${gpuProblem}`);
@@ -96,6 +99,20 @@ export function announceStartup(rt: Runtime, workerPid: number | null): void {
     log.fake("exiting with code 1 (not enough visible GPUs)");
     Deno.exit(1);
   }
+}
+
+/** Exits 1 with the engine's own lines when it cannot open its model (fake_engine_model_files.ts). */
+function exitOnModelProblem(rt: Runtime): void {
+  const { cfg, log } = rt;
+  const engine = cfg.engine === "vllm" ? "vllm" : "sglang";
+  const lines = modelOpenProblem(engine, cfg.model, (n) => Deno.env.get(n), isFile);
+  if (lines === null) return;
+  for (const line of lines) {
+    if (engine === "vllm") log.api("ERROR", "api_server.py:1990", line);
+    else log.api("ERROR", "", line);
+  }
+  log.fake("exiting with code 1 (the model cannot be opened)");
+  Deno.exit(1);
 }
 
 /** A value as Python's repr() prints it. */
