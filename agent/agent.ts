@@ -52,7 +52,7 @@ import {
 import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
 import { prepareShard } from "./prepare_shard.ts";
-import { agentModels } from "./agent_models.ts";
+import { type AgentModels, agentModels } from "./agent_models.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 
@@ -85,6 +85,7 @@ export class Agent {
   #proxyToken: string | null = null;
   #timeToReady: TimeToReadyHistogram = emptyTimeToReady();
   #coldStart: ColdStartHistograms = [];
+  #models: AgentModels | null = null;
 
   readonly #stopCtl = new AbortController();
   #tasks: Promise<void>[] = [];
@@ -159,6 +160,7 @@ export class Agent {
       discovery: this.#discovery,
       desired: this.#desired,
       shards,
+      modelCache: () => this.#models?.reporter ?? null,
       tls,
       retry,
       log,
@@ -284,7 +286,14 @@ export class Agent {
         await this.#listenProxy(proxyListen);
       }
 
-      const models = o.models && agentModels(o.models, this.#supLog, o.agentVersion ?? "unknown");
+      const models = o.models &&
+        agentModels(
+          o.models,
+          this.#supLog,
+          o.agentVersion ?? "unknown",
+          () => this.#desired.applied,
+        );
+      this.#models = models ?? null;
       const modelCache = models?.root; // engines read it with the hub off (prepare_shard.ts)
       supervisor = new Supervisor({
         ...o.supervisor,

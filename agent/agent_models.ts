@@ -15,6 +15,8 @@ import type { CacheSettings } from "./model_cache/cache_flags.ts";
 import type { CacheEvent } from "./model_cache/cache_events.ts";
 import { ModelCache } from "./model_cache/model_cache.ts";
 import { CacheModelFetcher } from "./model_fetch.ts";
+import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
+import { systemClock } from "../time/clock.ts";
 
 /** What an agent's model cache is made of (AgentOptions `models`). */
 export interface AgentModelOptions {
@@ -34,22 +36,42 @@ export interface AgentModels {
   cache: ModelCache;
   /** What the supervisor fetches models through. */
   fetcher: CacheModelFetcher;
+  /** The cache's heartbeat report, and its eviction under the watermarks. */
+  reporter: ModelCacheReporter;
 }
 
-/** Builds the agent's model cache; `version` names the agent in its `User-Agent`. */
-export function agentModels(o: AgentModelOptions, log: Logger, version: string): AgentModels {
+/**
+ * Builds the agent's model cache; `version` names the agent in its
+ * `User-Agent`; `desired` is the desired state the agent runs (what the
+ * cache must keep).
+ */
+export function agentModels(
+  o: AgentModelOptions,
+  log: Logger,
+  version: string,
+  desired: ModelCacheReporterOptions["desired"] = () => null,
+): AgentModels {
   let fetcher: CacheModelFetcher | null = null;
+  let reporter: ModelCacheReporter | null = null;
   const cache = new ModelCache({
     root: o.cache.root,
     rateBytesPerSecond: o.cache.rateBytesPerSecond,
     onEvent: (e) => {
       fetcher?.cacheEvent(e);
+      reporter?.cacheEvent(e);
       logCacheEvent(log, e);
     },
   });
+  reporter = new ModelCacheReporter({
+    cache,
+    watermarks: o.cache.watermarks,
+    desired,
+    clock: systemClock,
+    log,
+  });
   const hub = new HubClient({ config: o.hub, fetch: o.fetch, userAgent: `llmgw-agent/${version}` });
   fetcher = new CacheModelFetcher({ cache, hub });
-  return { root: o.cache.root, cache, fetcher };
+  return { root: o.cache.root, cache, fetcher, reporter };
 }
 
 /** One log line per cache event: what an operator follows a download by. */

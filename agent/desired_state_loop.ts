@@ -55,6 +55,8 @@ export class DesiredStateLoop {
   /** After a (re-)registration the control plane's generation is taken whatever it is. */
   #fenceReset = false;
   #ignoredGeneration: number | null = null;
+  /** The last state reconciled: its pinned and pulled models keep the cache (model_cache_report.ts). */
+  #applied: DesiredState | null = null;
   #wakeCtl: AbortController | null = null;
 
   /** Creates the loop; {@link run} runs it. */
@@ -65,6 +67,11 @@ export class DesiredStateLoop {
   /** The generation whose reconcile finished (0 before the first). */
   get generation(): number {
     return this.#generation;
+  }
+
+  /** The last desired state reconciled; null before the first. */
+  get applied(): DesiredState | null {
+    return this.#applied;
   }
 
   /** The older generation being ignored (fencing); null when none is. */
@@ -161,6 +168,7 @@ export class DesiredStateLoop {
       return false;
     }
     const previous = this.#generation;
+    this.#applied = state;
     this.#generation = state.generation;
     this.#fenceReset = false;
     this.#ignoredGeneration = null;

@@ -23,6 +23,7 @@ import type { Logger } from "../log/log.ts";
 import type { Registration } from "./registration.ts";
 import { gpuReport, shardReport } from "./reports.ts";
 import { retryDelay, sleep } from "./retry.ts";
+import type { ModelCacheReporter } from "./model_cache_report.ts";
 
 /** What a {@link HeartbeatLoop} needs. */
 export interface HeartbeatLoopOptions {
@@ -39,6 +40,8 @@ export interface HeartbeatLoopOptions {
   desired: Pick<DesiredStateLoop, "generation" | "ignoredGeneration" | "wake">;
   /** The supervisor's shards. */
   shards: () => ShardReport[];
+  /** The model cache's reporter; null without a cache (agent/model_cache_report.ts). */
+  modelCache?: () => Pick<ModelCacheReporter, "report" | "delivered"> | null;
   /** The agent's TLS, null without. */
   tls: () => AgentTls | null;
   /** Its delays cap at the larger of the interval and this policy's maximum. */
@@ -84,11 +87,14 @@ export class HeartbeatLoop {
       if (!await session.ensureRegistered()) return;
       const token = client.nodeToken;
       const gpus = discovery.pendingGpus;
+      const cache = this.#opts.modelCache?.() ?? null;
+      const modelCache = await cache?.report() ?? null;
       const req: HeartbeatRequest = {
         node_id: session.registeredId,
         generation: desired.generation,
         shards: this.#opts.shards().map(shardReport),
         ...(gpus === null ? {} : { gpus: gpus.map(gpuReport) }),
+        ...(modelCache === null ? {} : { model_cache: modelCache }),
       };
       let delay = session.intervalMs;
       try {
@@ -100,6 +106,7 @@ export class HeartbeatLoop {
         session.accepted();
         this.#lastAt = Date.now();
         discovery.delivered(gpus);
+        if (modelCache !== null) cache?.delivered(modelCache);
         // Revoked tokens stop working within one heartbeat; without an answer the last list holds.
         if (res.metricsTokenHashes !== null) this.#metricsTokenHashes = res.metricsTokenHashes;
         if (this.#opts.tls()?.renewalDue()) this.#renew();

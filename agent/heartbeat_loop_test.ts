@@ -10,7 +10,11 @@ import type { Gpu, Inventory } from "../discovery/types.ts";
 import type { HeartbeatRequest } from "../protocol/agent_protocol.ts";
 import { ControlError, type HeartbeatResult } from "./control_client.ts";
 import { HeartbeatLoop } from "./heartbeat_loop.ts";
-import type { Logger, LogLevel } from "../log/log.ts";
+import { createLogger, type Logger, type LogLevel } from "../log/log.ts";
+import { HeartbeatRequestSchema } from "../protocol/agent_protocol.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { ModelCacheReporter } from "./model_cache_report.ts";
+import type { ModelCache } from "./model_cache/model_cache.ts";
 
 const GPUS = (JSON.parse(
   readFixture("machines/dgx_h100_8x_nics/expected_inventory.json"),
@@ -26,6 +30,7 @@ interface Line {
 async function runBeats(
   answers: (HeartbeatResult | Error)[],
   running: { generation: number; ignoredGeneration: number | null },
+  modelCache?: () => Pick<ModelCacheReporter, "report" | "delivered"> | null,
 ) {
   const stop = new AbortController();
   const lines: Line[] = [];
@@ -74,6 +79,7 @@ async function runBeats(
     discovery,
     desired: { ...running, wake: () => wakes++ },
     shards: () => [],
+    modelCache,
     tls: () => null,
     retry: { initialMs: 1, maxMs: 1, factor: 2 },
     log,
@@ -130,4 +136,62 @@ Deno.test("a refused node token goes back to the session and is no failure", asy
   assertEquals(r.said("heartbeat failed").length, 0);
   assertEquals(r.loop.failures, 0);
   assertOk(r.loop.lastHeartbeatAt !== null);
+});
+
+Deno.test("a heartbeat carries the model cache report; an eviction is sent until a heartbeat is answered", async () => {
+  const commit = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
+  const cache = {
+    revisions: () =>
+      Promise.resolve([{
+        repo: "acme/tiny-llm",
+        commit,
+        blobs: new Map([["k", 4096]]),
+        refs: [],
+        lastUsedMs: 5,
+      }]),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1_000_000) },
+  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  const reporter = new ModelCacheReporter({
+    cache,
+    watermarks: { highPercent: 90, lowPercent: 80 },
+    desired: () => null,
+    clock: new FakeClock(),
+    log: createLogger("agent", () => {}),
+  });
+  reporter.cacheEvent({
+    kind: "evicted",
+    repo: "acme/old",
+    commit,
+    bytes: 77,
+    reason: "disk over the high watermark of 90%",
+  });
+  const r = await runBeats(
+    [new ControlError("network", "connection refused"), {
+      generation: 0,
+      metricsTokenHashes: null,
+    }],
+    { generation: 0, ignoredGeneration: null },
+    () => reporter,
+  );
+  assertEquals(r.sent.length, 3);
+  for (const req of r.sent) assertOk(HeartbeatRequestSchema.safeParse(req).success);
+  const [failed, answered, after] = r.sent.map((s) => s.model_cache!);
+  assertEquals(failed.room_bytes, 1_000_000);
+  assertEquals(failed.revisions.map((x) => [x.repo, x.state, x.bytes]), [[
+    "acme/tiny-llm",
+    "complete",
+    4096,
+  ]]);
+  assertEquals(failed.evicted.map((e) => e.repo), ["acme/old"]);
+  assertEquals(answered.evicted.map((e) => e.repo), ["acme/old"], "not answered: sent again");
+  assertEquals(after.evicted, [], "answered: not sent again");
+});
+
+Deno.test("without a model cache a heartbeat has no model_cache (as an older agent's)", async () => {
+  const r = await runBeats([{ generation: 0, metricsTokenHashes: null }], {
+    generation: 0,
+    ignoredGeneration: null,
+  });
+  assertEquals(r.sent.every((s) => !("model_cache" in s)), true);
 });

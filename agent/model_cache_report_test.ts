@@ -1,0 +1,188 @@
+/**
+ * The model cache's heartbeat report and its eviction (issue #25 item 5):
+ * over the high watermark the agent evicts what no desired shard uses and
+ * the desired state does not pin or pull, reports what is left (pinned
+ * marked), the room, and each eviction once.
+ */
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { MemoryByteSource } from "../tests/memory_byte_source.ts";
+import { sampleModel, testCache, withTempDir } from "../tests/model_cache_fixture.ts";
+import { desiredLaunch } from "../tests/shard_launch.ts";
+import { createLogger } from "../log/log.ts";
+import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
+import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
+import type { CachedRevision } from "./model_cache/cache_revisions.ts";
+import { keepSet, ModelCacheReporter } from "./model_cache_report.ts";
+import type { ModelCache } from "./model_cache/model_cache.ts";
+
+const REPO = "acme/tiny-llm";
+const COMMIT_B = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
+const COMMIT_C = "1111111111111111111111111111111111111111";
+const MARKS = { highPercent: 90, lowPercent: 80 };
+const quiet = createLogger("agent", () => {});
+
+Deno.test("over the high watermark: evicts what nothing desired keeps, reports the rest, the room and the eviction once", async () => {
+  await withTempDir(async (root) => {
+    let free = 50_000;
+    const fs: CacheFs = {
+      ...denoCacheFs,
+      diskUsage: () => Promise.resolve({ totalBytes: 100_000, freeBytes: free }),
+      freeBytes: () => Promise.resolve(1e12),
+    };
+    const clock = new FakeClock();
+    let reporter: ModelCacheReporter | null = null;
+    const { cache } = testCache(root, { fs, clock, onEvent: (e) => reporter?.cacheEvent(e) });
+    for (const [commit, seed] of [[undefined, 1], [COMMIT_B, 7], [COMMIT_C, 8]] as const) {
+      clock.advance(1000);
+      const m = sampleModel(commit, seed);
+      await cache.ensureSnapshot(m.snapshot, [new MemoryByteSource("hub", m.contents)]);
+    }
+    const a = sampleModel().snapshot.commit;
+    const desired = {
+      shards: [{
+        id: "r1/0",
+        engine: "vllm",
+        launch: desiredLaunch("r1/0", { model: REPO, model_commit: COMMIT_B }),
+      }],
+      models: [{ model: REPO, commit: COMMIT_C, pinned: true, pull: false }],
+    };
+    reporter = new ModelCacheReporter({
+      cache,
+      watermarks: MARKS,
+      desired: () => desired,
+      clock,
+      log: quiet,
+    });
+    const first = (await reporter.report())!;
+    assertEquals(first.revisions.map((r) => [r.commit, r.state, r.pinned]), [
+      [COMMIT_C, "complete", true],
+      [COMMIT_B, "complete", false],
+      [a, "complete", false],
+    ]);
+    assertEquals(first.evicted, []);
+    assertEquals(first.omitted, 0);
+    // Room: 90 % of the disk less what is used, plus what a may free (its own config).
+    const aOwn = first.revisions.find((r) => r.commit === a)!;
+    assertOk(first.room_bytes! >= 40_000 && first.room_bytes! < 40_000 + aOwn.bytes);
+    free = 5_000; // 95 % used
+    assertEquals((await reporter.report())!.evicted, [], "not refreshed within the interval");
+    clock.advance(10_000);
+    const second = (await reporter.report())!;
+    assertEquals(second.revisions.map((r) => r.commit), [COMMIT_C, COMMIT_B]);
+    assertEquals(second.evicted.map((e) => [e.repo, e.commit]), [[REPO, a]]);
+    assertOk(second.evicted[0].reason.includes("high watermark of 90%"));
+    reporter.delivered(second);
+    assertEquals((await reporter.report())!.evicted, [], "delivered once");
+  });
+});
+
+Deno.test("keep: a shard's commit, the models pinned or pulled; a shard without a commit keeps its repository", () => {
+  const held = [REPO, "acme/other"].flatMap((repo) =>
+    [COMMIT_B, COMMIT_C].map((commit): CachedRevision => ({
+      repo,
+      commit,
+      blobs: new Map(),
+      refs: [],
+      lastUsedMs: 1,
+    }))
+  );
+  const withCommit = {
+    id: "r1/0",
+    engine: "vllm",
+    launch: desiredLaunch("r1/0", { model: REPO, model_commit: COMMIT_B }),
+  };
+  const noCommit = {
+    id: "r2/0",
+    engine: "vllm",
+    launch: desiredLaunch("r2/0", { model: "acme/other" }),
+  };
+  const local = {
+    id: "r3/0",
+    engine: "vllm",
+    launch: desiredLaunch("r3/0", { model: "/models/llama" }),
+  };
+  const pulled = { model: REPO, commit: COMMIT_C, pinned: false, pull: true };
+  assertEquals(
+    [...keepSet({ shards: [withCommit, local], models: [pulled] }, held).revisions].sort(),
+    [
+      `${REPO}@${COMMIT_C}`,
+      `${REPO}@${COMMIT_B}`,
+    ],
+  );
+  assertEquals([...keepSet({ shards: [noCommit] }, held).revisions].sort(), [
+    `acme/other@${COMMIT_C}`,
+    `acme/other@${COMMIT_B}`,
+  ]);
+  assertEquals(keepSet(null, held).revisions.size, 0);
+});
+
+Deno.test("the list is bounded: downloads first, then the most recently used; the rest counted", async () => {
+  const held: CachedRevision[] = Array.from(
+    { length: REPORT_BOUNDS.cacheRevisions + 5 },
+    (_, i) => ({
+      repo: `acme/m${i}`,
+      commit: COMMIT_B,
+      blobs: new Map([["k", 10]]),
+      refs: [],
+      lastUsedMs: 1000 + i,
+    }),
+  );
+  const cache = {
+    revisions: () => Promise.resolve(held),
+    progress: () => [{
+      repo: "acme/new",
+      commit: COMMIT_C,
+      bytesDone: 30,
+      bytesTotal: 100,
+      rateBytesPerSecond: 1,
+      etaSeconds: 70,
+      sources: [],
+    }],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(123) },
+  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  const reporter = new ModelCacheReporter({
+    cache,
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+  });
+  const r = (await reporter.report())!;
+  assertEquals(r.revisions.length, REPORT_BOUNDS.cacheRevisions);
+  assertEquals(r.omitted, 6);
+  assertEquals(r.room_bytes, 123);
+  assertEquals(r.revisions[0], {
+    repo: "acme/new",
+    commit: COMMIT_C,
+    bytes: 100,
+    state: "downloading",
+    bytes_done: 30,
+    last_used: null,
+    pinned: false,
+  });
+  assertEquals(r.revisions[1].repo, `acme/m${REPORT_BOUNDS.cacheRevisions + 4}`);
+});
+
+Deno.test("a cache that cannot be read: null, then the last report; the agent goes on", async () => {
+  let fail = true;
+  const cache = {
+    revisions: () => fail ? Promise.reject(new Error("EIO")) : Promise.resolve([]),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(7) },
+  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  const lines: string[] = [];
+  const clock = new FakeClock();
+  const reporter = new ModelCacheReporter({
+    cache,
+    watermarks: MARKS,
+    desired: () => null,
+    clock,
+    log: createLogger("agent", (l) => lines.push(l)),
+  });
+  assertEquals(await reporter.report(), null);
+  assertOk(lines.some((l) => l.includes("EIO")));
+  fail = false;
+  clock.advance(10_000);
+  assertEquals((await reporter.report())!.room_bytes, 7);
+});
