@@ -27,6 +27,8 @@ export interface DevBannerFacts {
   tokenKept: boolean;
   /** How to run the CLI here: `deno task llmgw`, or through npx where `deno` is not on PATH. */
   cli: string;
+  /** The hub models come from: the fake hub dev started, or the operator's `HF_ENDPOINT`. */
+  hub: string;
 }
 
 /** The gateway's access rule as the banner states it. */
@@ -47,6 +49,7 @@ export function devBanner(f: DevBannerFacts): string {
     `  dashboard      ${f.controlUrl}/ui/ (sign in with LLMGW_TOKEN from ${f.envPath})\n` +
     `  nodes          ${f.nodes.join(", ")}\n` +
     `  engines        the fake engine (dev/) stands in for vLLM and SGLang\n` +
+    `  hub            ${f.hub}\n` +
     `  admin token    ${token}; use it with:\n` +
     `    set -a; . ${f.envPath}; set +a\n` +
     `    ${f.cli} get replicas\n` +

@@ -11,6 +11,8 @@ const FACTS: DevBannerFacts = {
   apiKeys: 0,
   tokenKept: false,
   cli: "deno task llmgw",
+  hub:
+    "http://127.0.0.1:7110 (the fake hub, pid 42: 3 synthetic models; set HF_ENDPOINT to use another)",
 };
 
 Deno.test("dev banner: the gateway is open to loopback only while no API key exists", () => {
@@ -24,6 +26,13 @@ Deno.test("dev banner: the gateway is open to loopback only while no API key exi
   assertOk(!keyed.includes("open to loopback"), keyed);
   // The curl example then carries a key.
   assertStringIncludes(keyed, `-H "authorization: Bearer $YOUR_API_KEY"`);
+});
+
+Deno.test("dev banner: names the hub models come from", () => {
+  assertStringIncludes(
+    devBanner(FACTS),
+    "  hub            http://127.0.0.1:7110 (the fake hub, pid 42: 3 synthetic models;",
+  );
 });
 
 Deno.test("dev banner: says whether the admin token was kept, and how to run the CLI here", () => {

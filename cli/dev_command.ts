@@ -58,6 +58,10 @@ import {
 } from "./dev_ports.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { compareNatural } from "../text/natural_order.ts";
+import { type DevHub, DevHubError, startDevHub } from "./dev_hub.ts";
+import { controlHub } from "../models/hub_facts.ts";
+import { hubConfig, HubConfigError } from "../models/hub_config.ts";
+import { cacheSettings } from "../agent/model_cache/cache_flags.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 // What only `llmgw dev` needs lives under dev/ (design §3): read by path at run time, never imported.
@@ -182,9 +186,16 @@ export async function devCommand(
       assertBindable(`agent ${a.node}'s local API`, HOST, a.api);
       assertBindable(`agent ${a.node}'s engine proxy`, HOST, a.proxy);
     }
+    if (!Deno.env.get("HF_ENDPOINT")?.trim()) {
+      assertBindable("the fake hub", HOST, ports.hub);
+      assertBindable("the fake hub's CDN", HOST, ports.hubCdn);
+    }
     return await runCluster(dir, ports, values, loadSeconds, write, stopSignal);
   } catch (e) {
-    if (!(e instanceof BindError || e instanceof DevAgentError || e instanceof DevPortError)) {
+    if (
+      !(e instanceof BindError || e instanceof DevAgentError || e instanceof DevPortError ||
+        e instanceof DevHubError || e instanceof HubConfigError)
+    ) {
       throw e;
     }
     err(`llmgw: dev: ${e.message}\n`);
@@ -212,12 +223,53 @@ async function runCluster(
   // Kept across restarts: shells that sourced dev.env and dashboard sessions stay signed in.
   const admin = loadOrCreateDevAdminToken(paths);
   const adminToken = admin.token;
-  const gatewayToken = newToken("llmgw_gateway");
   // TLS as in production (design §11.2): the CA lives in the dev directory and survives restarts.
   const { ca, certPath } = await loadOrCreateCa(paths.control, Date.now());
   // A state directory always gives the CA a file.
   const caPath = certPath!;
   const tls = await ClusterTls.of(ca, [HOST]);
+  // The hub first: the control plane resolves the samples' revisions and reads their facts there.
+  const hub = await startDevHub((name) => Deno.env.get(name), {
+    host: HOST,
+    port: ports.hub,
+    cdnPort: ports.hubCdn,
+    root: ROOT,
+  });
+  try {
+    return await runWithHub(dir, ports, values, loadSeconds, write, signal, hub, {
+      adminToken,
+      tokenKept: admin.kept,
+      tls,
+      caPath,
+    });
+  } finally {
+    // Every exit path stops it; a dev killed outright takes it along by its stdin.
+    await hub.stop();
+  }
+}
+
+/** The cluster's own secrets and TLS, made before the hub starts. */
+interface DevSecrets {
+  adminToken: string;
+  tokenKept: boolean;
+  tls: ClusterTls;
+  caPath: string;
+}
+
+async function runWithHub(
+  dir: string,
+  ports: DevPorts,
+  values: { "no-samples"?: boolean; quiet?: boolean },
+  loadSeconds: string,
+  write: (t: string) => void,
+  signal: Promise<void>,
+  hub: DevHub,
+  { adminToken, tokenKept, tls, caPath }: DevSecrets,
+): Promise<number> {
+  const paths = devStatePaths(dir);
+  const gatewayToken = newToken("llmgw_gateway");
+  const fromHub = await controlHub(hub.env);
+  const hubConfigOfAgents = await hubConfig({ env: hub.env });
   const control = await startControl({
     hostname: HOST,
     port: ports.control,
@@ -233,6 +285,8 @@ async function runCluster(
     },
     reconcileMs: 500,
     pages: uiApp,
+    modelFacts: fromHub.facts,
+    commits: fromHub.commits,
   });
   // Its agents register against this URL: a later start must use the same port.
   writeDevPort(paths, ports.control);
@@ -310,6 +364,11 @@ async function runCluster(
             FAKE_ENGINE_PROGRESS: "lines",
           },
         },
+        // Models come from dev's hub into each agent's cache; engines start from it, offline.
+        models: {
+          cache: cacheSettings({}, join(dir, "agents", nodeId), dir),
+          hub: hubConfigOfAgents,
+        },
         logSink: Deno.env.get("LLMGW_DEV_VERBOSE") ? undefined : () => {},
       });
       try {
@@ -339,8 +398,9 @@ async function runCluster(
       caPath,
       nodes: DEV_NODES.map(([n, m]) => `${n} (${m})`),
       apiKeys: control.cp.apiKeys.list().length,
-      tokenKept: admin.kept,
+      tokenKept,
       cli: devCliCommand(),
+      hub: hub.describe,
     }));
     if (!values["no-samples"]) await applySamplesOnce(dir, control.cp, write);
     // Show every change of a replica's state until stopped.

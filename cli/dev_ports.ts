@@ -38,6 +38,8 @@ const GATEWAY_OFFSET = 10;
 const AGENT_API_OFFSET = 20;
 /** Agent i's engine proxy, the one door to its engines, listens on P + AGENT_PROXY_OFFSET + i. */
 const AGENT_PROXY_OFFSET = 30;
+/** The fake hub listens on P + HUB_OFFSET, its CDN on the port after (when dev starts one). */
+const HUB_OFFSET = 40;
 /** Agent i's engines get ports P + ENGINE_OFFSET + ENGINE_RANGE_SIZE × i onwards. */
 const ENGINE_OFFSET = 200;
 /** Ports per simulated agent: 20 shards' blocks (engines/port_block.ts). */
@@ -63,13 +65,17 @@ export interface DevPorts {
   gateway: number;
   /** One entry per node of {@link DEV_NODES}, in order. */
   agents: DevAgentPorts[];
+  /** The fake hub (dev/fake_hub), started when `HF_ENDPOINT` is not set: P+40. */
+  hub: number;
+  /** The fake hub's CDN, where it redirects large files: P+41. */
+  hubCdn: number;
 }
 
 /**
  * The port layout of `llmgw dev --port base` (`base` from
  * {@link DEV_PORT_MIN} to {@link DEV_PORT_MAX}): control `base`, gateway
  * `base+10`, agent i's local API `base+20+i` and engine proxy `base+30+i`,
- * agent i's engines `base+200+200i` … `base+399+200i`. All of them lie in
+ * the fake hub `base+40` and its CDN `base+41`, agent i's engines `base+200+200i` … `base+399+200i`. All of them lie in
  * `base` … `base+999` and no two overlap.
  */
 export function devPorts(base: number): DevPorts {
@@ -85,6 +91,8 @@ export function devPorts(base: number): DevPorts {
         engines: { from, to: from + ENGINE_RANGE_SIZE - 1 },
       };
     }),
+    hub: base + HUB_OFFSET,
+    hubCdn: base + HUB_OFFSET + 1,
   };
 }
 
@@ -97,6 +105,7 @@ export function layoutRows(): [string, string][] {
     [`P+${GATEWAY_OFFSET}`, "the gateway"],
     [span(AGENT_API_OFFSET, n), "the agents' local APIs"],
     [span(AGENT_PROXY_OFFSET, n), "the agents' engine proxies"],
+    [span(HUB_OFFSET, 2), "the fake hub and its CDN (without HF_ENDPOINT)"],
     [
       span(ENGINE_OFFSET, ENGINE_RANGE_SIZE * n),
       `the engines, ${ENGINE_RANGE_SIZE} ports per agent`,

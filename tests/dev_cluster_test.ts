@@ -33,7 +33,7 @@ const PORTS = portsOf(import.meta.url);
 
 /** Every port of a layout, the engines' ranges expanded. */
 function allPorts(p: DevPorts): number[] {
-  const out = [p.control, p.gateway];
+  const out = [p.control, p.gateway, p.hub, p.hubCdn];
   for (const a of p.agents) {
     out.push(a.api, a.proxy);
     for (let port = a.engines.from; port <= a.engines.to; port++) out.push(port);

@@ -9,12 +9,19 @@
  * have left with it (tests/dev_processes.ts).
  */
 import { join } from "node:path";
-import { assertEquals, assertStringIncludes } from "./assert.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { groupMembers, isRunning } from "../supervisor/proc.ts";
 import { devCommand } from "../cli/dev_command.ts";
-import { devBases, devEnginePids, type DevProcess, spawnDev, stopDev } from "./dev_processes.ts";
+import {
+  devBases,
+  devEnginePids,
+  devHubPid,
+  type DevProcess,
+  spawnDev,
+  stopDev,
+} from "./dev_processes.ts";
 import { portsOf } from "./port_plan.ts";
 
 /** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
@@ -106,6 +113,9 @@ Deno.test({
       });
       engines = devEnginePids(dir).sort((a, b) => a - b);
       assertEquals(engines.length, 4, `engine pids: ${engines}`);
+      // Without HF_ENDPOINT, dev runs the fake hub as its child, named in the banner.
+      const hub = devHubPid(first.output().stdout);
+      assertOk(hub !== null && isRunning(hub), `no fake hub running: ${first.output().stdout}`);
       const envText = Deno.readTextFileSync(join(dir, "dev.env"));
 
       // 2. A second dev on the same directory is refused before it writes or starts anything.
@@ -123,6 +133,12 @@ Deno.test({
       first.child.kill("SIGKILL");
       await first.child.status;
       assertEquals(engines.filter((p) => !isRunning(p)), [], "engines outlive a killed dev");
+      // …but its fake hub does not: it stops when dev's end of its stdin closes.
+      await until("the fake hub gone with its killed dev", () => !isRunning(hub) || null, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+        describe,
+      });
 
       // 4. A dev on another directory over the same ports names them, and SIGHUP stops it.
       const other = spawnDev(base, otherDir, ["--no-samples"], env);
@@ -138,8 +154,11 @@ Deno.test({
         assertStringIncludes(warned, `pid ${pid} (`);
         assertStringIncludes(warned, ` -${pid}`);
       }
+      const otherHub = devHubPid(other.output().stdout);
+      assertOk(otherHub !== null && otherHub !== hub, `other hub: ${otherHub}`);
       other.child.kill("SIGHUP");
       assertEquals(await exitCode(other, 30_000, describe), 0, describe());
+      assertOk(!isRunning(otherHub), "the fake hub outlived its dev's SIGHUP");
       assertStringIncludes(other.output().stdout, "llmgw dev: stopping");
       assertEquals(engines.filter((p) => !isRunning(p)), [], "another dev stopped no stranger");
 
@@ -163,9 +182,12 @@ Deno.test({
       assertStringIncludes(again.output().stdout, "kept from this directory's last start");
 
       // 6. SIGHUP (the terminal closed) stops it and every engine, adopted ones included.
+      const againHub = devHubPid(again.output().stdout);
+      assertOk(againHub !== null && isRunning(againHub), "a restart starts its fake hub again");
       again.child.kill("SIGHUP");
       assertEquals(await exitCode(again, 60_000, describe), 0, describe());
       assertEquals(engines.filter((p) => groupMembers(p).length > 0), [], "engines left");
+      assertOk(!isRunning(againHub), "the fake hub outlived its dev's SIGHUP");
 
       // 7. The directory's agents are registered at its port: another --port is refused.
       const moved = spawnDev(otherBase, dir, [], env);

@@ -12,13 +12,20 @@ import type { PortRange } from "../supervisor/port_allocator.ts";
 import { enginePids } from "./agent_processes.ts";
 import { portBlock } from "./port_plan.ts";
 import { until } from "./until.ts";
+import { isRunning } from "../supervisor/proc.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 /** The ports of a dev cluster on `base` that something listens on (its engines' are checked by their agent). */
 export function fixedPorts(base: number): number[] {
   const p = devPorts(base);
-  return [p.control, p.gateway, ...p.agents.flatMap((a) => [a.api, a.proxy])];
+  return [p.control, p.gateway, p.hub, p.hubCdn, ...p.agents.flatMap((a) => [a.api, a.proxy])];
+}
+
+/** The pid of the fake hub a dev started, from its banner's hub line; null before the banner. */
+export function devHubPid(stdout: string): number | null {
+  const m = /^ {2}hub {12}\S+ \(the fake hub, pid (\d+)/m.exec(stdout);
+  return m === null ? null : Number(m[1]);
 }
 
 function bindable(port: number): boolean {
@@ -136,7 +143,16 @@ export async function stopDev(dev: DevProcess, timeoutMs = 30_000): Promise<Deno
     }
     throw e;
   } finally {
-    // Whatever dev did not stop (it was killed, or failed to) is stopped here.
+    // Whatever dev did not stop (it was killed, or failed to) is stopped here: its fake hub
+    // (which leaves when its stdin closes, but not if stuck) and its engines.
+    const hub = devHubPid(dev.output().stdout);
+    if (hub !== null && isRunning(hub)) {
+      try {
+        Deno.kill(hub, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
     for (const pid of devEnginePids(dev.dir)) {
       try {
         Deno.kill(-pid, "SIGKILL");

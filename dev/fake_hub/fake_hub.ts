@@ -52,6 +52,15 @@ async function main(): Promise<number> {
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
       Deno.addSignalListener(signal, () => resolve());
     }
+    if (args.stopOnStdinClose) {
+      // The parent's end of the pipe closes when it exits, however it exits.
+      (async () => {
+        for await (const _ of Deno.stdin.readable) {
+          // Nothing is read from it: only its end matters.
+        }
+        resolve();
+      })().catch(() => resolve());
+    }
   });
   console.log(JSON.stringify({
     fake_hub: "listening",

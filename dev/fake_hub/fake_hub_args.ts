@@ -4,7 +4,7 @@
  * ```sh
  * deno run -A --no-config dev/fake_hub/fake_hub.ts [--host H] [--port P] [--cdn-port P]
  *   [--models DIR] [--synthetic org/name[,preset=P][,shards=N][,bytes=SIZE][,gated]]…
- *   [--rate SIZE] [--ttl SECONDS]
+ *   [--rate SIZE] [--ttl SECONDS] [--stop-on-stdin-close]
  * ```
  *
  * Tokens of its accounts come from `FAKE_HUB_TOKENS` (comma-separated),
@@ -40,6 +40,11 @@ export interface FakeHubArgs {
   rate?: number;
   /** Signed CDN URLs' lifetime, seconds. */
   ttl: number;
+  /**
+   * Stop when standard input closes: a parent that holds the pipe (`llmgw
+   * dev`) takes the hub with it even when killed with SIGKILL.
+   */
+  stopOnStdinClose: boolean;
 }
 
 const UNITS: Record<string, number> = {
@@ -103,7 +108,14 @@ export function parseSynthetic(text: string, tokens: string[]): SyntheticModelSp
 
 /** Reads argv; `tokens` are the accounts' tokens (from the environment). */
 export function parseFakeHubArgs(argv: readonly string[], tokens: string[]): FakeHubArgs {
-  const args: FakeHubArgs = { host: "127.0.0.1", port: 0, cdnPort: 0, synthetic: [], ttl: 600 };
+  const args: FakeHubArgs = {
+    host: "127.0.0.1",
+    port: 0,
+    cdnPort: 0,
+    synthetic: [],
+    ttl: 600,
+    stopOnStdinClose: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -130,6 +142,9 @@ export function parseFakeHubArgs(argv: readonly string[], tokens: string[]): Fak
         break;
       case "--rate":
         args.rate = parseSize(need(), flag);
+        break;
+      case "--stop-on-stdin-close":
+        args.stopOnStdinClose = true;
         break;
       case "--ttl": {
         const ttl = Number(need());

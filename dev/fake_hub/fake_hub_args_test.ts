@@ -33,6 +33,11 @@ Deno.test("the fake hub's flags", () => {
     grantedTokens: ["hf_t"],
   }]);
   assertEquals(parseFakeHubArgs(["--models", "/m"], []).models, "/m");
+  assertEquals(args.stopOnStdinClose, false);
+  assertEquals(
+    parseFakeHubArgs(["--models", "/m", "--stop-on-stdin-close"], []).stopOnStdinClose,
+    true,
+  );
   assertEquals(parseSize("1000", "x"), 1000);
 });
 

@@ -72,6 +72,25 @@ export const MODEL_PRESETS: Readonly<Record<string, ModelPreset>> = {
     },
     weightBytes: 141107412992,
   },
+  "llama-3.1-405b-instruct-fp8": {
+    repo: "meta-llama/Llama-3.1-405B-Instruct-FP8",
+    config: {
+      ...LLAMA_3_1_COMMON,
+      hidden_size: 16384,
+      intermediate_size: 53248,
+      num_attention_heads: 128,
+      num_hidden_layers: 126,
+      quantization_config: {
+        activation_scale_ub: 1200.0,
+        modules_to_not_convert: ["lm_head"],
+        quant_method: "fbgemm_fp8",
+      },
+    },
+    // No index recorded (tests/fixtures/model_configs/README.md): computed from the config, the
+    // 126 layers' linear weights in FP8 (126 × 3,187,671,040 bytes), the embeddings and lm_head
+    // in BF16 (2 × 128256 × 16384 × 2 bytes), their per-row scales and the norms: ≈ 410.1 GB.
+    weightBytes: 410_140_000_000,
+  },
   "qwen2.5-7b-instruct": {
     repo: "Qwen/Qwen2.5-7B-Instruct",
     config: {
