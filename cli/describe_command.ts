@@ -30,6 +30,7 @@ import {
   replicaTable,
 } from "./admin_views.ts";
 import { coldStartLines } from "./cold_start_view.ts";
+import { downloadLines } from "./download_view.ts";
 import { renderTable } from "../text/table.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { statusText } from "./rollout_command.ts";
@@ -200,7 +201,7 @@ export function describedText(d: Described): string {
     out.push(
       field("Deployment", d.deployment.name),
       field("Model", s.model),
-      field("Model revision", modelRevisionText(d.deployment)),
+      field("Hub revision", modelRevisionText(d.deployment)),
       ...(s.pinned === true ? [field("Pinned", "yes: agents keep its files")] : []),
       field("Served as", s.served_model_name),
       field("Ready", `${readyColumn(d.deployment, d.replicas)} replicas`),
@@ -229,6 +230,7 @@ export function describedText(d: Described): string {
     );
   } else {
     out.push(...explainLines(d.explanation));
+    out.push(...downloadLines(d.explanation.replica.shards));
     out.push(...coldStartLines(d.explanation.replica.shards));
     for (const t of d.logs) {
       out.push(`  rank ${t.rank} on ${t.node}, log now:`);
