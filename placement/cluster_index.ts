@@ -56,6 +56,22 @@ export interface IndexedNode {
    * `engine_versions`), not "no engine": such a node takes any engine.
    */
   engines: ReadonlySet<string> | null;
+  /**
+   * What the node's agent reports of its model cache (`insufficient_disk`,
+   * the preference for holders); null when it reports none (an older agent,
+   * a cluster file): such a node is neither refused for disk nor preferred.
+   */
+  cache: NodeModelCache | null;
+}
+
+/** A node's model cache as placement reads it (from the heartbeat's `model_cache`). */
+export interface NodeModelCache {
+  /** Bytes a new revision may take under the high watermark after evicting all it may; null: unknown. */
+  roomBytes: number | null;
+  /** `repo@commit` of every revision held complete. */
+  holds: ReadonlySet<string>;
+  /** `repo@commit` → bytes on disk of a revision being fetched (they need no new room). */
+  partial: ReadonlyMap<string, number>;
 }
 
 /** A node together with its slot of one class: what placement iterates over. */
@@ -87,12 +103,22 @@ export interface ClusterIndex {
    * deployment's model here unless its options name facts. Absent: none known.
    */
   models?: ReadonlyMap<string, ModelFacts>;
+  /**
+   * The commit each deployment's model revision resolved to, by deployment
+   * name (the control plane's `model_commit`): which revision a holder must
+   * hold. Absent: none known, and no node is preferred as a holder.
+   */
+  commits?: ReadonlyMap<string, string>;
 }
 
 /** Options of {@link indexCluster}. */
 export interface IndexOptions {
   /** See {@link ClusterIndex.models}. */
   models?: ReadonlyMap<string, ModelFacts>;
+  /** See {@link ClusterIndex.commits}. */
+  commits?: ReadonlyMap<string, string>;
+  /** Node id → its model cache, as its agent last reported it; a node not listed reports none. */
+  caches?: ReadonlyMap<string, NodeModelCache>;
 }
 
 /** Builds the index of a snapshot. Nodes are not copied; do not change them afterwards. */
@@ -100,8 +126,14 @@ export function indexCluster(
   nodes: readonly ClusterNode[],
   options: IndexOptions = {},
 ): ClusterIndex {
-  const index = assemble([...nodes].sort((a, b) => compareIds(a.id, b.id)).map(indexNode));
+  const caches = options.caches;
+  const index = assemble(
+    [...nodes].sort((a, b) => compareIds(a.id, b.id)).map((n) =>
+      indexNode(n, caches?.get(n.id) ?? null)
+    ),
+  );
   if (options.models !== undefined) index.models = options.models;
+  if (options.commits !== undefined) index.commits = options.commits;
   return index;
 }
 
@@ -120,9 +152,11 @@ export function withoutNodes(index: ClusterIndex, avoid: ReadonlySet<string>): C
       deployments: new Map(n.deployments),
       allocatedIndices: new Set(n.allocatedIndices),
       engines: n.engines,
+      cache: n.cache,
     })),
   );
   if (index.models !== undefined) copy.models = index.models;
+  if (index.commits !== undefined) copy.commits = index.commits;
   return copy;
 }
 
@@ -149,7 +183,7 @@ function assemble(indexed: IndexedNode[]): ClusterIndex {
   return { nodes: indexed, byId, byClass, freeByClass };
 }
 
-function indexNode(node: ClusterNode): IndexedNode {
+function indexNode(node: ClusterNode, cache: NodeModelCache | null): IndexedNode {
   const allocatedIndices = new Set<number>();
   const deployments = new Map<string, number>();
   const seenReplicas = new Set<string>();
@@ -191,7 +225,7 @@ function indexNode(node: ClusterNode): IndexedNode {
   }
   const reported = Object.keys(node.engine_versions ?? {});
   const engines = reported.length === 0 ? null : new Set(reported);
-  return { node, classes, deployments, allocatedIndices, engines };
+  return { node, classes, deployments, allocatedIndices, engines, cache };
 }
 
 function countDeployment(counts: Map<string, number>, seen: Set<string>, a: Allocation): void {

@@ -10,7 +10,13 @@ import { tooBigAdvice } from "../deployment/parallelism.ts";
 import { fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import type { Profile } from "../deployment/schema.ts";
 import type { ModelFacts } from "../models/model_facts.ts";
-import { classMemoryBytes, fitsGpu, insufficientMemoryText } from "../models/memory_estimate.ts";
+import { REPO_ID_PATTERN } from "../models/hub_protocol.ts";
+import {
+  classMemoryBytes,
+  fitsGpu,
+  gib,
+  insufficientMemoryText,
+} from "../models/memory_estimate.ts";
 import { type ModelFit, modelFit } from "../deployment/model_fit.ts";
 import type { ClassSlot, IndexedNode } from "./cluster_index.ts";
 import type { ReasonCode } from "./reasons.ts";
@@ -29,15 +35,35 @@ export interface ProfileContext {
    * nothing is refused for memory or heads (as a node reporting no engine).
    */
   model: ModelFit | null;
+  /**
+   * The model's files as a node's cache holds them: null for a local path
+   * (used in place, never copied) or when neither size nor commit is known.
+   */
+  disk: ModelDisk | null;
+}
+
+/** A hub model revision's files, as `insufficient_disk` and the preference for holders read them. */
+export interface ModelDisk {
+  /** The hub id. */
+  repo: string;
+  /** Bytes of its files (the facts' weight bytes); null when unknown: nothing is refused for disk. */
+  bytes: number | null;
+  /** `repo@commit` when the commit is known (holders hold it); else null: none is preferred. */
+  revision: string | null;
 }
 
 /** Builds the context of a profile; `facts` are the deployment's model's, when known. */
-export function profileContext(profile: Profile, facts: ModelFacts | null = null): ProfileContext {
+export function profileContext(
+  profile: Profile,
+  facts: ModelFacts | null = null,
+  disk: ModelDisk | null = null,
+): ProfileContext {
   return {
     profile,
     needsFp8: needsFp8Hardware(profile.quantization),
     selector: Object.entries(profile.node_selector),
     model: facts === null ? null : modelFit(facts, profile),
+    disk,
   };
 }
 
@@ -181,6 +207,73 @@ export function engineList(versions: Record<string, string>, separator = ", "): 
     .map(([e, v]) => `${e} ${v}`).join(separator);
 }
 
+/**
+ * The deployment's model files as placement weighs them: a hub id's size
+ * (the facts' weight bytes) and revision (`repo@commit`); null for a local
+ * path, which is used in place and never copied, or when neither is known.
+ */
+export function modelDisk(
+  model: string,
+  facts: ModelFacts | null,
+  commit: string | null,
+): ModelDisk | null {
+  if (!REPO_ID_PATTERN.test(model) || (facts === null && commit === null)) return null;
+  return {
+    repo: model,
+    bytes: facts?.weight_bytes ?? null,
+    revision: commit === null ? null : `${model}@${commit}`,
+  };
+}
+
+/** Bytes `n` still needs for the model's files: none when it holds them, less what a download has. */
+export function diskNeed(n: IndexedNode, disk: ModelDisk): number {
+  const rev = disk.revision;
+  if (rev !== null && n.cache?.holds.has(rev)) return 0;
+  return Math.max(0, (disk.bytes ?? 0) - (rev === null ? 0 : n.cache?.partial.get(rev) ?? 0));
+}
+
+/**
+ * The node's model cache must have room for the model's files under its
+ * high watermark, after evicting every revision it may evict (its agent
+ * reports that room in its heartbeat). A node that holds the revision
+ * passes; one that reports no cache (an older agent) is not refused.
+ */
+export const diskFilter: NodeFilter = {
+  name: "disk",
+  check: (n, _slot, ctx) => {
+    const room = n.cache?.roomBytes ?? null;
+    if (ctx.disk === null || ctx.disk.bytes === null || room === null) return null;
+    return diskNeed(n, ctx.disk) > room ? "insufficient_disk" : null;
+  },
+  describe: (n, _slot, ctx) => diskText(diskNeed(n, ctx.disk!), n.cache!.roomBytes!, ctx.disk!),
+};
+
+/**
+ * "needs 15.0 GiB for acme/llm@4b1c2a9 in its model cache, which has room
+ * for 9.3 GiB under its high watermark after evicting all it may".
+ * `room` may be a range ("9.3–12.0") for a group.
+ */
+export function diskText(
+  need: number,
+  room: number | string,
+  disk: ModelDisk,
+  plural = false,
+): string {
+  const has = typeof room === "number" ? gib(room) : room;
+  const [where, may] = plural
+    ? ["their model caches, which have", "they"]
+    : ["its model cache, which has", "it"];
+  return `needs ${gib(need)} GiB for ${diskName(disk)} in ${where} room for ${has} GiB ` +
+    `under the high watermark after evicting all ${may} may`;
+}
+
+/** `repo@abc1234` (the commit's first 7 digits), or the repo alone when the commit is unknown. */
+export function diskName(disk: ModelDisk): string {
+  return disk.revision === null
+    ? disk.repo
+    : `${disk.repo}@${disk.revision.slice(disk.repo.length + 1, disk.repo.length + 8)}`;
+}
+
 /** Enough healthy, unallocated GPUs of the class for one shard. */
 export const freeGpusFilter: NodeFilter = {
   name: "free_gpus",
@@ -217,6 +310,7 @@ export const STABLE_FILTERS: readonly NodeFilter[] = [
   nodeSelectorFilter,
   computeCapabilityFilter,
   engineFilter,
+  diskFilter,
 ];
 
 /** The filters after class presence, in order (see REASONS). */

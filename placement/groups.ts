@@ -11,6 +11,8 @@
 import type { ClassMember, ClusterIndex } from "./cluster_index.ts";
 import {
   computeCapabilityFilter,
+  diskNeed,
+  diskText,
   engineList,
   gpuMemoryFilter,
   type ProfileContext,
@@ -19,6 +21,7 @@ import {
 } from "./filters.ts";
 import { type ReasonCode, reasonLabel } from "./reasons.ts";
 import type { StableFit } from "./stable_fit.ts";
+import { gib } from "../models/memory_estimate.ts";
 import type { RejectionGroup } from "./types.ts";
 
 /** How many example nodes a group names. */
@@ -136,6 +139,18 @@ function stableMessage(
         if ((slotGpuBytes(m.slot, cls) ?? 0) > (slotGpuBytes(best.slot, cls) ?? 0)) best = m;
       }
       return gpuMemoryFilter.describe(best.n, best.slot, ctx);
+    }
+    case "insufficient_disk": {
+      // The most any of them needs, against the range of room they have.
+      let need = 0;
+      let min = Infinity;
+      let max = 0;
+      for (const m of members) {
+        need = Math.max(need, diskNeed(m.n, ctx.disk!));
+        min = Math.min(min, m.n.cache!.roomBytes!);
+        max = Math.max(max, m.n.cache!.roomBytes!);
+      }
+      return diskText(need, min === max ? min : `${gib(min)}–${gib(max)}`, ctx.disk!, true);
     }
     case "selector_mismatch":
       return selectorMessage(members, ctx);

@@ -24,7 +24,15 @@ import {
   indexCluster,
   withoutNodes,
 } from "./cluster_index.ts";
-import { describeNoClass, firstRejection, type ProfileContext, profileContext } from "./filters.ts";
+import {
+  describeNoClass,
+  diskName,
+  firstRejection,
+  type ModelDisk,
+  modelDisk,
+  type ProfileContext,
+  profileContext,
+} from "./filters.ts";
 import { chooseGpus } from "./gpu_choice.ts";
 import {
   fabricTooSmallGroup,
@@ -104,6 +112,8 @@ interface Pool {
   free: Int32Array;
   /** The deployment, when `spread` makes its presence on a node count; else null. */
   spreadOf: string | null;
+  /** `repo@commit` of the model when known: nodes holding it are preferred; else null. */
+  holds: string | null;
 }
 
 /** Places one replica on a plain snapshot. See {@link place}. */
@@ -141,9 +151,10 @@ export function place(
   const model = options.model !== undefined
     ? options.model
     : index.models?.get(factsKey(deployment.model, deployment.revision)) ?? null;
+  const disk = modelDisk(deployment.model, model, index.commits?.get(deployment.name) ?? null);
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
-    const trial = tryProfile(index, deployment, profile, replicaId, detail, model);
+    const trial = tryProfile(index, deployment, profile, replicaId, detail, model, disk);
     attempts.push(trial.attempt);
     if (trial.shards !== null) {
       return {
@@ -177,13 +188,15 @@ function tryProfile(
   replicaId: string,
   detail: DetailLevel,
   model: ModelFacts | null,
+  disk: ModelDisk | null,
 ): Trial {
-  const ctx = profileContext(profile, model);
+  const ctx = profileContext(profile, model, disk);
   const fit = stableFit(index, ctx);
   const pool: Pool = {
     members: index.byClass.get(profile.gpu_class) ?? [],
     free: index.freeByClass.get(profile.gpu_class) ?? new Int32Array(0),
     spreadOf: deployment.placement === "spread" ? deployment.name : null,
+    holds: disk?.revision ?? null,
   };
   // The hot loop of design §16: only the nodes the stable filters passed,
   // only their free GPUs re-checked, from one compact array; no strings.
@@ -236,7 +249,8 @@ function tryProfile(
     profile: profile.name,
     fits,
     summary: fits
-      ? fitSummary(chosen!.map((c) => pool.members[c.pos]), ranks, ctx, total)
+      ? fitSummary(chosen!.map((c) => pool.members[c.pos]), ranks, ctx, total) +
+        holdersText(chosen!.map((c) => pool.members[c.pos]), ctx)
       : `0/${total} nodes fit: ${countsText(counts, profile)}`,
     counts: Object.fromEntries(counts),
   };
@@ -264,17 +278,28 @@ function tryProfile(
 
 /**
  * Whether the node at position `a` is a better pick than the one at `b`:
- * `spread` first avoids the deployment's nodes; then, for single-node
- * replicas, fewer free GPUs (bin packing, design §7), for multi-node ones
- * more (the emptiest). Strictly better only, so among equals the first in
- * node order (natural id order) wins.
+ * `spread` first avoids the deployment's nodes; then a node whose model
+ * cache holds the model's revision (no download) beats one that does not;
+ * then, for single-node replicas, fewer free GPUs (bin packing, design §7),
+ * for multi-node ones more (the emptiest). Strictly better only, so among
+ * equals the first in node order (natural id order) wins. Only nodes that
+ * passed every filter are compared: holding never beats a hard constraint.
  */
 function better(a: number, b: number, pool: Pool, fewest: boolean): boolean {
   if (pool.spreadOf !== null) {
     const da = pool.members[a].n.deployments.has(pool.spreadOf);
     if (da !== pool.members[b].n.deployments.has(pool.spreadOf)) return !da;
   }
+  if (pool.holds !== null) {
+    const ha = holdsModel(pool.members[a], pool.holds);
+    if (ha !== holdsModel(pool.members[b], pool.holds)) return ha;
+  }
   return fewest ? pool.free[a] < pool.free[b] : pool.free[a] > pool.free[b];
+}
+
+/** Whether a node's model cache holds `revision` (`repo@commit`) complete. */
+function holdsModel(m: ClassMember, revision: string): boolean {
+  return m.n.cache?.holds.has(revision) ?? false;
 }
 
 /**
@@ -433,6 +458,17 @@ function fitSummary(
     .map((r) => `; fabric ${r.fabric} passed over: ${fabricWhy(r, ranks[0], true, ctx)}`);
   const more = passed.length - named.length;
   return head + named.join("") + (more > 0 ? `; and ${more} more fabrics passed over` : "");
+}
+
+/** "; n2 holds acme/llm@4b1c2a9" for the chosen nodes whose cache holds the revision; else "". */
+function holdersText(chosen: ClassMember[], ctx: ProfileContext): string {
+  const rev = ctx.disk?.revision ?? null;
+  if (rev === null) return "";
+  const holders = chosen.filter((m) => holdsModel(m, rev)).map((m) => m.n.node.id).sort(compareIds);
+  if (holders.length === 0) return "";
+  return `; ${holders.join(", ")} ${holders.length === 1 ? "holds" : "hold"} ${
+    diskName(ctx.disk!)
+  }`;
 }
 
 function placedSummary(deployment: Deployment, used: number, attempts: ProfileAttempt[]): string {

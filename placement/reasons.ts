@@ -19,6 +19,7 @@ export type ReasonCode =
   | "selector_mismatch"
   | "compute_capability"
   | "engine_missing"
+  | "insufficient_disk"
   | "insufficient_gpus"
   | "no_fabric"
   | "fabric_too_small";
@@ -75,6 +76,12 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     label: "without {engine}",
     meaning:
       "The node reports engines, and the profile's engine is not among them (the message names what the node has). A node that reports none is not refused: its engines are unknown.",
+  },
+  {
+    code: "insufficient_disk",
+    label: "too little model cache room",
+    meaning:
+      "The node's model cache cannot take the model's files: their size (the model facts' weight bytes) is more than the room its agent reports under the cache's high watermark after evicting every revision it may (none a shard uses or a deployment pins). A node that holds the revision, or reports no cache, is not refused. Known only when the model's facts are.",
   },
   {
     code: "insufficient_gpus",

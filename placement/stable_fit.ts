@@ -65,6 +65,8 @@ export function stableFit(index: ClusterIndex, ctx: ProfileContext): StableFit {
     p.engine,
     ctx.selector,
     ctx.model?.key ?? null,
+    ctx.disk?.bytes ?? null,
+    ctx.disk?.revision ?? null,
   ]);
   let memo = MEMO.get(index);
   if (memo === undefined) MEMO.set(index, memo = new Map());
