@@ -21,7 +21,9 @@ import { errorMessage } from "../text/error_message.ts";
 /**
  * The synthetic models dev's samples (dev/samples) name, as the fake hub's
  * `--synthetic` takes them: the real repo id and `config.json` (its preset),
- * 64–128 MiB of weights so dev starts in seconds.
+ * 64–128 MiB of weights so dev starts in seconds. Their indexes give those
+ * sizes, not the real models' (`claim=real` would): the agents' disk check
+ * then asks for what is really fetched, so dev places the same on any disk.
  */
 export const DEV_HUB_MODELS: readonly string[] = [
   "meta-llama/Llama-3.1-8B-Instruct,preset=llama-3.1-8b-instruct,shards=2,bytes=64MiB",

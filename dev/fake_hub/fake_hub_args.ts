@@ -3,7 +3,7 @@
  *
  * ```sh
  * deno run -A --no-config dev/fake_hub/fake_hub.ts [--host H] [--port P] [--cdn-port P]
- *   [--models DIR] [--synthetic org/name[,preset=P][,shards=N][,bytes=SIZE][,gated]]…
+ *   [--models DIR] [--synthetic org/name[,preset=P][,shards=N][,bytes=SIZE][,claim=SIZE|real][,gated]]…
  *   [--rate SIZE] [--ttl SECONDS] [--stop-on-stdin-close]
  * ```
  *
@@ -14,6 +14,7 @@
  * @module
  */
 import type { SyntheticModelSpec } from "./synthetic_model.ts";
+import { MODEL_PRESETS } from "./model_presets.ts";
 
 /** A command line the fake hub refuses; the message names the flag. */
 export class UsageError extends Error {
@@ -95,16 +96,29 @@ export function parseSynthetic(text: string, tokens: string[]): SyntheticModelSp
     else if (key === "shards" && /^\d+$/.test(value ?? "") && Number(value) >= 1) {
       spec.shards = Number(value);
     } else if (key === "bytes" && value) spec.weightBytes = parseSize(value, "--synthetic bytes");
+    else if (key === "claim" && value === "real") spec.claimedBytes = REAL_SIZE;
+    else if (key === "claim" && value) spec.claimedBytes = parseSize(value, "--synthetic claim");
     else {
       throw new UsageError(
         `--synthetic ${repo}: unknown option ${
           JSON.stringify(option)
-        } (preset=, shards=, bytes=, gated)`,
+        } (preset=, shards=, bytes=, claim=SIZE|real, gated)`,
       );
     }
   }
+  // The preset's real size, once the preset is known (whatever the options' order).
+  if (spec.claimedBytes === REAL_SIZE) {
+    const preset = MODEL_PRESETS[spec.preset ?? "llama-3.1-8b-instruct"];
+    if (preset === undefined) {
+      throw new UsageError(`--synthetic ${repo}: claim=real needs a known preset=`);
+    }
+    spec.claimedBytes = preset.weightBytes;
+  }
   return spec;
 }
+
+/** `claim=real` until the preset is known. */
+const REAL_SIZE = -1;
 
 /** Reads argv; `tokens` are the accounts' tokens (from the environment). */
 export function parseFakeHubArgs(argv: readonly string[], tokens: string[]): FakeHubArgs {

@@ -34,6 +34,17 @@ Deno.test("the fake hub's flags", () => {
   }]);
   assertEquals(parseFakeHubArgs(["--models", "/m"], []).models, "/m");
   assertEquals(args.stopOnStdinClose, false);
+  // The index may claim the real model's size while the files stay small.
+  const claimed = parseFakeHubArgs([
+    "--synthetic",
+    "org/q,claim=real,preset=qwen2.5-7b-instruct,bytes=1MiB",
+    "--synthetic",
+    "org/r,claim=2GiB",
+  ], []).synthetic;
+  assertEquals(claimed.map((s) => [s.weightBytes, s.claimedBytes]), [
+    [1024 ** 2, 15231233024],
+    [undefined, 2 * 1024 ** 3],
+  ]);
   assertEquals(
     parseFakeHubArgs(["--models", "/m", "--stop-on-stdin-close"], []).stopOnStdinClose,
     true,

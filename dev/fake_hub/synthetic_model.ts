@@ -32,6 +32,14 @@ export interface SyntheticModelSpec extends FakeRepoOptions {
   shards?: number;
   /** Tensor bytes in all (default 4 MiB); rounded down to whole BF16 values. */
   weightBytes?: number;
+  /**
+   * The `metadata.total_size` its index claims (default: the shards' own
+   * bytes). `llmgw dev` claims the real model's size (`claim=real`), so the
+   * control plane's facts and memory estimate read as for the real model
+   * while the files stay small; nothing checks the claim against the files,
+   * as nothing in vLLM does.
+   */
+  claimedBytes?: number;
   /** Seed of the tensor bytes (default derived from the repo id). */
   seed?: number;
 }
@@ -171,7 +179,9 @@ export async function syntheticFiles(spec: SyntheticModelSpec): Promise<FakeFile
   const weightMap: Record<string, string> = {};
   tensors.forEach((ts, i) => ts.forEach((t) => (weightMap[t.name] = name(i))));
   const index = {
-    metadata: { total_size: tensors.flat().reduce((sum, t) => sum + t.bytes, 0) },
+    metadata: {
+      total_size: spec.claimedBytes ?? tensors.flat().reduce((sum, t) => sum + t.bytes, 0),
+    },
     weight_map: weightMap,
   };
   const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n";

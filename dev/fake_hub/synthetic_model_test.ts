@@ -142,3 +142,19 @@ Deno.test("the hashes the revision API lists are those of the bytes resolve serv
       listing.siblings.some((s: { lfs?: unknown }) => !s.lfs),
   );
 });
+
+Deno.test("a synthetic model's index may claim the real model's size while its files stay small", async () => {
+  const repo = await syntheticModel({
+    repo: "org/claims",
+    shards: 2,
+    weightBytes: 100_000,
+    claimedBytes: 16_060_522_496,
+  });
+  const files = Object.values(repo.commits)[0];
+  const index = files.find((f) => f.path === "model.safetensors.index.json")!;
+  const text = new TextDecoder().decode(await collect(index.read(0, index.size)));
+  assertEquals(JSON.parse(text).metadata.total_size, 16_060_522_496);
+  const shardBytes = files.filter((f) => f.path.endsWith(".safetensors"))
+    .reduce((n, f) => n + f.size, 0);
+  assertOk(shardBytes < 200_000, `${shardBytes}`);
+});
