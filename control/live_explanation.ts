@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { placementIndexOptions } from "./model_caches.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import { indexCluster, place } from "../placement/mod.ts";
 import type { Explanation } from "../placement/types.ts";
@@ -59,7 +60,7 @@ export function liveExplanation(state: ControlState, replicaId: string): LiveExp
   const spec = state.deployments.get(r.deployment)?.spec;
   const live = spec === undefined
     ? null
-    : place(indexCluster(nodes, { models: state.modelFacts.all() }), spec, `${replicaId}.explain`, {
+    : place(indexCluster(nodes, placementIndexOptions(state)), spec, `${replicaId}.explain`, {
       detail,
     }).explanation;
   return { replica: replicaView(state, r), live, detail, nodes: nodes.length };

@@ -60,6 +60,7 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
     state.nodes.delete(nodeId);
     state.byTokenHash.delete(stored.token_hash);
     state.reports.delete(nodeId);
+    state.modelCaches.delete(nodeId);
     state.awaitingFirstReport.delete(nodeId);
     state.dirty.delete(nodeId);
     state.inventory.removeNode(nodeId);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { recordModelCache } from "./model_caches.ts";
 import { checkGpus, type InventoryNode, NodeReportError } from "../inventory/store.ts";
 import type {
   HeartbeatRequest,
@@ -159,6 +160,9 @@ export class NodeService {
         await state.event(e.kind, `replica/${replicaOfShard(e.shard)}`, e.message);
       }
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
+      if (req.model_cache !== undefined) {
+        await recordModelCache(state, req.node_id, req.model_cache);
+      }
       // The ports the agent allocated; other ranks learn rank 0's at once.
       const learned = learnPorts(state, req.shards);
       for (const r of learned) await this.#book.savePorts(r);

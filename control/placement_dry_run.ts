@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { placementIndexOptions } from "./model_caches.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import { applyPlacement, indexCluster, place } from "../placement/mod.ts";
 import type { PlacementResult } from "../placement/types.ts";
@@ -15,7 +16,7 @@ import type { ControlState } from "./state.ts";
 
 /** Where each replica of `d` would go now; nothing changes. */
 export function placementDryRun(state: ControlState, d: Deployment): PlacementResult[] {
-  const index = indexCluster(state.inventory.snapshot(), { models: state.modelFacts.all() });
+  const index = indexCluster(state.inventory.snapshot(), placementIndexOptions(state));
   const out: PlacementResult[] = [];
   for (let i = 0; i < d.replicas; i++) {
     const r = place(index, d, replicaId(d.name, i), { detail: "grouped" });

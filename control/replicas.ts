@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { placementIndexOptions } from "./model_caches.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { noPorts } from "../engines/port_block.ts";
 import {
@@ -83,9 +84,10 @@ export class ReplicaBook {
    */
   index(): ClusterIndex {
     if (this.#index !== null) return this.#index;
-    const index = indexCluster(this.#state.inventory.snapshot(), {
-      models: this.#state.modelFacts.all(),
-    });
+    const index = indexCluster(
+      this.#state.inventory.snapshot(),
+      placementIndexOptions(this.#state),
+    );
     if (this.#inPass) this.#index = index;
     return index;
   }

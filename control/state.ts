@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
@@ -88,6 +89,12 @@ export class ControlState {
   readonly byTokenHash: Map<string, string> = new Map();
   /** Each node's last shard reports, by shard id. */
   readonly reports: Map<string, Map<string, ShardReport>> = new Map();
+  /**
+   * Each node's model cache as its last heartbeat reported it
+   * (protocol/model_cache_report.ts); absent for agents that report none.
+   * Not stored: the next heartbeat brings it again.
+   */
+  readonly modelCaches: Map<string, ModelCacheReport> = new Map();
   /** Nodes that held placed shards when the store was opened and have not reported since. */
   readonly awaitingFirstReport: Set<string> = new Set();
   /** Nodes whose desired state may have changed since the reconciler last published. */

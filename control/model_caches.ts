@@ -1,0 +1,59 @@
+/**
+ * What agents report of their model caches (issue #25 item 5), as the
+ * control plane keeps and uses it: each node's last report (placement's
+ * `insufficient_disk` and its preference for holders read it through
+ * {@link placementIndexOptions}), and each eviction an agent reports as a
+ * `model_evicted` event.
+ *
+ * @module
+ */
+import type { IndexOptions, NodeModelCache } from "../placement/cluster_index.ts";
+import { type ModelCacheReport, revisionName } from "../protocol/model_cache_report.ts";
+import { formatBytes } from "../text/bytes.ts";
+import type { ControlState } from "./state.ts";
+
+/** Keeps `report` as the node's cache and records its evictions as events. */
+export async function recordModelCache(
+  state: ControlState,
+  nodeId: string,
+  report: ModelCacheReport,
+): Promise<void> {
+  state.modelCaches.set(nodeId, report);
+  for (const e of report.evicted) {
+    await state.event(
+      "model_evicted",
+      `node/${nodeId}`,
+      `evicted ${revisionName(e.repo, e.commit)} from its model cache, ${
+        formatBytes(e.bytes)
+      } freed: ${e.reason}`,
+    );
+  }
+}
+
+/** A node's report as placement reads it. */
+export function nodeModelCache(report: ModelCacheReport): NodeModelCache {
+  const holds = new Set<string>();
+  const partial = new Map<string, number>();
+  for (const r of report.revisions) {
+    const name = revisionName(r.repo, r.commit);
+    if (r.state === "complete") holds.add(name);
+    else partial.set(name, r.bytes_done);
+  }
+  return { roomBytes: report.room_bytes, holds, partial };
+}
+
+/**
+ * What every placement of the control plane indexes the cluster with: the
+ * models' facts, each deployment's resolved commit and each node's model
+ * cache. One owner, so every gate (reconcile, rollout, drain, explain, dry
+ * run) weighs the same things.
+ */
+export function placementIndexOptions(state: ControlState): IndexOptions {
+  const commits = new Map<string, string>();
+  for (const [name, d] of state.deployments) {
+    if (d.model_commit != null) commits.set(name, d.model_commit);
+  }
+  const caches = new Map<string, NodeModelCache>();
+  for (const [node, report] of state.modelCaches) caches.set(node, nodeModelCache(report));
+  return { models: state.modelFacts.all(), commits, caches };
+}
