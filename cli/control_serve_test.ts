@@ -57,3 +57,34 @@ async function exists(path: string): Promise<boolean> {
     throw e;
   }
 }
+
+Deno.test("control serve --hub-token-file readable by others is refused, naming the file, never the token", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_control_serve_hub_" });
+  try {
+    const tokenFile = join(dir, "hub.token");
+    await Deno.writeTextFile(tokenFile, "hf_secret_for_the_test\n", { mode: 0o644 });
+    await Deno.chmod(tokenFile, 0o644);
+    let out = "";
+    let err = "";
+    const code = await controlServeCommand(
+      [
+        "--listen",
+        "127.0.0.1:0",
+        "--gateway-listen",
+        "off",
+        "--insecure-http",
+        "--store",
+        join(dir, "store"),
+        "--hub-token-file",
+        tokenFile,
+      ],
+      (t) => out += t,
+      (t) => err += t,
+    );
+    assertEquals(code, 1, err);
+    assertOk(err.includes(`Cannot use token file ${tokenFile}`), err);
+    assertOk(!`${out}${err}`.includes("hf_secret_for_the_test"), "the token was printed");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

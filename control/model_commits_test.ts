@@ -2,6 +2,7 @@ import { inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
 import { addCommit, fakeRepo, smallFile } from "../dev/fake_hub/fake_repo.ts";
 import { hubCommitSource } from "../models/commit_source.ts";
 import { HubClient } from "../models/hub_client.ts";
+import { HubToken } from "../models/hub_config.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { QWEN, registerNodes, testControl, thrown } from "../tests/control_fixture.ts";
 import type { ControlPlane } from "./control_plane.ts";
@@ -152,4 +153,31 @@ Deno.test("a revision that is a full commit is its own commit when the hub canno
   });
   assertEquals(local.deployment.revision, undefined);
   assertEquals(cp.deployments.get("local").model_commit, null);
+});
+
+Deno.test("the hub token is in no warning, refusal or event of resolution", async () => {
+  const secret = "hf_resolution_secret_123";
+  const files = [await smallFile("config.json", "{}")];
+  const hub = inProcessFakeHub({
+    repos: [fakeRepo(QWEN.model, files), fakeRepo("org/gated", files, { gated: "manual" })],
+    tokens: [secret],
+  });
+  const client = new HubClient({
+    config: { endpoint: hub.endpoint, token: new HubToken(secret) },
+    fetch: hub.fetch,
+  });
+  const { cp, clock } = await testControl({ commits: hubCommitSource(client) });
+  const refused = await thrown(cp.deployments.apply({ ...QWEN, model: "org/gated" }));
+  assertOk(refused instanceof InvalidInputError);
+  assertStringIncludes(refused.message, "HF_TOKEN was not granted access");
+  await hub.offline();
+  const applied = await cp.deployments.apply(QWEN);
+  await cp.reconcile();
+  await cp.state.modelCommits.settled();
+  clock.advance(RETRY_FIRST_MS);
+  await cp.reconcile();
+  await cp.state.modelCommits.settled();
+  const said = JSON.stringify([refused.message, applied.warnings, await cp.events.list()]);
+  assertOk(said.includes("model_resolve_failed"), said);
+  assertOk(!said.includes(secret), "the token leaked");
 });
