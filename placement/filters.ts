@@ -10,7 +10,7 @@ import { tooBigAdvice } from "../deployment/parallelism.ts";
 import { fp8Requirement, needsFp8Hardware } from "../deployment/quantization.ts";
 import type { Profile } from "../deployment/schema.ts";
 import type { ModelFacts } from "../models/model_facts.ts";
-import { REPO_ID_PATTERN } from "../models/hub_protocol.ts";
+import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import {
   classMemoryBytes,
   fitsGpu,
@@ -217,7 +217,7 @@ export function modelDisk(
   facts: ModelFacts | null,
   commit: string | null,
 ): ModelDisk | null {
-  if (!REPO_ID_PATTERN.test(model) || (facts === null && commit === null)) return null;
+  if (isLocalModel(model) || (facts === null && commit === null)) return null;
   return {
     repo: model,
     bytes: facts?.weight_bytes ?? null,
@@ -269,9 +269,8 @@ export function diskText(
 
 /** `repo@abc1234` (the commit's first 7 digits), or the repo alone when the commit is unknown. */
 export function diskName(disk: ModelDisk): string {
-  return disk.revision === null
-    ? disk.repo
-    : `${disk.repo}@${disk.revision.slice(disk.repo.length + 1, disk.repo.length + 8)}`;
+  if (disk.revision === null) return disk.repo;
+  return `${disk.repo}@${shortCommit(disk.revision.slice(disk.repo.length + 1))}`;
 }
 
 /** Enough healthy, unallocated GPUs of the class for one shard. */
