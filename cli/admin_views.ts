@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { downloadSummary } from "../protocol/shard_download.ts";
 import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { shortCommit } from "../deployment/model_revision.ts";
 import { explanationLines } from "../placement/place.ts";
@@ -106,6 +107,7 @@ export function modelRevisionText(d: DeploymentListing): string {
 }
 
 function progressCell(s: ShardListing): string {
+  if (s.download !== null) return downloadSummary(s.download);
   return s.progress === null || s.progress.percent === null ? "-" : `${s.progress.percent}%`;
 }
 

@@ -46,6 +46,7 @@ function shard(over: Partial<ShardListing>): ShardListing {
     restarts: 0,
     crash_loop: null,
     cold_start: null,
+    download: null,
     ...over,
   };
 }

@@ -83,7 +83,7 @@ export function renderMetrics(cp: ControlPlane, http: HttpStats): string {
   }
   const replicas = cp.replicas();
   out.family("replicas", "gauge", "Replicas by state.");
-  for (const state of ["pending", "starting", "loading", "ready", "failed"]) {
+  for (const state of ["pending", "downloading", "starting", "loading", "ready", "failed"]) {
     out.sample("replicas", { state }, replicas.filter((r) => r.state === state).length);
   }
   out.family("placements_total", "counter", "Replicas placed since start.");

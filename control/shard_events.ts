@@ -3,17 +3,20 @@
  * before and after it (design §13): each new failure (with its crash-loop
  * count), each new notice, and each return to ready after a failure
  * (`shard_recovered`), so every failure an operator reads is closed by an
- * event saying when the shard served again. Pure: nodes.ts writes them.
+ * event saying when the shard served again; and its model download's start,
+ * source changes, completion and failed tries (download_events.ts). Pure:
+ * nodes.ts writes them.
  *
  * @module
  */
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { shardFailureMessage } from "./events.ts";
+import { type DownloadEvent, downloadEvents } from "./download_events.ts";
 
 /** One event about a shard. */
 export interface ShardEvent {
-  /** `shard_failed`, `shard_notice` or `shard_recovered`. */
-  kind: "shard_failed" | "shard_notice" | "shard_recovered";
+  /** `shard_failed`, `shard_notice`, `shard_recovered`, or one of its download (download_events.ts). */
+  kind: "shard_failed" | "shard_notice" | "shard_recovered" | DownloadEvent["kind"];
   /** The shard it is about. */
   shard: string;
   /** In words. */
@@ -33,7 +36,7 @@ export function shardEvents(
   shards: readonly ShardReport[],
   startedAt: number,
 ): ShardEvent[] {
-  const out: ShardEvent[] = [];
+  const out: ShardEvent[] = downloadEvents(node, before, shards, startedAt);
   const told = (at: number, seen: number | undefined) =>
     seen === at || (before === undefined && at < startedAt);
   for (const s of shards) {

@@ -9,6 +9,7 @@ import type { Explanation, ShardPlacement } from "../placement/types.ts";
 import { CRASH_LOOP_FROM, type ShardReport } from "../protocol/agent_protocol.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
 import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
+import type { ShardDownload } from "../protocol/shard_download.ts";
 import type { ControlState } from "./state.ts";
 import { type ReplicaFailure, replicaRevision, type StoredReplica } from "./store/store.ts";
 
@@ -31,10 +32,12 @@ export interface ShardView
   crash_loop: { failures: number; limit: number } | null;
   /** The current run's cold-start receipt, as reported; null when none (issue #25 item 7). */
   cold_start: ColdStartReceipt | null;
+  /** Its model's download while it is `downloading`, as reported; null otherwise (issue #25). */
+  download: ShardDownload | null;
 }
 
 /** A replica's state as the API shows it. */
-export type ReplicaState = "pending" | "starting" | "loading" | "ready" | "failed";
+export type ReplicaState = "pending" | "downloading" | "starting" | "loading" | "ready" | "failed";
 
 /** A replica as the API shows it. */
 export interface ReplicaView {
@@ -42,7 +45,7 @@ export interface ReplicaView {
   id: string;
   /** Deployment. */
   deployment: string;
-  /** pending, starting, loading, ready or failed, from the phase and the shards' reports. */
+  /** pending, downloading, starting, loading, ready or failed, from the phase and the shards' reports. */
   state: ReplicaState;
   /** The profile used, when placed. */
   profile: string | null;
@@ -76,6 +79,7 @@ export function replicaView(state: ControlState, r: StoredReplica): ReplicaView 
       restarts: report?.restarts ?? 0,
       crash_loop: crashLoop(report),
       cold_start: report?.cold_start ?? null,
+      download: report?.state === "downloading" ? report.download ?? null : null,
     };
   });
   return {
@@ -107,7 +111,11 @@ export function isReady(state: ControlState, r: StoredReplica): boolean {
   );
 }
 
-/** A replica's state: its phase, then the worst of its shards' reports. */
+/**
+ * A replica's state: its phase, then the worst of its shards' reports; a
+ * shard still fetching its model holds the whole replica back, so
+ * `downloading` comes before `loading`.
+ */
 export function replicaState(
   r: Pick<StoredReplica, "phase">,
   shards: readonly Pick<ShardView, "state">[],
@@ -117,6 +125,7 @@ export function replicaState(
   const states = shards.map((s) => s.state);
   if (states.length > 0 && states.every((s) => s === "ready")) return "ready";
   if (states.some((s) => s === "failed")) return "failed";
+  if (states.some((s) => s === "downloading")) return "downloading";
   if (states.some((s) => s === "loading")) return "loading";
   return "starting";
 }

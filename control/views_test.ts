@@ -9,6 +9,8 @@ Deno.test("a replica's state: its phase, then the worst of its shards", () => {
     ["all ready", "placed", ["ready", "ready"], "ready"],
     ["one failed", "placed", ["ready", "failed"], "failed"],
     ["one loading", "placed", ["loading", "ready"], "loading"],
+    ["one downloading holds the others back", "placed", ["downloading", "loading"], "downloading"],
+    ["a failure beats a download", "placed", ["downloading", "failed"], "failed"],
     ["not reported yet", "placed", ["unknown", "ready"], "starting"],
     ["backing off", "placed", ["backoff"], "starting"],
     ["placed, no shards", "placed", [], "starting"],

@@ -19,6 +19,7 @@ import { z } from "zod";
 import { ApplyResultKindSchema, SpecChangeSchema } from "./apply_answer.ts";
 import { ShardReportSchema } from "./agent_protocol.ts";
 import { ColdStartReceiptSchema } from "./cold_start_receipt.ts";
+import { ShardDownloadSchema } from "./shard_download.ts";
 import { NodeIdSchema } from "./fields.ts";
 import type { Explanation } from "../placement/types.ts";
 import { LABEL_KEY_PATTERN, NAME_PATTERN } from "../deployment/schema.ts";
@@ -305,7 +306,7 @@ export const RolloutStatusSchema = z.object({
     id: z.string(),
     index: z.number().int(),
     revision: z.number().int(),
-    state: z.enum(["pending", "starting", "loading", "ready", "failed"]),
+    state: z.enum(["pending", "downloading", "starting", "loading", "ready", "failed"]),
   })),
 });
 /** A deployment's rollout status as answered. */
@@ -372,7 +373,14 @@ export const ReplicaFailureSchema = z.object({
 });
 
 /** A replica's state as shown: from its phase and its shards' reports. */
-export const ReplicaStateSchema = z.enum(["pending", "starting", "loading", "ready", "failed"]);
+export const ReplicaStateSchema = z.enum([
+  "pending",
+  "downloading",
+  "starting",
+  "loading",
+  "ready",
+  "failed",
+]);
 
 /** A shard of a replica as shown (control/views.ts `ShardView`). */
 export const ShardViewSchema = z.object({
@@ -395,6 +403,9 @@ export const ShardViewSchema = z.object({
     ),
   cold_start: ColdStartReceiptSchema.nullable().default(null).describe(
     "How its engine's current run started, phase by phase; null when not reported",
+  ),
+  download: ShardDownloadSchema.nullable().default(null).describe(
+    "Its model's download while it is downloading: bytes, rate, ETA, sources, the last error",
   ),
 });
 

@@ -14,6 +14,7 @@
 import { z } from "zod";
 import { REPORT_BOUNDS } from "./report_bounds.ts";
 import type { Assert, Same } from "./same_type.ts";
+import { formatRate, formatSeconds } from "../text/bytes.ts";
 
 /** One shard's model download (see the module). */
 export interface ShardDownload {
@@ -56,6 +57,20 @@ export const ShardDownloadSchema = z.object({
 type _ShardDownloadMatchesSchema = Assert<
   Same<z.output<typeof ShardDownloadSchema>, ShardDownload>
 >;
+
+/**
+ * The download in a few words, as `llmgw get replicas` and the dashboard
+ * show it: `42% 1.2 GiB/s ETA 31s`, `42% retrying (2 failed)` between
+ * tries, `resolving` before the file list is known.
+ */
+export function downloadSummary(d: ShardDownload): string {
+  const pct = downloadPercent(d);
+  const done = pct === null ? "resolving" : `${pct}%`;
+  if (d.last_error !== null) return `${done} retrying (${d.failures} failed)`;
+  if (d.rate_bytes_per_second <= 0) return done;
+  const eta = d.eta_seconds === null ? "" : ` ETA ${formatSeconds(d.eta_seconds)}`;
+  return `${done} ${formatRate(d.rate_bytes_per_second)}${eta}`;
+}
 
 /** Percent done, 0-100 (floored), or null before the total is known. */
 export function downloadPercent(d: ShardDownload): number | null {

@@ -16,6 +16,7 @@ import { shortCommit } from "../deployment/model_revision.ts";
 /** Replica states in lifecycle order. */
 const REPLICA_STATES: readonly ReplicaState[] = [
   "pending",
+  "downloading",
   "starting",
   "loading",
   "ready",

@@ -7,6 +7,8 @@
  *
  * @module
  */
+import { downloadSummary, type ShardDownload } from "../protocol/shard_download.ts";
+import { formatBytes } from "../text/bytes.ts";
 import type { ReplicaView } from "../control/views.ts";
 import type { EventRecord } from "../control/store/store.ts";
 import type { InventoryNode } from "../inventory/store.ts";
@@ -116,6 +118,7 @@ export function ReplicaFragment(props: {
                         {Math.round(s.progress.percent)}%
                       </span>
                     )}
+                    {s.download === null ? null : <DownloadNote d={s.download} />}
                     {s.crash_loop === null ? null : (
                       <div class="problem small">
                         crash loop: {s.crash_loop.failures} failures in a row (gives up at{" "}
@@ -221,5 +224,21 @@ export function ReplicaPage(props: {
         )}
       </div>
     </Layout>
+  );
+}
+
+/** A downloading shard's model download: summary, bytes, sources, the last error (issue #25). */
+function DownloadNote(props: { d: ShardDownload }) {
+  const d = props.d;
+  return (
+    <div class="small" data-download>
+      <span>{downloadSummary(d)}</span>
+      <div class="mute">
+        {formatBytes(d.bytes_done)} of {formatBytes(d.bytes_total)} of{" "}
+        {d.commit === null ? d.model : `${d.model}@${d.commit.slice(0, 12)}`}
+        {d.sources.length === 0 ? null : ` from ${d.sources.join(", ")}`}
+      </div>
+      {d.last_error === null ? null : <div class="problem">{d.last_error}</div>}
+    </div>
   );
 }

@@ -22,6 +22,7 @@ const SHARD = {
   restarts: 0,
   crash_loop: null,
   cold_start: null,
+  download: null,
 };
 const FAILURE = {
   reason: "engine refused its arguments",

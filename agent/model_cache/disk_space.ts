@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { formatBytes } from "../../text/bytes.ts";
 
 /** Not enough room in the model cache for a snapshot. */
 export class InsufficientDiskError extends Error {
@@ -25,14 +26,5 @@ export class InsufficientDiskError extends Error {
   }
 }
 
-/** Bytes as people read them: `1.5 GiB`, `800 B`. */
-export function formatBytes(bytes: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = bytes;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
+// The one owner of byte formatting; callers here import it from this file too.
+export { formatBytes } from "../../text/bytes.ts";
