@@ -19,6 +19,7 @@ import type { CommitSource } from "../models/commit_source.ts";
 import { HubError } from "../models/hub_errors.ts";
 import { COMMIT_PATTERN } from "../models/hub_protocol.ts";
 import type { Deployment } from "../deployment/schema.ts";
+import { modelRevision } from "../deployment/model_revision.ts";
 import type { DeploymentIssue } from "../deployment/validate.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { InvalidInputError } from "./errors.ts";
@@ -80,7 +81,7 @@ export async function resolveAtApply(
   source: CommitSource | null,
   spec: Deployment,
 ): Promise<ApplyCommit> {
-  const revision = spec.revision;
+  const revision = readAt(spec);
   if (revision === undefined) return { commit: null, warning: null };
   const itself = COMMIT_PATTERN.test(revision) ? revision : null;
   if (source === null) return { commit: itself, warning: null };
@@ -169,13 +170,14 @@ export class ModelCommits {
 
   async #try(state: CommitBooks, name: string, spec: Deployment, retry: Retry): Promise<void> {
     const subject = `deployment/${name}`;
-    const what = `model ${spec.model} revision ${spec.revision}`;
+    const revision = readAt(spec)!;
+    const what = `model ${spec.model} revision ${revision}`;
     let commit: string | null = null;
     let problem = "";
     try {
       commit = await this.#source!.resolveCommit(
         spec.model,
-        spec.revision!,
+        revision,
         AbortSignal.timeout(RESOLVE_TIMEOUT_MS),
       );
     } catch (e) {
@@ -207,7 +209,7 @@ export class ModelCommits {
 
 /** True when `d`'s current revision reads a hub model at a revision with no commit yet. */
 export function needsCommit(d: StoredDeployment): boolean {
-  return d.spec.revision !== undefined && revisionCommit(d, deploymentRevision(d)) === null;
+  return readAt(d.spec) !== undefined && revisionCommit(d, deploymentRevision(d)) === null;
 }
 
 /**
@@ -235,11 +237,20 @@ export async function recordCommit(
 /** The `model_resolved` event of `d`'s current revision, when it has a commit. */
 export async function announceCommit(state: CommitBooks, d: StoredDeployment): Promise<void> {
   const commit = revisionCommit(d, deploymentRevision(d));
-  if (commit === null || d.spec.revision === undefined) return;
+  const revision = readAt(d.spec);
+  if (commit === null || revision === undefined) return;
   await state.event(
     "model_resolved",
     `deployment/${d.name}`,
-    `model ${d.spec.model} revision ${d.spec.revision} → commit ${commit} ` +
+    `model ${d.spec.model} revision ${revision} → commit ${commit} ` +
       `(deployment revision ${deploymentRevision(d)})`,
   );
+}
+
+/**
+ * The revision `spec`'s model is read at: its own, `main` for a hub id that
+ * names none (a spec stored before revisions existed), none for a path.
+ */
+function readAt(spec: Deployment): string | undefined {
+  return modelRevision(spec.model, spec.revision);
 }

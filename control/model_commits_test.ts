@@ -7,6 +7,8 @@ import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts
 import { QWEN, registerNodes, testControl, thrown } from "../tests/control_fixture.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { InvalidInputError } from "./errors.ts";
+import { MemoryStore } from "./store/memory_store.ts";
+import { parseDeployment } from "../deployment/load.ts";
 import { RETRY_FIRST_MS } from "./model_commits.ts";
 
 /** A fake hub with QWEN's repo (one commit on main) and a gated one; a control plane resolving through it. */
@@ -180,4 +182,20 @@ Deno.test("the hub token is in no warning, refusal or event of resolution", asyn
   const said = JSON.stringify([refused.message, applied.warnings, await cp.events.list()]);
   assertOk(said.includes("model_resolve_failed"), said);
   assertOk(!said.includes(secret), "the token leaked");
+});
+
+Deno.test("a deployment stored before revisions is read at main and resolved in the background", async () => {
+  const files = [await smallFile("config.json", "{}")];
+  const repo = fakeRepo(QWEN.model, files);
+  const hub = inProcessFakeHub({ repos: [repo] });
+  const client = new HubClient({ config: { endpoint: hub.endpoint }, fetch: hub.fetch });
+  const { revision: _r, pinned: _p, ...old } = parseDeployment(QWEN, "test").deployment;
+  const store = new MemoryStore();
+  await store.putDeployment({ name: "qwen", spec: old, created_at: 0, updated_at: 0 });
+  const { cp } = await testControl({ store, commits: hubCommitSource(client) });
+  assertEquals(cp.deployments.get("qwen").model_commit, null);
+  await cp.reconcile();
+  await cp.state.modelCommits.settled();
+  assertEquals(cp.deployments.get("qwen").model_commit, repo.refs.main);
+  assertEquals((await cp.deployments.apply(QWEN)).result, "unchanged");
 });
