@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { modelRoutes } from "./api/models.ts";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { agentRoutes } from "./api/agent.ts";
@@ -78,6 +79,7 @@ function groups(
     apiKeyRoutes(cp),
     tokenRoutes(cp, caHash),
     gatewayRoutes(cp),
+    modelRoutes(cp),
   ];
 }
 

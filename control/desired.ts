@@ -12,6 +12,8 @@ import type { ClusterNode } from "../inventory/types.ts";
 import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import type { ModelSources } from "../protocol/model_sources.ts";
 import { modelSourcesByNode } from "./model_sources.ts";
+import { desiredModels, pinnedModels } from "./model_pulls.ts";
+import type { DesiredModel } from "../protocol/desired_models.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
 import type { StoredPlacement } from "./store/store.ts";
@@ -45,8 +47,10 @@ export class DesiredStates {
   readonly #state: ControlState;
   readonly #desired = new Map<
     string,
-    { key: string; shards: DesiredShard[]; sources: ModelSources[] }
+    { key: string; shards: DesiredShard[]; sources: ModelSources[]; models: DesiredModel[] }
   >();
+  /** The pinned revisions as last published: a change reaches every node. */
+  #pins = "[]";
   /** Each node's model sources as last planned (control/model_sources.ts). */
   #sources = new Map<string, ModelSources[]>();
   readonly #waiters = new Map<string, Set<() => void>>();
@@ -78,9 +82,10 @@ export class DesiredStates {
     }
     shards.sort((a, b) => compareNatural(a.id, b.id));
     const sources = this.#sources.get(nodeId) ?? [];
-    const key = JSON.stringify([shards, sources]);
+    const models = desiredModels(state, nodeId);
+    const key = JSON.stringify([shards, sources, models]);
     const previous = this.#desired.get(nodeId);
-    this.#desired.set(nodeId, { key, shards, sources });
+    this.#desired.set(nodeId, { key, shards, sources, models });
     if (previous === undefined || previous.key === key) return;
     const node = state.nodes.get(nodeId)!;
     node.generation++;
@@ -104,6 +109,14 @@ export class DesiredStates {
       }
     }
     this.#sources = planned;
+    // Every node keeps every pinned revision (control/model_pulls.ts).
+    const pins = JSON.stringify(pinnedModels(this.#state));
+    if (pins !== this.#pins) {
+      for (const id of this.#state.nodes.keys()) {
+        this.#state.dirty.add(id);
+      }
+    }
+    this.#pins = pins;
     const ids = [...this.#state.dirty];
     this.#state.dirty.clear();
     for (const id of ids) {
@@ -151,6 +164,9 @@ export class DesiredStates {
       ...(desired === undefined || desired.sources.length === 0
         ? {}
         : { model_sources: structuredClone(desired.sources) }),
+      ...(desired === undefined || desired.models.length === 0
+        ? {}
+        : { models: structuredClone(desired.models) }),
     };
   }
 

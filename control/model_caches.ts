@@ -11,6 +11,7 @@ import type { IndexOptions, NodeModelCache } from "../placement/cluster_index.ts
 import { type ModelCacheReport, revisionName } from "../protocol/model_cache_report.ts";
 import { formatBytes } from "../text/bytes.ts";
 import type { ControlState } from "./state.ts";
+import { settlePulls } from "./model_pulls.ts";
 
 /** Keeps `report` as the node's cache and records its evictions as events. */
 export async function recordModelCache(
@@ -19,6 +20,7 @@ export async function recordModelCache(
   report: ModelCacheReport,
 ): Promise<void> {
   state.modelCaches.set(nodeId, report);
+  await settlePulls(state, nodeId);
   for (const e of report.evicted) {
     await state.event(
       "model_evicted",

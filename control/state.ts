@@ -7,6 +7,7 @@
  * @module
  */
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import type { ModelPull } from "./model_pulls.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
@@ -95,6 +96,8 @@ export class ControlState {
    * Not stored: the next heartbeat brings it again.
    */
   readonly modelCaches: Map<string, ModelCacheReport> = new Map();
+  /** Model revisions being pulled onto nodes, by `repo@commit` (control/model_pulls.ts). */
+  readonly modelPulls: Map<string, ModelPull> = new Map();
   /** Nodes that held placed shards when the store was opened and have not reported since. */
   readonly awaitingFirstReport: Set<string> = new Set();
   /** Nodes whose desired state may have changed since the reconciler last published. */
