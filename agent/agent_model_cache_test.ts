@@ -26,6 +26,27 @@ function procEntries(pid: number, file: "cmdline" | "environ"): string[] {
   return Deno.readTextFileSync(`/proc/${pid}/${file}`).split("\0").filter((e) => e !== "");
 }
 
+/** An agent on the stub control plane whose model cache fetches from `endpoint` with the token. */
+function modelAgent(stub: StubControl, stateDir: string, logs: string[], endpoint: string): Agent {
+  const base = agentOptions(stub.url, stub.joinToken, stateDir, logs);
+  return new Agent({
+    ...base,
+    supervisor: {
+      ...base.supervisor,
+      // The engine is told where the hub is, as an agent's environment would.
+      env: { ...base.supervisor?.env, HF_ENDPOINT: endpoint },
+    },
+    models: {
+      cache: {
+        root: `${stateDir}/models`,
+        rateBytesPerSecond: null,
+        watermarks: { highPercent: 90, lowPercent: 80 },
+      },
+      hub: { endpoint, token: new HubToken(TOKEN) },
+    },
+  });
+}
+
 Deno.test("agent: a hub model is downloaded before its engine starts, offline, from the cache; final hub answers fail the shard", async () => {
   const model = await syntheticModel({
     repo: "acme/tiny-llm",
@@ -45,23 +66,7 @@ Deno.test("agent: a hub model is downloaded before its engine starts, offline, f
   const logs: string[] = [];
   const groups = new Set<number>();
   stub.start();
-  const base = agentOptions(stub.url, stub.joinToken, stateDir, logs);
-  const agent = new Agent({
-    ...base,
-    supervisor: {
-      ...base.supervisor,
-      // The engine is told where the hub is, as an agent's environment would.
-      env: { ...base.supervisor?.env, HF_ENDPOINT: hub.endpoint },
-    },
-    models: {
-      cache: {
-        root: `${stateDir}/models`,
-        rateBytesPerSecond: null,
-        watermarks: { highPercent: 90, lowPercent: 80 },
-      },
-      hub: { endpoint: hub.endpoint, token: new HubToken(TOKEN) },
-    },
-  });
+  const agent = modelAgent(stub, stateDir, logs, hub.endpoint);
   try {
     await agent.start();
     await until("registration", () => stub.registrations[0], WAIT);
@@ -105,6 +110,8 @@ Deno.test("agent: a hub model is downloaded before its engine starts, offline, f
     );
     groups.add(ready.pid!);
     assertEquals(ready.download, null, "no download shown once it is done");
+    // The cold-start receipt begins with the agent's own download.
+    assertOk((ready.cold_start?.download?.bytes ?? 0) > 2 * 10 ** 6, "the receipt's download");
     const snapshot = `${stateDir}/models/models--acme--tiny-llm/snapshots/${model.refs.main}`;
     const argv = procEntries(ready.pid!, "cmdline");
     assertOk(argv.includes(snapshot), `the engine loads the snapshot: ${argv.join(" ")}`);
@@ -137,6 +144,59 @@ Deno.test("agent: a hub model is downloaded before its engine starts, offline, f
     assertOk(!logs.some((l) => l.includes(TOKEN)), "no log line holds the token");
     assertOk(!JSON.stringify(stub.heartbeats).includes(TOKEN), "no heartbeat holds it");
     assertOk(logs.some((l) => l.includes("model download: completed")), "the download is logged");
+  } finally {
+    await agent.stop({ stopEngines: true }).catch(() => {});
+    for (const g of groups) {
+      try {
+        Deno.kill(-g, "SIGKILL");
+      } catch {
+        // Gone.
+      }
+    }
+    await stub.close();
+    await hub.stop();
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
+
+Deno.test("agent: a hub that cannot be reached keeps the shard downloading with the error, retried until it answers", async () => {
+  const model = await syntheticModel({ repo: "acme/tiny-llm", shards: 1, weightBytes: 64 * 1024 });
+  const hub = startFakeHub({ repos: [model], tokens: [TOKEN] });
+  await hub.offline();
+  const stub = new StubControl();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_models_" });
+  const logs: string[] = [];
+  const groups = new Set<number>();
+  stub.start();
+  const endpoint = `http://127.0.0.1:${hub.ports[0]}`;
+  const agent = modelAgent(stub, stateDir, logs, endpoint);
+  try {
+    await agent.start();
+    await until("registration", () => stub.registrations[0], WAIT);
+    stub.publish(1, [
+      {
+        id: "s1",
+        engine: "vllm",
+        launch: shardLaunch("s1", freePort(), { model: "acme/tiny-llm" }),
+      },
+    ]);
+    const waiting = await until(
+      "s1 downloading with its last error",
+      () =>
+        reported(stub, "s1", (s) => s.state === "downloading" && s.download?.last_error != null),
+      WAIT,
+    );
+    assertStringIncludes(waiting.download!.last_error!, `hub ${endpoint} unreachable`);
+    assertOk(waiting.download!.failures >= 1);
+    assertEquals(waiting.last_failure, null, "a retryable failure is not the shard's failure");
+    hub.listen(); // the same ports again
+    const ready = await until(
+      "s1 ready",
+      () => reported(stub, "s1", (s) => s.state === "ready"),
+      WAIT,
+    );
+    groups.add(ready.pid!);
+    assertOk(logs.some((l) => l.includes("model fetch 1 failed")), "the failed try is logged");
   } finally {
     await agent.stop({ stopEngines: true }).catch(() => {});
     for (const g of groups) {
