@@ -19,8 +19,10 @@ export const HUB_CREDENTIALS: readonly string[] = [
  * agent settings an engine has no business reading) and the hub's
  * credentials ({@link HUB_CREDENTIALS}).
  */
-export function engineBaseEnv(): Record<string, string> {
-  const env = Deno.env.toObject();
+export function engineBaseEnv(
+  agentEnv: Record<string, string> = Deno.env.toObject(),
+): Record<string, string> {
+  const env = { ...agentEnv };
   for (const key of Object.keys(env)) {
     if (key.startsWith("LLMGW_") || HUB_CREDENTIALS.includes(key)) delete env[key];
   }
