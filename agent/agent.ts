@@ -53,6 +53,9 @@ import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics
 import { detectMgmt } from "./mgmt_addr.ts";
 import { prepareShard } from "./prepare_shard.ts";
 import { type AgentModels, agentModels } from "./agent_models.ts";
+import { AssignedSources, nodeCertificateFetch } from "./assigned_sources.ts";
+import { PeerServer } from "./peer_server.ts";
+import { CacheLayout } from "./model_cache/cache_layout.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 
@@ -86,6 +89,7 @@ export class Agent {
   #timeToReady: TimeToReadyHistogram = emptyTimeToReady();
   #coldStart: ColdStartHistograms = [];
   #models: AgentModels | null = null;
+  #peerFetch: ReturnType<typeof nodeCertificateFetch> | null = null;
 
   readonly #stopCtl = new AbortController();
   #tasks: Promise<void>[] = [];
@@ -222,6 +226,8 @@ export class Agent {
     this.#proxyServer = null;
     this.#tls?.close();
     this.#tls = null;
+    this.#peerFetch?.close();
+    this.#peerFetch = null;
   }
 
   /**
@@ -286,9 +292,19 @@ export class Agent {
         await this.#listenProxy(proxyListen);
       }
 
+      // Peers the control plane assigns are asked with the node certificate (TLS only).
+      const tls = this.#tls;
+      this.#peerFetch = tls === null ? null : nodeCertificateFetch(tls);
+      const assigned = this.#peerFetch && new AssignedSources(this.#peerFetch.fetch);
       const models = o.models &&
         agentModels(
-          o.models,
+          assigned === null ? o.models : {
+            ...o.models,
+            sources: (model, commit, hub) => {
+              assigned.update(this.#desired.applied?.model_sources);
+              return assigned.sourcesFor(model, commit, hub);
+            },
+          },
           this.#supLog,
           o.agentVersion ?? "unknown",
           () => this.#desired.applied,
@@ -350,6 +366,7 @@ export class Agent {
       await Promise.all([...this.#tasks, this.#server?.shutdown(), this.#proxyServer?.shutdown()]);
       this.#server = this.#proxyServer = null;
       this.#tls?.close();
+      this.#peerFetch?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();
@@ -409,6 +426,10 @@ export class Agent {
       },
       this.#localToken!,
       this.#placement(listen, this.#opts.agentUrl),
+      // Other agents of the cluster fetch model bytes this one holds (agent/peer_server.ts).
+      this.#opts.models === undefined
+        ? undefined
+        : new PeerServer({ layout: new CacheLayout(this.#opts.models.cache.root) }),
     );
     this.#server = served.server;
     this.#agentUrl = served.url;

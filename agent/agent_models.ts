@@ -14,7 +14,7 @@ import type { Logger } from "../log/log.ts";
 import type { CacheSettings } from "./model_cache/cache_flags.ts";
 import type { CacheEvent } from "./model_cache/cache_events.ts";
 import { ModelCache } from "./model_cache/model_cache.ts";
-import { CacheModelFetcher } from "./model_fetch.ts";
+import { CacheModelFetcher, type ModelFetchOptions } from "./model_fetch.ts";
 import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
 import { systemClock } from "../time/clock.ts";
 
@@ -26,6 +26,8 @@ export interface AgentModelOptions {
   hub: HubConfig;
   /** The fetch the hub client uses; the global one by default (tests: a fake hub in-process). */
   fetch?: typeof fetch;
+  /** The sources of a model revision besides the hub (the assigned peers, agent/assigned_sources.ts). */
+  sources?: ModelFetchOptions["sources"];
 }
 
 /** The model cache and its fetcher, as the agent holds them. */
@@ -70,7 +72,7 @@ export function agentModels(
     log,
   });
   const hub = new HubClient({ config: o.hub, fetch: o.fetch, userAgent: `llmgw-agent/${version}` });
-  fetcher = new CacheModelFetcher({ cache, hub });
+  fetcher = new CacheModelFetcher({ cache, hub, sources: o.sources });
   return { root: o.cache.root, cache, fetcher, reporter };
 }
 

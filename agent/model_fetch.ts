@@ -24,6 +24,7 @@ import type { HubClient } from "../models/hub_client.ts";
 import { localModelDir } from "../models/facts_source.ts";
 import { DEFAULT_REVISION } from "../models/hub_protocol.ts";
 import type { RepoSnapshot } from "../models/repo_snapshot.ts";
+import type { ByteSource } from "../models/byte_source.ts";
 import { errorMessage } from "../text/error_message.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
 import type { DesiredShard } from "../protocol/agent_protocol.ts";
@@ -47,6 +48,12 @@ export interface ModelFetchOptions {
   hub: HubClient;
   /** Reads a local model directory's entries (tests give a fake). */
   listDir?: (path: string) => Promise<{ name: string; size: number }[]>;
+  /**
+   * The sources of a model revision, the hub among them (issue #25 item 3:
+   * the peers the control plane assigned, agent/assigned_sources.ts); the
+   * hub alone by default.
+   */
+  sources?: (model: string, commit: string, hub: ByteSource) => ByteSource[];
 }
 
 /**
@@ -65,6 +72,7 @@ export class CacheModelFetcher implements ModelFetcher {
   readonly #cache: ModelCache;
   readonly #hub: HubClient;
   readonly #listDir: (path: string) => Promise<{ name: string; size: number }[]>;
+  readonly #sources: NonNullable<ModelFetchOptions["sources"]>;
   /** Revision lookups under way, shared by the shards asking for the same one. */
   readonly #resolving = new Map<string, Promise<RepoSnapshot>>();
   /** The snapshot each shard is fetching (or last fetched), by shard id. */
@@ -79,6 +87,7 @@ export class CacheModelFetcher implements ModelFetcher {
     this.#cache = options.cache;
     this.#hub = options.hub;
     this.#listDir = options.listDir ?? listDir;
+    this.#sources = options.sources ?? ((_model, _commit, hub) => [hub]);
   }
 
   /** {@inheritDoc ModelFetcher.fetch} */
@@ -92,7 +101,8 @@ export class CacheModelFetcher implements ModelFetcher {
     this.#snapshots.set(shard.id, { repo: snapshot.repo, commit: snapshot.commit, bytes: total });
     let path: string;
     try {
-      path = await this.#cache.ensureSnapshot(snapshot, [this.#hub.byteSource()], {
+      const sources = this.#sources(model, snapshot.commit, this.#hub.byteSource());
+      path = await this.#cache.ensureSnapshot(snapshot, sources, {
         // A ref is written for a branch or tag, not for a commit asked by its hash.
         revision: commit === undefined ? revision : undefined,
         signal,

@@ -8,7 +8,8 @@
  * in a `finally`.
  */
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
-import { CertificateAuthority, type KeyPairPem } from "../tls/authority.ts";
+import type { KeyPairPem } from "../tls/authority.ts";
+import { type ClusterPki, clusterPki } from "../tests/cluster_pki.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 import { createLogger } from "../log/log.ts";
 import type { AgentTls } from "./agent_tls.ts";
@@ -29,7 +30,6 @@ import { FakeClock } from "../tests/fake_clock.ts";
 
 const REPO = "acme/tiny-llm";
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
-const DAY = 86_400_000;
 
 const view: LocalApiView = {
   status: () => ({
@@ -45,34 +45,8 @@ const view: LocalApiView = {
   metricsTokenHashes: () => [],
 };
 
-interface Pki {
-  caPem: string;
-  server: KeyPairPem;
-  nodeB: KeyPairPem;
-  control: KeyPairPem;
-  stranger: KeyPairPem;
-}
-
-async function pki(): Promise<Pki> {
-  const now = Date.now();
-  const { ca } = await CertificateAuthority.create({ now, lifetimeMs: DAY });
-  const { ca: other } = await CertificateAuthority.create({ now, lifetimeMs: DAY });
-  const node = (cn: string, by = ca) =>
-    by.issueWithKey({
-      commonName: cn,
-      ipAddresses: ["127.0.0.1"],
-      use: "server+client",
-      now,
-      lifetimeMs: DAY,
-    });
-  return {
-    caPem: ca.certPem,
-    server: await node("node:a"),
-    nodeB: await node("node:b"),
-    control: await node("llmgw-control"),
-    stranger: await node("node:b", other),
-  };
-}
+type Pki = ClusterPki;
+const pki = clusterPki;
 
 /** The local API with the peer route, over TLS with the test CA (or plain HTTP). */
 async function serve(root: string, p: Pki | null, maxUploads = 4): Promise<{

@@ -59,7 +59,8 @@ export function modelSourcesByNode(
       return { node, holds, canServe: urls.has(node) };
     });
     for (const [node, sources] of planPeerSources(hosts)) {
-      if (sources.peers.length === 0) continue;
+      // An agent without TLS has no node certificate to ask peers with.
+      if (sources.peers.length === 0 || !urls.has(node)) continue;
       const list = out.get(node) ?? [];
       list.push({
         model,
