@@ -111,7 +111,8 @@ export async function startDevHub(
       ...DEV_HUB_MODELS.flatMap((m) => ["--synthetic", m]),
     ],
     // The token reaches the fake hub through its environment, never argv (ps shows argv).
-    env: token === undefined ? {} : { FAKE_HUB_TOKENS: token },
+    // NO_COLOR: its errors, quoted in dev's, carry no terminal colours.
+    env: { NO_COLOR: "1", ...(token === undefined ? {} : { FAKE_HUB_TOKENS: token }) },
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
@@ -153,7 +154,9 @@ export async function startDevHub(
     };
   } catch (e) {
     await stop();
-    const said = (await stderr).trim().split("\n").slice(-5).join("\n");
+    // Its own words, without colours or a stack trace: what an operator can act on.
+    const said = (await stderr).split("\n")
+      .filter((l) => l.trim() !== "" && !/^\s+at /.test(l)).slice(-3).join("\n");
     throw new DevHubError(
       `the fake hub did not start: ${errorMessage(e)}${said ? `\n${said}` : ""}`,
     );
