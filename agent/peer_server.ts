@@ -40,7 +40,7 @@ export interface PeerCaller {
 export interface PeerServerOptions {
   /** The model cache's layout. */
   layout: CacheLayout;
-  /** Ranges sent at once (default 4); more are refused as `busy`. */
+  /** Ranges sent at once (default 8: one follower's whole window of chunks); more are `busy`. */
   maxUploads?: number;
   /** The cache's file system (tests inject one). */
   fs?: CacheFs;
@@ -84,7 +84,7 @@ export class PeerServer {
   constructor(options: PeerServerOptions) {
     this.#layout = options.layout;
     this.#fs = options.fs ?? denoCacheFs;
-    this.#maxUploads = options.maxUploads ?? 4;
+    this.#maxUploads = options.maxUploads ?? 8;
   }
 
   /** Whether a request is for this server (the listener sends it here). */
