@@ -39,6 +39,7 @@ import { UnsafePathError } from "./model_cache/cache_layout.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
 import type { ModelCache } from "./model_cache/model_cache.ts";
 import type { CacheEvent } from "./model_cache/cache_events.ts";
+import { SnapshotListings } from "./snapshot_listings.ts";
 
 /** The seams of a {@link CacheModelFetcher}. */
 export interface ModelFetchOptions {
@@ -81,12 +82,15 @@ export class CacheModelFetcher implements ModelFetcher {
   readonly #last = new Map<string, DownloadProgress>();
   /** Bytes the last completed download of each snapshot fetched (0: all were here). */
   readonly #fetched = new Map<string, number>();
+  /** The lists of the snapshots this cache completed. */
+  readonly #listings: SnapshotListings;
 
   /** A fetcher over `options.cache` and `options.hub`. */
   constructor(options: ModelFetchOptions) {
     this.#cache = options.cache;
     this.#hub = options.hub;
     this.#listDir = options.listDir ?? listDir;
+    this.#listings = new SnapshotListings(options.cache.layout);
     this.#sources = options.sources ?? ((_model, _commit, hub) => [hub]);
   }
 
@@ -96,7 +100,7 @@ export class CacheModelFetcher implements ModelFetcher {
     const local = localModelDir(model);
     if (local !== null) return { path: await this.#checkLocal(local), bytes: 0 };
     const { commit, revision } = launchRevision(shard.launch);
-    const snapshot = await this.#resolve(model, commit ?? revision, signal);
+    const snapshot = await this.#snapshot(model, commit, revision, signal);
     const total = snapshot.files.reduce((n, f) => n + f.size, 0);
     this.#snapshots.set(shard.id, { repo: snapshot.repo, commit: snapshot.commit, bytes: total });
     let path: string;
@@ -110,6 +114,8 @@ export class CacheModelFetcher implements ModelFetcher {
     } catch (e) {
       throw fetchError(e);
     }
+    // Its list, so the next start of this commit needs no hub (snapshot_listings.ts).
+    await this.#listings.write(snapshot).catch(() => {});
     return { path, bytes: this.#fetched.get(`${snapshot.repo}@${snapshot.commit}`) ?? 0 };
   }
 
@@ -144,6 +150,32 @@ export class CacheModelFetcher implements ModelFetcher {
       eta_seconds: null,
       sources: [],
     };
+  }
+
+  /**
+   * The snapshot to fetch: a commit whose list this cache kept asks no hub;
+   * else the hub's revision API; and when the hub cannot be reached, the
+   * list of the commit asked, or of the one `refs/<revision>` points at, if
+   * kept (as huggingface_hub resolves a branch offline).
+   */
+  async #snapshot(
+    repo: string,
+    commit: string | undefined,
+    revision: string,
+    signal: AbortSignal,
+  ): Promise<RepoSnapshot> {
+    const kept = commit === undefined ? null : await this.#listings.read(repo, commit);
+    if (kept !== null) return kept;
+    try {
+      return await this.#resolve(repo, commit ?? revision, signal);
+    } catch (e) {
+      const error = fetchError(e);
+      if (!error.retryable) throw error;
+      const known = commit ?? await this.#listings.ref(repo, revision);
+      const offline = known === null ? null : await this.#listings.read(repo, known);
+      if (offline === null) throw error;
+      return offline;
+    }
   }
 
   /** The snapshot `revision` of `repo` is now; lookups for the same one share a request. */

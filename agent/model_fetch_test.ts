@@ -176,3 +176,29 @@ Deno.test("a local path is used in place after its check; a missing or empty one
     assertEquals(hub.counters.snapshot().byKind.api.requests, 0, "a local path asks no hub");
   });
 });
+
+Deno.test("a snapshot completed once starts again with the hub off: by its commit with no request, by main through refs/main", async () => {
+  await withTempDir(async (root) => {
+    const { hub, model, fetcher } = await setUp(root);
+    const commit = model.refs.main;
+    const first = await fetcher.fetch(shard("acme/tiny", "a"), signal());
+    assertOk(Deno.statSync(`${root}/.llmgw/listings/models--acme--tiny/${commit}.json`).isFile);
+    // A later start (a new agent, the same cache): its commit needs no hub at all.
+    hub.counters.reset();
+    const again = await setUp(root);
+    const byCommit = await again.fetcher.fetch(shard("acme/tiny", "b", commit), signal());
+    assertEquals(byCommit.path, first.path);
+    assertEquals(again.hub.counters.snapshot().totalBytes, 0);
+    assertEquals(Object.keys(again.hub.counters.snapshot().byCaller), [], "no request at all");
+    // The hub gone: main is what refs/main says.
+    await again.hub.offline();
+    const byBranch = await again.fetcher.fetch(shard("acme/tiny", "c"), signal());
+    assertEquals(byBranch.path, first.path);
+    // A commit never completed here still needs the hub: retryable.
+    await assertRejects(
+      () => again.fetcher.fetch(shard("acme/tiny", "d", "1".repeat(40)), signal()),
+      ModelFetchError,
+      "unreachable",
+    );
+  });
+});
