@@ -1,7 +1,8 @@
 /**
  * The deployments page (/ui/deployments): each deployment with ready over
  * desired replicas and a scale control, and its replicas' lifecycle live —
- * pending with the explanation's summary, starting, loading with percent,
+ * pending with the explanation's summary, downloading with percent, rate
+ * and ETA, starting, loading with percent,
  * ready, failed with the reason. The list refreshes itself every second; the
  * scale inputs are kept across refreshes (`hx-preserve`).
  *
@@ -12,6 +13,7 @@ import type { StoredDeployment } from "../control/store/store.ts";
 import { Layout, type SessionView, StateBadge } from "./layout.tsx";
 import { compareNatural } from "../text/natural_order.ts";
 import { shortCommit } from "../deployment/model_revision.ts";
+import { downloadSummary } from "../protocol/shard_download.ts";
 
 /** Replica states in lifecycle order. */
 const REPLICA_STATES: readonly ReplicaState[] = [
@@ -43,6 +45,10 @@ export function replicaNote(r: ReplicaView): string {
     const shard = r.shards.find((s) => s.last_failure !== null)?.last_failure
       ?.reason;
     return r.failure?.reason ?? shard ?? "failed";
+  }
+  const downloading = r.shards.find((s) => s.download !== null);
+  if (r.state === "downloading" && downloading?.download) {
+    return `downloading on ${downloading.node}: ${downloadSummary(downloading.download)}`;
   }
   const looping = r.shards.find((s) => s.crash_loop !== null);
   if (looping?.crash_loop) {
