@@ -15,7 +15,13 @@ import { HubToken } from "../models/hub_config.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { until } from "../tests/until.ts";
 import { shardLaunch } from "../tests/shard_launch.ts";
-import { agentOptions, freePort, reported, StubControl } from "../tests/stub_control.ts";
+import {
+  agentOptions,
+  freePort,
+  LOCAL_TOKEN,
+  reported,
+  StubControl,
+} from "../tests/stub_control.ts";
 import { Agent } from "./agent.ts";
 
 const TOKEN = "hf_agentsecret_0123456789abcdef";
@@ -143,6 +149,13 @@ Deno.test("agent: a hub model is downloaded before its engine starts, offline, f
     // The token is nowhere it could leak.
     assertOk(!logs.some((l) => l.includes(TOKEN)), "no log line holds the token");
     assertOk(!JSON.stringify(stub.heartbeats).includes(TOKEN), "no heartbeat holds it");
+    const status = await fetch(`http://127.0.0.1:${agent.localAddr!.port}/v1/status`, {
+      headers: { authorization: `Bearer ${LOCAL_TOKEN}` },
+    });
+    const statusText = await status.text();
+    assertEquals(status.status, 200);
+    assertStringIncludes(statusText, "HF_TOKEN was not granted access", "it shows the shards");
+    assertOk(!statusText.includes(TOKEN), "the agent's local status does not hold it");
     assertOk(logs.some((l) => l.includes("model download: completed")), "the download is logged");
   } finally {
     await agent.stop({ stopEngines: true }).catch(() => {});
