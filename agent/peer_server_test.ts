@@ -352,3 +352,57 @@ Deno.test("a peer killed mid-transfer: the cache fetches the rest of the range e
     }
   });
 });
+
+Deno.test("peer source: a peer not listening yet, or not begun, is asked again within its bounds", async () => {
+  const p = await pki();
+  await withTempDir(async (root) => {
+    const { file, bytes } = model();
+    const { listener } = await serve(root, p);
+    const http = pinnedFetch(p.caPem, p.nodeB);
+    const clock = new FakeClock(1_000);
+    let calls = 0;
+    const source = new PeerByteSource({
+      nodeId: "a",
+      url: listener.url,
+      // Refused twice, as a peer whose agent is still starting.
+      fetch: (input, init) =>
+        ++calls <= 2
+          ? Promise.reject(new TypeError("client error (Connect)"))
+          : http.fetch(input, init),
+      maxWaitMs: 5_000,
+      clock,
+      sleep: async (ms) => {
+        clock.advance(ms);
+        // It begins (and finishes) the download while it is asked again.
+        if (calls === 4) await place(root, file, bytes);
+      },
+    });
+    try {
+      const signal = new AbortController().signal;
+      const got = await new Response(await source.read(REPO, COMMIT, file, 0, 1000, signal))
+        .bytes();
+      assertEquals(got, bytes.slice(0, 1000));
+      assertEquals(calls, 5); // 2 refused, 2 not_held, then served
+      // Never listening: retryable, after at most maxUnreachableMs (5 s by default, 2 s here).
+      const dead = new PeerByteSource({
+        nodeId: "gone",
+        url: "https://127.0.0.1:9",
+        fetch: () => Promise.reject(new TypeError("client error (Connect)")),
+        maxUnreachableMs: 2_000,
+        clock,
+        sleep: (ms) => Promise.resolve(clock.advance(ms)),
+      });
+      const began = clock.now();
+      const e = await assertRejects(
+        () => dead.read(REPO, COMMIT, file, 0, 10, signal),
+        PeerSourceError,
+        "peer gone unreachable",
+      ) as PeerSourceError;
+      assertEquals(e.retryable, true);
+      assertOk(clock.now() - began <= 2_000);
+    } finally {
+      http.close();
+      await listener.server.shutdown();
+    }
+  });
+});

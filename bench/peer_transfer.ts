@@ -6,8 +6,8 @@
  *   `node:NAME`, valid for every 10.0.0.0/24 address the script uses);
  * - `serve DIR NAME CACHE FILE`: puts FILE into CACHE as a verified blob of
  *   the benchmark's model and serves it on the peer route over mTLS, port 7443;
- * - `fetch DIR NAME CACHE SNAPSHOT URL [--serve]`: fetches the model through
- *   the agent's own model cache from the peer at URL (the agent's 16 MiB
+ * - `fetch DIR NAME CACHE SNAPSHOT URL[,URL…] [--serve]`: fetches the model
+ *   through the agent's own model cache from the peers at URL, in order (16 MiB
  *   chunks, 8 at once, verified), serving what it holds meanwhile with
  *   `--serve` (a link of a chain); prints one JSON line with the seconds.
  *
@@ -31,7 +31,9 @@ async function pki(dir: string, names: string[]) {
   const now = Date.now();
   const { ca } = await CertificateAuthority.create({ now, lifetimeMs: DAY });
   await Deno.writeTextFile(`${dir}/ca.crt`, ca.certPem);
-  const ips = Array.from({ length: 20 }, (_, i) => `10.0.0.${i + 1}`);
+  // The script's addresses, and any a caller names (a test lab's own subnet).
+  const extra = (Deno.env.get("PKI_IPS") ?? "").split(",").filter((ip) => ip !== "");
+  const ips = [...Array.from({ length: 20 }, (_, i) => `10.0.0.${i + 1}`), ...extra];
   for (const name of names) {
     const pair = await ca.issueWithKey({
       commonName: `node:${name}`,
@@ -87,10 +89,17 @@ if (mode === "pki") {
     root: cache,
     chunkBytes: chunkMib * 2 ** 20,
     concurrency: Number(Deno.env.get("CHUNKS_AT_ONCE") ?? "8"),
+    // Where each range came from when a source failed: the log says it.
+    onEvent: (e) => {
+      if (e.kind === "source_changed" || e.kind === "chunk_failed") console.error(JSON.stringify(e));
+    },
   });
-  const source = new PeerByteSource({ nodeId: url, url, fetch: http.fetch, maxWaitMs: 60_000 });
+  // URL may list several peers, comma-separated: the sources in order (a plan's ancestors).
+  const sources = url.split(",").map((u) =>
+    new PeerByteSource({ nodeId: u, url: u, fetch: http.fetch, maxWaitMs: 60_000 })
+  );
   const began = performance.now();
-  await model.ensureSnapshot(snapshot, [source]);
+  await model.ensureSnapshot(snapshot, sources);
   const seconds = (performance.now() - began) / 1000;
   const line = JSON.stringify({ host: name, seconds: Number(seconds.toFixed(2)) });
   await Deno.writeTextFile(`${dir}/done_${name}`, line + "\n");

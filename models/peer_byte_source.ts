@@ -7,10 +7,13 @@
  * A peer still fetching the range answers `range_pending`: the source asks
  * again, backing off from 50 ms to 200 ms, for at most `maxWaitMs` (pipelining:
  * a chain of hosts passes chunks on as they arrive), then gives up with a
- * retryable error so the model cache moves the range to its next source. A
- * peer that holds nothing of the file (`not_held`) is a final answer for that
- * file: the cache asks the next source at once. A transfer cut midway (the
- * peer killed) errors; the cache goes on from the byte it reached, elsewhere.
+ * retryable error so the model cache moves the range to its next source.
+ * Every host gets its plan at once, so a peer may not have begun (`not_held`)
+ * or not be listening yet: those are asked again too, within `maxWaitMs` and
+ * `maxUnreachableMs`; a peer still holding nothing then is a final answer for
+ * that file (the cache asks its next source), one still unreachable a
+ * retryable one. A transfer cut midway (the peer killed) errors at once; the
+ * cache goes on from the byte it reached, elsewhere.
  *
  * @module
  */
@@ -42,8 +45,10 @@ export interface PeerByteSourceOptions {
   url: string;
   /** A fetch presenting this agent's node certificate, trusting the cluster CA. */
   fetch: (input: string, init: RequestInit) => Promise<Response>;
-  /** The longest wait for a range the peer is still fetching (default 20 s). */
+  /** The longest wait for a range the peer is still fetching or has not begun (default 20 s). */
   maxWaitMs?: number;
+  /** The longest a peer may refuse connections before the range goes elsewhere (default 5 s). */
+  maxUnreachableMs?: number;
   /** Seams for tests. */
   clock?: Clock;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -86,10 +91,12 @@ export class PeerByteSource implements ByteSource {
     const clock = this.#o.clock ?? systemClock;
     const sleep = this.#o.sleep ?? abortableSleep;
     const maxWaitMs = this.#o.maxWaitMs ?? 20_000;
+    const maxUnreachableMs = Math.min(maxWaitMs, this.#o.maxUnreachableMs ?? 5_000);
     const url = this.#base + peerBlobPath(repo, blobKey(file), file.size);
     const began = clock.now();
     for (let wait = FIRST_WAIT_MS;; wait = Math.min(wait * 2, LONGEST_WAIT_MS)) {
-      let res: Response;
+      let res: Response | null = null;
+      let unreachable = "";
       try {
         res = await this.#o.fetch(url, {
           headers: { range: `bytes=${start}-${end - 1}` },
@@ -97,27 +104,41 @@ export class PeerByteSource implements ByteSource {
         });
       } catch (e) {
         signal.throwIfAborted();
-        throw new PeerSourceError(`${this.name} unreachable for ${what}: ${errorMessage(e)}`, true);
+        unreachable = errorMessage(e);
       }
-      if (res.status === 206) return this.#body(res, file, start, end, what);
-      const refusal = res.headers.get(PEER_REFUSAL_HEADER);
-      await res.body?.cancel().catch(() => {});
-      if (res.status === 404 && refusal === "not_held") {
-        throw new PeerSourceError(`${this.name} does not hold ${file.path} of ${repo}`, false);
-      }
-      if (refusal !== "range_pending" && refusal !== "busy") {
+      if (res?.status === 206) return this.#body(res, file, start, end, what);
+      const refusal = res?.headers.get(PEER_REFUSAL_HEADER) ?? null;
+      await res?.body?.cancel().catch(() => {});
+      const waited = clock.now() - began;
+      const late = waited + wait > (res === null ? maxUnreachableMs : maxWaitMs);
+      if (res === null) {
+        // Not up yet (all hosts get their plan at once) or gone: asked again briefly.
+        if (late) {
+          throw new PeerSourceError(`${this.name} unreachable for ${what}: ${unreachable}`, true);
+        }
+      } else if (res.status === 404 && refusal === "not_held") {
+        // The plan says it fetches this revision: it may not have begun yet.
+        if (late) {
+          throw new PeerSourceError(
+            `${this.name} does not hold ${file.path} of ${repo} (asked for ${
+              Math.round(waited / 1000)
+            } s)`,
+            false,
+          );
+        }
+      } else if (refusal === "range_pending" || refusal === "busy") {
+        if (late) {
+          throw new PeerSourceError(
+            `${this.name} still ${refusal === "busy" ? "busy" : "fetching"} ${what} after ${
+              Math.round(waited / 1000)
+            } s`,
+            true,
+          );
+        }
+      } else {
         throw new PeerSourceError(
           `${this.name} answered ${res.status} for ${what}`,
           res.status >= 500 || res.status === 429,
-        );
-      }
-      const waited = clock.now() - began;
-      if (waited + wait > maxWaitMs) {
-        throw new PeerSourceError(
-          `${this.name} still ${refusal === "busy" ? "busy" : "fetching"} ${what} after ${
-            Math.round(waited / 1000)
-          } s`,
-          true,
         );
       }
       await sleep(wait, signal);
