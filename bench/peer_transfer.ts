@@ -91,7 +91,9 @@ if (mode === "pki") {
     concurrency: Number(Deno.env.get("CHUNKS_AT_ONCE") ?? "8"),
     // Where each range came from when a source failed: the log says it.
     onEvent: (e) => {
-      if (e.kind === "source_changed" || e.kind === "chunk_failed") console.error(JSON.stringify(e));
+      if (e.kind === "source_changed" || e.kind === "chunk_failed") {
+        console.error(JSON.stringify(e));
+      }
     },
   });
   // URL may list several peers, comma-separated: the sources in order (a plan's ancestors).
