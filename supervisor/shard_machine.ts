@@ -126,6 +126,8 @@ export function step(
     case "adopted":
       s.adopted = true;
       s.spawnedAt = null;
+      // A restart of an adopted run starts from the files it was launched from.
+      s.modelPath = event.path ?? s.modelPath;
       to("starting", `adopted pid ${event.pid}`);
       break;
     case "progress":

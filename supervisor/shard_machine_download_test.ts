@@ -187,6 +187,12 @@ const CASES: Case[] = [
     state: { state: "backoff", modelPath: "/cache/models--o--m/snapshots/c1" },
     actions: [{ type: "launch" }],
   },
+  {
+    name: "an adopted run's restart reuses the model it was launched from: no fetch",
+    events: [[0, { type: "adopted", pid: 7, path: "/cache/snap" }], [5, EXIT_1], [100, TICK]],
+    state: { state: "backoff", modelPath: "/cache/snap" },
+    actions: [{ type: "launch" }],
+  },
 ];
 
 for (const c of CASES) {

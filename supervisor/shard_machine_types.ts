@@ -100,7 +100,12 @@ export type ShardEvent =
   /** A run was spawned. */
   | { type: "spawned"; pid: number }
   /** A run a previous agent spawned was taken over. */
-  | { type: "adopted"; pid: number }
+  | {
+    type: "adopted";
+    pid: number;
+    /** The model's directory it was launched from (its `model_path`): a restart reuses it. */
+    path?: string;
+  }
   /** The model's files are on this host, at `path`. */
   | { type: "model_ready"; path: string }
   /** Fetching the model failed; `retryable`: a later try may succeed. */

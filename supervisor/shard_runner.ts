@@ -184,7 +184,7 @@ export class ShardRunner {
     this.#receipt.forget();
     this.#log.followRecent(record.log_path, 64 * 1024);
     this.#say("adopted", `adopted pid ${record.pid}`);
-    await this.#feed({ type: "adopted", pid: record.pid });
+    await this.#feed({ type: "adopted", pid: record.pid, path: record.launch.model_path });
   }
 
   /**
