@@ -562,20 +562,31 @@ function contractCases(): ContractCase[] {
 
   test(`events: only the newest MAX_EVENTS (${MAX_EVENTS}) are kept`, async (s) => {
     const extra = 50;
-    let first: EventRecord | undefined;
-    let last: EventRecord | undefined;
-    for (let i = 0; i < MAX_EVENTS + extra; i++) {
-      last = await s.addEvent(event(`replica/r${i % 7}`, i));
-      first ??= last;
+    const total = MAX_EVENTS + extra;
+    const first = await s.addEvent(event("replica/r0", 0));
+    let last = first;
+    // A store that takes batches gets all but the first and the last ten in
+    // batches (10,000 round trips to PostgreSQL take seconds): the batches
+    // already pass MAX_EVENTS, and each single add after them prunes too.
+    let i = 1;
+    if (s.addEvents !== undefined) {
+      while (i < total - 10) {
+        const n = Math.min(1_000, total - 10 - i);
+        await s.addEvents(
+          Array.from({ length: n }, (_, k) => event(`replica/r${(i + k) % 7}`, i + k)),
+        );
+        i += n;
+      }
     }
+    for (; i < total; i++) last = await s.addEvent(event(`replica/r${i % 7}`, i));
     const kept = await s.listEvents({ limit: MAX_EVENTS * 2 });
     assertEquals(kept.length, MAX_EVENTS);
-    assertEquals(kept[0].id, first!.id + extra);
+    assertEquals(kept[0].id, first.id + extra);
     assertEquals(kept[0].at, extra);
     assertEquals(kept.at(-1), last);
     // Pruned ids are not handed out again.
     const next = await s.addEvent(event("node/n1"));
-    assertEquals(next.id, last!.id + 1);
+    assertEquals(next.id, last.id + 1);
     assertEquals((await s.listEvents({ limit: MAX_EVENTS * 2 })).length, MAX_EVENTS);
   });
 
