@@ -178,7 +178,9 @@ function tick(
     actions.push({ type: "launch" });
     return;
   }
-  if (s.state === "downloading" && !s.fetching && now >= s.nextFetchAt && s.wanted) {
+  // Not once the files are here: the launch is under way (its spawn makes it `starting`).
+  const due = !s.fetching && s.modelPath === null && now >= s.nextFetchAt;
+  if (s.state === "downloading" && due && s.wanted) {
     fetchModel(s, actions);
     return;
   }

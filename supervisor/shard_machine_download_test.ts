@@ -87,6 +87,12 @@ const CASES: Case[] = [
     actions: [{ type: "launch" }],
   },
   {
+    name: "a tick while the launch after the download runs fetches nothing again",
+    events: [[0, START], [50, READY_MODEL], [10, TICK]],
+    state: { state: "downloading", fetching: false },
+    actions: [],
+  },
+  {
     name: "the spawn after the download is starting",
     events: [[0, START], [50, READY_MODEL], [1, { type: "spawned", pid: 9 }]],
     state: { state: "starting", spawnedAt: T0 + 51 },
