@@ -30,6 +30,7 @@ import { type OutputFormat, outputFormat } from "./output_format.ts";
 import { watchArgs } from "./rollout_watch.ts";
 import { apiKeysCommand, tokensCommand } from "./key_commands.ts";
 import { ROLLOUT_USAGE, rolloutCommand } from "./rollout_command.ts";
+import { modelsCommand, modelsUsage } from "./models_command.ts";
 import { parseFlags, UsageError } from "./usage_error.ts";
 
 export { AdminError } from "./admin_client.ts";
@@ -74,6 +75,7 @@ const FLAGS = {
     watch: { type: "string" },
     timeout: { type: "string" },
   },
+  models: { nodes: { type: "string" } },
 } as const;
 
 type Verb = keyof typeof FLAGS;
@@ -140,6 +142,7 @@ interface Values {
   incarnation?: string;
   timeout?: string;
   watch?: string;
+  nodes?: string;
 }
 
 /** A command's arguments after the usage checks. */
@@ -151,12 +154,12 @@ interface Plan {
   timeoutMs: number;
 }
 
-const DESCRIBE_KINDS = ["node", "deployment", "replica"];
+const DESCRIBE_KINDS = ["node", "deployment", "replica", "model"];
 
 /** The positional each command needs, in order, as shown in its usage. */
 const NEEDS: Partial<Record<Verb, string[]>> = {
-  get: ["nodes, deployments, replicas or events"],
-  describe: ["node, deployment or replica", "NAME"],
+  get: ["nodes, deployments, replicas, events or models"],
+  describe: ["node, deployment, replica or model", "NAME"],
   explain: ["DEPLOYMENT or REPLICA"],
   logs: ["REPLICA"],
   scale: ["DEPLOYMENT", "N"],
@@ -201,10 +204,11 @@ function checkUsage(verb: Verb, positionals: string[], values: Values): Plan {
   }
   if (verb === "describe" && !DESCRIBE_KINDS.includes(positionals[0].replace(/s$/, ""))) {
     throw new UsageError(
-      `describe: expected node, deployment or replica, got "${positionals[0]}"`,
+      `describe: expected node, deployment, replica or model, got "${positionals[0]}"`,
       verb,
     );
   }
+  if (verb === "models") modelsUsage(positionals, values.nodes);
   if (verb === "scale" && !WHOLE.test(positionals[1])) {
     throw new UsageError(`scale: N must be a whole number, got "${positionals[1]}"`, verb);
   }
@@ -294,6 +298,13 @@ async function run(
       return await apiKeysCommand(call, plan.positionals, { ...values, json: plan.json }, out);
     case "tokens":
       return await tokensCommand(call, plan.positionals, { ...values, json: plan.json }, out);
+    case "models":
+      return await modelsCommand(
+        call,
+        plan.positionals,
+        { nodes: values.nodes, json: plan.json },
+        out,
+      );
     case "rollout":
       return await rolloutCommand(
         call,

@@ -15,13 +15,16 @@ const CONNECTION = `Connection (every admin command):
 
 /** Help text of each admin command, without the connection block. */
 const TEXTS: Readonly<Record<string, string>> = {
-  get: `Usage: llmgw get nodes|deployments|replicas|events [NAME…] [-o wide|json|yaml] [--limit N]
+  get:
+    `Usage: llmgw get nodes|deployments|replicas|events|models [NAME…] [-o wide|json|yaml] [--limit N]
 
 Lists a kind of object, or the objects named (several names: each one; a
 name that is not found is reported and the others printed, exit 1).
 Deployments show READY as ready replicas / desired; replicas one line per
 shard; events one line each (long messages cut at a word; the whole text is
-in describe and --json); get events takes one SUBJECT at most.
+in describe and --json); get events takes one SUBJECT at most. Models are
+the model revisions deployments use and agents hold: size, pinned, and each
+host's copy (complete, downloading n%, requested by a pull).
 Deployments in -o json or -o yaml are their specs as apply -f takes them:
   llmgw get deployments llama-8b -o yaml > llama-8b.yaml
   llmgw apply -f llama-8b.yaml
@@ -35,11 +38,12 @@ that has the name now, not of an earlier one deleted under it.
   nodes: `Usage: llmgw nodes [NODE…] [-o wide|json|yaml]
 
 Lists nodes with state and GPUs (the same as llmgw get nodes).`,
-  describe: `Usage: llmgw describe node|deployment|replica NAME… [--json]
+  describe: `Usage: llmgw describe node|deployment|replica|model NAME… [--json]
 
 Everything about each object named: state, placement, the explanation on the live
 inventory (what llmgw plan would say now), last failure with its log tail,
-and recent events.`,
+and recent events. A model (org/name): each revision's commit, size, facts,
+pin, deployments, and each host's copy.`,
   explain: `Usage: llmgw explain DEPLOYMENT|REPLICA… [--json]
 
 Why each replica is where it is, or why it is pending: its state, its last
@@ -107,6 +111,14 @@ Access tokens, shown once: admin, gateway (the endpoint feed only), metrics
 (GET /metrics only) or join.
   --ttl D          30m, 12h, 7d or never (join tokens default to 24h)
   --description T  what it is for`,
+  models: `Usage: llmgw models pull DEPLOYMENT [--nodes NODE,NODE…] [--json]
+
+Fetches the deployment's model revision (the commit it resolved to) into the
+model caches of the nodes named, or of every ready node with a GPU class of
+its profiles, without holding a GPU: replicas placed there later start
+without a download (placement prefers nodes that hold it). Nodes that hold it
+already are left alone. Follow the progress with llmgw get models.
+  --nodes N,N    the nodes to fetch onto`,
 };
 
 /** The admin commands that have help, in the order `llmgw help` lists them. */
@@ -121,9 +133,9 @@ export function adminHelp(verb: string, extra: Record<string, string> = {}): str
 /** Usage of the admin commands, for `llmgw help`. */
 export const ADMIN_USAGE =
   `Admin commands (control plane from --url or LLMGW_URL, token from LLMGW_TOKEN[_FILE]):
-  get nodes|deployments|replicas|events [NAME…] [-o wide|json|yaml]
+  get nodes|deployments|replicas|events|models [NAME…] [-o wide|json|yaml]
                                        list them (READY for deployments)
-  describe node|deployment|replica NAME…
+  describe node|deployment|replica|model NAME…
                                        state, placement, live explanation, failures, events
   explain DEPLOYMENT|REPLICA…          why its replicas are where they are, or pending
   logs REPLICA [-f]                    a shard's log lines, from its agent; -f follows
@@ -138,5 +150,6 @@ export const ADMIN_USAGE =
   nodes, events                        short for get nodes, get events
   apikeys create|list|delete           gateway API keys
   tokens create|list|revoke            access tokens (admin, gateway, metrics, join)
+  models pull DEPLOYMENT [--nodes …]   fetch its model revision onto nodes, no GPU held
 Every command takes --json and --help.
 `;

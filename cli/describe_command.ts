@@ -1,5 +1,5 @@
 /**
- * `llmgw describe node|deployment|replica NAME`: everything about one
+ * `llmgw describe node|deployment|replica|model NAME`: everything about one
  * object in one read — state, placement, the explanation on the live
  * inventory, the last failure with its log tail, and recent events.
  *
@@ -36,6 +36,8 @@ import { DEFAULT_ROUTING } from "../deployment/schema.ts";
 import { statusText } from "./rollout_command.ts";
 import { eachName, exitCode, oneOrMany } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
+import { type ModelDetail, ModelDetailSchema } from "../protocol/model_admin.ts";
+import { modelText } from "./model_view.ts";
 
 /** Recent events shown by describe. */
 const EVENTS = 15;
@@ -50,7 +52,8 @@ export type Described =
     events: EventListing[];
     rollout: RolloutStatusAnswer | null;
   }
-  | { kind: "replica"; explanation: LiveExplanation; logs: ShardTail[]; events: EventListing[] };
+  | { kind: "replica"; explanation: LiveExplanation; logs: ShardTail[]; events: EventListing[] }
+  | { kind: "model"; model: ModelDetail };
 
 /** The live log tail of a failing shard. */
 export interface ShardTail {
@@ -143,8 +146,16 @@ export async function describe(call: AdminCall, kind: string, name: string): Pro
       };
     }
   }
+  if (kind === "model" || kind === "models") {
+    // A hub id's two parts are two path segments (org/name), each encoded.
+    const path = name.split("/").map(encodeURIComponent).join("/");
+    return {
+      kind: "model",
+      model: await adminAnswer(call, ModelDetailSchema, "GET", `/v1/models/${path}`),
+    };
+  }
   throw new UsageError(
-    `describe: expected node, deployment or replica, got "${kind}"`,
+    `describe: expected node, deployment, replica or model, got "${kind}"`,
     "describe",
   );
 }
@@ -153,6 +164,7 @@ const field = (name: string, value: string) => `${`${name}:`.padEnd(14)}${value}
 
 /** The text describe prints. */
 export function describedText(d: Described): string {
+  if (d.kind === "model") return modelText(d.model);
   const out: string[] = [];
   if (d.kind === "node") {
     const n = d.node;

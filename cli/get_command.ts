@@ -1,5 +1,5 @@
 /**
- * `llmgw get nodes|deployments|replicas|events [NAME…]`: a kind listed, or
+ * `llmgw get nodes|deployments|replicas|events|models [NAME…]`: a kind listed, or
  * the objects named (several names as kubectl takes them, docs/cli.md), as
  * a table, JSON or YAML. Deployments in JSON or YAML are their specs as
  * `apply -f` takes them back, so `get deployments NAME -o yaml > f.yaml`
@@ -21,9 +21,17 @@ import { deploymentTable, eventTable, nodeTable, replicaTable } from "./admin_vi
 import { eachName, type EachResult, exitCode, oneOrMany, refuseExtra } from "./names.ts";
 import { dataText, documentsText, isData, type OutputFormat } from "./output_format.ts";
 import { AdminError } from "./admin_client.ts";
+import { ModelListSchema } from "../protocol/model_admin.ts";
+import { modelTable } from "./model_view.ts";
 
 /** The kinds `get` lists. */
-export const GET_KINDS: readonly string[] = ["nodes", "deployments", "replicas", "events"];
+export const GET_KINDS: readonly string[] = [
+  "nodes",
+  "deployments",
+  "replicas",
+  "events",
+  "models",
+];
 
 /** What `get` needs besides the call. */
 export interface GetOptions {
@@ -95,6 +103,24 @@ export async function getCommand(
       if (r.results.length === 0 && names.length > 0) return exitCode(r);
       const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");
       return print(r, null, () => deploymentTable(r.results, replicas, wide));
+    }
+    case "models": {
+      const { models } = await adminAnswer(call, ModelListSchema, "GET", "/v1/models");
+      if (names.length === 0) {
+        return print({ results: models, failed: 0 }, models, () => modelTable(models, wide));
+      }
+      const r = await eachName(names, (n) => {
+        const chosen = models.filter((m) => m.model === n);
+        if (chosen.length > 0) return Promise.resolve(chosen);
+        return Promise.reject(
+          new AdminError(
+            `get models: no model ${n} (no deployment uses it, no agent holds it)`,
+            404,
+          ),
+        );
+      }, o.err);
+      const chosen = r.results.flat();
+      return print(r, chosen, () => modelTable(chosen, wide));
     }
     case "replicas": {
       const { replicas } = await adminAnswer(call, ReplicaListSchema, "GET", "/v1/replicas");

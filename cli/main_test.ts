@@ -80,8 +80,11 @@ Deno.test("a usage error of every command is one line naming the flag and where 
       "logs: --lines needs a value, e.g. --lines VALUE; run 'llmgw logs --help'",
     ],
     [["logs", "x", "--lines", "many"], 'logs: --lines must be a whole number, got "many"'],
-    [["get"], "get: nodes, deployments, replicas or events is required; run 'llmgw get --help'"],
-    [["get", "pods"], 'get: expected nodes, deployments, replicas, events, got "pods"'],
+    [
+      ["get"],
+      "get: nodes, deployments, replicas, events or models is required; run 'llmgw get --help'",
+    ],
+    [["get", "pods"], 'get: expected nodes, deployments, replicas, events, models, got "pods"'],
     [["get", "nodes", "-o", "table"], 'get: -o must be wide, json or yaml, got "table"'],
     // Commands that take one name refuse the rest (issue #23 item 3): `scale NAME 1 2` scaled to 1.
     [["scale", "d", "1", "2"], 'scale: unexpected argument "2"; scale takes one DEPLOYMENT and N'],
@@ -90,7 +93,7 @@ Deno.test("a usage error of every command is one line naming the flag and where 
     [["get", "events", "a", "b"], 'get events: unexpected argument "b"'],
     [["delete", "node"], "delete node: NODE is required, e.g. llmgw delete node gpu-07"],
     [["drain", "n1", "--timeout", "soon"], "drain: --timeout must be a duration such as 90s"],
-    [["describe", "pod", "x"], 'describe: expected node, deployment or replica, got "pod"'],
+    [["describe", "pod", "x"], 'describe: expected node, deployment, replica or model, got "pod"'],
     [["describe", "node"], "describe: NAME is required"],
     [["scale", "d", "three"], 'scale: N must be a whole number, got "three"'],
     [["apply"], "apply: -f FILE|DIR|- is required; run 'llmgw apply --help'"],

@@ -20,16 +20,7 @@ import type { PullAnswer, PullBody } from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
-
-/** One revision being pulled. */
-export interface ModelPull {
-  /** The hub id. */
-  model: string;
-  /** The commit. */
-  commit: string;
-  /** Nodes asked that do not report it held yet. */
-  nodes: Set<string>;
-}
+export type { ModelPull } from "./model_pull_record.ts";
 
 /** Whether `nodeId`'s last cache report holds `model`@`commit` complete. */
 export function nodeHolds(state: ControlState, nodeId: string, model: string, commit: string) {

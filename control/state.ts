@@ -7,7 +7,7 @@
  * @module
  */
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
-import type { ModelPull } from "./model_pulls.ts";
+import type { ModelPull } from "./model_pull_record.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";

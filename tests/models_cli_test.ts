@@ -1,0 +1,134 @@
+/**
+ * `llmgw models pull`, `get models` and `describe model` against a running
+ * control plane (plain HTTP, memory store; issue #25 item 5): a pull names
+ * who fetches and who holds it already, the list shows each host's state
+ * as agents report it, describe shows the revision's commit, facts and
+ * hosts; bad usage exits 2 before anything is sent.
+ */
+import { MemoryStore } from "../control/store/memory_store.ts";
+import { startControl } from "../control/server.ts";
+import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import { adminToken, runCli } from "./admin_cli_fixture.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
+import { fixtureFacts } from "./model_configs.ts";
+import { registration } from "./registration.ts";
+
+const NAME = "models-cli-test";
+const ADMIN = adminToken(NAME);
+const MODEL = "Qwen/Qwen2.5-7B-Instruct";
+const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+
+function report(state: "complete" | "downloading", done: number): ModelCacheReport {
+  return {
+    room_bytes: 100 * 2 ** 30,
+    revisions: [{
+      repo: MODEL,
+      commit: COMMIT,
+      bytes: 2 * 2 ** 30,
+      state,
+      bytes_done: done,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
+  };
+}
+
+Deno.test("models CLI: pull, get models with each host's state, describe model", async () => {
+  const control = await startControl({
+    hostname: "127.0.0.1",
+    port: 0,
+    store: new MemoryStore(),
+    adminTokens: [ADMIN],
+    joinTokens: [`llmgw_join_${NAME}`],
+    reconcileMs: 3_600_000,
+    modelFacts: {
+      facts: () => Promise.resolve(fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024])),
+    },
+    commits: { resolveCommit: () => Promise.resolve(COMMIT) },
+  });
+  try {
+    const { cp, url } = control;
+    const cli = (...args: string[]) => runCli(url, ADMIN, ...args);
+    for (const id of ["n1", "n2", "n3"]) await cp.nodes.register(registration(id), null);
+    await cp.deployments.apply({
+      name: "qwen",
+      model: MODEL,
+      replicas: 1,
+      profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
+    });
+    await cp.nodes.heartbeat({
+      node_id: "n3",
+      generation: 0,
+      shards: [],
+      model_cache: report("complete", 2 * 2 ** 30),
+    });
+
+    const pulled = await cli("models", "pull", "qwen", "--nodes", "n1,n2,n3");
+    assertEquals(pulled.code, 0, pulled.err);
+    assertEquals(
+      pulled.out,
+      `pulling ${MODEL}@4b1c2a9 onto n1, n2 (follow with llmgw get models)\nn3 holds it already\n`,
+    );
+    await cp.nodes.heartbeat({
+      node_id: "n1",
+      generation: 0,
+      shards: [],
+      model_cache: report("downloading", 2 ** 30),
+    });
+
+    const listed = await cli("get", "models");
+    assertEquals(listed.code, 0, listed.err);
+    const rows = listed.out.trimEnd().split("\n");
+    assertOk(/^MODEL\s+REVISION\s+SIZE\s+PINNED\s+DEPLOYMENTS\s+HOSTS$/.test(rows[0]), rows[0]);
+    assertEquals(rows.length, 2, listed.out);
+    assertOk(
+      rows[1].startsWith(MODEL) && rows[1].includes("main@4b1c2a9") &&
+        rows[1].includes("2.0 GiB") &&
+        rows[1].endsWith("n1 downloading 50%, n2 requested, n3 complete"),
+      rows[1],
+    );
+    const json = JSON.parse((await cli("get", "models", MODEL, "-o", "json")).out);
+    assertEquals(json[0].hosts.map((h: { node: string }) => h.node), ["n1", "n2", "n3"]);
+    const missing = await cli("get", "models", "acme/none");
+    assertEquals(missing.code, 1);
+    assertStringIncludes(missing.err, "no model acme/none");
+
+    const described = await cli("describe", "model", MODEL);
+    assertEquals(described.code, 0, described.err);
+    for (
+      const part of [
+        `Model:        ${MODEL}`,
+        `Revision:     main → ${COMMIT}`,
+        "Deployments:  qwen",
+        "28 attention / 4 KV heads",
+        "n1    downloading 50%",
+      ]
+    ) assertStringIncludes(described.out, part);
+    const unknown = await cli("describe", "model", "acme/none");
+    assertEquals(unknown.code, 1);
+    assertStringIncludes(unknown.err, "no model acme/none");
+  } finally {
+    await control.close();
+  }
+});
+
+Deno.test("models CLI: bad usage is refused before anything is sent", async () => {
+  // No control plane listens here: a usage error must come first.
+  const url = "http://127.0.0.1:9";
+  for (
+    const [args, says] of [
+      [["models"], 'models: expected pull, got ""'],
+      [["models", "push", "qwen"], 'models: expected pull, got "push"'],
+      [["models", "pull"], "models pull: DEPLOYMENT is required"],
+      [["models", "pull", "a", "b"], 'unexpected argument "b"'],
+      [["models", "pull", "a", "--nodes", "n1,,n2"], "--nodes has an empty name"],
+      [["describe", "modle", "x"], "describe: expected node, deployment, replica or model"],
+    ] as const
+  ) {
+    const r = await runCli(url, ADMIN, ...args);
+    assertEquals(r.code, 2, `${args.join(" ")}: ${r.err}`);
+    assertStringIncludes(r.err, says);
+  }
+});
