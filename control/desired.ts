@@ -176,7 +176,7 @@ export class DesiredStates {
     for (const r of state.replicas.values()) {
       if (r.phase !== "placed" || r.placement === null) continue;
       const d = state.specOf(r);
-      if (d !== undefined) yield* placementLaunches(state, r.placement, d) ?? [];
+      if (d !== undefined) yield* placementLaunches(state, r.placement, d, state.commitOf(r)) ?? [];
     }
   }
 

@@ -8,7 +8,9 @@
  * given the hosts before it.
  *
  * - A node **holds** a revision when a shard of it there reports `ready`
- *   (its files were fetched and verified before the engine started).
+ *   (its files were fetched and verified before the engine started), or its
+ *   model cache reports the revision complete (control/model_caches.ts): a
+ *   live node that holds it serves it even when it runs no shard of it.
  * - A node **can serve** when its local API is https: the peer route needs
  *   the cluster's TLS (agent/peer_server.ts).
  * - A model given as a local or shared path is used in place on each host:
@@ -21,6 +23,14 @@ import type { DesiredLaunch } from "../engines/types.ts";
 import { type PlanHost, planPeerSources } from "../models/peer_plan.ts";
 import type { ModelSources } from "../protocol/model_sources.ts";
 import type { ControlState } from "./state.ts";
+
+/** Whether `node`'s model cache, as it last reported it, holds the revision complete. */
+function holds(state: ControlState, node: string, r: { model: string; commit?: string }): boolean {
+  if (r.commit === undefined) return false;
+  return state.modelCaches.get(node)?.revisions.some((c) =>
+    c.repo === r.model && c.commit === r.commit && c.state === "complete"
+  ) ?? false;
+}
 
 /** Node states whose agents are not heartbeating: never a source, never planned for. */
 const SILENT = new Set(["unreachable", "lost"]);
@@ -47,7 +57,16 @@ export function modelSourcesByNode(
       needs.set(key, entry);
     }
     const ready = state.reports.get(node)?.get(launch.shard_id)?.state === "ready";
-    entry.nodes.set(node, (entry.nodes.get(node) ?? false) || ready);
+    entry.nodes.set(node, (entry.nodes.get(node) ?? false) || ready || holds(state, node, entry));
+  }
+  // Live nodes whose caches hold a needed revision serve it too, shard or not (a pull, an
+  // earlier replica): roots of chains.
+  for (const entry of needs.values()) {
+    for (const node of state.modelCaches.keys()) {
+      if (entry.nodes.has(node) || !holds(state, node, entry)) continue;
+      const liveness = state.inventory.stateOf(node);
+      if (liveness !== undefined && !SILENT.has(liveness)) entry.nodes.set(node, true);
+    }
   }
   const out = new Map<string, ModelSources[]>();
   for (const { model, commit, nodes } of needs.values()) {

@@ -9,6 +9,7 @@ import { assertEquals } from "../tests/assert.ts";
 import { QWEN, reportAll, testControl } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
 import type { ControlPlane } from "./control_plane.ts";
+import { setCurrentCommit } from "./rollout_revisions.ts";
 
 /** One replica per node: TP 8 fills a recorded 8-GPU server. */
 const SHARED = {
@@ -95,4 +96,39 @@ Deno.test("model sources: agents without TLS serve no peers, so none are assigne
   await cp.deployments.apply({ ...SHARED, replicas: 2 });
   await cp.reconcile();
   assertEquals(await sourcesOf(cp, ids), { n1: "-", n2: "-" });
+});
+
+Deno.test("model sources: a live node whose cache holds the revision serves it, shard or not", async () => {
+  const { cp } = await testControl();
+  await register(cp, ["n1", "n2", "n3"]);
+  await cp.deployments.apply({ ...SHARED, replicas: 2 });
+  // The control plane resolved the revision (here set as resolution would).
+  const commit = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+  setCurrentCommit(cp.state.deployments.get("shared")!, commit);
+  await cp.reconcile();
+  const placed = new Set(cp.replicas().flatMap((r) => r.shards.map((s) => s.node)));
+  const [spare] = ["n1", "n2", "n3"].filter((n) => !placed.has(n));
+  const [first, second] = [...placed].sort();
+  cp.state.modelCaches.set(spare, {
+    room_bytes: null,
+    revisions: [{
+      repo: "acme/tiny-llm",
+      commit,
+      bytes: 1,
+      state: "complete",
+      bytes_done: 1,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
+  });
+  await cp.reconcile();
+  const url = (id: string) => `${id}(https://${id}.lab:7400)`;
+  assertEquals(await sourcesOf(cp, [first, second, spare]), {
+    [first]: `${url(spare)} > origin`,
+    [second]: `${url(first)} > ${url(spare)} > origin`,
+    [spare]: "-",
+  });
+  assertEquals((await cp.desired.wait(first, -1, 0)).model_sources?.[0].commit, commit);
 });
