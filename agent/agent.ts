@@ -153,6 +153,7 @@ export class Agent {
       client,
       session: this.#registration,
       reconcile: (s) => this.#supervisor!.reconcile(s),
+      onApplied: (s) => this.#models?.puller.sync(s.models ?? []),
       longPollMs: options.longPollMs,
       retry,
       log,
@@ -367,6 +368,7 @@ export class Agent {
       this.#server = this.#proxyServer = null;
       this.#tls?.close();
       this.#peerFetch?.close();
+      this.#models?.puller.stop();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();

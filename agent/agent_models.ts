@@ -17,6 +17,7 @@ import { ModelCache } from "./model_cache/model_cache.ts";
 import { CacheModelFetcher, type ModelFetchOptions } from "./model_fetch.ts";
 import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
 import { systemClock } from "../time/clock.ts";
+import { ModelPuller } from "./model_pulls.ts";
 
 /** What an agent's model cache is made of (AgentOptions `models`). */
 export interface AgentModelOptions {
@@ -40,6 +41,8 @@ export interface AgentModels {
   fetcher: CacheModelFetcher;
   /** The cache's heartbeat report, and its eviction under the watermarks. */
   reporter: ModelCacheReporter;
+  /** The desired state's pulls (`llmgw models pull`, a rollout's pre-pull). */
+  puller: ModelPuller;
 }
 
 /**
@@ -73,7 +76,8 @@ export function agentModels(
   });
   const hub = new HubClient({ config: o.hub, fetch: o.fetch, userAgent: `llmgw-agent/${version}` });
   fetcher = new CacheModelFetcher({ cache, hub, sources: o.sources });
-  return { root: o.cache.root, cache, fetcher, reporter };
+  const puller = new ModelPuller({ fetcher, log, clock: systemClock });
+  return { root: o.cache.root, cache, fetcher, reporter, puller };
 }
 
 /** One log line per cache event: what an operator follows a download by. */

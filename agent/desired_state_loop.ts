@@ -38,6 +38,8 @@ export interface DesiredStateLoopOptions {
   session: Pick<Registration, "ensureRegistered" | "refused">;
   /** Reconciles the supervisor to these shards. */
   reconcile: (shards: DesiredShard[]) => Promise<void>;
+  /** Sees each state once reconciled (the model pulls it asks for: agent/model_pulls.ts). */
+  onApplied?: (state: DesiredState) => void;
   /** How long one long poll may be held. Default 30,000. */
   longPollMs?: number;
   /** Retry delays after failed polls and ignored states. */
@@ -169,6 +171,7 @@ export class DesiredStateLoop {
     }
     const previous = this.#generation;
     this.#applied = state;
+    this.#opts.onApplied?.(state);
     this.#generation = state.generation;
     this.#fenceReset = false;
     this.#ignoredGeneration = null;

@@ -103,20 +103,48 @@ export class CacheModelFetcher implements ModelFetcher {
     const snapshot = await this.#snapshot(model, commit, revision, signal);
     const total = snapshot.files.reduce((n, f) => n + f.size, 0);
     this.#snapshots.set(shard.id, { repo: snapshot.repo, commit: snapshot.commit, bytes: total });
+    // A ref is written for a branch or tag, not for a commit asked by its hash.
+    const path = await this.#ensure(
+      model,
+      snapshot,
+      commit === undefined ? revision : undefined,
+      signal,
+    );
+    return { path, bytes: this.#fetched.get(`${snapshot.repo}@${snapshot.commit}`) ?? 0 };
+  }
+
+  /**
+   * Fetches `model`@`commit` into the cache without a shard (`llmgw models
+   * pull`, a rollout's pre-pull: agent/model_pulls.ts), through the same
+   * lookup, sources and download as a shard's model; answers its snapshot
+   * directory.
+   */
+  async pull(model: string, commit: string, signal: AbortSignal): Promise<string> {
+    return await this.#ensure(
+      model,
+      await this.#snapshot(model, commit, commit, signal),
+      undefined,
+      signal,
+    );
+  }
+
+  /** Puts `model`'s `snapshot` in the cache from its sources; `revision` names the ref to write, if any. */
+  async #ensure(
+    model: string,
+    snapshot: RepoSnapshot,
+    revision: string | undefined,
+    signal: AbortSignal,
+  ): Promise<string> {
     let path: string;
     try {
       const sources = this.#sources(model, snapshot.commit, this.#hub.byteSource());
-      path = await this.#cache.ensureSnapshot(snapshot, sources, {
-        // A ref is written for a branch or tag, not for a commit asked by its hash.
-        revision: commit === undefined ? revision : undefined,
-        signal,
-      });
+      path = await this.#cache.ensureSnapshot(snapshot, sources, { revision, signal });
     } catch (e) {
       throw fetchError(e);
     }
     // Its list, so the next start of this commit needs no hub (snapshot_listings.ts).
     await this.#listings.write(snapshot).catch(() => {});
-    return { path, bytes: this.#fetched.get(`${snapshot.repo}@${snapshot.commit}`) ?? 0 };
+    return path;
   }
 
   /** Sees the cache's events (the agent passes each on): what each completed download fetched. */

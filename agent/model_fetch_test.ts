@@ -202,3 +202,24 @@ Deno.test("a snapshot completed once starts again with the hub off: by its commi
     );
   });
 });
+
+Deno.test("pull: a revision fetched into the cache without a shard, as a shard's would be; no ref for a commit", async () => {
+  await withTempDir(async (root) => {
+    const { model, fetcher, cache } = await setUp(root);
+    const commit = model.refs.main;
+    const path = await fetcher.pull("acme/tiny", commit, signal());
+    assertEquals(path, `${root}/models--acme--tiny/snapshots/${commit}`);
+    assertOk(Deno.statSync(`${path}/config.json`).isFile);
+    assertEquals((await cache.revisions()).map((r) => r.commit), [commit]);
+    let refs = true;
+    try {
+      Deno.statSync(`${root}/models--acme--tiny/refs/main`);
+    } catch {
+      refs = false;
+    }
+    assertEquals(refs, false);
+    // A shard of the same commit then finds it here: the same directory.
+    assertEquals((await fetcher.fetch(shard("acme/tiny", "r-1/0", commit), signal())).path, path);
+    await assertRejects(() => fetcher.pull("acme/nope", commit, signal()), ModelFetchError);
+  });
+});
