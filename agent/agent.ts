@@ -90,6 +90,7 @@ export class Agent {
   #coldStart: ColdStartHistograms = [];
   #models: AgentModels | null = null;
   #peerFetch: ReturnType<typeof nodeCertificateFetch> | null = null;
+  #peer: PeerServer | undefined;
 
   readonly #stopCtl = new AbortController();
   #tasks: Promise<void>[] = [];
@@ -207,7 +208,8 @@ export class Agent {
 
   /** What the local API's `/metrics` shows (agent/metrics.ts). */
   metricsSnapshot(): AgentMetricsSnapshot {
-    return gatherAgentMetrics({
+    const peer = this.#peer?.stats();
+    const snapshot = gatherAgentMetrics({
       gpus: this.#discovery.gpus,
       shards: this.#supervisor?.status() ?? [],
       shardMetrics: this.#supervisor?.metrics() ?? [],
@@ -217,6 +219,7 @@ export class Agent {
       certificateNotAfterMs: this.#tls?.notAfterMs ?? null,
       certificateRenewalFailures: this.#tls?.renewalFailures ?? 0,
     });
+    return peer === undefined ? snapshot : { ...snapshot, peer };
   }
 
   /** Undoes a start that failed part way: the listeners and the TLS client. */
@@ -429,7 +432,7 @@ export class Agent {
       this.#localToken!,
       this.#placement(listen, this.#opts.agentUrl),
       // Other agents of the cluster fetch model bytes this one holds (agent/peer_server.ts).
-      this.#opts.models === undefined
+      this.#peer = this.#opts.models === undefined
         ? undefined
         : new PeerServer({ layout: new CacheLayout(this.#opts.models.cache.root) }),
     );

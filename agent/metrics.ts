@@ -16,6 +16,7 @@ import type { Gpu } from "../discovery/types.ts";
 import type { ShardMetrics, ShardReport, ShardState } from "../supervisor/types.ts";
 import { Exposition } from "../text/prometheus_exposition.ts";
 import { type ColdStartHistograms, renderColdStart } from "./cold_start_metrics.ts";
+import { type PeerServerStats, renderPeerServing } from "./peer_metrics.ts";
 
 /** Every shard state, in the order the state gauges list them (design §9.3). */
 export const SHARD_STATES: readonly ShardState[] = ShardReportSchema.shape.state.options;
@@ -92,6 +93,8 @@ export interface AgentMetricsSnapshot {
   readonly certificate_renewal_failures: number;
   /** Phase times of the engine starts this agent saw (agent/cold_start_metrics.ts); absent: none. */
   readonly cold_start?: ColdStartHistograms;
+  /** What it served other agents (agent/peer_metrics.ts); absent: nothing. */
+  readonly peer?: PeerServerStats;
 }
 
 /** A snapshot the renderer cannot turn into metrics: a bug in whoever gathered it. */
@@ -283,6 +286,7 @@ export function renderAgentMetrics(snapshot: AgentMetricsSnapshot): string {
   out.sample("shard_time_to_ready_seconds_sum", {}, h.sum_seconds);
   out.sample("shard_time_to_ready_seconds_count", {}, h.count);
   renderColdStart(out, snapshot.cold_start ?? []);
+  renderPeerServing(out, snapshot.peer);
 
   out.family(
     "discovery_errors_total",
