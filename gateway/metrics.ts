@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { escapeLabelValue } from "../text/prometheus_label.ts";
+import { Exposition, labelText } from "../text/prometheus_exposition.ts";
 
 /** Latency buckets in seconds. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -20,14 +20,13 @@ class Histogram {
     this.sum += v;
     for (let i = 0; i < BUCKETS.length; i++) if (v <= BUCKETS[i]) this.counts[i]++;
   }
-  render(name: string, labels: string): string[] {
-    const out = BUCKETS.map((b, i) => `${name}_bucket{${labels},le="${b}"} ${this.counts[i]}`);
-    out.push(
-      `${name}_bucket{${labels},le="+Inf"} ${this.count}`,
-      `${name}_sum{${labels}} ${this.sum}`,
-      `${name}_count{${labels}} ${this.count}`,
+  write(out: Exposition, name: string, labels: string): void {
+    BUCKETS.forEach((b, i) =>
+      out.sampleText(`${name}_bucket`, `${labels},le="${b}"`, this.counts[i])
     );
-    return out;
+    out.sampleText(`${name}_bucket`, `${labels},le="+Inf"`, this.count);
+    out.sampleText(`${name}_sum`, labels, this.sum);
+    out.sampleText(`${name}_count`, labels, this.count);
   }
 }
 
@@ -58,15 +57,16 @@ export class GatewayMetrics {
   readonly #replicaLatency = new Map<string, Histogram>();
   readonly #replicaTtft = new Map<string, Histogram>();
   readonly #tokens = new Map<string, number>();
-  // Escaped label sets, built once per model and replica (this is per
-  // request). Only deployed model names reach here (see proxy.ts).
+  // Escaped label sets (labelText), built once per model and replica (this
+  // is per request); outcomes and token kinds are fixed identifiers, appended
+  // as they are. Only deployed model names reach here (see proxy.ts).
   readonly #modelLabels = new Map<string, string>();
   readonly #replicaLabels = new Map<string, string>();
   readonly #tokenLabels = new Map<string, string>();
 
   #modelLabel(model: string): string {
     let l = this.#modelLabels.get(model);
-    if (l === undefined) this.#modelLabels.set(model, l = `model="${escapeLabelValue(model)}"`);
+    if (l === undefined) this.#modelLabels.set(model, l = labelText({ model }));
     return l;
   }
 
@@ -74,10 +74,7 @@ export class GatewayMetrics {
     const key = `${model}\u0000${replica}`;
     let l = this.#replicaLabels.get(key);
     if (l === undefined) {
-      this.#replicaLabels.set(
-        key,
-        l = `model="${escapeLabelValue(model)}",replica="${escapeLabelValue(replica)}"`,
-      );
+      this.#replicaLabels.set(key, l = labelText({ model, replica }));
     }
     return l;
   }
@@ -131,10 +128,7 @@ export class GatewayMetrics {
     const key = `${model}\u0000${apiKey}`;
     let l = this.#tokenLabels.get(key);
     if (l === undefined) {
-      this.#tokenLabels.set(
-        key,
-        l = `model="${escapeLabelValue(model)}",api_key="${escapeLabelValue(apiKey)}"`,
-      );
+      this.#tokenLabels.set(key, l = labelText({ model, api_key: apiKey }));
     }
     for (const [kind, n] of [["prompt", prompt], ["completion", completion]] as const) {
       const k = `${l},kind="${kind satisfies TokenKind}"`;
@@ -153,63 +147,45 @@ export class GatewayMetrics {
     this.#inflight.set(key, (this.#inflight.get(key) ?? 0) + delta);
   }
 
-  /** Prometheus text format. */
+  /** Prometheus text format (text/prometheus_exposition.ts writes it). */
   render(): string {
-    const out = [
-      "# HELP llmgw_gateway_requests_total Requests by model and outcome.",
-      "# TYPE llmgw_gateway_requests_total counter",
-    ];
-    for (const [k, v] of this.#requests) out.push(`llmgw_gateway_requests_total{${k}} ${v}`);
-    out.push(
-      "# HELP llmgw_gateway_request_duration_seconds Time to the end of the response.",
-      "# TYPE llmgw_gateway_request_duration_seconds histogram",
+    const out = new Exposition("llmgw_gateway_");
+    out.family("requests_total", "counter", "Requests by model and outcome.");
+    for (const [k, v] of this.#requests) out.sampleText("requests_total", k, v);
+    out.family("request_duration_seconds", "histogram", "Time to the end of the response.");
+    for (const [k, h] of this.#latency) h.write(out, "request_duration_seconds", k);
+    out.family(
+      "time_to_first_token_seconds",
+      "histogram",
+      "Time to the first byte of the engine's body.",
     );
-    for (const [k, h] of this.#latency) {
-      out.push(...h.render("llmgw_gateway_request_duration_seconds", k));
-    }
-    out.push(
-      "# HELP llmgw_gateway_time_to_first_token_seconds Time to the first byte of the engine's body.",
-      "# TYPE llmgw_gateway_time_to_first_token_seconds histogram",
+    for (const [k, h] of this.#ttft) h.write(out, "time_to_first_token_seconds", k);
+    out.family("inflight_requests", "gauge", "Requests in flight per replica.");
+    for (const [k, v] of this.#inflight) out.sampleText("inflight_requests", k, v);
+    out.family(
+      "held_requests",
+      "gauge",
+      "Requests waiting for an agent's engine proxy to come back.",
     );
-    for (const [k, h] of this.#ttft) {
-      out.push(...h.render("llmgw_gateway_time_to_first_token_seconds", k));
-    }
-    out.push(
-      "# HELP llmgw_gateway_inflight_requests Requests in flight per replica.",
-      "# TYPE llmgw_gateway_inflight_requests gauge",
-    );
-    for (const [k, v] of this.#inflight) out.push(`llmgw_gateway_inflight_requests{${k}} ${v}`);
-    out.push(
-      "# HELP llmgw_gateway_held_requests Requests waiting for an agent's engine proxy to come back.",
-      "# TYPE llmgw_gateway_held_requests gauge",
-      `llmgw_gateway_held_requests ${this.#held}`,
-    );
-    out.push(
-      "# HELP llmgw_gateway_replica_requests_total Attempts per replica by outcome.",
-      "# TYPE llmgw_gateway_replica_requests_total counter",
-    );
-    for (const [k, v] of this.#replicaRequests) {
-      out.push(`llmgw_gateway_replica_requests_total{${k}} ${v}`);
-    }
-    out.push(
-      "# HELP llmgw_gateway_replica_request_duration_seconds Time per attempt on a replica.",
-      "# TYPE llmgw_gateway_replica_request_duration_seconds histogram",
-    );
-    for (const [k, h] of this.#replicaLatency) {
-      out.push(...h.render("llmgw_gateway_replica_request_duration_seconds", k));
-    }
-    out.push(
-      "# HELP llmgw_gateway_replica_time_to_first_token_seconds Time to the first byte, per replica.",
-      "# TYPE llmgw_gateway_replica_time_to_first_token_seconds histogram",
+    out.sampleText("held_requests", "", this.#held);
+    out.family("replica_requests_total", "counter", "Attempts per replica by outcome.");
+    for (const [k, v] of this.#replicaRequests) out.sampleText("replica_requests_total", k, v);
+    out.family("replica_request_duration_seconds", "histogram", "Time per attempt on a replica.");
+    for (const [k, h] of this.#replicaLatency) h.write(out, "replica_request_duration_seconds", k);
+    out.family(
+      "replica_time_to_first_token_seconds",
+      "histogram",
+      "Time to the first byte, per replica.",
     );
     for (const [k, h] of this.#replicaTtft) {
-      out.push(...h.render("llmgw_gateway_replica_time_to_first_token_seconds", k));
+      h.write(out, "replica_time_to_first_token_seconds", k);
     }
-    out.push(
-      "# HELP llmgw_gateway_tokens_total Tokens engines reported using, by model, API key and kind.",
-      "# TYPE llmgw_gateway_tokens_total counter",
+    out.family(
+      "tokens_total",
+      "counter",
+      "Tokens engines reported using, by model, API key and kind.",
     );
-    for (const [k, v] of this.#tokens) out.push(`llmgw_gateway_tokens_total{${k}} ${v}`);
-    return out.join("\n") + "\n";
+    for (const [k, v] of this.#tokens) out.sampleText("tokens_total", k, v);
+    return out.text();
   }
 }

@@ -7,6 +7,15 @@
  */
 import { escapeLabelValue } from "./prometheus_label.ts";
 
+/**
+ * A label set's text, `k="v",…`, every value escaped: what a hot path (the
+ * gateway's per-request counters) builds once, keeps, and hands to
+ * {@link Exposition.sampleText}.
+ */
+export function labelText(labels: Record<string, string>): string {
+  return Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(",");
+}
+
 /** Lines of text exposition format, every name prefixed. */
 export class Exposition {
   readonly #prefix: string;
@@ -26,8 +35,12 @@ export class Exposition {
 
   /** One sample of `name` with `labels` (values escaped). */
   sample(name: string, labels: Record<string, string>, value: number): void {
-    const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
-    const set = pairs.length === 0 ? "" : `{${pairs.join(",")}}`;
+    this.sampleText(name, labelText(labels), value);
+  }
+
+  /** One sample of `name` whose label set is text {@link labelText} built (joined by commas). */
+  sampleText(name: string, labels: string, value: number): void {
+    const set = labels === "" ? "" : `{${labels}}`;
     this.#lines.push(`${this.#prefix}${name}${set} ${value}`);
   }
 

@@ -1,5 +1,5 @@
 import { assertEquals } from "../tests/assert.ts";
-import { Exposition } from "./prometheus_exposition.ts";
+import { Exposition, labelText } from "./prometheus_exposition.ts";
 
 Deno.test("Exposition: HELP and TYPE, then samples, prefixed and escaped", () => {
   const out = new Exposition("llmgw_x_");
@@ -16,4 +16,17 @@ Deno.test("Exposition: HELP and TYPE, then samples, prefixed and escaped", () =>
       "",
     ].join("\n"),
   );
+});
+
+Deno.test("Exposition: a label set built once by labelText gives the same sample", () => {
+  const kept = labelText({ model: 'org/m"1', replica: "r\\0\n" });
+  assertEquals(kept, 'model="org/m\\"1",replica="r\\\\0\\n"');
+  const once = new Exposition("llmgw_gateway_");
+  once.sampleText("requests_total", `${kept},outcome="ok"`, 3);
+  once.sampleText("held_requests", "", 0);
+  const each = new Exposition("llmgw_gateway_");
+  each.sample("requests_total", { model: 'org/m"1', replica: "r\\0\n", outcome: "ok" }, 3);
+  each.sample("held_requests", {}, 0);
+  assertEquals(once.text(), each.text());
+  assertEquals(labelText({}), "");
 });
