@@ -14,6 +14,7 @@ import {
   UndoAnswer,
 } from "../protocol/admin_protocol.ts";
 import { adminAnswer } from "./admin_client.ts";
+import { shortCommit } from "../deployment/model_revision.ts";
 import { cutAtWord, renderTable } from "../text/table.ts";
 import { durationMs } from "./duration.ts";
 import { watchArgs, watchRollout, watchValue } from "./rollout_watch.ts";
@@ -234,10 +235,20 @@ export function statusText(s: RolloutStatusAnswer): string {
       : r.step.mode === "surge"
       ? `replacing ${r.step.replaced} by ${r.step.by}, started first`
       : `replacing ${r.step.replaced} in place`;
-    lines.push(
-      `step ${r.steps + (r.step === null ? 0 : 1)}: ${step}; ` +
-        (r.deadline_at === null ? "no deadline" : `deadline ${time(r.deadline_at)}`),
-    );
+    const p = s.prepull ?? null;
+    if (p !== null) {
+      lines.push(
+        `pre-pulling ${p.model}@${shortCommit(p.commit)} before any replica stops: ` +
+          `${p.held.length}/${p.nodes.length} nodes hold it (${
+            p.nodes.map((n) => `${n} ${p.held.includes(n) ? "held" : "fetching"}`).join(", ")
+          }); replacing anyway at ${time(p.until)}`,
+      );
+    } else {
+      lines.push(
+        `step ${r.steps + (r.step === null ? 0 : 1)}: ${step}; ` +
+          (r.deadline_at === null ? "no deadline" : `deadline ${time(r.deadline_at)}`),
+      );
+    }
   }
   lines.push(`ready ${s.ready}/${s.desired}, on revision ${s.revision}: ${s.updated}/${s.desired}`);
   lines.push("");

@@ -1,5 +1,5 @@
 import { assertEquals, assertRejects, assertStringIncludes } from "../tests/assert.ts";
-import { ROLLOUT_USAGE, rolloutCommand } from "./rollout_command.ts";
+import { ROLLOUT_USAGE, rolloutCommand, statusText } from "./rollout_command.ts";
 import { UsageError } from "./usage_error.ts";
 
 const T0 = Date.UTC(2026, 11, 1, 16, 0, 0);
@@ -281,4 +281,26 @@ Deno.test("rollout status --timeout: exits 1 when the limit passes first", async
     r.err,
     "deployment llama not rolled out when --timeout ran out: 1/2 updated",
   );
+});
+
+Deno.test("rollout status: a pre-pull says which nodes hold the new model revision and until when it waits", () => {
+  const text = statusText(
+    {
+      ...STATUS,
+      state: "progressing",
+      rollout: { ...STATUS.rollout, step: null },
+      prepull: {
+        model: "org/llama",
+        commit: "2222222222222222222222222222222222222222",
+        nodes: ["n1", "n2"],
+        held: ["n2"],
+        until: T0 + 600_000,
+      },
+    } as Parameters<typeof statusText>[0],
+  );
+  assertStringIncludes(
+    text,
+    "pre-pulling org/llama@2222222 before any replica stops: 1/2 nodes hold it (n1 fetching, n2 held)",
+  );
+  assertEquals(text.includes("step 1:"), false);
 });

@@ -10,6 +10,7 @@ import { NotFoundError } from "./errors.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { replicasOf } from "./replicas.ts";
 import type { ControlState } from "./state.ts";
+import { type PrepullStatus, prepullWaiting } from "./rollout_prepull.ts";
 import { deploymentRevision, replicaRevision, type RolloutStepRecord } from "./store/store.ts";
 import { isReady, type ReplicaState, replicaView } from "./views.ts";
 
@@ -59,6 +60,8 @@ export interface RolloutStatus {
   replicas_by_revision: RevisionCount[];
   /** The rollout under way, or null. */
   rollout: RolloutProgress | null;
+  /** The model revision it fetches onto its nodes before its first step; null when none. */
+  prepull: PrepullStatus | null;
   /** Each replica with its revision and state. */
   replicas: { id: string; index: number; revision: number; state: ReplicaState }[];
 }
@@ -95,6 +98,7 @@ export function rolloutStatus(state: ControlState, name: string): RolloutStatus 
       steps: r.steps,
       step: r.step,
     },
+    prepull: prepullWaiting(state, d, state.now()),
     replicas: all.map((x) => ({
       id: x.id,
       index: x.index,

@@ -25,6 +25,7 @@ import {
   withOutcome,
 } from "./rollout_revisions.ts";
 import type { ControlState } from "./state.ts";
+import { prepull } from "./rollout_prepull.ts";
 import {
   deploymentRevision,
   replicaRevision,
@@ -81,6 +82,8 @@ export function plannerReplica(
 
 async function rollOne(pass: Pass, d: StoredDeployment): Promise<void> {
   const { state, book, now } = pass;
+  // A new model revision is fetched onto the old replicas' nodes before any stops.
+  if (await prepull(state, d, now) !== null) return;
   const rollout = d.rollout!;
   const target = deploymentRevision(d);
   // "Would one more fit" is a placement on the pass's index, kept for the surge it allows.

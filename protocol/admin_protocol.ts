@@ -302,6 +302,15 @@ export const RolloutStatusSchema = z.object({
       "When it fails without further progress; null for a revert, which never fails",
     ),
   }).nullable(),
+  prepull: z.object({
+    model: z.string(),
+    commit: z.string(),
+    nodes: z.array(z.string()),
+    held: z.array(z.string()),
+    until: z.number(),
+  }).nullable().optional().describe(
+    "The model revision the rollout fetches onto its nodes before its first step; absent from older control planes",
+  ),
   replicas: z.array(z.object({
     id: z.string(),
     index: z.number().int(),
