@@ -25,6 +25,7 @@ import { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
 import { EventLog } from "./events.ts";
 import { recordLastSeen, restoreLastSeen } from "./last_seen.ts";
+import { deploymentFacts } from "./model_facts_book.ts";
 import { NodeService } from "./nodes.ts";
 import { type PlacementCounters, Reconciler } from "./reconciler.ts";
 import { ReplicaBook } from "./replicas.ts";
@@ -160,10 +161,7 @@ export class ControlPlane {
     const now = state.now();
     for (const d of await state.store.listDeployments()) state.deployments.set(d.name, d);
     // Memory and heads are checked against facts once learned; a slow hub does not hold up the open.
-    state.modelFacts.learnInBackground(
-      [...state.deployments.values()].map((d) => d.spec),
-      () => state.kick(),
-    );
+    state.modelFacts.learnMissing(deploymentFacts(state.deployments.values()), () => state.kick());
     for (const k of await state.store.listApiKeys()) state.apiKeys.set(k.id, k);
     for (const t of await state.store.listTokens()) state.tokens.set(t.id, t);
     for (const n of await state.store.listNodes()) {

@@ -10,8 +10,7 @@ import { DeploymentError, type LoadedDeployment, parseDeployment } from "../depl
 import { DEFAULT_ROUTING, type Deployment, type RoutingPolicy } from "../deployment/schema.ts";
 import { classFacts, type DeploymentIssue, validateDeployment } from "../deployment/validate.ts";
 import { checkEngines, type EngineLookup } from "../engines/check_deployment.ts";
-import { modelIssues } from "../deployment/model_fit.ts";
-import { checkModel } from "./model_facts_book.ts";
+import { checkModel, knownModelWarnings } from "./model_facts_book.ts";
 import { placementDryRun } from "./placement_dry_run.ts";
 import type { PlacementResult } from "../placement/types.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
@@ -38,6 +37,9 @@ import {
   type RevisionCause,
   type StoredDeployment,
 } from "./store/store.ts";
+
+/** No commit: a check reads the model's facts at its revision. */
+const atRevision = (_: Deployment): Promise<string | null> => Promise.resolve(null);
 
 /** The engines a control plane knows: names for the schema, drivers for the checks. */
 export interface EngineCatalog extends EngineLookup {
@@ -106,10 +108,10 @@ export class DeploymentService {
   }
 
   /**
-   * Validates a decoded deployment document against the live cluster and its
-   * engines; refuses with every field path, storing nothing.
+   * Validates a decoded deployment document against the live cluster and its engines; refuses
+   * with every field path, storing nothing. Facts are the commit's `commitOf` gives, if any.
    */
-  async check(raw: unknown): Promise<LoadedDeployment> {
+  async check(raw: unknown, commitOf = atRevision): Promise<LoadedDeployment> {
     const facts = classFacts(this.#state.inventory.snapshot());
     try {
       const loaded = parseDeployment(raw, "request body", {
@@ -117,7 +119,8 @@ export class DeploymentService {
         classes: facts,
       });
       await checkEngines(loaded.deployment, "request body", this.#engines, facts);
-      return await checkModel(this.#state.modelFacts, loaded, facts);
+      const commit = await commitOf(loaded.deployment);
+      return await checkModel(this.#state.modelFacts, loaded, facts, commit);
     } catch (e) {
       if (e instanceof DeploymentError) {
         throw new InvalidInputError("Cannot use deployment", e.issues);
@@ -135,10 +138,14 @@ export class DeploymentService {
    * A dry run answers the same, checked the same, and changes nothing.
    */
   async apply(raw: unknown, options: ApplyOptions = {}): Promise<ApplyResult> {
-    const loaded = await this.check(raw);
     const state = this.#state;
-    // The hub is asked outside the lock: a slow hub holds up this apply only.
-    const { commit, warning } = await resolveAtApply(state.modelCommits.source, loaded.deployment);
+    // The hub is asked outside the lock; the commit first, as the facts are that commit's.
+    let resolved = { commit: null as string | null, warning: null as DeploymentIssue | null };
+    const loaded = await this.check(raw, async (d) => {
+      resolved = await resolveAtApply(state.modelCommits.source, d);
+      return resolved.commit;
+    });
+    const { commit, warning } = resolved;
     return state.locked(async () => {
       const d = loaded.deployment;
       this.#refuseNameClash(d);
@@ -360,22 +367,17 @@ export class DeploymentService {
       await state.event("deployment_scaled", `deployment/${name}`, `${replicas} replicas`);
       state.kick();
       const classes = classFacts(state.inventory.snapshot());
-      const model = modelIssues(
-        d.spec,
-        state.modelFacts.known(d.spec.model, d.spec.revision),
-        (c) => classes.memoryBytes?.get(c),
-      );
       return [
         ...validateDeployment(d.spec, { knownEngines: this.#engines.names(), classes }).warnings,
-        ...model.warnings,
+        ...knownModelWarnings(state.modelFacts, d, classes),
       ];
     });
   }
 
   /** Deletes a deployment; its replicas stop and their GPUs are freed. */
   delete(name: string): Promise<void> {
-    const state = this.#state;
-    return state.locked(async () => {
+    return this.#state.locked(async () => {
+      const state = this.#state;
       const d = state.deployments.get(name);
       if (d === undefined) throw new NotFoundError(`no deployment ${name}`);
       state.deployments.delete(name);
@@ -385,10 +387,7 @@ export class DeploymentService {
     });
   }
 
-  /**
-   * A placement dry run against the live inventory: where each replica of
-   * `raw` would go now, with explanations; nothing changes.
-   */
+  /** A placement dry run on the live inventory: where each replica of `raw` would go now, why. */
   async dryRun(raw: unknown): Promise<PlacementResult[]> {
     return placementDryRun(this.#state, (await this.check(raw)).deployment);
   }

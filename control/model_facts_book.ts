@@ -5,13 +5,14 @@
  * index carries them, placement/cluster_index.ts). A model whose facts
  * could not be learned is absent: placement then refuses nothing for it.
  *
- * Keyed by model and revision (`factsKey`: `org/name@main`; a local path
- * alone), as the deployment names them; the revision's resolved commit is
- * not part of the key, so a branch that moves keeps its first facts until
- * the control plane restarts. Facts once learned are
- * kept until the control plane restarts (GitOps loops re-apply constantly;
- * the hub is not asked each time); a failure is not asked again for
- * {@link RETRY_FAILED_MS}, so a fleet without hub access waits on it once.
+ * Keyed by model and the commit its revision resolved to (`factsKey`:
+ * `org/name@<commit>`), read from the hub at that commit, so a branch that
+ * moves (a new deployment revision at a new commit) is read again; by model
+ * and revision (`org/name@main`) while the commit is unknown; a local path
+ * alone. Facts once learned are kept until the control plane restarts
+ * (GitOps loops re-apply constantly; the hub is not asked each time); a
+ * failure is not asked again for {@link RETRY_FAILED_MS}, so a fleet
+ * without hub access waits on it once.
  *
  * @module
  */
@@ -21,7 +22,27 @@ import type { ModelFactsSource } from "../models/facts_source.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { DeploymentError, type LoadedDeployment } from "../deployment/load.ts";
 import { modelIssues } from "../deployment/model_fit.ts";
-import type { ClassFacts } from "../deployment/validate.ts";
+import type { ClassFacts, DeploymentIssue } from "../deployment/validate.ts";
+import type { StoredDeployment } from "./store/store.ts";
+
+/** A model revision whose facts are asked for: the commit when its revision resolved to one. */
+export interface FactsRef {
+  /** The model (hub id or path). */
+  model: string;
+  /** The revision the deployment names; undefined: the default (`main` for a hub id). */
+  revision?: string;
+  /** The commit it resolved to; null or absent while unknown. */
+  commit?: string | null;
+}
+
+/** The model revision each deployment's current revision runs, with its commit when resolved. */
+export function deploymentFacts(deployments: Iterable<StoredDeployment>): FactsRef[] {
+  return [...deployments].map((d) => ({
+    model: d.spec.model,
+    revision: d.spec.revision,
+    commit: d.model_commit ?? null,
+  }));
+}
 
 /** What learning a model's facts gave. */
 export interface Learned {
@@ -40,6 +61,9 @@ export class ModelFactsBook {
   readonly #now: () => number;
   readonly #known = new Map<string, ModelFacts>();
   readonly #failed = new Map<string, { problem: string; at: number }>();
+  /** Keys being learned in the background, and those no source serves. */
+  readonly #busy = new Set<string>();
+  readonly #unserved = new Set<string>();
   #learning: Promise<unknown> = Promise.resolve();
 
   /** A book that learns from `source`; `now` is the control plane's clock. */
@@ -49,11 +73,15 @@ export class ModelFactsBook {
   }
 
   /**
-   * The facts of `model` at `revision` (default: the deployment default,
-   * `main` for a hub id), when learned.
+   * The facts of `model` at `commit` when given, else at `revision`
+   * (default: the deployment default, `main` for a hub id), when learned.
    */
-  known(model: string, revision = modelRevision(model, undefined)): ModelFacts | null {
-    return this.#known.get(factsKey(model, revision)) ?? null;
+  known(
+    model: string,
+    revision = modelRevision(model, undefined),
+    commit?: string | null,
+  ): ModelFacts | null {
+    return this.#known.get(factsKey(model, revision, commit)) ?? null;
   }
 
   /** Every model revision's facts learned so far, by {@link factsKey}. */
@@ -62,12 +90,17 @@ export class ModelFactsBook {
   }
 
   /**
-   * `model`'s facts: those known, else read from the source and kept; a
+   * `model`'s facts at `commit` when given (the source reads that commit),
+   * else at `revision`: those known, else read from the source and kept; a
    * failure says why, and is answered again without asking until
    * {@link RETRY_FAILED_MS} has passed.
    */
-  async learn(model: string, revision = modelRevision(model, undefined)): Promise<Learned> {
-    const key = factsKey(model, revision);
+  async learn(
+    model: string,
+    revision = modelRevision(model, undefined),
+    commit?: string | null,
+  ): Promise<Learned> {
+    const key = factsKey(model, revision, commit);
     const known = this.#known.get(key);
     if (known !== undefined) return { facts: known, problem: null };
     const failed = this.#failed.get(key);
@@ -75,7 +108,7 @@ export class ModelFactsBook {
       return { facts: null, problem: failed.problem };
     }
     try {
-      const facts = await this.#source.facts(model, revision);
+      const facts = await this.#source.facts(model, commit ?? revision);
       this.#failed.delete(key);
       if (facts !== null) this.#known.set(key, facts);
       return { facts, problem: null };
@@ -87,17 +120,31 @@ export class ModelFactsBook {
   }
 
   /**
-   * Learns every model in the background (opening a store must not wait on
-   * a slow hub), then calls `done`; placement meanwhile refuses nothing for
-   * them. {@link settled} resolves once it is over.
+   * Learns, in the background, the facts of every model revision in `refs`
+   * not known yet (opening a store must not wait on a slow hub, and a
+   * reconcile pass never waits on it), each once at a time, a failure not
+   * before {@link RETRY_FAILED_MS}, one no source serves never again; calls
+   * `done` after each that learned something, so placement weighs it.
+   * Placement meanwhile refuses nothing for them. Called when the store
+   * opens and by every reconcile pass: a commit resolved late, or a
+   * re-apply at a branch's new commit, gets its facts without a restart.
+   * {@link settled} resolves once what was started is over.
    */
-  learnInBackground(
-    models: Iterable<string | { model: string; revision?: string }>,
-    done: () => void,
-  ): void {
-    const refs = [...models].map((m) => typeof m === "string" ? { model: m } : m);
-    const all = Promise.all(refs.map((m) => this.learn(m.model, m.revision))).then(done);
-    this.#learning = Promise.all([this.#learning, all]);
+  learnMissing(refs: Iterable<FactsRef>, done: () => void): void {
+    for (const r of refs) {
+      const revision = r.revision ?? modelRevision(r.model, undefined);
+      const key = factsKey(r.model, revision, r.commit);
+      if (this.#known.has(key) || this.#busy.has(key) || this.#unserved.has(key)) continue;
+      const failed = this.#failed.get(key);
+      if (failed !== undefined && this.#now() - failed.at < RETRY_FAILED_MS) continue;
+      this.#busy.add(key);
+      const run = this.learn(r.model, revision, r.commit).then((learned) => {
+        this.#busy.delete(key);
+        if (learned.facts !== null) done();
+        else if (learned.problem === null) this.#unserved.add(key);
+      });
+      this.#learning = Promise.all([this.#learning, run]);
+    }
   }
 
   /** Resolves when every background learning started so far is over. */
@@ -107,7 +154,8 @@ export class ModelFactsBook {
 }
 
 /**
- * Learns a deployment's model's facts into `book` and checks its profiles
+ * Learns a deployment's model's facts into `book` (at `commit`, the one its
+ * revision resolved to, when known) and checks its profiles
  * against them (deployment/model_fit.ts), as `apply` does before anything is
  * stored: a tensor_parallel that does not divide the heads, or a model no
  * profile's GPU class can hold, refuse it; a profile too small beside one
@@ -120,9 +168,10 @@ export async function checkModel(
   book: ModelFactsBook,
   loaded: LoadedDeployment,
   classes: ClassFacts,
+  commit: string | null = null,
 ): Promise<LoadedDeployment> {
   const d = loaded.deployment;
-  const learned = await book.learn(d.model, d.revision);
+  const learned = await book.learn(d.model, d.revision, commit);
   const { errors, warnings } = modelIssues(d, learned.facts, (c) => classes.memoryBytes?.get(c));
   if (errors.length > 0) throw new DeploymentError("request body", errors);
   const unread = learned.problem === null ? [] : [{
@@ -130,4 +179,14 @@ export async function checkModel(
     message: `the model's memory and tensor_parallel were not checked: ${learned.problem}`,
   }];
   return { ...loaded, warnings: [...loaded.warnings, ...warnings, ...unread] };
+}
+
+/** `d`'s model's warnings against its profiles with the facts known now (a scale reads nothing). */
+export function knownModelWarnings(
+  book: ModelFactsBook,
+  d: StoredDeployment,
+  classes: ClassFacts,
+): DeploymentIssue[] {
+  const facts = book.known(d.spec.model, d.spec.revision, d.model_commit);
+  return modelIssues(d.spec, facts, (c) => classes.memoryBytes?.get(c)).warnings;
 }

@@ -44,7 +44,7 @@ export function modelList(state: ControlState): ModelRevisionView[] {
     v.revision ??= revision;
     v.deployments.push(d.name);
     v.pinned ||= d.spec.pinned === true;
-    v.facts ??= state.modelFacts.known(d.spec.model, revision ?? undefined);
+    v.facts ??= state.modelFacts.known(d.spec.model, revision ?? undefined, d.model_commit);
   }
   for (const [node, report] of state.modelCaches) {
     if (!state.nodes.has(node)) continue;

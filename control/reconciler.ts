@@ -9,6 +9,7 @@
 import { place } from "../placement/mod.ts";
 import type { DesiredStates } from "./desired.ts";
 import { errorMessage } from "./errors.ts";
+import { deploymentFacts } from "./model_facts_book.ts";
 import { recordLastSeen } from "./last_seen.ts";
 import { transitionEvent } from "./nodes.ts";
 import type { Pass, ReconcileStep } from "./pass.ts";
@@ -218,6 +219,17 @@ async function announceDrained(pass: Pass): Promise<void> {
   }
 }
 
+/**
+ * Starts resolving unresolved model revisions and learning the facts of
+ * each deployment's model at its commit, both in the background.
+ */
+function resolveModels(pass: Pass): Promise<void> {
+  const state = pass.state;
+  state.modelCommits.start(state);
+  state.modelFacts.learnMissing(deploymentFacts(state.deployments.values()), () => state.kick());
+  return Promise.resolve();
+}
+
 /** Only nodes whose shards changed get a new desired state. */
 function publishDesired(pass: Pass): Promise<void> {
   return pass.desired.publishDirty();
@@ -226,10 +238,8 @@ function publishDesired(pass: Pass): Promise<void> {
 /** A pass, in order. */
 export const RECONCILE_STEPS: readonly ReconcileStep[] = [
   // Tries in the background; a pass never waits on the hub (control/model_commits.ts).
-  {
-    name: "resolve_models",
-    run: (pass) => Promise.resolve(pass.state.modelCommits.start(pass.state)),
-  },
+  // Then the facts of each deployment's commit, once resolved (control/model_facts_book.ts).
+  { name: "resolve_models", run: resolveModels },
   { name: "refresh_liveness", run: refreshLiveness },
   { name: "announce_ready", run: announceReady },
   { name: "rebuild_broken", run: rebuildBroken },

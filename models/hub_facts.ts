@@ -17,7 +17,7 @@ import { parseModelFacts } from "./model_facts.ts";
 
 /** Options of {@link hubClientFactsSource}. */
 export interface HubFactsOptions {
-  /** The revision to read (`main` until deployments name one, issue #25 item 1). */
+  /** The revision to read when none is asked (default `main`); the book asks for commits. */
   revision?: string;
   /** How long one model's facts may take, in ms (default 15 s). */
   timeoutMs?: number;
@@ -69,6 +69,7 @@ export function hubClientFactsSource(
         safetensorsSizes: index === undefined
           ? snapshot.files.filter((f) => f.path.endsWith(".safetensors")).map((f) => f.size)
           : undefined,
+        fileSizes: snapshot.files.map((f) => f.size),
       });
     },
   };

@@ -58,15 +58,25 @@ export interface ModelFacts {
    * tensor-parallel rank; null for ordinary attention.
    */
   mla_latent_dim: number | null;
+  /**
+   * Bytes of every file of the revision, when its source listed them: what a
+   * download writes to a model cache (placement's `insufficient_disk`),
+   * beside `weight_bytes`, what loads into GPUs. Absent: `weight_bytes`
+   * stands in.
+   */
+  download_bytes?: number;
 }
 
 /**
- * The name a model revision's facts are known by: the model and the
- * revision it is read at (`meta-llama/Llama-3.1-8B-Instruct@main`), or the
- * model alone for a local path, which takes no revision.
+ * The name a model revision's facts are known by: the model and the commit
+ * its revision resolved to when that is known
+ * (`meta-llama/Llama-3.1-8B-Instruct@0e9e39f…`), so a branch that moves is
+ * read again at its new commit; else the model and the revision
+ * (`…@main`); the model alone for a local path, which takes neither.
  */
-export function factsKey(model: string, revision?: string): string {
-  return revision === undefined ? model : `${model}@${revision}`;
+export function factsKey(model: string, revision?: string, commit?: string | null): string {
+  const at = commit ?? revision;
+  return at === undefined ? model : `${model}@${at}`;
 }
 
 /** A file the facts are read from that is missing a field or holds a bad one. */
@@ -88,6 +98,8 @@ export interface ModelFiles {
   index?: string;
   /** Sizes in bytes of the revision's `*.safetensors` files, when it has no index. */
   safetensorsSizes?: readonly number[];
+  /** Sizes in bytes of every file of the revision, when listed (`download_bytes`). */
+  fileSizes?: readonly number[];
 }
 
 type Json = Record<string, unknown>;
@@ -163,6 +175,9 @@ export function parseModelFacts(files: ModelFiles): ModelFacts {
     context_length: contextLength(text, configFile, at),
     quantization: quantizationOf(root, text, configFile),
     mla_latent_dim: mlaLatentDim(text, configFile, at),
+    ...(files.fileSizes === undefined
+      ? {}
+      : { download_bytes: files.fileSizes.reduce((a, b) => a + b, 0) }),
   };
 }
 

@@ -97,8 +97,8 @@ export interface ClusterIndex {
    */
   freeByClass: Map<string, Int32Array>;
   /**
-   * The model facts whoever built the index knows, by model and revision
-   * (`factsKey` in models/model_facts.ts; the control plane's,
+   * The model facts whoever built the index knows, by model and commit
+   * (else revision; `factsKey` in models/model_facts.ts; the control plane's,
    * control/model_facts_book.ts): `place()` reads a
    * deployment's model here unless its options name facts. Absent: none known.
    */

@@ -209,7 +209,8 @@ export function engineList(versions: Record<string, string>, separator = ", "): 
 
 /**
  * The deployment's model files as placement weighs them: a hub id's size
- * (the facts' weight bytes) and revision (`repo@commit`); null for a local
+ * (the bytes of its revision's files, else its weight bytes) and revision
+ * (`repo@commit`); null for a local
  * path, which is used in place and never copied, or when neither is known.
  */
 export function modelDisk(
@@ -220,7 +221,8 @@ export function modelDisk(
   if (isLocalModel(model) || (facts === null && commit === null)) return null;
   return {
     repo: model,
-    bytes: facts?.weight_bytes ?? null,
+    // What lands on disk: the revision's files, not the weights' claimed size.
+    bytes: facts?.download_bytes ?? facts?.weight_bytes ?? null,
     revision: commit === null ? null : `${model}@${commit}`,
   };
 }

@@ -90,6 +90,20 @@ Deno.test("insufficient_disk: a node whose cache has too little room is refused,
   );
 });
 
+Deno.test("insufficient_disk counts the revision's files (what is downloaded), not the weights the index claims", () => {
+  // A synthetic revision as llmgw dev's hub serves it: the index claims the real 16 GB, the files are 64 MiB.
+  const claimed = { ...FACTS, download_bytes: 64 * 2 ** 20 };
+  const index = indexCluster([node("n1")], {
+    caches: new Map([["n1", cache(1)]]),
+    commits: new Map([[dep().name, COMMIT]]),
+  });
+  assertEquals(placed(place(index, dep(), "r-1", { model: claimed })).shards[0].node, "n1");
+  // The same room refuses the real files.
+  const real = { ...FACTS, download_bytes: FACTS.weight_bytes + 9_085_657 };
+  const r = unschedulable(place(index, dep(), "r-1", { model: real, detail: "full" }));
+  assertStringIncludes(r.explanation.profiles[0].nodes![0].message, "needs 15.0 GiB");
+});
+
 Deno.test("insufficient_disk: a holder, a partial download, an older agent and unknowns pass", () => {
   const nodes = ["n1", "n2", "n3", "n4", "n5"].map((id) => node(id));
   const caches = {

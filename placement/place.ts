@@ -148,10 +148,11 @@ export function place(
   if (options.avoid !== undefined && options.avoid.size > 0) {
     index = withoutNodes(index, options.avoid);
   }
+  const commit = index.commits?.get(deployment.name) ?? null;
   const model = options.model !== undefined
     ? options.model
-    : index.models?.get(factsKey(deployment.model, deployment.revision)) ?? null;
-  const disk = modelDisk(deployment.model, model, index.commits?.get(deployment.name) ?? null);
+    : index.models?.get(factsKey(deployment.model, deployment.revision, commit)) ?? null;
+  const disk = modelDisk(deployment.model, model, commit);
   const attempts: ProfileAttempt[] = [];
   for (const [i, profile] of deployment.profiles.entries()) {
     const trial = tryProfile(index, deployment, profile, replicaId, detail, model, disk);
