@@ -305,7 +305,8 @@ export class Agent {
           assigned === null ? o.models : {
             ...o.models,
             sources: (model, commit, hub) => {
-              assigned.update(this.#desired.applied?.model_sources);
+              // The state being reconciled: its shards' fetches start during the reconcile.
+              assigned.update(this.#desired.received?.model_sources);
               return assigned.sourcesFor(model, commit, hub);
             },
           },

@@ -59,6 +59,8 @@ export class DesiredStateLoop {
   #ignoredGeneration: number | null = null;
   /** The last state reconciled: its pinned and pulled models keep the cache (model_cache_report.ts). */
   #applied: DesiredState | null = null;
+  /** The state being reconciled, or the last one: its model sources serve the fetches it starts. */
+  #received: DesiredState | null = null;
   #wakeCtl: AbortController | null = null;
 
   /** Creates the loop; {@link run} runs it. */
@@ -74,6 +76,11 @@ export class DesiredStateLoop {
   /** The last desired state reconciled; null before the first. */
   get applied(): DesiredState | null {
     return this.#applied;
+  }
+
+  /** The desired state being reconciled now, else the last one; null before the first. */
+  get received(): DesiredState | null {
+    return this.#received;
   }
 
   /** The older generation being ignored (fencing); null when none is. */
@@ -150,6 +157,7 @@ export class DesiredStateLoop {
 
   /** Reconciles to `state`; true when it was a new generation. */
   async #apply(state: DesiredState): Promise<boolean> {
+    this.#received = state;
     const log = this.#opts.log;
     const seen = new Set<string>();
     const shards: DesiredShard[] = [];

@@ -161,3 +161,44 @@ Deno.test("a wake ends a held poll without counting a failure", async () => {
   assertEquals(r.asked, [0, 0, 4]);
   assertEquals(r.loop.generation, 4);
 });
+
+Deno.test("during a reconcile the state being reconciled is `received` (its model sources serve the fetches it starts); `applied` after", async () => {
+  const stop = new AbortController();
+  const sources = [{
+    model: "acme/m",
+    peers: [{ node_id: "n1", url: "https://n1:7400" }],
+    origin: true,
+  }];
+  const script: DesiredState[] = [
+    state(1, [shard("a")]),
+    { ...state(2, [shard("a")]), model_sources: sources },
+  ];
+  const seen: [number | undefined, number | undefined, boolean][] = [];
+  const silent: Logger = { log: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+  const loop: DesiredStateLoop = new DesiredStateLoop({
+    client: {
+      nodeToken: "node-token-1",
+      desired: () => {
+        const next = script.shift();
+        if (next === undefined) stop.abort();
+        return Promise.resolve(next ?? null);
+      },
+    },
+    session: { ensureRegistered: () => Promise.resolve(true), refused: () => Promise.resolve() },
+    reconcile: () => {
+      seen.push([
+        loop.received?.generation,
+        loop.applied?.generation,
+        loop.received?.model_sources !== undefined,
+      ]);
+      return Promise.resolve();
+    },
+    longPollMs: 10,
+    retry: { initialMs: 1, maxMs: 1, factor: 2 },
+    log: silent,
+    signal: stop.signal,
+  });
+  await loop.run();
+  assertEquals(seen, [[1, undefined, false], [2, 1, true]]);
+  assertEquals(loop.applied?.model_sources, sources);
+});
