@@ -9,10 +9,10 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { ControlPlane } from "../control/control_plane.ts";
-import { loadOrCreateCa } from "../control/cluster_tls.ts";
+import { loadClusterTls } from "../control/cluster_tls.ts";
 import { SqliteStore } from "../control/store/sqlite_store.ts";
 import { StoreError } from "../control/store/store.ts";
-import { publicKeyHash, TlsMaterialError } from "../tls/authority.ts";
+import { TlsMaterialError } from "../tls/authority.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 
@@ -67,10 +67,9 @@ export async function controlInitCommand(
   const sans = values["tls-san"] ?? [];
   try {
     Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const { ca, created, certPath } = await loadOrCreateCa(dir, Date.now());
+    const { tls, created, certPath } = await loadClusterTls(dir, sans);
     out(
-      `${created ? "created" : "kept"} the cluster CA ${certPath}; ` +
-        `key hash sha256:${await publicKeyHash(ca.certPem)}\n`,
+      `${created ? "created" : "kept"} the cluster CA ${certPath}; key hash sha256:${tls.caHash}\n`,
     );
     const store = SqliteStore.open(join(dir, "llmgw.db"));
     try {

@@ -22,7 +22,7 @@ import { newToken } from "../http/tokens.ts";
 import { EngineRegistry, pluginDirsFromEnv } from "../engines/registry.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
 import { writeSecretFile } from "../http/secret_file.ts";
-import { caPaths, ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
+import { caPaths, type ClusterTls, loadClusterTls } from "../control/cluster_tls.ts";
 import { TlsMaterialError } from "../tls/authority.ts";
 import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { openNotice } from "./gateway_serve.ts";
@@ -305,17 +305,15 @@ async function serve(
         Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
         assertCaPresentFor(dir, await recordedCaHash(store));
       }
-      const { ca, created, certPath } = await loadOrCreateCa(
+      const loaded = await loadClusterTls(
         dir === ":memory:" ? null : dir,
-        Date.now(),
-      );
-      tls = await ClusterTls.of(
-        ca,
         settings.advertiseUrl === null ? tlsSans : [
           ...tlsSans,
           new URL(settings.advertiseUrl).hostname.replace(/^\[|\]$/g, ""),
         ],
       );
+      const { created, certPath } = loaded;
+      tls = loaded.tls;
       if (store instanceof PostgresStore) await agreeOnCa(store, tls.caHash, dir);
       out(
         `${created ? "created the cluster CA" : "cluster CA"}${

@@ -40,7 +40,7 @@ import { discoverInventory } from "../discovery/mod.ts";
 import { parseDeploymentText } from "../deployment/load.ts";
 import { replicaTable } from "./admin_views.ts";
 import type { FollowingGateway } from "../gateway/server.ts";
-import { ClusterTls, loadOrCreateCa } from "../control/cluster_tls.ts";
+import { type ClusterTls, loadClusterTls } from "../control/cluster_tls.ts";
 import { startEmbeddedGateway } from "./embedded_gateway.ts";
 import { uiApp } from "../ui/mod.ts";
 import { assertBindable, BindError } from "../http/bind_error.ts";
@@ -224,10 +224,9 @@ async function runCluster(
   const admin = loadOrCreateDevAdminToken(paths);
   const adminToken = admin.token;
   // TLS as in production (design §11.2): the CA lives in the dev directory and survives restarts.
-  const { ca, certPath } = await loadOrCreateCa(paths.control, Date.now());
+  const { tls, certPath } = await loadClusterTls(paths.control, [HOST]);
   // A state directory always gives the CA a file.
   const caPath = certPath!;
-  const tls = await ClusterTls.of(ca, [HOST]);
   // The hub first: the control plane resolves the samples' revisions and reads their facts there.
   const hub = await startDevHub((name) => Deno.env.get(name), {
     host: HOST,

@@ -16,7 +16,6 @@ import {
   startFollowingGatewayTls,
 } from "../gateway/server.ts";
 import { UpstreamClient } from "../gateway/upstream_client.ts";
-import { issuedCertificate } from "../tls/certificate_source.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 
 /** Settings of {@link startEmbeddedGateway}. */
@@ -62,7 +61,7 @@ export async function startEmbeddedGateway(o: EmbeddedGatewayOptions): Promise<F
       controlFetch: trust.fetch,
       client: new UpstreamClient({ caCerts: [tls.ca.certPem] }),
       tls: {
-        source: issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now())),
+        source: tls.controlCertificateSource(),
         log: o.renewalLog,
       },
     });

@@ -16,7 +16,9 @@ import {
   publicKeyHash,
   TlsMaterialError,
 } from "../tls/authority.ts";
+import { type CertificateSource, issuedCertificate } from "../tls/certificate_source.ts";
 import { csrPublicKey } from "../tls/csr.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 
 /** How long the CA lasts: ten years; replacing it means re-joining every node. */
 export const CA_LIFETIME_MS = 10 * 365 * 86_400_000;
@@ -72,6 +74,33 @@ export async function loadOrCreateCa(
   return { ca: made.ca, created: true, certPath: paths.cert };
 }
 
+/** The cluster TLS of a state directory, and where its CA came from. */
+export interface LoadedClusterTls {
+  /** The cluster TLS. */
+  tls: ClusterTls;
+  /** True when the CA was made now (the first start). */
+  created: boolean;
+  /** The CA certificate's file; null for a CA kept in memory. */
+  certPath: string | null;
+}
+
+/**
+ * The cluster TLS of a control plane (`control serve`, `control init`,
+ * `dev`): its state directory's CA, created on the first start (null
+ * `stateDir`: in memory), and the control plane reached by `controlHosts`.
+ *
+ * @throws {TlsMaterialError} When only one of the CA's two files exists, or they do not match.
+ */
+export async function loadClusterTls(
+  stateDir: string | null,
+  controlHosts: readonly string[],
+  clock: Clock = systemClock,
+): Promise<LoadedClusterTls> {
+  const { ca, created, certPath } = await loadOrCreateCa(stateDir, clock.now());
+  const tls = await ClusterTls.of(ca, controlHosts, CERTIFICATE_LIFETIME_MS, clock);
+  return { tls, created, certPath };
+}
+
 /** Names a certificate is valid for, split into DNS names and IP addresses. */
 export interface SubjectNames {
   /** DNS names. */
@@ -102,27 +131,44 @@ export class ClusterTls {
   readonly lifetimeMs: number;
   /** The names the control plane's certificate carries. */
   readonly controlNames: SubjectNames;
+  readonly #clock: Clock;
 
   private constructor(
     ca: CertificateAuthority,
     caHash: string,
     lifetimeMs: number,
     names: SubjectNames,
+    clock: Clock,
   ) {
     this.ca = ca;
     this.caHash = caHash;
     this.lifetimeMs = lifetimeMs;
     this.controlNames = names;
+    this.#clock = clock;
   }
 
-  /** Wraps a CA; `controlHosts` are the names and addresses clients reach the control plane by. */
+  /**
+   * Wraps a CA; `controlHosts` are the names and addresses clients reach the
+   * control plane by; `clock` dates and renews {@link controlCertificateSource}'s certificates.
+   */
   static async of(
     ca: CertificateAuthority,
     controlHosts: readonly string[],
     lifetimeMs = CERTIFICATE_LIFETIME_MS,
+    clock: Clock = systemClock,
   ): Promise<ClusterTls> {
     const names = subjectNames(["localhost", "127.0.0.1", "::1", ...controlHosts]);
-    return new ClusterTls(ca, await publicKeyHash(ca.certPem), lifetimeMs, names);
+    return new ClusterTls(ca, await publicKeyHash(ca.certPem), lifetimeMs, names, clock);
+  }
+
+  /**
+   * The control plane's certificate as a server takes it (the API, the
+   * embedded gateway): issued at the clock's time, renewed two thirds into
+   * its life. Each call is a source of its own, with a key of its own.
+   */
+  controlCertificateSource(): CertificateSource {
+    const now = () => this.#clock.now();
+    return issuedCertificate("the cluster CA", () => this.controlCertificate(now()), now);
   }
 
   /** A new certificate and key for the control plane: serving, and as a client of agents. */

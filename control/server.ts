@@ -16,7 +16,7 @@ import type { EngineCatalog } from "./deployments.ts";
 import type { ControlStore } from "./store/store.ts";
 import { hashToken } from "../http/tokens.ts";
 import type { ClusterTls } from "./cluster_tls.ts";
-import { issuedCertificate, watchCertificate } from "../tls/certificate_source.ts";
+import { type CertificateSource, watchCertificate } from "../tls/certificate_source.ts";
 import { type KeyPairPem, notAfter } from "../tls/authority.ts";
 import { type HttpsServer, serveHttps } from "../tls/https_server.ts";
 import { RenewableFetch } from "../tls/trust.ts";
@@ -70,7 +70,7 @@ export interface StartControlOptions {
 /** The control plane's own TLS material: its certificate, kept renewed, and its client to agents. */
 export interface ControlTlsParts {
   /** Where its certificate comes from. */
-  source: ReturnType<typeof issuedCertificate>;
+  source: CertificateSource;
   /** Its certificate now. */
   own: KeyPairPem;
   /** Calls to agents: verifies them against the CA, presents the control plane's certificate. */
@@ -85,7 +85,7 @@ export async function controlTlsParts(
 ): Promise<ControlTlsParts | null> {
   if (tls === undefined) return null;
   // The control plane's own certificate, renewed two thirds into its life.
-  const source = issuedCertificate("the cluster CA", () => tls.controlCertificate(Date.now()));
+  const source = tls.controlCertificateSource();
   const own = await source.load() as KeyPairPem;
   return { source, own, agentFetch: new RenewableFetch(tls.ca.certPem, own), tls };
 }
