@@ -13,8 +13,7 @@ import { HeartbeatLoop } from "./heartbeat_loop.ts";
 import { createLogger, type Logger, type LogLevel } from "../log/log.ts";
 import { HeartbeatRequestSchema } from "../protocol/agent_protocol.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
-import { ModelCacheReporter } from "./model_cache_report.ts";
-import type { ModelCache } from "./model_cache/model_cache.ts";
+import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
 
 const GPUS = (JSON.parse(
   readFixture("machines/dgx_h100_8x_nics/expected_inventory.json"),
@@ -151,9 +150,10 @@ Deno.test("a heartbeat carries the model cache report; an eviction is sent until
       }]),
     progress: () => [],
     eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1_000_000) },
-  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  } as unknown as ModelCacheReporterOptions["cache"];
   const reporter = new ModelCacheReporter({
     cache,
+    finished: () => Promise.resolve(true),
     watermarks: { highPercent: 90, lowPercent: 80 },
     desired: () => null,
     clock: new FakeClock(),

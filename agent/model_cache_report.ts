@@ -38,7 +38,7 @@ const MAX_PENDING_EVICTIONS = 1024;
 /** What a {@link ModelCacheReporter} reads. */
 export interface ModelCacheReporterOptions {
   /** The cache. */
-  cache: Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  cache: Pick<ModelCache, "revisions" | "progress" | "eviction" | "layout">;
   /** `--cache-high` / `--cache-low`. */
   watermarks: Watermarks;
   /** The desired state the agent runs; null before the first. */
@@ -49,6 +49,12 @@ export interface ModelCacheReporterOptions {
   log: Logger;
   /** Least time between refreshes (default {@link REFRESH_MS}). */
   refreshMs?: number;
+  /**
+   * Whether a download of `repo`@`commit` finished here: its last-use
+   * record, which the cache writes once every file is linked (and eviction
+   * removes). Default: that record on disk.
+   */
+  finished?: (repo: string, commit: string) => Promise<boolean>;
 }
 
 /** What must stay in the cache for `desired`, given what it holds. */
@@ -81,8 +87,15 @@ export class ModelCacheReporter {
     this.#o = options;
   }
 
-  /** Sees the cache's events: each eviction waits for the next heartbeat. */
+  /**
+   * Sees the cache's events: each eviction waits for the next heartbeat; a
+   * download that starts, completes or fails is read at the next one, not
+   * up to {@link REFRESH_MS} later (placement prefers holders).
+   */
   cacheEvent(e: CacheEvent): void {
+    if (e.kind === "started" || e.kind === "completed" || e.kind === "failed") {
+      this.#lastAt = -Infinity;
+    }
     if (e.kind !== "evicted") return;
     this.#pending.push({
       repo: e.repo,
@@ -131,11 +144,29 @@ export class ModelCacheReporter {
       const pinned = new Set(
         (desired?.models ?? []).filter((m) => m.pinned).map((m) => revisionKey(m.model, m.commit)),
       );
-      this.#last = { room_bytes: room, ...listed(held, cache.progress(), pinned) };
+      const finished = this.#o.finished ?? ((repo, commit) => recorded(cache, repo, commit));
+      const done = new Set<string>();
+      for (const r of held) {
+        if (await finished(r.repo, r.commit)) done.add(revisionKey(r.repo, r.commit));
+      }
+      this.#last = { room_bytes: room, ...listed(held, cache.progress(), pinned, done) };
     } catch (e) {
       // The report keeps its last value; placement then reads the room it last heard.
       log.warn("cannot read the model cache for the heartbeat", { error: errorMessage(e) });
     }
+  }
+}
+
+/** Whether the cache's last-use record of `repo`@`commit` is on disk (a download finished). */
+async function recorded(
+  cache: Pick<ModelCache, "layout">,
+  repo: string,
+  commit: string,
+): Promise<boolean> {
+  try {
+    return (await Deno.lstat(cache.layout.usedPath(repo, commit))).isFile;
+  } catch {
+    return false;
   }
 }
 
@@ -144,6 +175,7 @@ function listed(
   held: readonly CachedRevision[],
   progress: ReturnType<ModelCache["progress"]>,
   pinned: ReadonlySet<string>,
+  done: ReadonlySet<string>,
 ): Pick<ModelCacheReport, "revisions" | "omitted"> {
   const fetching = new Map(progress.map((p) => [revisionKey(p.repo, p.commit), p]));
   const out: (CachedRevisionReport & { order: number })[] = [];
@@ -168,7 +200,7 @@ function listed(
       repo: r.repo,
       commit: r.commit,
       bytes,
-      state: "complete",
+      state: done.has(key) ? "complete" : "partial",
       bytes_done: bytes,
       last_used: r.lastUsedMs > 0 ? r.lastUsedMs : null,
       pinned: pinned.has(key),

@@ -13,8 +13,11 @@ import { createLogger } from "../log/log.ts";
 import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
 import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
 import type { CachedRevision } from "./model_cache/cache_revisions.ts";
-import { keepSet, ModelCacheReporter } from "./model_cache_report.ts";
-import type { ModelCache } from "./model_cache/model_cache.ts";
+import {
+  keepSet,
+  ModelCacheReporter,
+  type ModelCacheReporterOptions,
+} from "./model_cache_report.ts";
 
 const REPO = "acme/tiny-llm";
 const COMMIT_B = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
@@ -140,9 +143,10 @@ Deno.test("the list is bounded: downloads first, then the most recently used; th
       sources: [],
     }],
     eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(123) },
-  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  } as unknown as ModelCacheReporterOptions["cache"];
   const reporter = new ModelCacheReporter({
     cache,
+    finished: () => Promise.resolve(true),
     watermarks: MARKS,
     desired: () => null,
     clock: new FakeClock(),
@@ -170,11 +174,12 @@ Deno.test("a cache that cannot be read: null, then the last report; the agent go
     revisions: () => fail ? Promise.reject(new Error("EIO")) : Promise.resolve([]),
     progress: () => [],
     eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(7) },
-  } as unknown as Pick<ModelCache, "revisions" | "progress" | "eviction">;
+  } as unknown as ModelCacheReporterOptions["cache"];
   const lines: string[] = [];
   const clock = new FakeClock();
   const reporter = new ModelCacheReporter({
     cache,
+    finished: () => Promise.resolve(true),
     watermarks: MARKS,
     desired: () => null,
     clock,
@@ -185,4 +190,53 @@ Deno.test("a cache that cannot be read: null, then the last report; the agent go
   fail = false;
   clock.advance(10_000);
   assertEquals((await reporter.report())!.room_bytes, 7);
+});
+
+Deno.test("a download that completes is read at the next report, not after the interval", async () => {
+  let held: CachedRevision[] = [];
+  const cache = {
+    revisions: () => Promise.resolve(held),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  const reporter = new ModelCacheReporter({
+    cache,
+    finished: () => Promise.resolve(true),
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+  });
+  assertEquals((await reporter.report())!.revisions, []);
+  held = [{ repo: REPO, commit: COMMIT_B, blobs: new Map([["k", 5]]), refs: [], lastUsedMs: 9 }];
+  assertEquals((await reporter.report())!.revisions, [], "within the interval");
+  reporter.cacheEvent({ kind: "completed", repo: REPO, commit: COMMIT_B, bytes: 5, path: "/x" });
+  assertEquals((await reporter.report())!.revisions.map((r) => r.commit), [COMMIT_B]);
+});
+
+Deno.test("a revision whose download never finished here is partial, not complete", async () => {
+  const held: CachedRevision[] = [REPO, "acme/other"].map((repo) => ({
+    repo,
+    commit: COMMIT_B,
+    blobs: new Map([["k", 5]]),
+    refs: [],
+    lastUsedMs: 9,
+  }));
+  const cache = {
+    revisions: () => Promise.resolve(held),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  const reporter = new ModelCacheReporter({
+    cache,
+    finished: (repo) => Promise.resolve(repo === REPO),
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+  });
+  assertEquals((await reporter.report())!.revisions.map((r) => [r.repo, r.state, r.bytes_done]), [
+    ["acme/other", "partial", 5],
+    [REPO, "complete", 5],
+  ]);
 });

@@ -39,7 +39,7 @@ export function nodeModelCache(report: ModelCacheReport): NodeModelCache {
   for (const r of report.revisions) {
     const name = revisionName(r.repo, r.commit);
     if (r.state === "complete") holds.add(name);
-    else partial.set(name, r.bytes_done);
+    else partial.set(name, r.bytes_done); // downloading or partial: those bytes need no room
   }
   return { roomBytes: report.room_bytes, holds, partial };
 }

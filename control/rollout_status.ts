@@ -60,8 +60,11 @@ export interface RolloutStatus {
   replicas_by_revision: RevisionCount[];
   /** The rollout under way, or null. */
   rollout: RolloutProgress | null;
-  /** The model revision it fetches onto its nodes before its first step; null when none. */
-  prepull: PrepullStatus | null;
+  /**
+   * The model revision it fetches onto its nodes before its first step;
+   * null when none (absent from older control planes' answers).
+   */
+  prepull?: PrepullStatus | null;
   /** Each replica with its revision and state. */
   replicas: { id: string; index: number; revision: number; state: ReplicaState }[];
 }

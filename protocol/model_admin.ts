@@ -19,9 +19,10 @@ export interface ModelHostView {
   node: string;
   /**
    * `complete`: verified and linked; `downloading`: being fetched now;
-   * `requested`: asked to pull it, not yet reporting it.
+   * `partial`: some files, no download finished; `requested`: asked to
+   * pull it, not yet reporting it.
    */
-  state: "complete" | "downloading" | "requested";
+  state: "complete" | "downloading" | "partial" | "requested";
   /** Bytes on disk. */
   bytes_done: number;
   /** Bytes of the revision as this host reports it; null when not yet known. */
@@ -91,7 +92,7 @@ const ModelFactsSchema = z.custom<ModelFacts>(
 
 const ModelHostSchema = z.object({
   node: z.string(),
-  state: z.enum(["complete", "downloading", "requested"]),
+  state: z.enum(["complete", "downloading", "partial", "requested"]),
   bytes_done: z.number(),
   bytes: z.number().nullable(),
   last_used: z.number().nullable(),

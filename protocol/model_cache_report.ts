@@ -27,8 +27,13 @@ export interface CachedRevisionReport {
   commit: string;
   /** Its bytes: the files its snapshot links, or the download's total while it is fetched. */
   bytes: number;
-  /** `complete`: every file verified and linked; `downloading`: being fetched now. */
-  state: "complete" | "downloading";
+  /**
+   * `complete`: every file verified and linked, the download finished;
+   * `downloading`: being fetched now; `partial`: some files here, but no
+   * download of it finished (one stopped midway, or a hub cache found on
+   * disk and not yet checked): not a holder, its bytes need no new room.
+   */
+  state: "complete" | "downloading" | "partial";
   /** Bytes on disk so far (`bytes` when complete). */
   bytes_done: number;
   /** When a shard last used it or its download completed (ms since epoch); null if never recorded. */
@@ -77,7 +82,7 @@ export const ModelCacheReportSchema = z.object({
     repo: Repo,
     commit: Commit,
     bytes: z.number().int().min(0),
-    state: z.enum(["complete", "downloading"]),
+    state: z.enum(["complete", "downloading", "partial"]),
     bytes_done: z.number().int().min(0),
     last_used: z.number().nullable(),
     pinned: z.boolean(),

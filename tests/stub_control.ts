@@ -50,9 +50,13 @@ export class StubControl {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Publishes a desired state; held long polls answer at once. */
-  publish(generation: number, shards: DesiredShard[]): void {
-    this.state = { generation, shards };
+  /** Publishes a desired state (`extra`: its model sources and models); held long polls answer at once. */
+  publish(
+    generation: number,
+    shards: DesiredShard[],
+    extra: Omit<DesiredState, "generation" | "shards"> = {},
+  ): void {
+    this.state = { generation, shards, ...extra };
     for (const w of [...this.#waiters]) w();
   }
 

@@ -1,0 +1,63 @@
+/**
+ * The agent pulls a model revision its desired state asks for, with no
+ * shard (issue #25 item 5: `llmgw models pull`, a rollout's pre-pull), from
+ * the fake hub on a real port into its model cache; its heartbeats report
+ * the revision downloading then complete, with the room under the high
+ * watermark; no engine is started. Every server and the agent are stopped
+ * in a `finally`.
+ */
+import { startFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
+import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
+import { HeartbeatRequestSchema } from "../protocol/agent_protocol.ts";
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { agentOptions, StubControl } from "../tests/stub_control.ts";
+import { until } from "../tests/until.ts";
+import { Agent } from "./agent.ts";
+
+const WAIT = { timeoutMs: 60_000, intervalMs: 20 };
+
+Deno.test("agent: a desired pull is fetched into the cache without a shard; heartbeats report it held", async () => {
+  const model = await syntheticModel({ repo: "acme/pulled", shards: 2, weightBytes: 2 ** 20 });
+  const hub = startFakeHub({ repos: [model], tokens: [] });
+  const stub = new StubControl();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_pull_" });
+  const logs: string[] = [];
+  stub.start();
+  const agent = new Agent({
+    ...agentOptions(stub.url, stub.joinToken, stateDir, logs),
+    models: {
+      cache: {
+        root: `${stateDir}/models`,
+        rateBytesPerSecond: null,
+        watermarks: { highPercent: 99, lowPercent: 98 },
+      },
+      hub: { endpoint: hub.endpoint },
+    },
+  });
+  try {
+    await agent.start();
+    await until("registration", () => stub.registrations[0], WAIT);
+    const commit = model.refs.main;
+    stub.publish(1, [], { models: [{ model: "acme/pulled", commit, pinned: true, pull: true }] });
+    const held = await until("the revision reported held", () => {
+      const hb = stub.lastHeartbeat()?.body;
+      const r = hb?.model_cache?.revisions.find((x) => x.repo === "acme/pulled");
+      return r?.state === "complete" ? { hb: hb!, r } : undefined;
+    }, WAIT);
+    assertOk(HeartbeatRequestSchema.safeParse(held.hb).success);
+    assertEquals([held.r.commit, held.r.pinned], [commit, true]);
+    assertOk(held.r.bytes > 2 ** 20, `its bytes: ${held.r.bytes}`);
+    assertOk((held.hb.model_cache!.room_bytes ?? -1) >= 0);
+    assertEquals(held.hb.shards, [], "no shard, no engine");
+    assertOk(
+      Deno.statSync(`${stateDir}/models/models--acme--pulled/snapshots/${commit}/config.json`)
+        .isFile,
+    );
+    assertOk(logs.some((l) => l.includes("model pulled")), "the pull is logged");
+  } finally {
+    await agent.stop({ stopEngines: true }).catch(() => {});
+    await stub.close();
+    await hub.stop();
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
