@@ -39,6 +39,12 @@ export interface Knobs {
    * `--api-key` before it redacted them), to test that llmgw scrubs engine logs.
    */
   leak_api_key: boolean;
+  /**
+   * FAKE_ENGINE_GPU_MEMORY_MIB: each GPU's memory, as `nvidia-smi` reports
+   * it; the model's weights and KV cache are checked against it (×
+   * the engine's memory fraction). Unset: no memory is checked.
+   */
+  gpu_memory_mib: number | null;
 }
 
 /** A knob with a bad value. */
@@ -89,6 +95,8 @@ export function readKnobs(env: (k: string) => string | undefined = envGet): Knob
     );
   }
   const accessRaw = env("FAKE_ENGINE_ACCESS_LOG");
+  const gpuMemory = num("FAKE_ENGINE_GPU_MEMORY_MIB", null, false);
+  if (gpuMemory === 0) throw new KnobError("FAKE_ENGINE_GPU_MEMORY_MIB must be more than 0, got 0");
   return {
     load_seconds: num("FAKE_ENGINE_LOAD_SECONDS", 2, false)!,
     worker: bool("FAKE_ENGINE_WORKER"),
@@ -102,5 +110,6 @@ export function readKnobs(env: (k: string) => string | undefined = envGet): Knob
     access_log: accessRaw === undefined ? true : bool("FAKE_ENGINE_ACCESS_LOG"),
     worker_max_seconds: num("FAKE_ENGINE_WORKER_MAX_SECONDS", 3600, false)!,
     leak_api_key: bool("FAKE_ENGINE_LEAK_API_KEY"),
+    gpu_memory_mib: gpuMemory,
   };
 }

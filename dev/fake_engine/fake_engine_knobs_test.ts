@@ -19,7 +19,12 @@ Deno.test("knobs: defaults and refusals", () => {
     access_log: true,
     worker_max_seconds: 3600,
     leak_api_key: false,
+    gpu_memory_mib: null,
   });
+  assertEquals(
+    readKnobs((k) => k === "FAKE_ENGINE_GPU_MEMORY_MIB" ? "46068" : undefined).gpu_memory_mib,
+    46068,
+  );
   assertEquals(
     readKnobs((k) => k === "FAKE_ENGINE_LEAK_API_KEY" ? "1" : undefined).leak_api_key,
     true,
@@ -34,6 +39,8 @@ Deno.test("knobs: defaults and refusals", () => {
       { FAKE_ENGINE_TOKENS: "2.5" },
       { FAKE_ENGINE_WORKER: "maybe" },
       { FAKE_ENGINE_LOAD_SECONDS: "-1" },
+      { FAKE_ENGINE_GPU_MEMORY_MIB: "0" },
+      { FAKE_ENGINE_GPU_MEMORY_MIB: "45G" },
     ] as Record<string, string>[]
   ) {
     try {

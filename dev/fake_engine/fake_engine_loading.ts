@@ -11,7 +11,18 @@
 
 import { sleep } from "./fake_engine_generation.ts";
 import { openCompileCache, saveCompiled } from "./fake_engine_compile.ts";
+import type { ModelFit } from "./fake_engine_model_fit.ts";
+import { refuseAt } from "./fake_engine_refusal.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
+
+const GIB = 2 ** 30;
+
+/** Tokens the KV cache holds: from the model's fit when known, else the fake's fixed figure. */
+function cacheTokens(fit: ModelFit | null, kvBytes: number | null): number {
+  if (fit === null || kvBytes === null || fit.kvBytesPerToken === 0) return 393_216;
+  // Whole blocks of 16 tokens, as vLLM counts its cache.
+  return Math.floor(kvBytes / fit.kvBytesPerToken / 16) * 16;
+}
 
 /**
  * Loading: tqdm bar (when shown) over the weights' share of the load time
@@ -28,6 +39,8 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
     rt.log.core("INFO", "gpu_model_runner.py:2602", `Starting to load model ${rt.cfg.model}...`);
   } else {
     rt.log.core("INFO", "", "Load weight begin. avail mem=78.50 GB");
+    // SGLang's attention layers assert the heads against TP as the model is built.
+    refuseAt(rt, "config");
   }
   if (showBar) rt.log.bar(0, total, 0);
   if (rt.knobs.never_ready) {
@@ -38,21 +51,34 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
   for (let i = 1; i <= total; i++) {
     await sleep((ms * weightShare) / total);
     if (showBar) rt.log.bar(i, total, elapsed());
+    // Weights beyond the GPU run out of memory part-way through the shards.
+    if (i === total / 2) refuseAt(rt, "weights");
   }
+  const weightsGib = ((rt.fit?.weightsBytes ?? 14.99 * GIB) / GIB).toFixed(2);
   const weightSecs = elapsed().toFixed(2);
   if (isVllm) {
     rt.log.core("INFO", "default_loader.py:267", `Loading weights took ${weightSecs} seconds`);
     rt.log.core(
       "INFO",
       "gpu_model_runner.py:2653",
-      `Model loading took 14.99 GiB and ${weightSecs} seconds`,
+      `Model loading took ${weightsGib} GiB and ${weightSecs} seconds`,
     );
     // --enforce-eager: no torch.compile and no CUDA graphs, as in vLLM.
     const eager = rt.cfg.flags.get("--enforce-eager") === true;
     if (!eager) await compile(rt, ms);
     await sleep(ms * 0.15);
-    rt.log.core("INFO", "gpu_worker.py:298", "Available KV cache memory: 48.00 GiB");
-    rt.log.core("INFO", "kv_cache_utils.py:1087", "GPU KV cache size: 393,216 tokens");
+    const kv = rt.fit?.kvBytes ?? null;
+    rt.log.core(
+      "INFO",
+      "gpu_worker.py:298",
+      `Available KV cache memory: ${kv === null ? "48.00" : (kv / GIB).toFixed(2)} GiB`,
+    );
+    refuseAt(rt, "kv_cache");
+    rt.log.core(
+      "INFO",
+      "kv_cache_utils.py:1087",
+      `GPU KV cache size: ${cacheTokens(rt.fit, kv).toLocaleString("en-US")} tokens`,
+    );
     // CUDA graphs are captured on every start, warm or not: vLLM keeps no graph on disk.
     if (!eager) await captureGraphs(rt, ms * 0.15);
     rt.log.core(
@@ -64,8 +90,9 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
     rt.log.core(
       "INFO",
       "",
-      "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.50 GB, mem usage=15.00 GB.",
+      `Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.50 GB, mem usage=${weightsGib} GB.`,
     );
+    refuseAt(rt, "kv_cache");
     await sleep(ms * 0.15);
     rt.log.core(
       "INFO",

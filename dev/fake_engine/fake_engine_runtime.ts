@@ -8,6 +8,7 @@
 
 import type { EngineConfig } from "./fake_engine_command.ts";
 import type { Knobs } from "./fake_engine_knobs.ts";
+import type { ModelFit } from "./fake_engine_model_fit.ts";
 import type { Logger } from "./fake_engine_log.ts";
 import type { Scheduler } from "./fake_engine_scheduler.ts";
 import type { PrefixCache, PrefixCacheKnobs } from "./fake_prefix_cache.ts";
@@ -34,4 +35,6 @@ export interface Runtime {
   started_ms: number;
   /** Called after each completed completion. */
   onCompleted: () => void;
+  /** Its model's facts on its GPU, and how the real engine would stop; null when unknown. */
+  fit: ModelFit | null;
 }

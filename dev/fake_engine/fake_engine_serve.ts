@@ -16,6 +16,7 @@ import { sleep } from "./fake_engine_generation.ts";
 import { apiError } from "./fake_engine_http.ts";
 import { type Knobs, knobVersion } from "./fake_engine_knobs.ts";
 import { load } from "./fake_engine_loading.ts";
+import { type ModelFit, modelFit } from "./fake_engine_model_fit.ts";
 import { Logger } from "./fake_engine_log.ts";
 import { dummyRoutes, handler, mainRoutes, type Routes } from "./fake_engine_routes.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
@@ -50,6 +51,20 @@ function listen(
   }
 }
 
+/**
+ * The model's fit, when its directory has a config.json; files that cannot
+ * be read leave it unknown (the fake's own line says why), as the engine's
+ * own parser, not this one, decides what a config must hold.
+ */
+async function readFit(cfg: EngineConfig, knobs: Knobs, log: Logger): Promise<ModelFit | null> {
+  try {
+    return await modelFit(cfg, Deno.args, knobs.gpu_memory_mib);
+  } catch (e) {
+    log.fake(`model facts not read, nothing checked: ${e instanceof Error ? e.message : e}`);
+    return null;
+  }
+}
+
 /** Runs the engine `cfg` describes until a signal or a crash ends the process. */
 export async function serve(
   cfg: EngineConfig,
@@ -61,6 +76,7 @@ export async function serve(
   setInterval(() => {}, 1 << 30);
   const worker = knobs.worker ? spawnWorker(cfg) : null;
   const log = new Logger(cfg, worker?.pid ?? Deno.pid, knobs.progress);
+  const fit = await readFit(cfg, knobs, log);
   const version = knobVersion(cfg.engine);
   const sched = new Scheduler(cfg.max_running, prefix.cache);
   const rt: Runtime = {
@@ -73,6 +89,7 @@ export async function serve(
     ready: false,
     version,
     started_ms: started,
+    fit,
     onCompleted: () => {
       if (knobs.crash_after_requests !== null && sched.completed >= knobs.crash_after_requests) {
         // Let the response that completed it reach the client first.

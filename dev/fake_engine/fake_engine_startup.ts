@@ -13,6 +13,7 @@ import type { EngineConfig } from "./fake_engine_command.ts";
 import { SGLANG_FLAGS, VLLM_FLAGS } from "./fake_engine_flags.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
 import { isFile, modelOpenProblem } from "./fake_engine_model_files.ts";
+import { refuseAt } from "./fake_engine_refusal.ts";
 
 /**
  * Logs the startup lines of `rt`'s engine; exits 1 when CUDA_VISIBLE_DEVICES
@@ -56,6 +57,8 @@ export function announceStartup(rt: Runtime, workerPid: number | null): void {
       }`,
     );
     exitOnModelProblem(rt);
+    // vLLM checks the heads against TP with the config, before any engine core starts.
+    refuseAt(rt, "config");
     if (cfg.executor_backend === "ray") {
       log.fake("--distributed-executor-backend ray: no Ray cluster is contacted");
     }
