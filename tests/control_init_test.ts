@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
-import { until } from "./until.ts";
+import { START_TIMEOUT_MS, until } from "./until.ts";
 import { CertificateAuthority, publicKeyHash } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 
@@ -49,7 +49,7 @@ function spawn(args: string[], env: Record<string, string>) {
         if (done) throw new Error(`the process ended: ${out}`);
         out += value;
         return re.exec(out)?.[1] ?? null;
-      }),
+      }, { timeoutMs: START_TIMEOUT_MS }),
     async stop() {
       try {
         child.kill("SIGTERM");

@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
-import { until } from "./until.ts";
+import { START_TIMEOUT_MS, until } from "./until.ts";
+import { catchesSignal } from "./proc_probe.ts";
 import { CertificateAuthority, publicKeyHash } from "../tls/authority.ts";
 import { pinnedFetch } from "../tls/trust.ts";
 
@@ -41,27 +42,49 @@ function spawnServe(
   }).spawn();
 }
 
+/**
+ * Runs `llmgw control serve` on `storeDir` to its end; with `stopWhenListening`,
+ * stops it with SIGTERM once it says it listens. Its code and output.
+ */
 async function serve(
   storeDir: string,
-  seconds = 0,
+  stopWhenListening = false,
   extra: string[] = ["--insecure-http"],
 ): Promise<{ code: number; out: string }> {
   const child = spawnServe(storeDir, extra, {
     LLMGW_ADMIN_TOKEN: "admin-secret-token-123",
     LLMGW_JOIN_TOKEN: "join-secret-token-456",
   });
-  if (seconds > 0) {
-    setTimeout(() => {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // Already gone.
-      }
-    }, seconds * 1000);
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  const readAll = async () => {
+    for (let r = await reader.read(); !r.done; r = await reader.read()) out += r.value;
+  };
+  try {
+    if (stopWhenListening) {
+      await until("control serve listening", async () => {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`control serve ended: ${out}${await stderr}`);
+        out += value;
+        return out.includes("listening on");
+      }, { timeoutMs: START_TIMEOUT_MS });
+      // It says it listens a moment before its SIGTERM handler is in place.
+      await until("control serve handling SIGTERM", () => catchesSignal(child.pid, 15));
+      child.kill("SIGTERM");
+    }
+    await readAll();
+  } catch (e) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+    await child.status;
+    throw e;
   }
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, out: dec.decode(out.stdout) + dec.decode(out.stderr) };
+  const { code } = await child.status;
+  return { code, out: out + await stderr };
 }
 
 Deno.test("control serve refuses a damaged store and a newer schema, naming the file", async () => {
@@ -87,7 +110,7 @@ Deno.test("control serve refuses a damaged store and a newer schema, naming the 
 Deno.test("control serve starts on a fresh store and never prints the tokens it was given", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const r = await serve(dir, 2);
+    const r = await serve(dir, true);
     assertEquals(r.code, 0);
     assertStringIncludes(r.out, "llmgw control plane listening on http://127.0.0.1:");
     assertStringIncludes(r.out, "WARNING: --insecure-http", "plain HTTP is said at every start");
@@ -108,7 +131,7 @@ Deno.test("control serve: TLS by default, the CA pinned by its key hash, the fir
       if (done) throw new Error(`control serve ended: ${out}`);
       out += value;
       return /listening on https:\/\/\S+/.test(out) && out.includes("admin.token");
-    });
+    }, { timeoutMs: START_TIMEOUT_MS });
     const url = /listening on (https:\/\/\S+)/.exec(out)![1];
     const tokenPath = join(dir, "admin.token");
     assertStringIncludes(out, `first admin token written to ${tokenPath}`);

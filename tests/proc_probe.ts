@@ -184,3 +184,20 @@ export async function settleWithin<T>(
   await settled;
   throw new Error(`did not settle within ${withinMs} ms; leftover processes were killed`);
 }
+
+/**
+ * Whether process `pid` has a handler for signal number `signal` (its bit in
+ * `SigCgt` of `/proc/<pid>/status`): a process that prints that it listens
+ * before it installs its SIGTERM handler is only stopped gracefully after.
+ * False when the process is gone.
+ */
+export function catchesSignal(pid: number, signal: number): boolean {
+  let status: string;
+  try {
+    status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  } catch {
+    return false;
+  }
+  const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  return mask !== undefined && (BigInt(`0x${mask}`) >> BigInt(signal - 1) & 1n) === 1n;
+}
