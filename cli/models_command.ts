@@ -67,6 +67,13 @@ export async function modelsCommand(
   if (r.held.length > 0) {
     lines.push(`${r.held.join(", ")} ${r.held.length === 1 ? "holds" : "hold"} it already`);
   }
+  if (r.no_cache.length > 0) {
+    lines.push(
+      `${
+        r.no_cache.join(", ")
+      }: no model cache reported (an older agent, or none configured), not asked`,
+    );
+  }
   out(lines.join("\n") + "\n");
   return 0;
 }

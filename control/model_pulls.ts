@@ -95,7 +95,14 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
     for (const [i, n] of nodes.entries()) {
       if (!state.nodes.has(n)) throw new NotFoundError(`no node ${n} (nodes[${i}])`);
     }
-    const { requested, held } = requestPull(state, model, commit, nodes);
+    // An agent that reports no cache would never say it holds the revision: not asked.
+    const noCache = nodes.filter((n) => !state.modelCaches.has(n)).sort(compareNatural);
+    const { requested, held } = requestPull(
+      state,
+      model,
+      commit,
+      nodes.filter((n) => state.modelCaches.has(n)),
+    );
     if (requested.length > 0) {
       await state.event(
         "model_pull",
@@ -105,7 +112,7 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
       );
       state.kick();
     }
-    return { model, commit, requested, held };
+    return { model, commit, requested, held, no_cache: noCache };
   });
 }
 

@@ -83,6 +83,8 @@ export interface PullAnswer {
   requested: string[];
   /** Nodes that already hold it: nothing to do. */
   held: string[];
+  /** Nodes whose agents report no model cache (older agents, or none configured): not asked. */
+  no_cache: string[];
 }
 
 const ModelFactsSchema = z.custom<ModelFacts>(
@@ -141,6 +143,7 @@ export const PullAnswerSchema = z.object({
   commit: z.string().regex(COMMIT_PATTERN),
   requested: z.array(z.string()),
   held: z.array(z.string()),
+  no_cache: z.array(z.string()).default([]).describe("Absent from older control planes: none"),
 });
 
 // `deno check` fails here when an interface and its schema drift apart.

@@ -58,6 +58,14 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
       replicas: 1,
       profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
     });
+    for (const n of ["n1", "n2"]) {
+      await cp.nodes.heartbeat({
+        node_id: n,
+        generation: 0,
+        shards: [],
+        model_cache: { room_bytes: 0, revisions: [], omitted: 0, evicted: [] },
+      });
+    }
     await cp.nodes.heartbeat({
       node_id: "n3",
       generation: 0,

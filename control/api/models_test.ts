@@ -43,6 +43,8 @@ function cacheReport(state: "complete" | "downloading", done: number): ModelCach
   };
 }
 
+const empty: ModelCacheReport = { room_bytes: 0, revisions: [], omitted: 0, evicted: [] };
+
 async function setup(resolves = true) {
   const cp = await ControlPlane.open({
     store: new MemoryStore(),
@@ -78,6 +80,7 @@ async function setup(resolves = true) {
 Deno.test("models pull: the revision goes into the nodes' desired states until they report it held", async () => {
   const { cp, call } = await setup();
   await cp.deployments.apply(DEPLOYMENT);
+  await cp.nodes.heartbeat({ node_id: "n1", generation: 0, shards: [], model_cache: empty });
   await cp.nodes.heartbeat({
     node_id: "n2",
     generation: 0,
@@ -86,7 +89,13 @@ Deno.test("models pull: the revision goes into the nodes' desired states until t
   });
   const r = await call("POST", "/v1/models/pull", { deployment: "qwen" });
   assertEquals(r.status, 200, JSON.stringify(r.json));
-  assertEquals(r.json, { model: MODEL, commit: COMMIT, requested: ["n1"], held: ["n2"] });
+  assertEquals(r.json, {
+    model: MODEL,
+    commit: COMMIT,
+    requested: ["n1"],
+    held: ["n2"],
+    no_cache: [],
+  });
   await cp.reconcile();
   const desired = await cp.desired.wait("n1", -1, 0);
   assertEquals(desired.models, [{ model: MODEL, commit: COMMIT, pinned: true, pull: true }]);
@@ -176,4 +185,8 @@ Deno.test("models pull: an unknown node is named", async () => {
   assertEquals(r.status, 404);
   assertStringIncludes(r.json.error.message, "no node n9 (nodes[1])");
   assertEquals(cp.state.modelPulls.size, 0, "nothing half-done");
+  // A node whose agent reports no cache would never say it holds it: not asked, and said.
+  const old = await call("POST", "/v1/models/pull", { deployment: "qwen", nodes: ["n1"] });
+  assertEquals([old.status, old.json.requested, old.json.no_cache], [200, [], ["n1"]]);
+  assertEquals(cp.state.modelPulls.size, 0);
 });
