@@ -58,6 +58,7 @@ import { PeerServer } from "./peer_server.ts";
 import { CacheLayout } from "./model_cache/cache_layout.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
+import { systemClock } from "../time/clock.ts";
 
 // Callers import the agent's options and errors from here too.
 export { AgentError, DEFAULT_LISTEN, DEFAULT_PROXY_LISTEN, nodeIdProblem };
@@ -123,6 +124,7 @@ export class Agent {
     const client = controlClient(options, () => this.#tls?.client.fetch, log);
     this.#client = client;
     const retry = options.retry ?? DEFAULT_RETRY;
+    const clock = options.clock ?? systemClock;
     const signal = this.#stopCtl.signal;
     const tls = () => this.#tls;
     const shards = () => this.#supervisor?.status() ?? [];
@@ -159,6 +161,7 @@ export class Agent {
       retry,
       log,
       signal,
+      clock,
     });
     this.#heartbeat = new HeartbeatLoop({
       client,
@@ -171,6 +174,7 @@ export class Agent {
       retry,
       log,
       signal,
+      clock,
     });
   }
 
@@ -261,6 +265,7 @@ export class Agent {
         joinToken: o.joinToken,
         caFile: o.caFile,
         log: (message, fields) => this.#log.info(message, fields),
+        clock: o.clock,
       });
     } catch (e) {
       throw new AgentError(errorMessage(e));
@@ -318,6 +323,7 @@ export class Agent {
       const modelCache = models?.root; // engines read it with the hub off (prepare_shard.ts)
       supervisor = new Supervisor({
         ...o.supervisor,
+        clock: o.supervisor?.clock ?? o.clock,
         models: models?.fetcher,
         stateDir: o.stateDir,
         ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),

@@ -9,6 +9,7 @@ import { RegisterRequestSchema } from "../protocol/agent_protocol.ts";
 import type { BackoffPolicy } from "../supervisor/backoff.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import type { SupervisorOptions } from "../supervisor/types.ts";
+import type { Clock } from "../time/clock.ts";
 import type { AgentModelOptions } from "./agent_models.ts";
 
 /** Settings of an an agent; every time is in milliseconds. */
@@ -95,6 +96,11 @@ export interface AgentOptions {
   agentVersion?: string;
   /** Receives every log line (JSON). Default: stderr. */
   logSink?: (line: string) => void;
+  /**
+   * The time the agent's loops, its TLS and its supervisor read (unless
+   * `supervisor.clock` names another). Default: the system clock.
+   */
+  clock?: Clock;
 }
 
 /** What {@link Agent.stop} does with the engines. */

@@ -29,6 +29,7 @@ import { fetchPinnedCa, RenewableFetch } from "../tls/trust.ts";
 import { renewalDueAt } from "../tls/certificate_source.ts";
 import type { HttpsRequestInfo } from "../tls/https_server.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 
 /**
  * The local API over TLS: `/v1` (status, logs) needs a client certificate
@@ -78,6 +79,8 @@ export interface AgentTlsOptions {
   caFile?: string;
   /** A note for the log. */
   log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Dates the throwaway certificate and says when renewal is due. Default: the system clock. */
+  clock?: Clock;
 }
 
 /** The agent's TLS state. */
@@ -93,9 +96,17 @@ export class AgentTls {
   #renewing = false;
   readonly #paths: ReturnType<typeof agentTlsPaths>;
   readonly #listeners: ((c: KeyPairPem) => void)[] = [];
+  readonly #clock: Clock;
 
-  private constructor(caPem: string, serving: KeyPairPem, issued: boolean, stateDir: string) {
+  private constructor(
+    caPem: string,
+    serving: KeyPairPem,
+    issued: boolean,
+    stateDir: string,
+    clock: Clock,
+  ) {
     this.caPem = caPem;
+    this.#clock = clock;
     this.client = new RenewableFetch(caPem);
     this.#serving = serving;
     this.#issued = issued;
@@ -114,25 +125,26 @@ export class AgentTls {
     const caPem = await trustedCa(o, paths.ca);
     const cert = readText(paths.cert);
     const key = readSecretFile(paths.key);
-    if (cert !== null && key !== null && notAfter(cert) > Date.now()) {
+    const clock = o.clock ?? systemClock;
+    if (cert !== null && key !== null && notAfter(cert) > clock.now()) {
       o.log("serving with the stored certificate", {
         expires: new Date(notAfter(cert)).toISOString(),
       });
-      return new AgentTls(caPem, { cert, key }, true, o.stateDir);
+      return new AgentTls(caPem, { cert, key }, true, o.stateDir, clock);
     }
     // Nothing to serve with yet: a throwaway certificate until the first is signed.
     const { ca } = await CertificateAuthority.create({
       commonName: "llmgw agent (not yet joined)",
-      now: Date.now(),
+      now: clock.now(),
       lifetimeMs: 86_400_000,
     });
     const throwaway = await ca.issueWithKey({
       commonName: "unjoined",
       use: "server",
-      now: Date.now(),
+      now: clock.now(),
       lifetimeMs: 86_400_000,
     });
-    return new AgentTls(caPem, throwaway, false, o.stateDir);
+    return new AgentTls(caPem, throwaway, false, o.stateDir, clock);
   }
 
   /** The certificate and key the agent serves with now. */
@@ -151,7 +163,7 @@ export class AgentTls {
   }
 
   /** True when a signed certificate is missing or two thirds through its life. */
-  renewalDue(now = Date.now()): boolean {
+  renewalDue(now: number = this.#clock.now()): boolean {
     if (!this.#issued) return true;
     return now >= renewalDueAt(this.#serving.cert);
   }

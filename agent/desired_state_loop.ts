@@ -26,6 +26,7 @@ import { errorMessage } from "../text/error_message.ts";
 import type { Logger } from "../log/log.ts";
 import type { Registration } from "./registration.ts";
 import { retryDelay, sleep } from "./retry.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 
 /** Answers that bring nothing new come no faster than this (a control plane that does not hold). */
 const MIN_POLL_MS = 1_000;
@@ -48,6 +49,8 @@ export interface DesiredStateLoopOptions {
   log: Logger;
   /** Aborted when the agent stops. */
   signal: AbortSignal;
+  /** Times each poll (answers bringing nothing come at most once a second). Default: the system clock. */
+  clock?: Clock;
 }
 
 /** Long-polls the desired state and applies it. */
@@ -107,13 +110,14 @@ export class DesiredStateLoop {
     let failures = 0;
     let stale = 0;
     const longPollMs = this.#opts.longPollMs ?? 30_000;
+    const clock = this.#opts.clock ?? systemClock;
     while (!stop.aborted) {
       if (!await session.ensureRegistered()) return;
       const token = client.nodeToken;
       const wake = new AbortController();
       this.#wakeCtl = wake;
       const signal = AbortSignal.any([stop, wake.signal]);
-      const began = Date.now();
+      const began = clock.now();
       let progressed = false;
       try {
         const state = await client.desired(this.#generation, longPollMs, signal);
@@ -150,7 +154,7 @@ export class DesiredStateLoop {
         await sleep(delay, signal);
         continue;
       }
-      const elapsed = Date.now() - began;
+      const elapsed = clock.now() - began;
       if (!progressed && elapsed < MIN_POLL_MS) await sleep(MIN_POLL_MS - elapsed, signal);
     }
   }

@@ -24,6 +24,7 @@ import type { Registration } from "./registration.ts";
 import { gpuReport, shardReport } from "./reports.ts";
 import { retryDelay, sleep } from "./retry.ts";
 import type { ModelCacheReporter } from "./model_cache_report.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 
 /** What a {@link HeartbeatLoop} needs. */
 export interface HeartbeatLoopOptions {
@@ -50,6 +51,8 @@ export interface HeartbeatLoopOptions {
   log: Logger;
   /** Aborted when the agent stops. */
   signal: AbortSignal;
+  /** Dates the last answer ({@link HeartbeatLoop.lastHeartbeatAt}). Default: the system clock. */
+  clock?: Clock;
 }
 
 /** Heartbeats until the agent stops. */
@@ -104,7 +107,7 @@ export class HeartbeatLoop {
         }
         this.#failures = 0;
         session.accepted();
-        this.#lastAt = Date.now();
+        this.#lastAt = (this.#opts.clock ?? systemClock).now();
         discovery.delivered(gpus);
         if (modelCache !== null) cache?.delivered(modelCache);
         // Revoked tokens stop working within one heartbeat; without an answer the last list holds.

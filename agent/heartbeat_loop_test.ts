@@ -44,6 +44,9 @@ async function runBeats(
   const delivered: (Gpu[] | null)[] = [];
   let accepted = 0;
   let wakes = 0;
+  // Each answer comes a second after the last: lastHeartbeatAt reads this clock.
+  const clock = new FakeClock();
+  const started = clock.now();
   const discovery = {
     pendingGpus: GPUS as Gpu[] | null,
     delivered(gpus: Gpu[] | null) {
@@ -61,6 +64,7 @@ async function runBeats(
           stop.abort();
           return Promise.reject(new ControlError("aborted", "the agent is stopping"));
         }
+        clock.advance(1_000);
         return a instanceof Error ? Promise.reject(a) : Promise.resolve(a);
       },
       renewCertificate: () => Promise.reject(new Error("no TLS here")),
@@ -83,10 +87,12 @@ async function runBeats(
     retry: { initialMs: 1, maxMs: 1, factor: 2 },
     log,
     signal: stop.signal,
+    clock,
   });
   await loop.run();
   const said = (msg: string) => lines.filter((l) => l.msg === msg);
-  return { loop, sent, refused, delivered, accepted, wakes: () => wakes, said };
+  const at = (beats: number) => started + beats * 1_000;
+  return { loop, sent, refused, delivered, accepted, wakes: () => wakes, said, at };
 }
 
 Deno.test("a heartbeat reports the running generation, sends pending GPUs once, and wakes the poll for another generation", async () => {
@@ -106,7 +112,7 @@ Deno.test("a heartbeat reports the running generation, sends pending GPUs once, 
   assertEquals(r.wakes(), 1);
   assertEquals(r.loop.metricsTokenHashes, ["abc"]);
   assertEquals(r.accepted, 3);
-  assertOk(r.loop.lastHeartbeatAt !== null);
+  assertEquals(r.loop.lastHeartbeatAt, r.at(3));
 });
 
 Deno.test("failed heartbeats are counted and logged, and an answer resets them", async () => {
@@ -134,7 +140,8 @@ Deno.test("a refused node token goes back to the session and is no failure", asy
   assertEquals(r.refused, ["node-token-1"]);
   assertEquals(r.said("heartbeat failed").length, 0);
   assertEquals(r.loop.failures, 0);
-  assertOk(r.loop.lastHeartbeatAt !== null);
+  // The time of the answer, not of the refusal before it.
+  assertEquals(r.loop.lastHeartbeatAt, r.at(2));
 });
 
 Deno.test("a heartbeat carries the model cache report; an eviction is sent until a heartbeat is answered", async () => {

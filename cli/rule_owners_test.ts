@@ -24,6 +24,8 @@ export interface RuleOwner {
   owner: string;
   /** Other files that may match, each with why (or the issue item removing it). */
   allowed: Readonly<Record<string, string>>;
+  /** The folders the rule covers (`agent/`); absent: every file in scope. */
+  within?: readonly string[];
 }
 
 /** The rules, with their owners (docs/architecture.md, "Who owns each rule"). */
@@ -96,6 +98,17 @@ export const RULE_OWNERS: readonly RuleOwner[] = [
     allowed: {},
   },
   {
+    // Control plane, agent, supervisor and gateway read time through an
+    // injected Clock (issue #24 item 5), so tests move it themselves. Nothing
+    // there must read the wall clock itself: no allowance. Durations on the
+    // monotonic clock (`performance.now()`) are another clock, not this rule.
+    rule: "the wall clock",
+    pattern: /\bDate\.now\b|\bnew Date\(\)/,
+    owner: "time/clock.ts",
+    allowed: {},
+    within: ["agent/", "supervisor/", "control/", "gateway/"],
+  },
+  {
     rule: "structured log lines",
     pattern: /console\.(?:error|warn)\(JSON\.stringify\(/,
     owner: "log/log.ts",
@@ -118,6 +131,7 @@ export function copies(
   for (const r of rules) {
     for (const [path, source] of sources) {
       if (path === r.owner || !inScope(path)) continue;
+      if (r.within !== undefined && !r.within.some((d) => path.startsWith(d))) continue;
       const lines = source.split("\n").filter((l) => !/^\s*(\/\/|\/\*|\*)/.test(l));
       if (lines.some((l) => r.pattern.test(l))) found.push(`${r.rule}: ${path}`);
     }
@@ -150,12 +164,17 @@ Deno.test("copies finds a rule written outside its owner, and only there", () =>
     ["agent/x_test.ts", "  timingSafeEqual(a, b);"],
     ["dev/fake_engine/fake_engine_auth.ts", "  timingSafeEqual(a, b);"],
     ["ui/assets.ts", '  createHash("sha256").update(body);'],
+    ["supervisor/x.ts", "  const started = Date.now();"],
+    ["gateway/y.ts", "  this.#now = options.now ?? Date.now;"],
+    ["cli/z.ts", "  const deadline = Date.now() + 15_000;"],
   ]);
   // Every match outside the owner, allowed or not: the tree test sorts them out.
   assertEquals(copies(sources, RULE_OWNERS), [
     "SHA-256 hashing (of tokens): ui/assets.ts",
     "the bearer grammar: gateway/keys.ts",
     "the message of anything thrown: gateway/keys.ts",
+    "the wall clock: gateway/y.ts",
+    "the wall clock: supervisor/x.ts",
   ]);
 });
 

@@ -26,6 +26,7 @@ import { HashRing, pickBounded } from "./bounded_ring.ts";
 import { effectiveLoad, type EngineLoad } from "./load.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
+import { systemClock } from "../time/clock.ts";
 
 // The contract is protocol/'s; the gateway's modules name it from here.
 export type { EndpointSpec };
@@ -103,7 +104,7 @@ export class EndpointTable {
   /** Creates an empty table. */
   constructor(options: EndpointTableOptions = {}) {
     this.#random = options.random ?? Math.random;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock.now;
     this.#suspectMs = options.suspectMs ?? 10_000;
   }
 

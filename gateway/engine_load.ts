@@ -20,6 +20,7 @@ import { parseEngineLoad } from "./load.ts";
 import { SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
 import type { UpstreamClient } from "./upstream_client.ts";
 import { type BodyReader, readLimited } from "../http/read_limited.ts";
+import { systemClock } from "../time/clock.ts";
 
 /** Reads `origin`'s `/metrics` with `headers`: the status and, when 200, the text. */
 export type MetricsGet = (
@@ -88,7 +89,7 @@ export interface ScrapeOptions {
 /** Reads every endpoint's engine load once; resolves when all have answered or given up. */
 export async function scrapeOnce(table: EndpointTable, options: ScrapeOptions = {}): Promise<void> {
   const get = options.get ?? fetchMetrics;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemClock.now;
   await Promise.all(
     table.all().map(async (e) => {
       const names = e.load_metrics;

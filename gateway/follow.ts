@@ -16,6 +16,7 @@ import type { ApiKeySpec, ApiKeyTable } from "./api_keys.ts";
 import type { EndpointSpec, EndpointTable } from "./endpoints.ts";
 import type { RoutingPolicy } from "../deployment/schema.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { type Clock, systemClock } from "../time/clock.ts";
 
 /** What one poll of the control plane returned. */
 export interface ControlSnapshot {
@@ -88,6 +89,8 @@ export interface FollowOptions {
   log?: (line: string) => void;
   /** Keeps this table of API keys in step with the control plane's. */
   keys?: ApiKeyTable;
+  /** Dates each sync ({@link ControlFollower.lastSyncAt}). Default: the system clock. */
+  clock?: Clock;
 }
 
 /** A running follower. */
@@ -131,7 +134,7 @@ export function followControlPlane(
         options.keys?.set(snap.apiKeys);
         if (lastError !== null) log(`gateway: control plane reachable again at ${url}`);
         lastError = null;
-        lastSyncAt = Date.now();
+        lastSyncAt = (options.clock ?? systemClock).now();
         resolveSynced();
       } catch (e) {
         const message = errorMessage(e);

@@ -4,6 +4,7 @@
  * failure.
  */
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "../tests/assert.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { until } from "../tests/until.ts";
 import { ApiKeyTable } from "./api_keys.ts";
 import { EndpointTable } from "./endpoints.ts";
@@ -37,14 +38,16 @@ Deno.test("followControlPlane: polls with the token, updates, and keeps the last
   });
   const table = new EndpointTable();
   const logs: string[] = [];
+  const clock = new FakeClock();
   const follower = followControlPlane(
     `http://127.0.0.1:${server.addr.port}`,
     "tok",
     table,
-    { intervalMs: 20, log: (l) => logs.push(l) },
+    { intervalMs: 20, log: (l) => logs.push(l), clock },
   );
   try {
     await until("the first sync", () => follower.lastSyncAt !== null);
+    assertEquals(follower.lastSyncAt, clock.now());
     assertEquals(table.readyModels(), ["a"]);
     assertOk(table.isKnown("b"), "served names of all deployments are known");
     assertEquals(new Set(auth), new Set(["Bearer tok"]));
@@ -55,8 +58,13 @@ Deno.test("followControlPlane: polls with the token, updates, and keeps the last
     await until("polls while down", () => follower.lastError !== null && auth.length >= downAt + 6);
     assertEquals(table.readyModels(), ["a", "b"], "an unreachable control plane empties nothing");
     assertEquals(logs.length, 1, "one note when polling starts failing");
+    const lastSync = follower.lastSyncAt;
+    clock.advance(60_000);
+    await until("a poll after the clock moved", () => auth.length >= downAt + 8);
+    assertEquals(follower.lastSyncAt, lastSync, "a failed poll is no sync");
     up = true;
-    await until("recovery", () => follower.lastError === null);
+    await until("recovery", () => follower.lastSyncAt === clock.now());
+    assertEquals(follower.lastError, null);
   } finally {
     await follower.stop();
     await server.shutdown();

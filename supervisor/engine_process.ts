@@ -46,7 +46,8 @@ export class EngineProcess {
 
   /**
    * Spawns `argv` in a session of its own, its output appended to
-   * `facts.log_path`, and writes its pid file.
+   * `facts.log_path`, and writes its pid file, dated `startedAt` (the
+   * supervisor's clock).
    *
    * @throws {Error} When the process cannot be spawned or its pid file written.
    */
@@ -55,6 +56,7 @@ export class EngineProcess {
     env: Record<string, string>,
     pidFile: string,
     facts: RunFacts,
+    startedAt: number,
   ): EngineProcess {
     const child = spawnEngine(facts.log_path, argv, env);
     const fp = fingerprint(child.pid);
@@ -65,7 +67,7 @@ export class EngineProcess {
       pgid: child.pid,
       start_time: fp?.start_time ?? 0,
       cmdline: fp?.cmdline ?? [...argv],
-      started_at: Date.now(),
+      started_at: startedAt,
     };
     try {
       writePidFile(pidFile, record);

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { systemClock } from "../time/clock.ts";
+
 /** An inclusive range of TCP ports, `from` ≤ `to`. */
 export interface PortRange {
   /** The first port. */
@@ -142,7 +144,7 @@ export type PortCheck = (port: number) => boolean | Promise<boolean>;
 
 /** Options of a {@link PortAllocator}. */
 export interface PortAllocatorOptions {
-  /** The clock for {@link PortAllocator.exclude}'s deadlines (ms; default `Date.now`). */
+  /** The clock for {@link PortAllocator.exclude}'s deadlines (ms; default: the system clock). */
   now?: () => number;
 }
 
@@ -172,7 +174,7 @@ export class PortAllocator {
    */
   constructor(range: PortRange = DEFAULT_PORT_RANGE, options: PortAllocatorOptions = {}) {
     this.range = Object.freeze(validatePortRange(range));
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? systemClock.now;
   }
 
   /**

@@ -92,12 +92,17 @@ export function signalGroup(pgid: number, signal: Deno.Signal): boolean {
   }
 }
 
-/** Polls every 50 ms until no process of group `pgid` is left, or `ms` pass; true when empty. */
+const GROUP_POLL_MS = 50;
+
+/**
+ * Polls every 50 ms until no process of group `pgid` is left, or `ms` of
+ * polls pass; true when empty. Bounded by the count of polls, so it reads
+ * no clock (a grace period is a least wait: a slow /proc scan only adds).
+ */
 export async function waitGroupEmpty(pgid: number, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (groupMembers(pgid).length > 0) {
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 50));
+  for (let waited = 0; groupMembers(pgid).length > 0; waited += GROUP_POLL_MS) {
+    if (waited >= ms) return false;
+    await new Promise((r) => setTimeout(r, GROUP_POLL_MS));
   }
   return true;
 }

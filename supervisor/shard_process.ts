@@ -129,6 +129,7 @@ export function spawnRun(
         launch,
         desired: desired.launch,
       },
+      opts.clock.now(),
     );
     return { proc, key, argv: [...argv] };
   } catch (e) {

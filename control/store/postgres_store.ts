@@ -63,6 +63,7 @@ import {
   type StoredReplica,
   StoreError,
 } from "./store.ts";
+import { type Clock, systemClock } from "../../time/clock.ts";
 
 export { isPostgresUrl, NotLeaderError, redactUrl };
 
@@ -78,6 +79,8 @@ export interface PostgresStoreOptions {
   log?: (line: string) => void;
   /** `application_name` of the sessions, shown in `pg_stat_activity`. */
   applicationName?: string;
+  /** Times `openTimeoutMs`. Default: the system clock. */
+  clock?: Clock;
 }
 
 /** int8 (oid 20) as a JS number: every BIGINT here is a time in ms, an id or an epoch. */
@@ -135,14 +138,15 @@ export class PostgresStore implements ControlStore {
     // An idle connection dying (the server restarted) is reported here;
     // without a listener the pool would throw it out of the event loop.
     pool.on("error", (e) => log(`store ${store.#name}: idle connection lost: ${describe(e)}`));
-    const deadline = Date.now() + (options.openTimeoutMs ?? 60_000);
+    const clock = options.clock ?? systemClock;
+    const deadline = clock.now() + (options.openTimeoutMs ?? 60_000);
     let delay = 250;
     for (;;) {
       try {
         await migrate(pool, store.#name);
         return store;
       } catch (e) {
-        if (e instanceof StoreError || !transient(e) || Date.now() + delay > deadline) {
+        if (e instanceof StoreError || !transient(e) || clock.now() + delay > deadline) {
           await pool.end().catch(() => {});
           throw openFailure(store.#name, e);
         }
