@@ -3,9 +3,11 @@
  * every model revision that placed replicas need, the peer plan
  * (models/peer_plan.ts) over the nodes running them that are alive, turned
  * into each node's `model_sources` (protocol/model_sources.ts) for its
- * desired state. A node that stops heartbeating (unreachable, lost) drops
- * out of the plan at the next pass, so the nodes that fetched from it are
- * given the hosts before it.
+ * desired state. A node that stops heartbeating (unreachable, lost) is no
+ * source at the next pass, so the nodes that fetched from it are given the
+ * hosts before it; it is still planned for, as a leaf that serves nobody, so
+ * the desired state it reads when it comes back (written while it was
+ * silent) points it at peers rather than at the origin alone.
  *
  * - A node **holds** a revision when a shard of it there reports `ready`
  *   (its files were fetched and verified before the engine started), or its
@@ -32,7 +34,7 @@ function holds(state: ControlState, node: string, r: { model: string; commit?: s
   ) ?? false;
 }
 
-/** Node states whose agents are not heartbeating: never a source, never planned for. */
+/** Node states whose agents are not heartbeating: never a source (planned for as a leaf). */
 const SILENT = new Set(["unreachable", "lost"]);
 
 /**
@@ -45,11 +47,13 @@ export function modelSourcesByNode(
 ): Map<string, ModelSources[]> {
   // model revision → node → whether a shard of it there is ready
   const needs = new Map<string, { model: string; commit?: string; nodes: Map<string, boolean> }>();
+  const silent = new Set<string>();
   for (const launch of launches) {
     if (isLocalModel(launch.model)) continue;
     const node = launch.node.id;
     const liveness = state.inventory.stateOf(node);
-    if (liveness === undefined || SILENT.has(liveness)) continue;
+    if (liveness === undefined) continue;
+    if (SILENT.has(liveness)) silent.add(node);
     const key = `${launch.model}@${launch.model_commit ?? ""}`;
     let entry = needs.get(key);
     if (entry === undefined) {
@@ -75,7 +79,7 @@ export function modelSourcesByNode(
     const hosts: PlanHost[] = [...nodes].map(([node, holds]) => {
       const url = state.nodes.get(node)?.registration.agent_url ?? null;
       if (url !== null && url.startsWith("https:")) urls.set(node, url);
-      return { node, holds, canServe: urls.has(node) };
+      return { node, holds, canServe: urls.has(node) && !silent.has(node) };
     });
     for (const [node, sources] of planPeerSources(hosts)) {
       // An agent without TLS has no node certificate to ask peers with.

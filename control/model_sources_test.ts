@@ -44,7 +44,7 @@ async function sourcesOf(cp: ControlPlane, ids: string[]) {
   return out;
 }
 
-Deno.test("model sources: four nodes of one revision form a chain; a silent node is dropped from it", async () => {
+Deno.test("model sources: four nodes of one revision form a chain; a silent node serves nobody and is planned for as a leaf", async () => {
   const { cp, clock } = await testControl();
   const ids = ["n1", "n2", "n3", "n4"];
   await register(cp, ids);
@@ -70,6 +70,12 @@ Deno.test("model sources: four nodes of one revision form a chain; a silent node
   });
   // The change reached n3 as a new generation (its long poll wakes).
   assertEquals((await cp.desired.wait("n3", -1, 0)).generation > g3, true);
+  // n2 serves nobody now, but is planned for as a leaf: the desired state it reads when it comes
+  // back points it at peers, not at the origin alone (tests/hosts/model_fleet_test.ts saw a
+  // restarted agent fetch a second copy from the hub before the next pass re-planned it).
+  assertEquals(await sourcesOf(cp, ["n2"]), {
+    n2: `${url("n4")} > ${url("n3")} > ${url("n1")} > origin`,
+  });
 });
 
 Deno.test("model sources: a node whose shard is ready is a root; the origin only last", async () => {
