@@ -24,6 +24,7 @@ export const DEFAULT_JOBS = 4;
  */
 export const LONGEST_FIRST = [
   "tests/hosts/rehearsal_test.ts",
+  "tests/hosts/model_fleet_test.ts",
   "tests/ha_failover_test.ts",
   "tests/tls_join_test.ts",
   "tests/cluster_test.ts",
