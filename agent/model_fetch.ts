@@ -22,7 +22,7 @@
 import { HubError } from "../models/hub_errors.ts";
 import type { HubClient } from "../models/hub_client.ts";
 import { localModelDir } from "../models/facts_source.ts";
-import { DEFAULT_REVISION } from "../models/hub_protocol.ts";
+import { COMMIT_PATTERN, DEFAULT_REVISION } from "../models/hub_protocol.ts";
 import type { RepoSnapshot } from "../models/repo_snapshot.ts";
 import type { ByteSource } from "../models/byte_source.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -59,13 +59,13 @@ export interface ModelFetchOptions {
 
 /**
  * Where a hub model is read: the commit the control plane resolved the
- * deployment's revision to (`model_commit`, issue #25 item 1), else `main`,
- * resolved here (a control plane that could not reach the hub, or an older one).
+ * deployment's revision to (`model_commit`, issue #25 item 1), else the
+ * deployment's revision (`model_revision`: resolution pending), else `main`,
+ * resolved here. A revision that is itself a commit is read as a commit.
  */
 export function launchRevision(launch: DesiredLaunch): { commit?: string; revision: string } {
-  return launch.model_commit === undefined
-    ? { revision: DEFAULT_REVISION }
-    : { commit: launch.model_commit, revision: launch.model_commit };
+  const named = launch.model_commit ?? launch.model_revision ?? DEFAULT_REVISION;
+  return COMMIT_PATTERN.test(named) ? { commit: named, revision: named } : { revision: named };
 }
 
 /** Puts shards' models on this host through the model cache. */

@@ -8,6 +8,7 @@
  */
 import { inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
 import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
+import { addCommit, smallFile } from "../dev/fake_hub/fake_repo.ts";
 import { HubClient } from "../models/hub_client.ts";
 import { HubToken } from "../models/hub_config.ts";
 import { ModelFetchError } from "../supervisor/model_fetcher.ts";
@@ -18,7 +19,7 @@ import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { CacheModelFetcher, fetchError, launchRevision } from "./model_fetch.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
 
-function shard(model: string, id = "r-1/0", commit?: string): DesiredShard {
+function shard(model: string, id = "r-1/0", commit?: string, revision?: string): DesiredShard {
   const l = launch({ port: 8000 });
   return {
     id,
@@ -28,6 +29,7 @@ function shard(model: string, id = "r-1/0", commit?: string): DesiredShard {
       shard_id: id,
       model,
       ...(commit === undefined ? {} : { model_commit: commit }),
+      ...(revision === undefined ? {} : { model_revision: revision }),
       port: null,
       world: { ...l.world, rendezvous_port: null, leader_http_port: null },
     },
@@ -100,6 +102,30 @@ Deno.test("the control plane's commit is fetched as it is, without a ref", async
     });
     const got = await fetcher.fetch(shard("acme/tiny", "x", commit), signal());
     assertEquals(got.path, `${root}/models--acme--tiny/snapshots/${commit}`);
+  });
+});
+
+Deno.test("a revision the control plane has not resolved yet is fetched at that revision, not main", async () => {
+  await withTempDir(async (root) => {
+    const { model, fetcher } = await setUp(root);
+    const main = model.refs.main;
+    const v2Files = model.commits[main].filter((f) => f.path !== "config.json");
+    const v2 = addCommit(model, [...v2Files, await smallFile("config.json", '{"v":2}')], ["v2"]);
+    assertOk(v2 !== main);
+    const got = await fetcher.fetch(shard("acme/tiny", "x", undefined, "v2"), signal());
+    assertEquals(got.path, `${root}/models--acme--tiny/snapshots/${v2}`);
+    assertEquals(Deno.readTextFileSync(`${got.path}/config.json`), '{"v":2}');
+    assertEquals(Deno.readTextFileSync(`${root}/models--acme--tiny/refs/v2`), v2);
+    assertEquals(launchRevision(shard("acme/tiny", "x", undefined, "v2").launch), {
+      revision: "v2",
+    });
+    // The commit, once resolved, wins over the revision; a revision that is a commit writes no ref.
+    const byCommit = shard("acme/tiny", "y", main, "v2").launch;
+    assertEquals(launchRevision(byCommit), { commit: main, revision: main });
+    assertEquals(launchRevision(shard("acme/tiny", "z", undefined, main).launch), {
+      commit: main,
+      revision: main,
+    });
   });
 });
 

@@ -141,6 +141,26 @@ Deno.test("hub unreachable: apply warns and stores no commit; the background ret
   assertEquals((await events(cp, "model_resolve_failed")).length, 1);
 });
 
+Deno.test("resolution pending: a launch names the deployment's revision (not main), so the agent never fetches main for it", async () => {
+  const { cp, hub, first } = await setup();
+  await hub.offline();
+  await cp.deployments.apply({ ...QWEN, revision: "v1" });
+  await cp.reconcile();
+  const launch = (await cp.desired.wait("n1", -1, 0)).shards[0].launch;
+  assertEquals([launch.model_commit, launch.model_revision], [undefined, "v1"]);
+  hub.online();
+  await cp.deployments.apply({ ...QWEN, revision: "v1" });
+  await cp.reconcile();
+  const resolved = (await cp.desired.wait("n1", -1, 0)).shards[0].launch;
+  assertEquals([resolved.model_commit, resolved.model_revision], [first, "v1"]);
+  // main is the agent's default: not sent, so such launches hash as before.
+  const main = await setup();
+  await main.cp.deployments.apply(QWEN);
+  await main.cp.reconcile();
+  const plain = (await main.cp.desired.wait("n1", -1, 0)).shards[0].launch;
+  assertEquals(Object.hasOwn(plain, "model_revision"), false);
+});
+
 Deno.test("a revision that is a full commit is its own commit when the hub cannot be asked; a local path has none", async () => {
   const { cp, hub, first } = await setup();
   await hub.offline();

@@ -13,6 +13,7 @@
 import type { Deployment, Profile } from "../deployment/schema.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Placed } from "../placement/types.ts";
+import { DEFAULT_REVISION } from "../models/hub_protocol.ts";
 import { noPorts, type PlacementPorts, withPorts } from "./port_block.ts";
 import { type DesiredLaunch, ENGINE_API_VERSION, type ShardLaunch } from "./types.ts";
 
@@ -29,6 +30,17 @@ export function launchProfile(profile: Profile): ShardLaunch["profile"] {
     engine_options: { ...profile.engine_options },
     env: { ...profile.env },
   };
+}
+
+/**
+ * The model revision a launch names (`model_revision`): the deployment's,
+ * unless it is `main`, which an agent fetches when a launch names none.
+ * Leaving `main` out keeps the launches of most deployments, and their
+ * hashes, as before, so upgrading the control plane restarts no engine.
+ */
+export function launchedRevision(deployment: Deployment): string | undefined {
+  const revision = deployment.revision;
+  return revision === undefined || revision === DEFAULT_REVISION ? undefined : revision;
 }
 
 /**
@@ -60,6 +72,7 @@ export function shardLaunches(
   if (leaderNode === undefined) {
     throw new RangeError(`Cannot build launches: no node ${leader.node}`);
   }
+  const revision = launchedRevision(deployment);
   return placed.shards.map((s) => {
     const node = nodes.get(s.node);
     if (node === undefined) throw new RangeError(`Cannot build launches: no node ${s.node}`);
@@ -79,6 +92,7 @@ export function shardLaunches(
       model: deployment.model,
       // Only when known: a launch without it hashes as before, so engines keep running.
       ...(modelCommit === null ? {} : { model_commit: modelCommit }),
+      ...(revision === undefined ? {} : { model_revision: revision }),
       served_model_name: deployment.served_model_name,
       profile: launchProfile(profile),
       rank: s.rank,

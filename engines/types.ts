@@ -101,6 +101,13 @@ export interface LaunchCommon {
    * Absent for a local path or while unresolved (issue #25 item 1).
    */
   model_commit?: string;
+  /**
+   * The deployment's model revision (branch, tag or commit) when it is not
+   * `main`: an agent fetches it while `model_commit` is absent (resolution
+   * pending), never `main` in its place. Absent for `main` and a local path,
+   * so such launches hash as before (issue #25 item 1).
+   */
+  model_revision?: string;
   /** The name clients use (OpenAI `model`). */
   served_model_name: string;
   /** The profile chosen by placement. */

@@ -38,6 +38,7 @@ import {
 } from "./fields.ts";
 import type { Assert, Same } from "./same_type.ts";
 import { COMMIT_PATTERN } from "../models/hub_protocol.ts";
+import { MAX_REVISION_CHARS } from "../deployment/model_revision.ts";
 import { parseWire } from "./wire_error.ts";
 
 /** The most GPUs one shard (one node of a replica) runs on. */
@@ -123,6 +124,7 @@ export const ShardLaunchSchema = z.object({
   shard_id: z.string().min(1).max(256),
   model: z.string().min(1).max(1024),
   model_commit: z.string().regex(COMMIT_PATTERN, "must be a commit of 40 hex digits").optional(),
+  model_revision: z.string().min(1).max(MAX_REVISION_CHARS).optional(),
   served_model_name: z.string().min(1).max(256),
   profile: LaunchProfileSchema,
   rank: z.number().int().min(0).max(MAX_REPLICA_NODES - 1),
