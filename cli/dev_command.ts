@@ -335,6 +335,7 @@ async function runWithHub(
         parseAgentConfig(Deno.readTextFileSync(configPath), configPath),
         configPath,
       );
+      const gpuMib = await smallestGpuMib(config);
       const agent = new Agent({
         controlUrl: control.url,
         joinToken,
@@ -361,6 +362,8 @@ async function runWithHub(
             FAKE_ENGINE_DENO: Deno.execPath(),
             FAKE_ENGINE_LOAD_SECONDS: loadSeconds,
             FAKE_ENGINE_PROGRESS: "lines",
+            // Engines run out of memory as on this machine's GPUs (dev/fake_engine/README.md).
+            ...(gpuMib === null ? {} : { FAKE_ENGINE_GPU_MEMORY_MIB: String(gpuMib) }),
           },
         },
         // Models come from dev's hub into each agent's cache; engines start from it, offline.
@@ -417,6 +420,21 @@ async function runWithHub(
     await stop();
   }
   return 0;
+}
+
+/**
+ * The memory of a simulated machine's GPUs as its discovery inventory
+ * reports it, in MiB, for its fake engines: the smallest when they differ,
+ * so an engine is never given more than its GPU has; null when unknown.
+ */
+async function smallestGpuMib(config: ReturnType<typeof parseAgentConfig>): Promise<number | null> {
+  const inventory = await discoverInventory({
+    nvidiaSmi: config.nvidia_smi,
+    sysfsRoot: config.sysfs_root,
+    fabrics: config.fabrics,
+  });
+  const sizes = inventory.gpus.map((g) => g.memory_total_mb).filter((m) => m !== null);
+  return sizes.length === 0 ? null : Math.min(...sizes);
 }
 
 /** The file that records a directory's first start: samples are applied once, then never again. */

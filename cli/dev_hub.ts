@@ -21,14 +21,17 @@ import { errorMessage } from "../text/error_message.ts";
 /**
  * The synthetic models dev's samples (dev/samples) name, as the fake hub's
  * `--synthetic` takes them: the real repo id and `config.json` (its preset),
- * 64–128 MiB of weights so dev starts in seconds. Their indexes give those
- * sizes, not the real models' (`claim=real` would): the agents' disk check
- * then asks for what is really fetched, so dev places the same on any disk.
+ * 64–128 MiB of files so dev starts in seconds, with an index that claims
+ * the real model's weights (`claim=real`). So dev's facts are the real
+ * model's: the memory estimate, `apply`'s refusals and the fake engines'
+ * out-of-memory failures see 16 GB for the 8B and 410 GB for the 405B,
+ * while the disk check (`insufficient_disk`) counts the revision's files,
+ * what is really fetched, and dev places the same on any disk.
  */
 export const DEV_HUB_MODELS: readonly string[] = [
-  "meta-llama/Llama-3.1-8B-Instruct,preset=llama-3.1-8b-instruct,shards=2,bytes=64MiB",
-  "Qwen/Qwen2.5-7B-Instruct,preset=qwen2.5-7b-instruct,shards=2,bytes=64MiB",
-  "meta-llama/Llama-3.1-405B-Instruct-FP8,preset=llama-3.1-405b-instruct-fp8,shards=4,bytes=128MiB",
+  "meta-llama/Llama-3.1-8B-Instruct,preset=llama-3.1-8b-instruct,shards=2,bytes=64MiB,claim=real",
+  "Qwen/Qwen2.5-7B-Instruct,preset=qwen2.5-7b-instruct,shards=2,bytes=64MiB,claim=real",
+  "meta-llama/Llama-3.1-405B-Instruct-FP8,preset=llama-3.1-405b-instruct-fp8,shards=4,bytes=128MiB,claim=real",
 ];
 
 /** How long the fake hub may take to make its models and listen. */

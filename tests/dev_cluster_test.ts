@@ -27,6 +27,7 @@ import { UsageError } from "../cli/usage_error.ts";
 import { devBases, devEnginePids, type DevProcess, spawnDev, stopDev } from "./dev_processes.ts";
 import { portsOf } from "./port_plan.ts";
 import { groupMembers } from "../supervisor/proc.ts";
+import { MODEL_PRESETS } from "../dev/fake_hub/model_presets.ts";
 
 /** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
 const PORTS = portsOf(import.meta.url);
@@ -134,6 +135,40 @@ Deno.test({
       for (const n of nodes) {
         assertEquals(Object.keys(n.engine_versions).sort(), ["sglang", "vllm"]);
       }
+      // Dev's facts are the real models' (the synthetic indexes claim their size, issue #25
+      // item 6) while their files, what the agents fetch, stay small.
+      const LLAMA_405B = "meta-llama/Llama-3.1-405B-Instruct-FP8";
+      const facts = await until("the 405B's facts learned", async () => {
+        const { models } = await admin<{ models: { facts: DevFacts | null }[] }>(
+          env,
+          trust!.fetch,
+          "/v1/models",
+        );
+        return models.map((m) => m.facts).find((f) => f?.source === LLAMA_405B) ?? undefined;
+      }, { timeoutMs: 30_000, intervalMs: 250, describe });
+      assertEquals(facts.weight_bytes, MODEL_PRESETS["llama-3.1-405b-instruct-fp8"].weightBytes);
+      assertOk(facts.download_bytes! < 256 * 2 ** 20, `${facts.download_bytes} bytes of files`);
+      // So one 45 GB L40S is refused at apply, with the numbers.
+      const refused = await trust.fetch(`${env.url}/v1/deployments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${env.token}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          name: "llama-405b-l40s",
+          model: LLAMA_405B,
+          profiles: [{
+            name: "l40s-one",
+            engine: "vllm",
+            gpu_class: "l40s-45g",
+            tensor_parallel: 1,
+          }],
+        }),
+      });
+      assertEquals(refused.status, 400);
+      assertStringIncludes(
+        await refused.text(),
+        "insufficient_gpu_memory: needs 445.0 GiB per GPU (weights 382.0 + KV cache for one " +
+          "131072-token sequence 63.0) but an l40s-45g GPU offers 40.5 GiB",
+      );
       // A client that does not trust the cluster CA is refused, and so is plain HTTP.
       await assertRejects(() => fetch(`${gatewayUrl}/v1/models`), TypeError);
       await assertRejects(
@@ -173,6 +208,13 @@ Deno.test({
     }
   },
 });
+
+/** What the control plane's model list shows of a model's facts. */
+interface DevFacts {
+  source: string;
+  weight_bytes: number;
+  download_bytes?: number;
+}
 
 /** What `dev.env` says. */
 interface DevEnv {
