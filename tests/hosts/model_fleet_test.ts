@@ -176,6 +176,7 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
   );
   const sampler = new BlobSampler(files, blobDirs);
   let sampling = true;
+  let victim = "";
   const samples = (async () => {
     // Bounded: it ends when the first deployment is ready or the test fails below.
     while (sampling) {
@@ -199,7 +200,7 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
     }, WAIT);
 
     // An agent that another fetches from, while both fetch, dies by SIGKILL.
-    const victim = await until("an agent serving another mid-download", async () => {
+    victim = await until("an agent serving another mid-download", async () => {
       const shards = (await replicas(api, "fleet-a")).flatMap((r) => r.shards);
       const fetching = shards.filter((s) => s.download !== null && s.download.bytes_done > 0);
       for (const s of fetching) {
@@ -216,6 +217,15 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
       const ready = rs.filter((r) => r.state === "ready").flatMap((r) => r.shards[0].node);
       return survivors.every((n) => ready.includes(n));
     }, WAIT);
+    // A follower of the victim moved its ranges to its next source (the agent's own log line).
+    const movedOff = await Promise.all(
+      survivors.map(async (n) =>
+        (await agents.get(n)!.readLog()).split("\n").some((l) =>
+          l.includes('"model download: source_changed"') && l.includes(`"from":"peer ${victim}"`)
+        )
+      ),
+    );
+    assertOk(movedOff.some(Boolean), `no agent moved off peer ${victim} after its kill`);
     // Back on its state directory: it resumes its download and its replica gets ready.
     await startAgent(victim);
     await until("every replica of fleet-a ready", async () => {
@@ -238,6 +248,12 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
     }x)`,
   );
   for (const n of AGENTS) await checkSnapshot(dir, n, commit, files, sampler.hashed);
+  const figures = [
+    `${modelBytes} bytes in ${files.length} files at ${RATE}`,
+    `origin ${(moved / modelBytes).toFixed(4)}x`,
+    `${victim} killed`,
+    `blobs/ sampled ${sampler.rounds} times, ${sampler.hashed.size} final blobs hashed`,
+  ];
 
   // The hub off, a fifth agent that holds nothing, the same commit under another name.
   await Deno.writeTextFile(join(hubDir, "offline"), "");
@@ -266,6 +282,9 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
   const callers = Object.keys(after.byCaller).sort();
   const strangers = callers.filter((c) => !c.startsWith("llmgw") && c !== "model_fleet_test");
   assertEquals(strangers, [], `only llmgw's clients asked the hub (callers: ${callers})`);
+  console.log(
+    `model fleet: ${figures.join("; ")}; fleet-b on ${warm.map((r) => r.shards[0].node)}`,
+  );
   for (const r of warm) {
     for (const s of r.shards) assertOk(AGENTS.includes(s.node), `${r.id} on ${s.node}`);
     const summary = r.explanation?.summary ?? "";
