@@ -8,6 +8,9 @@
  * - start: `ModelConfig.verify_with_parallel_config` (`vllm/config/model.py`):
  *   "Total number of attention heads (28) must be divisible by tensor
  *   parallel size (8)."
+ * - load, building the model: KV heads that TP neither divides nor is
+ *   divided by (`assert self.total_num_kv_heads % tp_size == 0`, else
+ *   `tp_size % …`, in the models' attention layers): a bare AssertionError.
  * - load, weights beyond the GPU itself: PyTorch's caching allocator
  *   (`c10/cuda/CUDACachingAllocator.cpp`): "CUDA out of memory. Tried to
  *   allocate … GiB. GPU 0 has a total capacity of … GiB of which … GiB is
@@ -82,6 +85,7 @@ export function vllmRefusal(
         `divisible by tensor parallel size (${tp}).`,
     };
   }
+  if (!kvHeadsSplit(facts, tp)) return { phase: "load", step: "config", message: "AssertionError" };
   const e = estimateMemory(facts, shape, settings);
   if (e.weights_bytes > gpuBytes) return cudaOutOfMemory(e.weights_bytes, gpuBytes);
   const available = gpuBudget(gpuBytes, settings.fraction) - e.weights_bytes;
@@ -120,7 +124,8 @@ export function sglangRefusal(
   settings: EngineMemorySettings,
   gpuBytes: number,
 ): EngineRefusal | null {
-  if (facts.attention_heads % shape.tensor_parallel !== 0) {
+  const tp = shape.tensor_parallel;
+  if (facts.attention_heads % tp !== 0 || !kvHeadsSplit(facts, tp)) {
     return { phase: "load", step: "config", message: "AssertionError" };
   }
   const e = estimateMemory(facts, shape, settings);
@@ -155,4 +160,14 @@ function cudaOutOfMemory(weights: number, gpuBytes: number): EngineRefusal {
       gib(weights - gpuBytes)
     }. GPU 0 has a total capacity of ${gib(gpuBytes)} of which 0.00 GiB is free.`,
   };
+}
+
+/**
+ * Whether the KV heads split over `tp` ranks as both engines' attention
+ * layers assert while the model is built: TP divides them, or they divide
+ * TP (each replicated); latent attention has none to split.
+ */
+function kvHeadsSplit(facts: ModelFacts, tp: number): boolean {
+  if (facts.mla_latent_dim !== null) return true;
+  return facts.kv_heads >= tp ? facts.kv_heads % tp === 0 : tp % facts.kv_heads === 0;
 }

@@ -95,3 +95,14 @@ Deno.test("SGLang: a TP that does not divide the heads asserts while the model i
   assertEquals(sglangRefusal(llama, shape(1), sglang(1), 24 * GIB), null);
   assertEquals(vllmRefusal(llama, shape(1), vllm(), 24 * GIB)?.step, "kv_cache");
 });
+
+Deno.test("KV heads that TP neither divides nor is divided by: both engines assert as the model is built", () => {
+  // Qwen2.5-7B: 28 heads (TP 7 divides them), 4 KV heads (7 neither divides nor is divided by 4).
+  const qwen = fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024]);
+  const refusal = { phase: "load", step: "config", message: "AssertionError" };
+  assertEquals(vllmRefusal(qwen, shape(7), vllm([], 7), 80 * GIB), refusal);
+  const sglang = engineMemorySettings("sglang", [], 7)!;
+  assertEquals(sglangRefusal(qwen, shape(7), sglang, 80 * GIB), refusal);
+  // TP 2 divides the 4 KV heads: it starts.
+  assertEquals(vllmRefusal(qwen, shape(2), vllm([], 2), 80 * GIB), null);
+});

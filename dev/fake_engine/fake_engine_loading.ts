@@ -37,10 +37,12 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
   const isVllm = rt.cfg.engine === "vllm";
   if (isVllm) {
     rt.log.core("INFO", "gpu_model_runner.py:2602", `Starting to load model ${rt.cfg.model}...`);
+    // The model's attention layers assert the KV heads against TP as it is built.
+    refuseAt(rt, "load", "config");
   } else {
     rt.log.core("INFO", "", "Load weight begin. avail mem=78.50 GB");
     // SGLang's attention layers assert the heads against TP as the model is built.
-    refuseAt(rt, "config");
+    refuseAt(rt, "load", "config");
   }
   if (showBar) rt.log.bar(0, total, 0);
   if (rt.knobs.never_ready) {
@@ -52,7 +54,7 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
     await sleep((ms * weightShare) / total);
     if (showBar) rt.log.bar(i, total, elapsed());
     // Weights beyond the GPU run out of memory part-way through the shards.
-    if (i === total / 2) refuseAt(rt, "weights");
+    if (i === total / 2) refuseAt(rt, "load", "weights");
   }
   const weightsGib = ((rt.fit?.weightsBytes ?? 14.99 * GIB) / GIB).toFixed(2);
   const weightSecs = elapsed().toFixed(2);
@@ -73,7 +75,7 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
       "gpu_worker.py:298",
       `Available KV cache memory: ${kv === null ? "48.00" : (kv / GIB).toFixed(2)} GiB`,
     );
-    refuseAt(rt, "kv_cache");
+    refuseAt(rt, "load", "kv_cache");
     rt.log.core(
       "INFO",
       "kv_cache_utils.py:1087",
@@ -92,7 +94,7 @@ export async function load(rt: Runtime, showBar: boolean, fraction: number): Pro
       "",
       `Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.50 GB, mem usage=${weightsGib} GB.`,
     );
-    refuseAt(rt, "kv_cache");
+    refuseAt(rt, "load", "kv_cache");
     await sleep(ms * 0.15);
     rt.log.core(
       "INFO",

@@ -14,10 +14,14 @@
  */
 import type { Runtime } from "./fake_engine_runtime.ts";
 
-/** Exits 1 with the engine's lines when its refusal comes at `step`; returns otherwise. */
-export function refuseAt(rt: Runtime, step: "config" | "weights" | "kv_cache"): void {
+/** Exits 1 with the engine's lines when its refusal comes at `phase` and `step`; returns otherwise. */
+export function refuseAt(
+  rt: Runtime,
+  phase: "start" | "load",
+  step: "config" | "weights" | "kv_cache",
+): void {
   const refusal = rt.fit?.refusal ?? null;
-  if (refusal === null || refusal.step !== step) return;
+  if (refusal === null || refusal.phase !== phase || refusal.step !== step) return;
   const { log } = rt;
   if (rt.cfg.engine === "vllm" && refusal.phase === "start") {
     log.api("ERROR", "api_server.py:1990", refusal.message);

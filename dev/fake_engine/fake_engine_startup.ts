@@ -58,7 +58,7 @@ export function announceStartup(rt: Runtime, workerPid: number | null): void {
     );
     exitOnModelProblem(rt);
     // vLLM checks the heads against TP with the config, before any engine core starts.
-    refuseAt(rt, "config");
+    refuseAt(rt, "start", "config");
     if (cfg.executor_backend === "ray") {
       log.fake("--distributed-executor-backend ray: no Ray cluster is contacted");
     }
