@@ -2,7 +2,8 @@ import { assertEquals, assertOk } from "../tests/assert.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../engines/compile_cache.ts";
-import { prepareShard } from "./prepare_shard.ts";
+import { offlineEnv, prepareShard } from "./prepare_shard.ts";
+import { HUB_ENGINE_SETTINGS } from "../models/hub_env.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
 
 function shard(env: Record<string, string> = {}): LaunchedShard {
@@ -82,4 +83,9 @@ Deno.test("with a model cache every shard runs with the hub off and the cache as
   // Without one (an agent with no model cache) nothing of the hub is set.
   const plain = await prepareShard(EngineRegistry.builtin())(shard());
   assertEquals(plain.command?.env.HF_HUB_OFFLINE, undefined);
+});
+
+Deno.test("every hub variable the agent sets for an engine is one a profile's env may not set", () => {
+  const set = Object.keys(offlineEnv("/cache"));
+  assertEquals(set.filter((k) => !HUB_ENGINE_SETTINGS.includes(k)), []);
 });

@@ -9,6 +9,7 @@ import type { ClusterNode } from "../inventory/types.ts";
 import { parallelismProblems, tooBigAdvice } from "./parallelism.ts";
 import { fp8Capable, fp8Requirement, needsFp8Hardware } from "./quantization.ts";
 import type { Deployment, Profile } from "./schema.ts";
+import { HUB_CREDENTIALS, HUB_ENGINE_SETTINGS } from "../models/hub_env.ts";
 
 /** One problem with a deployment. */
 export type DeploymentIssue = InputIssue;
@@ -57,6 +58,23 @@ export interface ValidateOptions {
 /** The built-in engine names (design §8). */
 export const BUILTIN_ENGINES: ReadonlySet<string> = new Set(["vllm", "sglang"]);
 
+/**
+ * Why a profile's `env` may not set `key`, or null when it may: a hub
+ * credential would be stored with the spec, shown in listings and events,
+ * and handed to an engine that never talks to the hub; the hub settings are
+ * llmgw's for every engine (offline, on the agent's model cache). The value
+ * is never repeated: it may be a token.
+ */
+export function hubEnvProblem(key: string): string | null {
+  if (HUB_CREDENTIALS.includes(key)) {
+    return "is a hub credential, which a deployment must not hold (it is stored, listed and shown in events, and engines never talk to the hub): give the token to the agents and the control plane in their environment (HF_TOKEN) or token file (an agent's hf_token_file, control serve --hub-token-file; docs/models.md), and remove it from the profile";
+  }
+  if (HUB_ENGINE_SETTINGS.includes(key)) {
+    return "is set by llmgw for every engine, which runs offline on the agent's model cache (docs/models.md); remove it from the profile (the hub or mirror the agents fetch from is their HF_ENDPOINT)";
+  }
+  return null;
+}
+
 /** Applies the one derived default: `gpus_per_node` = TP × PP / nodes when not given. */
 export function resolveGpusPerNode(
   profile: Omit<Profile, "gpus_per_node"> & { gpus_per_node?: number },
@@ -94,6 +112,12 @@ export function validateDeployment(
     }
     for (const e of parallelismProblems(p)) {
       errors.push({ path: at(e.field), message: `${name}: ${e.message}` });
+    }
+    for (const key of Object.keys(p.env)) {
+      const problem = hubEnvProblem(key);
+      if (problem !== null) {
+        errors.push({ path: [...at("env"), key], message: `${name}: env ${key} ${problem}` });
+      }
     }
     const ccs = options.classes?.computeCapabilities.get(p.gpu_class);
     if (options.classes !== undefined && ccs === undefined) {

@@ -3,16 +3,7 @@
  *
  * @module
  */
-
-/**
- * The hub's credentials as huggingface_hub reads them: the agent's own, for
- * its model cache; an engine never talks to the hub (issue #25 item 4).
- */
-export const HUB_CREDENTIALS: readonly string[] = [
-  "HF_TOKEN",
-  "HUGGING_FACE_HUB_TOKEN",
-  "HF_TOKEN_PATH",
-];
+import { HUB_CREDENTIALS } from "../models/hub_env.ts";
 
 /**
  * The agent's own environment minus llmgw's (`LLMGW_*` holds tokens and
@@ -26,5 +17,21 @@ export function engineBaseEnv(
   for (const key of Object.keys(env)) {
     if (key.startsWith("LLMGW_") || HUB_CREDENTIALS.includes(key)) delete env[key];
   }
+  return env;
+}
+
+/**
+ * An engine's whole environment: {@link engineBaseEnv} of `agentEnv`, then
+ * each of `layers` over it (the agent's extra variables, the plugin's
+ * command), with the hub's credentials taken out of all of them: a profile
+ * stored before its `env` was checked for them (deployment/validate.ts) may
+ * still name one, and an engine never talks to the hub.
+ */
+export function engineEnv(
+  agentEnv: Record<string, string>,
+  ...layers: Record<string, string>[]
+): Record<string, string> {
+  const env = Object.assign(engineBaseEnv(agentEnv), ...layers);
+  for (const key of HUB_CREDENTIALS) delete env[key];
   return env;
 }

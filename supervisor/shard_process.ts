@@ -13,7 +13,7 @@ import type { ShardSpec } from "../engines/types.ts";
 import type { ShardLaunch } from "../engines/types.ts";
 import { argumentRefusal } from "./argument_refusal.ts";
 import type { FailureKind } from "./crash_loop.ts";
-import { engineBaseEnv } from "./engine_env.ts";
+import { engineEnv } from "./engine_env.ts";
 import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
 import { exitReason } from "./process_end.ts";
@@ -117,7 +117,7 @@ export function spawnRun(
   try {
     const proc = EngineProcess.spawn(
       argv,
-      { ...engineBaseEnv(), ...opts.env, ...command.env },
+      engineEnv(Deno.env.toObject(), opts.env, command.env),
       paths.pidFile,
       {
         shard_id: desired.id,

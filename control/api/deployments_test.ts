@@ -88,6 +88,34 @@ Deno.test("POST /v1/deployments?dry_run: a bad value or a bad body is a 400 nami
   assertEquals(cp.deployments.list(), []);
 });
 
+Deno.test("POST /v1/deployments: a profile env holding a hub token or llmgw's hub settings is a 400 naming the field; the token is nowhere in the answer", async () => {
+  const { cp, apply } = await setup();
+  const secret = "hf_profile_env_secret_0123456789";
+  const cases: [Record<string, string>, string, string][] = [
+    [{ HF_TOKEN: secret }, "profiles[0].env.HF_TOKEN", "hub credential"],
+    [{ HUGGING_FACE_HUB_TOKEN: secret }, "profiles[0].env.HUGGING_FACE_HUB_TOKEN", "credential"],
+    [{ HF_TOKEN_PATH: "/root/token" }, "profiles[0].env.HF_TOKEN_PATH", "credential"],
+    [{ HF_HUB_OFFLINE: "0" }, "profiles[0].env.HF_HUB_OFFLINE", "set by llmgw"],
+    [{ HF_ENDPOINT: "https://mirror.example" }, "profiles[0].env.HF_ENDPOINT", "set by llmgw"],
+  ];
+  for (const [env, path, words] of cases) {
+    for (const query of ["", "?dry_run=true"]) {
+      const res = await apply({ ...QWEN, profiles: [{ ...QWEN.profiles[0], env }] }, query);
+      assertEquals(res.status, 400, `${path}${query}`);
+      const said = JSON.stringify(res.json);
+      assertStringIncludes(said, path);
+      assertStringIncludes(said, words);
+      assertOk(!said.includes(secret), `the token is in the answer: ${said}`);
+    }
+  }
+  const token = await apply({ ...QWEN, profiles: [{ ...QWEN.profiles[0], env: cases[0][0] }] });
+  assertStringIncludes(token.json.error.message, "docs/models.md");
+  assertEquals(cp.deployments.list(), []);
+  // Other variables are the operator's.
+  const ok = await apply({ ...QWEN, profiles: [{ ...QWEN.profiles[0], env: { VLLM_X: "1" } }] });
+  assertEquals(ok.status, 201);
+});
+
 Deno.test("the OpenAPI document shows apply's dry_run query and its answer's result", async () => {
   const { app } = await setup();
   const res = await app.request("/openapi.json", {
