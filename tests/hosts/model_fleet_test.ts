@@ -21,7 +21,8 @@
  * - the hub switched off, a fifth agent joined, a second deployment of the
  *   same commit under another served name: every replica starts, the hub
  *   counts no request more, and only llmgw's own clients ever asked it
- *   (engines never did: counted by User-Agent);
+ *   (engines never did: counted by User-Agent), and every engine runs
+ *   with `HF_HUB_OFFLINE=1`, no token, from its agent's snapshot path;
  * - warm placement: the second deployment's replicas land on the four
  *   holders, not on the fifth agent, and their explanations say so.
  *
@@ -33,7 +34,7 @@ import { join } from "node:path";
 import { assertEquals, assertOk } from "../assert.ts";
 import { until } from "../until.ts";
 import { Lab, type LabHost, type LabProcess, netnsAvailable } from "./lab.ts";
-import { REPO } from "./rehearsal_hosts.ts";
+import { enginesIn, environOf, REPO } from "./rehearsal_hosts.ts";
 import { logTails, waitForLog } from "./rehearsal_waits.ts";
 import { HUB_PORT } from "./model_fleet_hub.ts";
 import { blobHash, BlobSampler, type RevisionFile, revisionFiles } from "./model_fleet_checks.ts";
@@ -277,6 +278,18 @@ async function fleet(lab: Lab, dir: string): Promise<void> {
     const rs = await replicas(api, "fleet-b");
     return rs.length === AGENTS.length && rs.every((r) => r.state === "ready") ? rs : null;
   }, WAIT);
+  // Every engine (two per holder now) runs offline from its agent's snapshot, with no token.
+  for (const n of AGENTS) {
+    const engines = enginesIn(join(dir, n, "state"));
+    assertEquals(engines.length, 2, `${n}: engines ${JSON.stringify(engines)}`);
+    for (const e of engines) {
+      const env = environOf(e.pid);
+      assertEquals([env.HF_HUB_OFFLINE, env.HF_TOKEN], ["1", undefined], `${n}: ${e.shard}`);
+      const argv = Deno.readTextFileSync(`/proc/${e.pid}/cmdline`).split("\0");
+      const snapshot = join(dir, n, "cache", `models--${MODEL.replace("/", "--")}`, "snapshots");
+      assertOk(argv.includes(join(snapshot, commit)), `${n}: ${e.shard} runs ${argv.join(" ")}`);
+    }
+  }
   const after = await counters(hubDir);
   assertEquals(after.byKind, off.byKind, "no request reached the hub while it was off");
   const callers = Object.keys(after.byCaller).sort();
