@@ -71,7 +71,10 @@ export function modelList(state: ControlState): ModelRevisionView[] {
     v.deployments.sort(compareNatural);
     v.hosts.sort((a: ModelHostView, b: ModelHostView) => compareNatural(a.node, b.node));
     const reported = v.hosts.filter((h) => h.state === "complete").map((h) => h.bytes ?? 0);
-    v.bytes = reported.length > 0 ? Math.max(...reported) : v.facts?.weight_bytes ?? null;
+    // Unreported, the revision's files (what a host would hold), else its weights.
+    v.bytes = reported.length > 0
+      ? Math.max(...reported)
+      : v.facts?.download_bytes ?? v.facts?.weight_bytes ?? null;
   }
   return [...views.values()].sort((a, b) =>
     compareNatural(a.model, b.model) ||

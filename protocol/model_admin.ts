@@ -39,7 +39,7 @@ export interface ModelRevisionView {
   commit: string | null;
   /** The branch, tag or commit deployments name it by; null when only agents report it. */
   revision: string | null;
-  /** Bytes: the largest a host reports, else the model facts' weight bytes; null when unknown. */
+  /** Bytes: the largest a host reports, else the revision's files' (facts), else its weights'; null when unknown. */
   bytes: number | null;
   /** Deployments whose current revision serves it, by name. */
   deployments: string[];
