@@ -35,4 +35,6 @@ export {
   fp8Requirement,
   needsFp8Hardware,
 } from "./quantization.ts";
+export type { ModelFit } from "./model_fit.ts";
+export type { MemoryEstimate } from "../models/memory_estimate.ts";
 export { type ParallelismProblem, parallelismProblems, type ParallelShape } from "./parallelism.ts";

@@ -63,3 +63,4 @@ export {
 export { BUILTIN_PLUGINS, EngineRegistry, inProcessDriver, pluginDirsFromEnv } from "./registry.ts";
 export { vllmPlugin } from "./vllm.ts";
 export { sglangPlugin } from "./sglang.ts";
+export type { EngineMemorySettings } from "./memory_settings.ts";

@@ -15,6 +15,7 @@ export {
   indexCluster,
   type IndexedNode,
   type IndexOptions,
+  type NodeModelCache,
   withoutNodes,
 } from "./cluster_index.ts";
 export { type ReleasedShard, releasePlacement } from "./release.ts";
@@ -24,6 +25,7 @@ export {
   engineFilter,
   freeGpusFilter,
   gpuMemoryFilter,
+  type ModelDisk,
   NODE_FILTERS,
   type NodeFilter,
   nodeSelectorFilter,
@@ -42,3 +44,4 @@ export {
   type PlaceOptions,
   placeReplica,
 } from "./place.ts";
+export type { CheckpointQuantization, ModelFacts } from "../models/model_facts.ts";

@@ -80,3 +80,10 @@ export type {
 export type * from "../engines/types.ts";
 export type { FabricPort, LinkLayer } from "../discovery/types.ts";
 export type { DesiredShard, LoadMetricNames, ShardReport } from "../protocol/agent_protocol.ts";
+export {
+  type DownloadProgress,
+  type FetchedModel,
+  type ModelFetcher,
+  ModelFetchError,
+} from "./model_fetcher.ts";
+export type { ShardDownload } from "../protocol/shard_download.ts";
