@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import { assertEquals, assertOk, assertRejects, assertStringIncludes } from "./assert.ts";
 import { until, WaitTimeoutError } from "./until.ts";
 
-const FAST = { timeoutMs: 200, intervalMs: 5 };
+/**
+ * For waits that end with an answer: probes 5 ms apart, and a bound only a
+ * busy machine reaches (200 ms failed with test files in parallel).
+ */
+const FAST = { timeoutMs: 10_000, intervalMs: 5 };
 
 Deno.test("until returns the first answer: a probe that succeeds on its 3rd call is called 3 times", async () => {
   let calls = 0;
