@@ -9,6 +9,8 @@
 import type { InventoryNode } from "../inventory/store.ts";
 import { NODE_STATES, type NodeState } from "../inventory/types.ts";
 import { compareNatural } from "../text/natural_order.ts";
+import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import { type NodeCache, nodeCache } from "./node_cache.ts";
 
 /** Rows a page. */
 export const FLEET_PAGE_SIZE = 50;
@@ -147,6 +149,8 @@ export interface NodeRow {
   unhealthy: number;
   /** When it was last heard from, ms since the epoch. */
   last_seen_ms: number;
+  /** Its agent's model cache; null when it reports none (an older agent, none configured). */
+  cache: NodeCache | null;
 }
 
 /** A count under a name, e.g. 812 nodes ready. */
@@ -201,8 +205,8 @@ const NO_CLASS = "unknown class";
 const NO_GPU = "no GPUs";
 const NO_FABRIC = "no fabric";
 
-/** A node as a row. */
-export function nodeRow(n: InventoryNode): NodeRow {
+/** A node as a row, with its agent's last model cache report when there is one. */
+export function nodeRow(n: InventoryNode, cache?: ModelCacheReport): NodeRow {
   const holder = new Map<number, string>();
   for (const a of n.allocations) {
     for (const i of a.gpu_indices) holder.set(i, a.replica_id);
@@ -239,6 +243,7 @@ export function nodeRow(n: InventoryNode): NodeRow {
     held: gpus.filter((g) => g.replica !== null).length,
     unhealthy: gpus.filter((g) => g.status === "unhealthy").length,
     last_seen_ms: n.last_seen_ms,
+    cache: nodeCache(cache),
   };
 }
 
@@ -303,12 +308,13 @@ function add(
   counts.set(name, c);
 }
 
-/** The fleet page's model from the inventory's nodes. */
+/** The fleet page's model from the inventory's nodes and their agents' model cache reports. */
 export function fleetModel(
   nodes: readonly InventoryNode[],
   q: FleetQuery,
+  caches: ReadonlyMap<string, ModelCacheReport> = new Map(),
 ): FleetModel {
-  const rows = nodes.map((n) => ({ row: nodeRow(n), labels: n.labels }));
+  const rows = nodes.map((n) => ({ row: nodeRow(n, caches.get(n.id)), labels: n.labels }));
   const total: Count = {
     name: "fleet",
     nodes: 0,

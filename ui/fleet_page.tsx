@@ -21,6 +21,8 @@ import {
 } from "./fleet_model.ts";
 import { ago, gib, Layout, type SessionView, StateBadge } from "./layout.tsx";
 import { NODE_STATES } from "../inventory/types.ts";
+import type { NodeCache } from "./node_cache.ts";
+import { formatBytes } from "../text/bytes.ts";
 
 /** How often the node list refreshes, in seconds. */
 const REFRESH_S = 2;
@@ -245,6 +247,33 @@ function Actions(props: { row: NodeRow }) {
   );
 }
 
+/** A node's model cache: its room, then its first revisions with their state. */
+function CacheTd(props: { cache: NodeCache | null }) {
+  const c = props.cache;
+  if (c === null) return <td class="small mute">no cache reported</td>;
+  return (
+    <td class="small" data-cache="">
+      <div class="nowrap">
+        {c.complete} held ·{" "}
+        {c.room_bytes === null ? "room unknown" : `${formatBytes(c.room_bytes)} room`}
+      </div>
+      {c.revisions.map((r) => (
+        <div
+          key={r.name}
+          class="nowrap"
+          title={`${formatBytes(r.bytes)}${r.pinned ? " · pinned" : ""}`}
+        >
+          <span class="mute">{r.name}</span> {r.state === "complete"
+            ? formatBytes(r.bytes)
+            : `${r.state}${r.percent === null ? "" : ` ${r.percent}%`}`}
+          {r.pinned ? " · pinned" : null}
+        </div>
+      ))}
+      {c.more > 0 ? <div class="mute">and {c.more} more</div> : null}
+    </td>
+  );
+}
+
 function NodeTr(props: { row: NodeRow; now: number }) {
   const r = props.row;
   const used = r.gpus.reduce((a, g) => a + (g.memory.used ?? 0), 0);
@@ -273,6 +302,7 @@ function NodeTr(props: { row: NodeRow; now: number }) {
         {r.held}/{r.gpus.length} held
         <div class="mute">{gib(used)}/{gib(total)} GiB</div>
       </td>
+      <CacheTd cache={r.cache} />
       <td class="small">
         {r.fabrics.length === 0
           ? <span class="mute">none</span>
@@ -299,7 +329,7 @@ export function FleetFragment(
 ) {
   const { model: m, query: q } = props;
   const self = `/ui/fragments/fleet${fleetQueryString(q, m.page)}`;
-  const cols = 7;
+  const cols = 8;
   const pageLink = (page: number, label: string) => (
     <a
       href={`/ui/${fleetQueryString(q, page)}`}
@@ -330,6 +360,7 @@ export function FleetFragment(
             <th>State</th>
             <th>GPUs</th>
             <th>Use</th>
+            <th>Model cache</th>
             <th>Fabrics</th>
             <th>Seen</th>
             <th></th>

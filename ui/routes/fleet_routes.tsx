@@ -30,7 +30,7 @@ export function fleetRoutes(cp: ControlPlane, guarded: Guard): Hono {
       return await html(
         c,
         <FleetPage
-          model={fleetModel(cp.nodes.list(), query)}
+          model={fleetModel(cp.nodes.list(), query, cp.state.modelCaches)}
           query={query}
           now={cp.state.now()}
           session={s}
@@ -46,7 +46,7 @@ export function fleetRoutes(cp: ControlPlane, guarded: Guard): Hono {
       return await html(
         c,
         <FleetFragment
-          model={fleetModel(cp.nodes.list(), query)}
+          model={fleetModel(cp.nodes.list(), query, cp.state.modelCaches)}
           query={query}
           now={cp.state.now()}
         />,
