@@ -9,6 +9,7 @@
 import { shortCommit } from "../deployment/model_revision.ts";
 import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
 import { formatBytes } from "../text/bytes.ts";
+import { downloadPercent } from "../protocol/shard_download.ts";
 import { renderTable } from "../text/table.ts";
 
 /** Hosts a line names before "+N more" (all with `-o wide`). */
@@ -24,9 +25,9 @@ export function revisionCell(v: ModelRevisionView): string {
 /** `downloading 45%`, `complete`, `requested`. */
 export function hostState(h: ModelHostView): string {
   if (h.state !== "downloading") return h.state;
-  const pct = h.bytes === null || h.bytes <= 0
+  const pct = h.bytes === null
     ? null
-    : Math.min(100, Math.floor((h.bytes_done * 100) / h.bytes));
+    : downloadPercent({ bytes_done: h.bytes_done, bytes_total: h.bytes });
   return pct === null ? "downloading" : `downloading ${pct}%`;
 }
 

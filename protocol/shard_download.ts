@@ -73,7 +73,9 @@ export function downloadSummary(d: ShardDownload): string {
 }
 
 /** Percent done, 0-100 (floored), or null before the total is known. */
-export function downloadPercent(d: ShardDownload): number | null {
+export function downloadPercent(
+  d: Pick<ShardDownload, "bytes_done" | "bytes_total">,
+): number | null {
   if (d.bytes_total <= 0) return null;
   return Math.min(100, Math.floor((d.bytes_done * 100) / d.bytes_total));
 }

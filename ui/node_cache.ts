@@ -10,6 +10,7 @@
  */
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import { shortCommit } from "../deployment/model_revision.ts";
+import { downloadPercent } from "../protocol/shard_download.ts";
 
 /** The most revisions a node's row lists. */
 export const CACHE_REVISIONS_SHOWN = 3;
@@ -54,9 +55,9 @@ export function nodeCache(report: ModelCacheReport | undefined): NodeCache | nul
       name: `${r.repo}@${shortCommit(r.commit)}`,
       state: r.state,
       bytes: r.bytes,
-      percent: r.state === "complete" || r.bytes === 0
+      percent: r.state === "complete"
         ? null
-        : Math.min(100, Math.floor((r.bytes_done / r.bytes) * 100)),
+        : downloadPercent({ bytes_done: r.bytes_done, bytes_total: r.bytes }),
       pinned: r.pinned,
     })),
     more: Math.max(0, report.revisions.length - CACHE_REVISIONS_SHOWN) + report.omitted,
