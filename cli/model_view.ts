@@ -6,30 +6,13 @@
  *
  * @module
  */
-import { shortCommit } from "../deployment/model_revision.ts";
 import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
 import { formatBytes } from "../text/bytes.ts";
-import { downloadPercent } from "../protocol/shard_download.ts";
+import { hostState, revisionCell } from "../protocol/model_revision_text.ts";
 import { renderTable } from "../text/table.ts";
 
 /** Hosts a line names before "+N more" (all with `-o wide`). */
 const HOSTS_IN_LINE = 4;
-
-/** `main@1a2b3c4`; `main@?` while unresolved; `1a2b3c4` when only agents report it; `-` for a path. */
-export function revisionCell(v: ModelRevisionView): string {
-  const commit = v.commit === null ? "?" : shortCommit(v.commit);
-  if (v.revision === null) return v.commit === null ? "-" : commit;
-  return `${v.revision}@${commit}`;
-}
-
-/** `downloading 45%`, `complete`, `requested`. */
-export function hostState(h: ModelHostView): string {
-  if (h.state !== "downloading") return h.state;
-  const pct = h.bytes === null
-    ? null
-    : downloadPercent({ bytes_done: h.bytes_done, bytes_total: h.bytes });
-  return pct === null ? "downloading" : `downloading ${pct}%`;
-}
 
 /** "n1 complete, n2 downloading 45%, +3 more"; "-" for none. */
 function hostsCell(hosts: readonly ModelHostView[], wide: boolean): string {

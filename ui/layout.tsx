@@ -10,7 +10,7 @@ import { assetPath, ASSETS } from "./assets.ts";
 import { CSRF_HEADER } from "./session.ts";
 
 /** Which page is shown, for the top bar. */
-export type PageName = "fleet" | "deployments" | "replica" | "sign-in";
+export type PageName = "fleet" | "deployments" | "replica" | "models" | "sign-in";
 
 /** What a signed-in page knows of its session. */
 export interface SessionView {
@@ -60,6 +60,9 @@ export function Layout(props: {
                 class={props.page === "deployments" || props.page === "replica" ? "on" : undefined}
               >
                 Deployments
+              </a>
+              <a href="/ui/models" class={props.page === "models" ? "on" : undefined}>
+                Models
               </a>
             </nav>
           )}

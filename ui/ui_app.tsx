@@ -14,6 +14,7 @@ import { LogFollowers } from "./log_follower.ts";
 import { assetRoutes } from "./routes/asset_routes.ts";
 import { deploymentRoutes } from "./routes/deployment_routes.tsx";
 import { fleetRoutes } from "./routes/fleet_routes.tsx";
+import { modelRoutes } from "./routes/model_routes.tsx";
 import { uiGuard } from "./routes/guard.tsx";
 import { replicaRoutes } from "./routes/replica_routes.tsx";
 import { sessionRoutes } from "./routes/session_routes.tsx";
@@ -41,6 +42,7 @@ export function uiApp(
   app.route("/", assetRoutes());
   app.route("/", fleetRoutes(cp, guarded));
   app.route("/", deploymentRoutes(cp, guarded));
+  app.route("/", modelRoutes(cp, guarded));
   app.route("/", replicaRoutes(cp, guarded, followers));
   // Last: it answers any /ui path no group above has (a signed-in 404 page).
   app.get(
