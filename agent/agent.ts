@@ -15,18 +15,22 @@
  * - identity, the stored node token and re-registration: agent/registration.ts;
  * - heartbeats and certificate renewal: agent/heartbeat_loop.ts;
  * - fencing and level-triggered reconciling: agent/desired_state_loop.ts;
- * - discovery and GPU health: agent/discovery_loop.ts.
+ * - discovery and GPU health: agent/discovery_loop.ts;
+ * - the state directory, TLS, management address and local token: agent/agent_setup.ts;
+ * - the local API and engine proxy listeners: agent/agent_listeners.ts;
+ * - the model cache, its peers and the peer route: agent/agent_model_wiring.ts;
+ * - the supervisor, its adoption and start-up timings: agent/agent_supervisor.ts.
  *
  * @module
  */
 import { EngineRegistry } from "../engines/registry.ts";
-import { Supervisor } from "../supervisor/supervisor.ts";
-import { DEFAULT_PORT_RANGE, PortAllocator } from "../supervisor/port_allocator.ts";
+import type { Supervisor } from "../supervisor/supervisor.ts";
 import type { ControlClient } from "./control_client.ts";
 import { controlClient } from "./control_connection.ts";
-import { loadOrCreateLocalToken, loadOrCreateProxyToken, localTokenPath } from "./credentials.ts";
-import type { AgentListener, ListenAddress } from "./listener.ts";
-import { AgentTls } from "./agent_tls.ts";
+import { loadOrCreateProxyToken } from "./credentials.ts";
+import type { ListenAddress } from "./listener.ts";
+import type { AgentTls } from "./agent_tls.ts";
+import { setUpAgent } from "./agent_setup.ts";
 import {
   AgentError,
   type AgentOptions,
@@ -35,27 +39,16 @@ import {
   nodeIdProblem,
   type StopOptions,
 } from "./agent_options.ts";
-import { type ListenerPlacement, serveEngineProxy, serveLocalApi } from "./agent_listeners.ts";
+import { AgentListeners, serveEngineProxy, serveLocalApi } from "./agent_listeners.ts";
 import { DesiredStateLoop } from "./desired_state_loop.ts";
 import { DiscoveryLoop } from "./discovery_loop.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { HeartbeatLoop } from "./heartbeat_loop.ts";
 import type { AgentStatus } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "../log/log.ts";
-import {
-  type AgentMetricsSnapshot,
-  emptyTimeToReady,
-  gatherAgentMetrics,
-  observeTimeToReady,
-  type TimeToReadyHistogram,
-} from "./metrics.ts";
-import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics.ts";
-import { detectMgmt } from "./mgmt_addr.ts";
-import { prepareShard } from "./prepare_shard.ts";
-import { type AgentModels, agentModels } from "./agent_models.ts";
-import { AssignedSources, nodeCertificateFetch } from "./assigned_sources.ts";
-import { PeerServer } from "./peer_server.ts";
-import { CacheLayout } from "./model_cache/cache_layout.ts";
+import { type AgentMetricsSnapshot, gatherAgentMetrics } from "./metrics.ts";
+import { EngineStartTimings, startSupervisor } from "./agent_supervisor.ts";
+import { AgentModelWiring } from "./agent_model_wiring.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
 import { systemClock } from "../time/clock.ts";
@@ -79,19 +72,14 @@ export class Agent {
   #localToken: string | null = null;
   #registry: EngineRegistry | null = null;
   #supervisor: Supervisor | null = null;
-  #server: AgentListener | null = null;
+  readonly #listeners = new AgentListeners();
   #mgmt: { addr: string; iface: string | null } = { addr: "127.0.0.1", iface: null };
-  #agentUrl: string | null = null;
-  #proxyServer: AgentListener | null = null;
   /** TLS toward the control plane and on both listeners; null for an http:// control plane. */
   #tls: AgentTls | null = null;
-  #proxyUrl: string | null = null;
   #proxyToken: string | null = null;
-  #timeToReady: TimeToReadyHistogram = emptyTimeToReady();
-  #coldStart: ColdStartHistograms = [];
-  #models: AgentModels | null = null;
-  #peerFetch: ReturnType<typeof nodeCertificateFetch> | null = null;
-  #peer: PeerServer | undefined;
+  readonly #timings = new EngineStartTimings();
+  /** The model cache and the peers (agent/agent_model_wiring.ts); built once TLS is known. */
+  #models: AgentModelWiring | null = null;
 
   readonly #stopCtl = new AbortController();
   #tasks: Promise<void>[] = [];
@@ -156,7 +144,7 @@ export class Agent {
       client,
       session: this.#registration,
       reconcile: (s) => this.#supervisor!.reconcile(s),
-      onApplied: (s) => this.#models?.puller.sync(s.models ?? []),
+      onApplied: (s) => this.#models?.models?.puller.sync(s.models ?? []),
       longPollMs: options.longPollMs,
       retry,
       log,
@@ -169,7 +157,7 @@ export class Agent {
       discovery: this.#discovery,
       desired: this.#desired,
       shards,
-      modelCache: () => this.#models?.reporter ?? null,
+      modelCache: () => this.#models?.models?.reporter ?? null,
       tls,
       retry,
       log,
@@ -190,12 +178,12 @@ export class Agent {
 
   /** Where the local API listens, once started (null when it does not). */
   get localAddr(): Deno.NetAddr | null {
-    return this.#server?.addr ?? null;
+    return this.#listeners.localApi?.server.addr ?? null;
   }
 
   /** Where the engine proxy listens, once started; null without one. */
   get proxyAddr(): Deno.NetAddr | null {
-    return this.#proxyServer?.addr ?? null;
+    return this.#listeners.proxy?.server.addr ?? null;
   }
 
   /** The agent's status, as the local API shows it. */
@@ -212,13 +200,13 @@ export class Agent {
 
   /** What the local API's `/metrics` shows (agent/metrics.ts). */
   metricsSnapshot(): AgentMetricsSnapshot {
-    const peer = this.#peer?.stats();
+    const peer = this.#models?.peer?.stats();
     const snapshot = gatherAgentMetrics({
       gpus: this.#discovery.gpus,
       shards: this.#supervisor?.status() ?? [],
       shardMetrics: this.#supervisor?.metrics() ?? [],
-      timeToReady: this.#timeToReady,
-      coldStart: this.#coldStart,
+      timeToReady: this.#timings.timeToReady,
+      coldStart: this.#timings.coldStart,
       discoveryErrors: this.#discovery.errors,
       certificateNotAfterMs: this.#tls?.notAfterMs ?? null,
       certificateRenewalFailures: this.#tls?.renewalFailures ?? 0,
@@ -226,16 +214,13 @@ export class Agent {
     return peer === undefined ? snapshot : { ...snapshot, peer };
   }
 
-  /** Undoes a start that failed part way: the listeners and the TLS client. */
+  /** Undoes a start that failed part way: the listeners and the TLS clients. */
   async #abortStart(): Promise<void> {
-    await this.#server?.shutdown();
-    this.#server = null;
-    await this.#proxyServer?.shutdown();
-    this.#proxyServer = null;
+    await this.#listeners.shutdown();
     this.#tls?.close();
     this.#tls = null;
-    this.#peerFetch?.close();
-    this.#peerFetch = null;
+    this.#models?.close();
+    this.#models = null;
   }
 
   /**
@@ -252,110 +237,40 @@ export class Agent {
     if (this.#state !== "new") throw new AgentError("an agent starts once");
     this.#state = "starting";
     const o = this.#opts;
-    try {
-      Deno.mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
-    } catch (e) {
-      throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorMessage(e)}`);
-    }
-    try {
-      this.#tls = await AgentTls.prepare({
-        stateDir: o.stateDir,
-        controlUrl: o.controlUrl,
-        controlUrls: o.controlUrls,
-        joinToken: o.joinToken,
-        caFile: o.caFile,
-        log: (message, fields) => this.#log.info(message, fields),
-        clock: o.clock,
-      });
-    } catch (e) {
-      throw new AgentError(errorMessage(e));
-    }
-    if (this.#tls === null) {
-      this.#log.warn(
-        "plain HTTP: the control plane URL is http://, so the join token and node credential " +
-          "cross the network in clear and the agent's listeners serve plain HTTP (lab use only)",
-        { control_url: o.controlUrl },
-      );
-    }
+    const host = await setUpAgent(o, this.#log);
+    this.#tls = host.tls;
+    this.#mgmt = host.mgmt;
+    this.#localToken = host.localToken;
     let supervisor: Supervisor;
     try {
-      const mgmt = detectMgmt({ addr: o.mgmtAddr, iface: o.mgmtInterface });
-      if ("error" in mgmt) throw new AgentError(mgmt.error);
-      this.#mgmt = mgmt;
-      if (o.localToken !== undefined) {
-        this.#localToken = o.localToken;
-      } else {
-        this.#localToken = loadOrCreateLocalToken(o.stateDir);
-        this.#log.info("local API token generated or reused", { path: localTokenPath(o.stateDir) });
-      }
-
       const registry = await EngineRegistry.load(o.pluginDirs ?? []);
       for (const p of registry.problems) this.#log.warn("engine plugin problem", { problem: p });
       this.#registry = registry;
 
-      const listen = o.listen === undefined ? DEFAULT_LISTEN : o.listen;
-      if (listen !== null) await this.#listen(listen);
-      const proxyListen = o.proxyListen === undefined ? DEFAULT_PROXY_LISTEN : o.proxyListen;
-      if (proxyListen !== null) {
-        this.#proxyToken = o.proxyToken ?? loadOrCreateProxyToken(o.stateDir);
-        await this.#listenProxy(proxyListen);
-      }
+      this.#models = new AgentModelWiring({
+        models: o.models,
+        tls: this.#tls,
+        log: this.#supLog,
+        version: o.agentVersion ?? "unknown",
+        received: () => this.#desired.received,
+        applied: () => this.#desired.applied,
+      });
+      await this.#serve(o);
 
-      // Peers the control plane assigns are asked with the node certificate (TLS only).
-      const tls = this.#tls;
-      this.#peerFetch = tls === null ? null : nodeCertificateFetch(tls);
-      const assigned = this.#peerFetch && new AssignedSources(this.#peerFetch.fetch);
-      const models = o.models &&
-        agentModels(
-          assigned === null ? o.models : {
-            ...o.models,
-            sources: (model, commit, hub) => {
-              // The state being reconciled: its shards' fetches start during the reconcile.
-              assigned.update(this.#desired.received?.model_sources);
-              return assigned.sourcesFor(model, commit, hub);
-            },
-          },
-          this.#supLog,
-          o.agentVersion ?? "unknown",
-          () => this.#desired.applied,
-        );
-      this.#models = models ?? null;
-      const modelCache = models?.root; // engines read it with the hub off (prepare_shard.ts)
-      supervisor = new Supervisor({
-        ...o.supervisor,
-        clock: o.supervisor?.clock ?? o.clock,
-        models: models?.fetcher,
-        stateDir: o.stateDir,
-        ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),
-        onEvent: (e) => this.#supLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
-        onReady: (_shard, afterMs) => {
-          this.#timeToReady = observeTimeToReady(this.#timeToReady, afterMs / 1000);
-        },
-        onColdStart: (_shard, engine, receipt) => {
-          this.#coldStart = observeColdStart(this.#coldStart, engine, receipt);
-        },
-        // Engines' compile and JIT caches persist per host (engines/compile_cache.ts).
-      }, prepareShard(registry, { engineCacheRoot: `${o.stateDir}/engine_cache`, modelCache }));
-      try {
-        await supervisor.start();
-      } catch (e) {
-        throw new AgentError(`supervisor cannot start: ${errorMessage(e)}`);
-      }
-      // Adopted engines are probed now, so the first heartbeat reports the
-      // ready ones ready and their replicas never leave the endpoints.
-      await supervisor.tick();
+      supervisor = await startSupervisor({
+        options: o,
+        registry,
+        models: this.#models.models,
+        log: this.#log,
+        supervisorLog: this.#supLog,
+        timings: this.#timings,
+      });
     } catch (e) {
       // Whatever had started is stopped: listeners closed, TLS material released.
       await this.#abortStart();
       throw e;
     }
     this.#supervisor = supervisor;
-    const adopted = supervisor.status();
-    if (adopted.length > 0) {
-      this.#log.info("adopted engines left running", {
-        shards: adopted.map((s) => ({ id: s.id, pid: s.pid })),
-      });
-    }
 
     // Discovery after adoption: our engines' GPU memory is then known to be
     // ours, not another process's (design §5.1).
@@ -373,12 +288,9 @@ export class Agent {
     this.#stopping = (async () => {
       this.#state = "stopping";
       this.#stopCtl.abort();
-      // Together: a local API client still reading must not keep the proxy open.
-      await Promise.all([...this.#tasks, this.#server?.shutdown(), this.#proxyServer?.shutdown()]);
-      this.#server = this.#proxyServer = null;
+      await Promise.all([...this.#tasks, this.#listeners.shutdown()]);
       this.#tls?.close();
-      this.#peerFetch?.close();
-      this.#models?.puller.stop();
+      this.#models?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();
@@ -417,46 +329,51 @@ export class Agent {
         hostname: this.#hostname,
         mgmtAddr: this.#mgmt.addr,
         mgmtInterface: this.#mgmt.iface,
-        agentUrl: this.#agentUrl,
+        agentUrl: this.#listeners.localApi?.url ?? null,
         labels: this.#opts.labels ?? {},
         agentVersion: this.#opts.agentVersion ?? "unknown",
       },
       hardware: { gpus: this.#discovery.gpus, fabrics: this.#discovery.fabrics },
       localToken: this.#localToken,
-      proxyUrl: this.#proxyUrl,
+      proxyUrl: this.#listeners.proxy?.url ?? null,
       proxyToken: this.#proxyToken,
     };
   }
 
-  async #listen(listen: ListenAddress): Promise<void> {
-    const served = await serveLocalApi(
-      {
+  /** Serves the local API and the engine proxy, each where it is asked to (null: not at all). */
+  async #serve(o: AgentOptions): Promise<void> {
+    const at = (listen: ListenAddress, url: string | undefined) => ({
+      listen,
+      url,
+      mgmtAddr: this.#mgmt.addr,
+      tls: this.#tls,
+      log: this.#log,
+    });
+    const listen = o.listen === undefined ? DEFAULT_LISTEN : o.listen;
+    if (listen !== null) {
+      const view = {
         status: () => this.status(),
-        shard: (id) => this.#supervisor?.shard(id) ?? null,
+        shard: (id: string) => this.#supervisor?.shard(id) ?? null,
         metrics: () => this.metricsSnapshot(),
         metricsTokenHashes: () => this.#heartbeat.metricsTokenHashes,
-      },
-      this.#localToken!,
-      this.#placement(listen, this.#opts.agentUrl),
+      };
       // Other agents of the cluster fetch model bytes this one holds (agent/peer_server.ts).
-      this.#peer = this.#opts.models === undefined
-        ? undefined
-        : new PeerServer({ layout: new CacheLayout(this.#opts.models.cache.root) }),
-    );
-    this.#server = served.server;
-    this.#agentUrl = served.url;
-  }
-
-  async #listenProxy(listen: ListenAddress): Promise<void> {
-    const served = await serveEngineProxy({
-      token: this.#proxyToken!,
-      target: (id) => this.#supervisor?.target(id) ?? null,
-    }, this.#placement(listen, this.#opts.proxyUrl));
-    this.#proxyServer = served.server;
-    this.#proxyUrl = served.url;
-  }
-
-  #placement(listen: ListenAddress, url: string | undefined): ListenerPlacement {
-    return { listen, url, mgmtAddr: this.#mgmt.addr, tls: this.#tls, log: this.#log };
+      const peer = this.#models?.peer;
+      this.#listeners.localApi = await serveLocalApi(
+        view,
+        this.#localToken!,
+        at(listen, o.agentUrl),
+        peer,
+      );
+    }
+    const proxyListen = o.proxyListen === undefined ? DEFAULT_PROXY_LISTEN : o.proxyListen;
+    if (proxyListen !== null) {
+      this.#proxyToken = o.proxyToken ?? loadOrCreateProxyToken(o.stateDir);
+      const target = (id: string) => this.#supervisor?.target(id) ?? null;
+      this.#listeners.proxy = await serveEngineProxy(
+        { token: this.#proxyToken, target },
+        at(proxyListen, o.proxyUrl),
+      );
+    }
   }
 }

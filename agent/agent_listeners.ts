@@ -41,6 +41,20 @@ export interface ServedListener {
   url: string;
 }
 
+/** The agent's listeners as it holds them: each up or not (null), with the URL it registers. */
+export class AgentListeners {
+  /** The local API; null when it does not listen. */
+  localApi: ServedListener | null = null;
+  /** The engine proxy; null when it does not listen. */
+  proxy: ServedListener | null = null;
+
+  /** Shuts both down together: a local API client still reading must not keep the proxy open. */
+  async shutdown(): Promise<void> {
+    await Promise.all([this.localApi?.server.shutdown(), this.proxy?.server.shutdown()]);
+    this.localApi = this.proxy = null;
+  }
+}
+
 /**
  * Serves the local API with `token`. Over TLS the control plane presents a
  * certificate from the CA: `/v1` needs it besides the token. With `peer`,
