@@ -3,9 +3,10 @@
  * issue #23 item 4): new connections are refused at once, a request in
  * flight is answered whole, and a stream that outlasts the drain does not
  * keep the agent from exiting. The engines are loopback servers the test shuts down.
+ * Also AgentListeners, which holds both listeners and shuts them together.
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { serveEngineProxy } from "./agent_listeners.ts";
+import { AgentListeners, serveEngineProxy } from "./agent_listeners.ts";
 import { createLogger } from "../log/log.ts";
 import { SHARD_HEADER } from "./engine_proxy.ts";
 
@@ -115,5 +116,27 @@ Deno.test("a stream outlasting the drain does not hold a stopping agent past the
     for (const t of timers) clearInterval(t);
     // Bounded too: a relay that never ended would keep the engine's connection open.
     await within(engine.shutdown(), 5_000);
+  }
+});
+
+Deno.test("AgentListeners shuts both listeners down together and forgets them", async () => {
+  const lines: string[] = [];
+  const held = new AgentListeners();
+  // Two proxies stand in for the local API and the engine proxy: shutdown treats both alike.
+  held.localApi = await proxyFor(1, 1_000, lines);
+  held.proxy = await proxyFor(1, 1_000, lines);
+  const urls = [held.localApi.url, held.proxy.url];
+  try {
+    assertOk(await within(held.shutdown(), 10_000) !== "hung", "shutdown returned");
+    assertEquals([held.localApi, held.proxy], [null, null]);
+    for (const url of urls) {
+      const refused = await fetch(`${url}/health`).then(
+        async (r) => (await r.body?.cancel(), `answered ${r.status}`),
+        () => "refused",
+      );
+      assertEquals(refused, "refused", url);
+    }
+  } finally {
+    await within(held.shutdown(), 10_000);
   }
 });
