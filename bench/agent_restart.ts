@@ -40,6 +40,7 @@ import { spawnAgent, stopAgentsAndEngines } from "../tests/agent_processes.ts";
 import { freePortsIn, portBlock } from "../tests/port_plan.ts";
 import type { PortRange } from "../supervisor/port_allocator.ts";
 import { until } from "../tests/until.ts";
+import { startTestHub } from "../tests/test_hub.ts";
 
 /** What happens to the agent. */
 export type Fault = "kill9" | "restart";
@@ -114,6 +115,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
   const listeners = freePortsIn(portBlock(range, 2), 4);
   // A long stream at 2 ms a token would be mostly per-event overhead: 50 ms then.
   const tokenMs = o.streamMs === undefined ? 2 : 50;
+  await using hub = await startTestHub(["org/steady"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_restart_" });
   const control = await startControl({
     hostname: "127.0.0.1",
@@ -140,7 +142,7 @@ export async function runAgentRestart(o: RestartRun): Promise<RestartResult> {
       join(dir, node),
       portBlock(range, i),
       // Up to a million tokens, so a long stream is one request.
-      { FAKE_ENGINE_TOKEN_DELAY_MS: String(tokenMs), FAKE_ENGINE_TOKENS: "1000000" },
+      { FAKE_ENGINE_TOKEN_DELAY_MS: String(tokenMs), FAKE_ENGINE_TOKENS: "1000000", ...hub.env },
       ["--listen", `127.0.0.1:${p.api}`, "--proxy-listen", `127.0.0.1:${p.proxy}`],
     );
     started.push(child);

@@ -14,6 +14,7 @@ import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { shardDirName } from "../supervisor/supervisor.ts";
 import { spawnAgent, stopAgentsAndEngines } from "./agent_processes.ts";
+import { startTestHub } from "./test_hub.ts";
 import { portBlock, portsOf } from "./port_plan.ts";
 import { main } from "../cli/main.ts";
 
@@ -29,6 +30,7 @@ const POLL = { timeoutMs: 60_000, intervalMs: 100 };
 const PORTS = portsOf(import.meta.url);
 
 Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopted and fenced on return", async () => {
+  await using hub = await startTestHub(["org/solo"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_process_test_" });
   const control = await startControl({
     hostname: "127.0.0.1",
@@ -57,6 +59,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       "dgx_h100_idle",
       join(dir, "a"),
       portBlock(PORTS, 0),
+      hub.env,
     );
     procs.push(a);
     groups.add(a.pid);
@@ -82,6 +85,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       "dgx_h100_idle",
       join(dir, "b"),
       portBlock(PORTS, 1),
+      hub.env,
     );
     procs.push(b);
     groups.add(b.pid);
@@ -130,6 +134,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       "dgx_h100_idle",
       join(dir, "a"),
       portBlock(PORTS, 0),
+      hub.env,
     );
     procs.push(again);
     groups.add(again.pid);
@@ -138,7 +143,13 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
       () => Promise.resolve(groupMembers(engine).length === 0 ? true : null),
       POLL,
     );
-    assertEquals((await admin("GET", "/v1/nodes/h100-a")).state, "ready");
+    // The stale engine goes when the agent reads its desired state; the node is
+    // ready again once the control plane has taken a heartbeat: no order between the two.
+    await until(
+      "a ready again",
+      async () => (await admin("GET", "/v1/nodes/h100-a")).state === "ready" ? true : null,
+      POLL,
+    );
     const still = await replica();
     assertEquals([still?.state, still?.shards[0].node], ["ready", "h100-b"]);
   } finally {
@@ -150,6 +161,7 @@ Deno.test("an agent process killed with SIGKILL: lost, rebuilt elsewhere, adopte
 });
 
 Deno.test("control plane + three agent processes: apply, ready, placement by the rules, explain", async () => {
+  await using hub = await startTestHub(["org/mixed"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_process_test_" });
   const control = await startControl({
     hostname: "127.0.0.1",
@@ -166,7 +178,7 @@ Deno.test("control plane + three agent processes: apply, ready, placement by the
     ["l40s-a", "l40s_4x"],
   ];
   const procs = agents.map(([id, machine], i) =>
-    spawnAgent(control.url, JOIN, id, machine, join(dir, id), portBlock(PORTS, 2 + i))
+    spawnAgent(control.url, JOIN, id, machine, join(dir, id), portBlock(PORTS, 2 + i), hub.env)
   );
   const admin = async (method: string, path: string, body?: unknown) =>
     await (await fetch(`${control.url}${path}`, {

@@ -20,6 +20,7 @@ import { startControl } from "../control/server.ts";
 import type { ReplicaView } from "../control/views.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { startTestHub } from "./test_hub.ts";
 import { freePortsIn, portBlock, portsOf } from "./port_plan.ts";
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url));
@@ -145,6 +146,7 @@ const chat = (gatewayUrl: string, model: string) =>
   });
 
 Deno.test("control plane killed with SIGKILL and restarted: engines, placements, cordons, drains and pending replicas survive; traffic flows throughout", async () => {
+  await using hub = await startTestHub(["org/solo", "org/wishful"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
   const [port] = freePortsIn(portBlock(PORTS, 3), 1);
   const url = `http://127.0.0.1:${port}`;
@@ -166,7 +168,9 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
     procs.push(control);
     await until("control plane up", async () => (await fetch(`${url}/healthz`)).ok || null, POLL);
     for (const [i, id] of ["h100-a", "h100-b", "h100-c"].entries()) {
-      procs.push(spawnAgent(url, JOIN, id, "dgx_h100_idle", stateDirs[i], portBlock(PORTS, i)));
+      procs.push(
+        spawnAgent(url, JOIN, id, "dgx_h100_idle", stateDirs[i], portBlock(PORTS, i), hub.env),
+      );
     }
     await until(
       "three nodes",
@@ -266,6 +270,7 @@ Deno.test("control plane killed with SIGKILL and restarted: engines, placements,
 });
 
 Deno.test("an agent killed with SIGKILL while three shards run is restarted: all three adopted, same pids and GPUs", async () => {
+  await using hub = await startTestHub(["org/trio"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
   const control = await startFastControl(5_000, 30_000);
   const procs: Deno.ChildProcess[] = [];
@@ -283,6 +288,7 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
       "dgx_h100_idle",
       stateDir,
       portBlock(PORTS, 0),
+      hub.env,
     );
     procs.push(first);
     await until(
@@ -304,7 +310,15 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
     await first.status;
     for (const pid of pidsBefore) assertOk(groupMembers(pid).length > 0, `engine ${pid} runs on`);
     procs.push(
-      spawnAgent(control.url, JOIN, "h100-a", "dgx_h100_idle", stateDir, portBlock(PORTS, 0)),
+      spawnAgent(
+        control.url,
+        JOIN,
+        "h100-a",
+        "dgx_h100_idle",
+        stateDir,
+        portBlock(PORTS, 0),
+        hub.env,
+      ),
     );
 
     // Wait until the new agent has reported (a heartbeat after the restart).
@@ -329,6 +343,7 @@ Deno.test("an agent killed with SIGKILL while three shards run is restarted: all
 });
 
 Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsewhere; thawed, its stale engine is stopped", async () => {
+  await using hub = await startTestHub(["org/solo"]);
   const dir = await Deno.makeTempDir({ prefix: "llmgw_fault_test_" });
   const control = await startFastControl(2_000, 4_000);
   const procs: Deno.ChildProcess[] = [];
@@ -345,6 +360,7 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
       "dgx_h100_idle",
       stateDirs[0],
       portBlock(PORTS, 0),
+      hub.env,
     );
     procs.push(a);
     await until(
@@ -363,7 +379,15 @@ Deno.test("an agent frozen with SIGSTOP (its traffic stops): lost, rebuilt elsew
       return r?.state === "ready" && r.shards[0].node === "h100-a" ? r : null;
     }, POLL);
     procs.push(
-      spawnAgent(control.url, JOIN, "h100-b", "dgx_h100_idle", stateDirs[1], portBlock(PORTS, 1)),
+      spawnAgent(
+        control.url,
+        JOIN,
+        "h100-b",
+        "dgx_h100_idle",
+        stateDirs[1],
+        portBlock(PORTS, 1),
+        hub.env,
+      ),
     );
     await until(
       "node b",

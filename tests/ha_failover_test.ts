@@ -23,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
 import { enginePids, spawnAgent } from "./agent_processes.ts";
+import { startTestHub } from "./test_hub.ts";
 import { freePortsIn, portBlock, portsOf } from "./port_plan.ts";
 import { postgresAvailable, type PostgresServer, startPostgres } from "./postgres_server.ts";
 import { FailoverFetch } from "../http/failover_fetch.ts";
@@ -64,6 +65,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
+    await using hub = await startTestHub(["org/demo"]);
     const root = await Deno.makeTempDir({ prefix: "llmgw_ha_failover_" });
     const procs: Deno.ChildProcess[] = [];
     const groups = new Set<number>();
@@ -172,6 +174,7 @@ Deno.test({
         portBlock(PORTS, 0),
         {
           LLMGW_CA: caPath,
+          ...hub.env,
         },
       );
       procs.push(agent);
