@@ -1,7 +1,11 @@
 /**
  * The multi-host rehearsal (issue #14): docs/deploy.md followed literally on
  * seven lab hosts, one network namespace each (lab.ts): control, agent-a,
- * agent-b, agent-c, gateway, client, prometheus. agent-a and agent-b are
+ * agent-b, agent-c, gateway, client, prometheus; and an eighth, hub, the
+ * fleet's mirror of the hub (issue #25): the fake hub (dev/fake_hub) serving
+ * a small synthetic model under the deployment's id, with the real model's
+ * config.json and claimed size, gated as the real repo is, to one account
+ * token the operator keeps in hf.token. agent-a and agent-b are
  * 8×H100 machines (recorded-derived fixtures, dev/machines) wired to a
  * second network standing for their fabric and naming the same fabric in
  * their agent config; agent-c is an 8×A100 machine on no fabric.
@@ -16,6 +20,9 @@
  * - placement across namespaces, each shard's NCCL_SOCKET_IFNAME and
  *   GLOO_SOCKET_IFNAME its own host's management interface (read from the
  *   engine's /proc/PID/environ);
+ * - each engine runs from its agent's snapshot of the model (its argv) with
+ *   HF_HUB_OFFLINE=1 and no hub token (its environ): the agents fetched the
+ *   weights from the mirror the page points them at;
  * - TLS on every hop: plain HTTP and a client trusting another CA fail on
  *   the control plane, both agent listeners and the gateway;
  * - client traffic through the gateway with no failed request while the
@@ -62,6 +69,12 @@ const H100_FABRIC = {
   "ib-compute": ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"],
 };
 const MODEL = "llama-70b";
+/** The deployment's model, as docs/deploy.md names it. */
+const HUB_MODEL = "meta-llama/Llama-3.1-70B-Instruct";
+/** As the real repo: Llama 3.1 70B's claimed size, gated (the tokens of FAKE_HUB_TOKENS granted). */
+const GATED = "claim=real,gated";
+/** The mirror's port (its CDN's is the next one): in its own namespace, so no port plan. */
+const HUB_PORT = 8000;
 
 /**
  * Liveness for the rehearsal (control.json keys, seconds). The control host
@@ -183,6 +196,7 @@ async function followTheDoc(lab: Lab, dir: string, dist: string): Promise<Cluste
       ),
     );
   }
+  const hub = await startMirror(lab, dir);
   const byName = (n: string) => hosts.find((h) => h.name === n)!;
   const control = byName("control");
   const agents = ["agent-a", "agent-b", "agent-c"].map(byName);
@@ -194,6 +208,7 @@ async function followTheDoc(lab: Lab, dir: string, dist: string): Promise<Cluste
     GPU_HOSTS: agents.map((h) => h.address).join(" "),
     LLMGW_SRC: REPO,
     DIST: dist,
+    HF_ENDPOINT: hub.endpoint,
   });
   const controlState = join(control.root, "var/lib/llmgw/control");
 
@@ -216,6 +231,9 @@ async function followTheDoc(lab: Lab, dir: string, dist: string): Promise<Cluste
   const config = JSON.parse(await Deno.readTextFile(configPath));
   assertEquals([config.store, config.tls_san], [controlState, [control.address]]);
   await Deno.writeTextFile(configPath, JSON.stringify({ ...config, ...LIVENESS }, null, 2));
+  // The operator's hub token, which the page asks them to put in hf.token.
+  await Deno.writeTextFile(join(control.work, "hf.token"), hub.token + "\n", { mode: 0o600 });
+  await book.step("control-hub");
   await book.step("control-start");
   await waitForLog(control.service("llmgw-control.service"), "listening on", "the control plane");
   await book.step("control-check");
@@ -267,6 +285,7 @@ async function followTheDoc(lab: Lab, dir: string, dist: string): Promise<Cluste
   assertStringIncludes(checked.stdout, placed.id);
   assertStringIncludes(checked.stdout, "ready");
   await assertShardInterfaces(placed, agents);
+  assertOfflineFromSnapshot(placed, agents);
 
   await book.step("client-files");
   const burst = (count: number, intervalMs: number) =>
@@ -347,6 +366,59 @@ async function assertShardInterfaces(placed: ReplicaJson, agents: RehearsalHost[
     assertEquals(addrs, [host.address], `${ifname} on ${s.node} holds its management address`);
   }
   assertEquals(enginesIn(join(agents[2].root, "var/lib/llmgw/agent")), [], "agent-c runs nothing");
+}
+
+/**
+ * Starts the fleet's mirror on its own lab host: the fake hub serving
+ * {@link HUB_MODEL} (Llama 3.1 70B's config.json and claimed size, 4 small
+ * shards), gated, granted to one account token (given in the environment,
+ * never argv).
+ */
+async function startMirror(lab: Lab, dir: string): Promise<{ endpoint: string; token: string }> {
+  const host = await lab.host("hub");
+  const token = `hf_${crypto.randomUUID().replaceAll("-", "")}`;
+  const hub = await host.spawn(Deno.execPath(), [
+    ...["run", "-A", "--quiet", "--no-config", join(REPO, "dev/fake_hub/fake_hub.ts")],
+    ...["--host", host.address(), "--port", String(HUB_PORT), "--cdn-port", String(HUB_PORT + 1)],
+    ...["--synthetic", `${HUB_MODEL},preset=llama-3.1-70b-instruct,shards=4,bytes=4MiB,${GATED}`],
+  ], {
+    env: { FAKE_HUB_TOKENS: token },
+    log: join(dir, "hub.log"),
+  });
+  await waitForLog(hub, '"fake_hub":"listening"', "the fleet's mirror (the fake hub)");
+  return { endpoint: `http://${host.address()}:${HUB_PORT}`, token };
+}
+
+/**
+ * Every engine of the replica runs from its agent's snapshot of the model
+ * (the argv names MODEL_CACHE/models--org--name/snapshots/COMMIT, which
+ * holds the model's config.json), offline and with no hub token.
+ */
+function assertOfflineFromSnapshot(placed: ReplicaJson, agents: RehearsalHost[]): void {
+  const snapshots = join(
+    "var/lib/llmgw/agent/models",
+    `models--${HUB_MODEL.replace("/", "--")}`,
+    "snapshots",
+  );
+  for (const s of placed.shards) {
+    const host = agents.find((h) => h.name === s.node)!;
+    const [engine] = enginesIn(join(host.root, "var/lib/llmgw/agent"));
+    const env = environOf(engine.pid);
+    assertEquals(
+      [env.HF_HUB_OFFLINE, env.HF_TOKEN],
+      ["1", undefined],
+      `${s.node}: the engine's hub settings`,
+    );
+    const argv = Deno.readTextFileSync(`/proc/${engine.pid}/cmdline`).split("\0");
+    const prefix = join(host.root, snapshots) + "/";
+    const snapshot = argv.find((a) => a.startsWith(prefix));
+    assertOk(
+      snapshot !== undefined && /^[0-9a-f]{40}$/.test(snapshot.slice(prefix.length)),
+      `${s.node}: the engine runs from ${prefix}COMMIT: ${argv.join(" ")}`,
+    );
+    const config = JSON.parse(Deno.readTextFileSync(join(snapshot, "config.json")));
+    assertEquals(config.num_hidden_layers, 80, `${s.node}: Llama 3.1 70B's config.json`);
+  }
 }
 
 /** Waits until one request through the gateway succeeds (it polls the control plane). */
