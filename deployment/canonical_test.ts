@@ -170,7 +170,7 @@ const specs = fc.record({
       engine: fc.constantFrom("vllm", "sglang"),
       tp: fc.constantFrom(1, 2, 4, 8),
       args: fc.array(fc.constantFrom("--a", "--b", "1"), { maxLength: 3 }),
-      env: fc.dictionary(fc.constantFrom("A", "B", "HF_HOME"), fc.constantFrom("x", "y")),
+      env: fc.dictionary(fc.constantFrom("A", "B", "NCCL_DEBUG"), fc.constantFrom("x", "y")),
     }),
     { minLength: 1, maxLength: 3 },
   ),
