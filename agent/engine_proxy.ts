@@ -9,6 +9,12 @@
  * The caller names the shard in the `x-llmgw-shard` header; the proxy adds
  * the engine's key and forwards the request, streaming both bodies.
  *
+ * Connections to engines are pooled, and an idle one is dropped before the
+ * engine would close it: uvicorn (vLLM, SGLang) closes an idle keep-alive
+ * connection after 5 s, and a request sent on it just then is lost with
+ * "connection closed before message completed" — after its bytes were
+ * written, so the engine may have read it, and it is never sent again.
+ *
  * @module
  */
 import { PROXY_REFUSED_HEADER, SHARD_HEADER } from "../protocol/engine_proxy_protocol.ts";
@@ -46,9 +52,21 @@ export interface EngineProxyOptions {
   target: (shardId: string) => EngineTarget | null;
   /** The engines' host. Default 127.0.0.1. */
   host?: string;
-  /** How requests are sent on (tests inject one). Default `fetch`. */
+  /** How requests are sent on (tests inject one). Default `fetch` with the proxy's own pool. */
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  /**
+   * With the default `fetch`: an idle pooled connection to an engine is not
+   * reused after this long. Default {@link ENGINE_POOL_IDLE_MS}.
+   */
+  poolIdleMs?: number;
 }
+
+/**
+ * How long an idle connection to an engine is reused: under uvicorn's 5 s
+ * keep-alive timeout, as the gateway's client (gateway/upstream_client.ts).
+ * Deno's default client keeps them 90 s.
+ */
+export const ENGINE_POOL_IDLE_MS = 4_000;
 
 /** Request headers never forwarded: the proxy credential, the shard's name, framing. */
 const REQUEST_DROP = ["authorization", SHARD_HEADER, "host", "content-length"];
@@ -65,7 +83,7 @@ function error(status: number, code: string, message: string): Response {
 /** The proxy as a request handler. */
 export function engineProxy(options: EngineProxyOptions): (req: Request) => Promise<Response> {
   const host = options.host ?? "127.0.0.1";
-  const send = options.fetch ?? ((input, init) => fetch(input, init));
+  const send = options.fetch ?? pooledFetch(options.poolIdleMs ?? ENGINE_POOL_IDLE_MS);
   return async (req: Request): Promise<Response> => {
     // The credential first: no token 401, another one 403, whatever the request.
     // Hashed and compared synchronously (http/tokens.ts): WebCrypto's digest is
@@ -116,10 +134,11 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
           `the engine of shard ${shard} refused the connection (stopping or gone)`,
         );
       }
+      // Deno's own message is only "fetch failed"; the why is in its cause.
       return error(
         502,
         "engine_unreachable",
-        `the engine of shard ${shard} did not answer: ${errorMessage(e)}`,
+        `the engine of shard ${shard} did not answer: ${failure(e)}`,
       );
     }
     return new Response(res.body, {
@@ -128,6 +147,29 @@ export function engineProxy(options: EngineProxyOptions): (req: Request) => Prom
       headers: forwardHeaders(res.headers, RESPONSE_DROP),
     });
   };
+}
+
+/** A fetch through a client of its own whose idle connections last `idleMs`. */
+function pooledFetch(idleMs: number): (input: string, init: RequestInit) => Promise<Response> {
+  // Made on first use: a handler that never forwards holds no client.
+  let client: Deno.HttpClient | undefined;
+  return (input, init) => {
+    client ??= Deno.createHttpClient({ poolIdleTimeout: idleMs });
+    return fetch(input, { ...init, client });
+  };
+}
+
+/**
+ * A failed fetch's message with its cause's last clause (hyper's, e.g.
+ * "client error (SendRequest): connection closed before message completed"),
+ * without the engine's loopback URL.
+ */
+function failure(e: unknown): string {
+  const cause = (e as { cause?: unknown } | null)?.cause;
+  if (cause === undefined) return errorMessage(e);
+  const why = errorMessage(cause);
+  const at = why.indexOf("client error");
+  return `${errorMessage(e)}: ${at >= 0 ? why.slice(at) : why}`;
 }
 
 /**
