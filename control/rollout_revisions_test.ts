@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { deploymentSpec, storedDeployment } from "../tests/store_contract.ts";
+import { deploymentSpec, storedDeployment } from "../tests/store_records.ts";
 import {
   MAX_REVISIONS,
   nextRevision,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { assertEquals } from "../../tests/assert.ts";
 import { MIGRATIONS } from "./sqlite_migrations.ts";
 import { SqliteStore } from "./sqlite_store.ts";
-import { deploymentSpec, placed } from "../../tests/store_contract.ts";
+import { deploymentSpec, placed } from "../../tests/store_records.ts";
 
 Deno.test("a SQLite file from before revisions opens with its records at revision 1", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_rollout_store_" });

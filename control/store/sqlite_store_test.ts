@@ -17,14 +17,14 @@ import {
 import { SCHEMA_VERSION, SqliteStore } from "./sqlite_store.ts";
 import { MIGRATIONS } from "./sqlite_migrations.ts";
 import { StoreError } from "./store.ts";
+import { storeContract } from "../../tests/store_contract.ts";
 import {
   apiKey,
   event,
-  storeContract,
   storedDeployment,
   storedNode,
   storedReplica,
-} from "../../tests/store_contract.ts";
+} from "../../tests/store_records.ts";
 
 /** A fresh directory for one test's database, removed by `cleanup`. */
 async function tempDir(): Promise<{ dir: string; path: string; cleanup: () => Promise<void> }> {

@@ -1,6 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertStringIncludes, assertThrows } from "../../tests/assert.ts";
-import { storedDeployment } from "../../tests/store_contract.ts";
+import { storedDeployment } from "../../tests/store_records.ts";
 import { MIGRATIONS } from "./sqlite_migrations.ts";
 import { StoreError } from "./store.ts";
 import {
