@@ -27,7 +27,7 @@ import type { RepoSnapshot } from "../models/repo_snapshot.ts";
 import type { ByteSource } from "../models/byte_source.ts";
 import { errorMessage } from "../text/error_message.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
-import type { DesiredShard } from "../protocol/agent_protocol.ts";
+import { type DesiredShard, INSUFFICIENT_DISK_FAILURE } from "../protocol/agent_protocol.ts";
 import {
   type DownloadProgress,
   type FetchedModel,
@@ -247,9 +247,10 @@ export class CacheModelFetcher implements ModelFetcher {
 /** The fetch error for what the hub or the cache threw: final or retryable, with its message. */
 export function fetchError(e: unknown): ModelFetchError {
   if (e instanceof ModelFetchError) return e;
-  if (e instanceof InsufficientDiskError || e instanceof UnsafePathError) {
-    return new ModelFetchError(e.message, false);
+  if (e instanceof InsufficientDiskError) {
+    return new ModelFetchError(e.message, false, INSUFFICIENT_DISK_FAILURE);
   }
+  if (e instanceof UnsafePathError) return new ModelFetchError(e.message, false);
   if (e instanceof HubError || e instanceof DownloadFailedError) {
     return new ModelFetchError(e.message, e.retryable);
   }

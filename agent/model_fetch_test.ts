@@ -178,6 +178,9 @@ Deno.test("a disk too small is final, with the numbers; other errors keep the so
   const disk = fetchError(new InsufficientDiskError("/cache", "acme/x@c", 2 ** 30, 2 ** 20));
   assertOk(!disk.retryable);
   assertOk(disk.message.includes("insufficient_disk"), disk.message);
+  // Its kind travels to the report: the control plane puts the replica back to pending.
+  assertEquals(disk.kind, "insufficient_disk");
+  assertEquals(fetchError(new Error("socket hang up")).kind, null);
   assertOk(fetchError(new Error("socket hang up")).retryable);
 });
 

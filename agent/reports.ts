@@ -82,6 +82,7 @@ export function shardReport(s: ShardReport): ShardReport {
       signal: clipOrNull(failure.signal, B.signal),
       log_tail: failure.log_tail.slice(-B.logTailLines).map((l) => clip(l, B.logLine)),
       permanent: failure.permanent === true,
+      ...(failure.kind === undefined ? {} : { kind: clip(failure.kind, B.failureKind) }),
     },
     spec_hash: clip(s.spec_hash, B.specHash),
     notice: s.notice === null || s.notice === undefined

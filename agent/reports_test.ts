@@ -63,6 +63,7 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
       signal: "SIG".repeat(20),
       log_tail: Array.from({ length: 500 }, () => "x".repeat(9_000)),
       permanent: false,
+      kind: "k".repeat(500),
     },
     spec_hash: "h",
   };
@@ -71,6 +72,7 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
   assertOk(parsed.success, JSON.stringify(parsed.error?.issues));
   assertEquals([r.port, r.since, r.progress?.percent], [0, 0, null]);
   assertEquals(r.last_failure?.log_tail.length, 200);
+  assertEquals(r.last_failure?.kind?.length, 64);
 });
 
 Deno.test("reports: GPUs that stop answering stay, marked unhealthy", () => {

@@ -13,7 +13,13 @@ import { deploymentFacts } from "./model_facts_book.ts";
 import { recordLastSeen } from "./last_seen.ts";
 import { transitionEvent } from "./nodes.ts";
 import type { Pass, ReconcileStep } from "./pass.ts";
-import { failedAgain, givenUpFailure, placeAvoiding } from "./replica_failures.ts";
+import {
+  diskFullFailure,
+  failedAgain,
+  givenUpFailure,
+  isDiskFull,
+  placeAvoiding,
+} from "./replica_failures.ts";
 import type { PlacementCounters, ReplicaBook } from "./replicas.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { rollOut } from "./rollout_step.ts";
@@ -38,7 +44,8 @@ async function refreshLiveness(pass: Pass): Promise<void> {
  * reported failed. A failure the agent marks permanent (the engine refused
  * the shard, or it crash-looped) moves the replica to other nodes a few
  * times, then, or at once when no other node fits, the replica is `failed`
- * until its deployment changes (replica_failures.ts). A replica whose shards
+ * until its deployment changes (replica_failures.ts); a model cache out of
+ * disk puts it back to pending instead. A replica whose shards
  * are all ready forgets its failures.
  */
 async function rebuildBroken(pass: Pass): Promise<void> {
@@ -50,7 +57,9 @@ async function rebuildBroken(pass: Pass): Promise<void> {
     const permanent = r.placement.shards.map((s) => ({
       s,
       f: state.reports.get(s.node)?.get(s.shard_id),
-    })).find(({ f }) => f?.state === "failed" && f.last_failure?.permanent === true);
+    })).find(({ f }) =>
+      f?.state === "failed" && f.last_failure?.permanent === true && !isDiskFull(f.last_failure)
+    );
     let allReady = true;
     for (const s of r.placement.shards) {
       const node = state.inventory.stateOf(s.node);
@@ -74,6 +83,8 @@ async function rebuildBroken(pass: Pass): Promise<void> {
           permanent.s.node,
           permanent.f!.last_failure!,
         );
+      } else if (f !== null && isDiskFull(f)) {
+        await diskFullFailure(pass, r, s.shard_id, s.node, f);
       } else {
         await failedAgain(pass, r, s.shard_id, s.node, f);
       }

@@ -4,13 +4,15 @@
  * limit. Retrying on that node cannot help, so the replica is rebuilt on
  * other nodes, a bounded number of times; when no other node fits, or the
  * bound is reached, it is marked failed with the reason, never left pending
- * or bouncing on the node that refused it.
+ * or bouncing on the node that refused it. A model cache out of disk is no
+ * refusal: that replica goes back to pending ({@link diskFullFailure}).
  *
  * @module
  */
 import type { Deployment } from "../deployment/schema.ts";
 import { type ClusterIndex, place } from "../placement/mod.ts";
 import type { Placed, PlacementResult } from "../placement/types.ts";
+import { INSUFFICIENT_DISK_FAILURE } from "../protocol/agent_protocol.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
 import type { Pass } from "./pass.ts";
 import type { ReplicaFailure, StoredReplica } from "./store/store.ts";
@@ -120,6 +122,34 @@ export async function failedAgain(
     r,
     `shard ${shardId} failed: ${reason} (failure ${n} in a row; ` +
       `given up on ${node} at ${MAX_REBUILDS_IN_A_ROW})`,
+  );
+}
+
+/** Whether a shard's failure is its model cache running out of disk (the agent's `last_failure.kind`). */
+export function isDiskFull(f: { kind?: string } | null | undefined): boolean {
+  return f?.kind === INSUFFICIENT_DISK_FAILURE;
+}
+
+/**
+ * A shard whose model fetch ran out of disk: the node's disk, not the
+ * replica, is at fault, and room may come (an eviction, a bigger disk). The
+ * placement is released and the replica goes back to pending with the
+ * reason; placement then weighs every node's reported cache room
+ * (`insufficient_disk`), so it waits pending while none has room and is
+ * placed once one does. Never failed, never counted towards
+ * {@link MAX_PERMANENT_FAILURES} or {@link MAX_REBUILDS_IN_A_ROW}.
+ */
+export async function diskFullFailure(
+  pass: Pass,
+  r: StoredReplica,
+  shardId: string,
+  node: string,
+  f: GivenUp,
+): Promise<void> {
+  await pass.book.rebuild(
+    r,
+    `shard ${shardId} on ${node} ran out of disk fetching the model: ${f.reason}; ` +
+      `back to pending until a node reports room for it`,
   );
 }
 

@@ -189,6 +189,13 @@ type _LoadMetricNamesMatchSchema = Assert<
 
 /** A shard as the agent reports it ({@link ShardReport}). */
 
+/**
+ * The `last_failure.kind` of a shard whose model fetch ran out of disk: not
+ * the replica's fault, so the control plane puts it back to pending with the
+ * reason rather than counting it as a crash or a refusal (control/replica_failures.ts).
+ */
+export const INSUFFICIENT_DISK_FAILURE = "insufficient_disk";
+
 export const ShardReportSchema = z.object({
   id: z.string().min(1).max(REPORT_BOUNDS.shardId),
   state: z.enum([
@@ -237,6 +244,14 @@ export const ShardReportSchema = z.object({
      * replica after a few placements. Absent from older agents: false.
      */
     permanent: z.boolean().optional(),
+    /**
+     * What kind of failure, when the control plane answers it other than by
+     * its `permanent` flag: `insufficient_disk` (the model cache ran out of
+     * room fetching the model) puts the replica back to pending for
+     * placement to weigh the node's reported room. A string, not an enum, so
+     * a newer agent's kind never breaks a heartbeat. Absent from older agents.
+     */
+    kind: z.string().max(REPORT_BOUNDS.failureKind).optional(),
   }).nullable(),
   spec_hash: z.string().max(REPORT_BOUNDS.specHash),
   /**
@@ -454,6 +469,8 @@ export interface ShardReport {
     log_tail: string[];
     /** True when retrying cannot change it. Absent from older agents: false. */
     permanent?: boolean;
+    /** What kind of failure, e.g. `insufficient_disk`. Absent from older agents. */
+    kind?: string;
   } | null;
   /** Hash of its launch. */
   spec_hash: string;

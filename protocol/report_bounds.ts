@@ -14,6 +14,8 @@ export const REPORT_BOUNDS = {
   shardId: 256,
   /** A failure's reason. */
   reason: 4096,
+  /** A failure's kind, e.g. insufficient_disk. */
+  failureKind: 64,
   /** A signal's name, e.g. SIGKILL. */
   signal: 32,
   /** Lines of a failure's log tail. */

@@ -39,10 +39,13 @@ export interface ModelFetcher {
 export class ModelFetchError extends Error {
   /** True when a later try may succeed (hub unreachable, a source died). */
   readonly retryable: boolean;
+  /** The report's `last_failure.kind` (e.g. `insufficient_disk`); null when none applies. */
+  readonly kind: string | null;
   /** `message` says what failed and where (never a token). */
-  constructor(message: string, retryable: boolean) {
+  constructor(message: string, retryable: boolean, kind: string | null = null) {
     super(message);
     this.name = "ModelFetchError";
     this.retryable = retryable;
+    this.kind = kind;
   }
 }

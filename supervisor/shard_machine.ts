@@ -339,6 +339,8 @@ function modelFailed(
       actions,
       to,
     );
+    // The control plane answers a kind (a full disk: back to pending) apart from `permanent`.
+    if (event.kind !== undefined && s.lastFailure !== null) s.lastFailure.kind = event.kind;
     return;
   }
   s.fetchFailures++;

@@ -40,6 +40,14 @@ const GATED: ShardEvent = {
   reason: "model o/m is gated: set HF_TOKEN to a token that was granted access",
   retryable: false,
 };
+const DISK_FULL_REASON = "Cannot fetch o/m@c1 into /cache: needs 14.2 GiB, 1.0 GiB free " +
+  "(insufficient_disk)";
+const DISK_FULL: ShardEvent = {
+  type: "model_failed",
+  reason: DISK_FULL_REASON,
+  retryable: false,
+  kind: "insufficient_disk",
+};
 const TICK: ShardEvent = { type: "tick", alive: false };
 const EXIT_1: ShardEvent = {
   type: "failed",
@@ -155,6 +163,25 @@ const CASES: Case[] = [
         "downloading → failed: model o/m is gated: set HF_TOKEN to a token that was granted access",
       ),
     ],
+  },
+  {
+    name: "a disk full fails the shard with its kind, counted as no crash and no restart",
+    events: [[0, START], [10, DISK_FULL]],
+    state: {
+      state: "failed",
+      failures: 0,
+      restarts: 0,
+      lastFailure: {
+        at: T0 + 10,
+        reason: DISK_FULL_REASON,
+        exit_code: null,
+        signal: null,
+        log_tail: [],
+        permanent: true,
+        kind: "insufficient_disk",
+      },
+    },
+    permanent: true,
   },
   {
     name: "a stop during a fetch stops it and the shard exits",

@@ -108,8 +108,11 @@ export type ShardEvent =
   }
   /** The model's files are on this host, at `path`. */
   | { type: "model_ready"; path: string }
-  /** Fetching the model failed; `retryable`: a later try may succeed. */
-  | { type: "model_failed"; reason: string; retryable: boolean }
+  /**
+   * Fetching the model failed; `retryable`: a later try may succeed; `kind`:
+   * the report's `last_failure.kind` (e.g. `insufficient_disk`), when one applies.
+   */
+  | { type: "model_failed"; reason: string; retryable: boolean; kind?: string }
   /** The log showed loading progress. */
   | { type: "progress"; progress: LoadingProgress }
   /** A look at the shard; `alive`: whether its run's process is. */

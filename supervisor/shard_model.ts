@@ -21,7 +21,7 @@ import type { DesiredShard, SupervisorEvent } from "./types.ts";
 /** The event a finished fetch feeds the machine. */
 export type FetchOutcome =
   | { type: "model_ready"; path: string }
-  | { type: "model_failed"; reason: string; retryable: boolean };
+  | { type: "model_failed"; reason: string; retryable: boolean; kind?: string };
 
 /** The model fetch of one shard. */
 export class ShardModel {
@@ -76,7 +76,9 @@ export class ShardModel {
         if (abort.signal.aborted) return;
         this.#abort = null;
         const retryable = e instanceof ModelFetchError ? e.retryable : true;
-        done({ type: "model_failed", reason: errorMessage(e), retryable });
+        const kind = e instanceof ModelFetchError ? e.kind : null;
+        const failed = { type: "model_failed" as const, reason: errorMessage(e), retryable };
+        done(kind === null ? failed : { ...failed, kind });
       },
     );
   }

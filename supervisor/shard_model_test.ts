@@ -59,9 +59,18 @@ Deno.test("shard model: a fetch's end is the machine's event; a stopped one's is
   model.act({ type: "fetch_model" }, (o) => got.push(o));
   fetcher.settle[3](new Error("socket hang up"));
   await tick();
+  model.act({ type: "fetch_model" }, (o) => got.push(o));
+  fetcher.settle[4](new ModelFetchError("needs 2 GiB, 1 GiB free", false, "insufficient_disk"));
+  await tick();
   assertEquals(got.slice(1), [
     { type: "model_failed", reason: "model acme/tiny is gated: set HF_TOKEN", retryable: false },
     { type: "model_failed", reason: "socket hang up", retryable: true },
+    {
+      type: "model_failed",
+      reason: "needs 2 GiB, 1 GiB free",
+      retryable: false,
+      kind: "insufficient_disk",
+    },
   ]);
   model.act({ type: "fetch_retry", message: "model fetch 1 failed: x" }, () => {});
   assertEquals(said, ["model fetch 1 failed: x"]);

@@ -1,0 +1,109 @@
+/**
+ * A model cache out of disk (issue #25 item 8): the shard's failure, of kind
+ * `insufficient_disk`, releases the placement and puts the replica back to
+ * pending with the reason; placement then weighs every node's reported cache
+ * room, so the replica waits while none has room and is placed once one
+ * does. Never failed, never counted towards the rebuild or refusal bounds.
+ */
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { QWEN, registerNodes, shardReport, testControl } from "../tests/control_fixture.ts";
+import { fixtureFacts } from "../tests/model_configs.ts";
+import type { ControlPlane } from "./control_plane.ts";
+import { MAX_PERMANENT_FAILURES, MAX_REBUILDS_IN_A_ROW } from "./replica_failures.ts";
+
+const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+const GIB = 2 ** 30;
+const facts = fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024]);
+
+/** The agent's report of a fetch that ran out of disk midway (agent/model_fetch.ts). */
+const DISK_FULL = {
+  at: 1_700_000_000_001,
+  reason: `Cannot fetch ${QWEN.model}@${COMMIT} into /var/lib/llmgw/models: ` +
+    "needs 14.2 GiB, 1.0 GiB free (insufficient_disk)",
+  exit_code: null,
+  signal: null,
+  log_tail: [],
+  permanent: true,
+  kind: "insufficient_disk",
+};
+
+async function cluster(nodes: string[]) {
+  const t = await testControl({
+    modelFacts: { facts: () => Promise.resolve(facts) },
+    commits: { resolveCommit: () => Promise.resolve(COMMIT) },
+  });
+  await registerNodes(t.cp, nodes);
+  return t;
+}
+
+/** A heartbeat of `node` with its cache's room; its shards in `state`, with `extra`. */
+async function heartbeat(
+  cp: ControlPlane,
+  node: string,
+  roomGiB: number,
+  state: "failed" | null = null,
+): Promise<void> {
+  const desired = await cp.desired.wait(node, -1, 0);
+  await cp.nodes.heartbeat({
+    node_id: node,
+    generation: desired.generation,
+    shards: state === null
+      ? []
+      : desired.shards.map((s) => shardReport(s.id, state, { last_failure: DISK_FULL })),
+    model_cache: { room_bytes: roomGiB * GIB, revisions: [], omitted: 0, evicted: [] },
+  });
+}
+
+Deno.test("disk full: back to pending with the reason, waits while no node has room, placed once one does", async () => {
+  const { cp } = await cluster(["n1", "n2"]);
+  await heartbeat(cp, "n1", 100);
+  await heartbeat(cp, "n2", 1);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].shards.map((s) => s.node), ["n1"]);
+
+  // The download filled n1's disk; the same heartbeat says how little room is left.
+  await heartbeat(cp, "n1", 1, "failed");
+  await cp.reconcile();
+  const [pending] = cp.replicas();
+  assertEquals(pending.state, "pending");
+  assertEquals(pending.shards, []);
+  assertStringIncludes(pending.explanation?.summary ?? "", "2 too little model cache room");
+  const events = await cp.events.list({ limit: 1000 });
+  const rebuilt = events.find((e) => e.kind === "replica_rebuilding");
+  assertStringIncludes(rebuilt!.message, "ran out of disk fetching the model");
+  assertStringIncludes(rebuilt!.message, "needs 14.2 GiB, 1.0 GiB free (insufficient_disk)");
+
+  // Passes go by: it waits, never failed, nothing counted.
+  for (let i = 0; i < MAX_REBUILDS_IN_A_ROW + 1; i++) await cp.reconcile();
+  assertEquals(cp.replicas()[0].state, "pending");
+  assertEquals(cp.state.replicas.get(pending.id)!.failure ?? null, null);
+  assertOk(!(await cp.events.list({ limit: 1000 })).some((e) => e.kind === "replica_failed"));
+
+  // n1 evicted something: room again, and the node it failed on is not left out.
+  await heartbeat(cp, "n1", 100);
+  await cp.reconcile();
+  const [placed] = cp.replicas();
+  assertEquals(placed.state === "pending", false);
+  assertEquals(placed.shards.map((s) => s.node), ["n1"]);
+});
+
+Deno.test("disk full again and again is never a crash loop or a refusal: no failed state, no count", async () => {
+  const { cp } = await cluster(["n1"]);
+  await heartbeat(cp, "n1", 100);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  const rounds = Math.max(MAX_PERMANENT_FAILURES, MAX_REBUILDS_IN_A_ROW) + 1;
+  for (let i = 0; i < rounds; i++) {
+    assertEquals(cp.replicas()[0].shards.map((s) => s.node), ["n1"], `round ${i}`);
+    // The room reported with the failure still looks enough (another writer filled the disk).
+    await heartbeat(cp, "n1", 100, "failed");
+    await cp.reconcile();
+  }
+  const [r] = cp.replicas();
+  assertEquals(r.shards.map((s) => s.node), ["n1"]);
+  assertEquals(cp.state.replicas.get(r.id)!.failure ?? null, null);
+  const kinds = (await cp.events.list({ limit: 1000 })).map((e) => e.kind);
+  assertEquals(kinds.filter((k) => k === "replica_rebuilding").length, rounds);
+  assertOk(!kinds.includes("replica_failed"));
+});
