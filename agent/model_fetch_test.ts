@@ -18,6 +18,7 @@ import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
 import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { CacheModelFetcher, fetchError, launchRevision } from "./model_fetch.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
+import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
 
 function shard(model: string, id = "r-1/0", commit?: string, revision?: string): DesiredShard {
   const l = launch({ port: 8000 });
@@ -36,7 +37,7 @@ function shard(model: string, id = "r-1/0", commit?: string, revision?: string):
   };
 }
 
-async function setUp(root: string, token?: string) {
+async function setUp(root: string, token?: string, fs?: CacheFs) {
   const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes: 64 * 1024 });
   const gated = await syntheticModel({
     repo: "acme/gated",
@@ -54,7 +55,7 @@ async function setUp(root: string, token?: string) {
     fetch: hub.fetch,
     userAgent: "llmgw-agent/test",
   });
-  const { cache } = testCache(root, { chunkBytes: 16 * 1024 });
+  const { cache } = testCache(root, { chunkBytes: 16 * 1024, ...(fs === undefined ? {} : { fs }) });
   const fetcher = new CacheModelFetcher({ cache, hub: client });
   return { hub, model, fetcher, cache };
 }
@@ -183,6 +184,53 @@ Deno.test("a disk too small is final, with the numbers; other errors keep the so
   assertEquals(fetchError(new Error("socket hang up")).kind, null);
   assertOk(fetchError(new Error("socket hang up")).retryable);
 });
+
+Deno.test("disk full midway through a fetch: partial files gone, a final error of kind insufficient_disk", async () => {
+  await withTempDir(async (root) => {
+    let room = 40 * 1024; // the disk fills after 40 KiB of the model's 128 KiB of weights
+    const fs: CacheFs = {
+      ...denoCacheFs,
+      // Plenty before the download (the pre-check passes), then what is left.
+      freeBytes: () => Promise.resolve(room === 40 * 1024 ? 1e12 : room),
+      async openAt(path, offset) {
+        const w = await denoCacheFs.openAt(path, offset);
+        return {
+          ...w,
+          write(bytes) {
+            if (bytes.length > room) {
+              room = 0;
+              const e = new Error("No space left on device (os error 28)");
+              return Promise.reject(Object.assign(e, { code: "ENOSPC" }));
+            }
+            room -= bytes.length;
+            return w.write(bytes);
+          },
+        };
+      },
+    };
+    const { fetcher } = await setUp(root, undefined, fs);
+    const e = await assertRejects(
+      () => fetcher.fetch(shard("acme/tiny"), signal()),
+      ModelFetchError,
+      "(insufficient_disk)",
+    ) as ModelFetchError;
+    assertEquals([e.retryable, e.kind], [false, "insufficient_disk"]);
+    const partial: string[] = [];
+    for await (const entry of walkFiles(root)) {
+      if (entry.endsWith(".incomplete")) partial.push(entry);
+    }
+    assertEquals(partial, [], "partial files removed");
+  });
+});
+
+/** Every file under `dir`, recursively. */
+async function* walkFiles(dir: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) yield* walkFiles(path);
+    else yield path;
+  }
+}
 
 Deno.test("a local path is used in place after its check; a missing or empty one is final", async () => {
   await withTempDir(async (root) => {
