@@ -12,6 +12,8 @@
 #   peer       h1 fetches through llmgw's model cache from h0's peer route (mTLS)
 #   chain      h1 … hHOSTS fetch at once, each from the one before (pipelined)
 #   naive      h1 … hHOSTS fetch at once, all from h0
+#   torrent    h0 seeds with aria2's BitTorrent, h1 … hHOSTS leech at once and
+#              seed on (tracker and .torrent: bench/peer_transfer_torrent.ts)
 # Prints one line per host with its seconds, then the bytes h0 sent.
 set -euo pipefail
 SIZE_MIB=${1:?size in MiB}
@@ -125,6 +127,44 @@ peer | chain | naive)
   cat "$WORK"/done_h*
   touch "$WORK/stop"
   for pid in "${fetchers[@]}"; do wait "$pid"; done
+  ;;
+torrent)
+  T="deno run -A --quiet $ROOT/bench/peer_transfer_torrent.ts"
+  mkdir -p "$WORK/c0" && cp "$WORK/model.bin" "$WORK/c0/"
+  $T torrent "$WORK/model.bin" "http://10.0.0.1:6969/announce" "$WORK/model.torrent"
+  ip netns exec "${P}h0" $T tracker 6969 &
+  PIDS+=($!)
+  wait_port "${P}h0" 6969
+  # A host's completion: aria2 runs this with (GID, files, path) once every piece is checked.
+  printf '#!/bin/sh\ndate +%%s.%%N > "$(dirname "$3").done"\n' > "$WORK/on_done.sh"
+  chmod +x "$WORK/on_done.sh"
+  # No DHT, no local discovery: peers come from the tracker only (and PEX among them).
+  BT="aria2c -q --enable-dht=false --bt-enable-lpd=false --bt-tracker-interval=2 \
+    --file-allocation=none --seed-ratio=0.0 --listen-port=6881 --bt-max-peers=55"
+  # The origin holds the file already (as serve's origin does): seed it unhashed.
+  ip netns exec "${P}h0" $BT -d "$WORK/c0" --bt-seed-unverified=true "$WORK/model.torrent" &
+  PIDS+=($!)
+  wait_port "${P}h0" 6881
+  BEFORE=$(tx)
+  start=$(date +%s.%N)
+  for i in $(seq 1 "$HOSTS"); do
+    mkdir -p "$WORK/c$i"
+    ip netns exec "${P}h$i" $BT -d "$WORK/c$i" --on-bt-download-complete="$WORK/on_done.sh" \
+      "$WORK/model.torrent" &
+    PIDS+=($!)
+  done
+  for _ in $(seq 1 36000); do
+    [ "$(ls "$WORK"/c*.done 2>/dev/null | wc -l)" -ge "$HOSTS" ] && break
+    sleep 0.1
+  done
+  for i in $(seq 1 "$HOSTS"); do
+    [ -f "$WORK/c$i.done" ] || { echo "h$i never completed" >&2; exit 1; }
+    echo "{\"host\":\"h$i\",\"seconds\":$(awk "BEGIN{printf \"%.2f\", $(cat "$WORK/c$i.done") - $start}")}"
+  done
+  # BitTorrent checks SHA-1 per piece; the SHA-256 here is outside the timed part.
+  for i in $(seq 1 "$HOSTS"); do
+    [ "$(sha256sum "$WORK/c$i/model.bin" | cut -d' ' -f1)" = "$SHA" ] || { echo "h$i: sha-256 mismatch" >&2; exit 1; }
+  done
   ;;
 *)
   echo "unknown case $CASE" >&2
