@@ -246,6 +246,13 @@ Deno.test("a rollout under steady gateway traffic fails no request and keeps des
       200,
     );
     await allReady(c, 3, 2);
+    // The control plane counts 3 ready before the agent has stopped the fourth:
+    // wait for the agent's own list to shrink, then it must be the same engines.
+    await until(
+      "the agent down to 3 ready shards",
+      () => Promise.resolve(pidsOf().length === running.length ? true : null),
+      POLL,
+    );
     assertEquals(pidsOf(), running);
     const revisions = (await c.call("GET", "/v1/deployments/roll/revisions")) as {
       revision: number;
