@@ -9,6 +9,7 @@
  * @module
  */
 import { type ModelFacts, parseModelFacts } from "./model_facts.ts";
+import { readTextIfPresent } from "./read_text_if_present.ts";
 
 /** A place model facts come from. */
 export interface ModelFactsSource {
@@ -41,14 +42,7 @@ export interface ModelDirFiles {
 
 /** The host's file system. */
 export const hostFiles: ModelDirFiles = {
-  async readText(path) {
-    try {
-      return await Deno.readTextFile(path);
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return null;
-      throw e;
-    }
-  },
+  readText: readTextIfPresent,
   async list(path) {
     const out: ListedFile[] = [];
     for await (const entry of Deno.readDir(path)) {

@@ -8,6 +8,7 @@
  */
 import { statfs } from "node:fs/promises";
 import { dirname } from "node:path";
+import { readTextIfPresent } from "../../models/read_text_if_present.ts";
 
 /** What {@link CacheFs.lstat} says about a path (the link itself, not its target). */
 export interface CacheStat {
@@ -133,14 +134,7 @@ export const denoCacheFs: CacheFs = {
   symlink: (target, path) => Deno.symlink(target, path),
   rename: (from, to) => Deno.rename(from, to),
   remove: (path) => ignoreNotFound(Deno.remove(path)),
-  async readText(path) {
-    try {
-      return await Deno.readTextFile(path);
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return null;
-      throw e;
-    }
-  },
+  readText: readTextIfPresent,
   async writeTextAtomic(path, text) {
     const temp = tempSibling(path);
     try {
