@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { ShardLaunch } from "./types.ts";
+import type { DesiredLaunch } from "./types.ts";
 import { hashBytes, sha256Hash } from "../models/file_hash.ts";
 
 /** What a compile cache's key is made of. */
@@ -39,15 +39,20 @@ export interface CompileCacheKeyInput {
   nodes: number;
 }
 
-/** The key's parts for one launch of `engine`. */
-export function compileCacheKeyInput(engine: string, launch: ShardLaunch): CompileCacheKeyInput {
+/**
+ * The key's parts for one launch of `engine`; a desired launch (ports still
+ * open) gives the same key as the launch it becomes, so the agent can tell
+ * which directories its desired shards will use (agent/engine_cache/).
+ */
+export function compileCacheKeyInput(engine: string, launch: DesiredLaunch): CompileCacheKeyInput {
   return {
     engine,
     engine_version: launch.engine_version,
     model: launch.model,
-    // Launches do not carry the model's commit yet (issue #25 item 1): the
-    // model's id stands for it until then.
-    revision: null,
+    // The resolved commit: a key follows its revision out of the model cache
+    // (agent/engine_cache/). Absent for a local path or an unresolved
+    // revision: the model's id stands for it then.
+    revision: launch.model_commit ?? null,
     gpu_class: launch.gpus[0]?.class ?? "none",
     tensor_parallel: launch.profile.tensor_parallel,
     pipeline_parallel: launch.profile.pipeline_parallel,

@@ -79,6 +79,18 @@ Deno.test("a launch's key: its engine version, model, GPU class and parallelism"
   });
 });
 
+Deno.test("a launch that names its model's commit keys by it; its desired form keys the same", () => {
+  const commit = "a".repeat(40);
+  const l = { ...launch({ tp: 1, port: 8000 }), model_commit: commit };
+  assertEquals(compileCacheKeyInput("vllm", l).revision, commit);
+  const desired = { ...l, port: null };
+  assertEquals(
+    compileCacheKey(compileCacheKeyInput("vllm", desired)),
+    compileCacheKey(compileCacheKeyInput("vllm", l)),
+  );
+  assertOk(compileCacheKey(compileCacheKeyInput("vllm", l)).includes("_aaaaaaaaaaaa_"));
+});
+
 Deno.test("the environment points vLLM, Inductor, Triton and FlashInfer into the directory", () => {
   assertEquals(compileCacheEnv("/s/vllm/k"), {
     VLLM_CACHE_ROOT: "/s/vllm/k/vllm",

@@ -1,0 +1,127 @@
+import { assertEquals, assertStringIncludes } from "../../tests/assert.ts";
+import type { CompileCacheKeyInput } from "../../engines/compile_cache.ts";
+import {
+  type EngineCacheEntry,
+  type EngineCacheView,
+  planEngineCacheEviction,
+  staleVersion,
+} from "./engine_cache_plan.ts";
+
+const C1 = "1".repeat(40);
+const C2 = "2".repeat(40);
+
+const key = (revision: string | null, version: string | null = "0.11.1"): CompileCacheKeyInput => ({
+  engine: "vllm",
+  engine_version: version,
+  model: "acme/m",
+  revision,
+  gpu_class: "h100-80g",
+  tensor_parallel: 1,
+  pipeline_parallel: 1,
+  nodes: 1,
+});
+
+const entry = (
+  dir: string,
+  lastUsedMs: number,
+  bytes: number,
+  k: CompileCacheKeyInput | null = key(C1),
+): EngineCacheEntry => ({ dir, key: k, bytes, lastUsedMs });
+
+const view = (o: Partial<EngineCacheView> = {}): EngineCacheView => ({
+  inUse: new Set(),
+  held: new Set([`acme/m@${C1}`]),
+  installed: { vllm: "0.11.1" },
+  usage: { totalBytes: 1000, freeBytes: 500 },
+  marks: { highPercent: 90, lowPercent: 80 },
+  ...o,
+});
+
+Deno.test("plan: each case evicts what an operator expects, in order", () => {
+  const cases: {
+    name: string;
+    entries: EngineCacheEntry[];
+    view: EngineCacheView;
+    want: string[];
+  }[] = [
+    {
+      name: "under the high watermark, every revision held: nothing",
+      entries: [entry("a", 1, 10), entry("b", 2, 10)],
+      view: view(),
+      want: [],
+    },
+    {
+      name: "a revision gone from the model cache takes its directories, in use or not",
+      entries: [entry("gone", 1, 10, key(C2)), entry("kept", 2, 10), entry("busy", 3, 10, key(C2))],
+      view: view({ inUse: new Set(["busy"]) }),
+      want: ["gone:revision_evicted"],
+    },
+    {
+      name: "no model cache: nothing follows a revision",
+      entries: [entry("x", 1, 10, key(C2))],
+      view: view({ held: null }),
+      want: [],
+    },
+    {
+      name: "no commit in the key (a local path) or no record: never followed",
+      entries: [entry("local", 1, 10, key(null)), entry("old", 1, 10, null)],
+      view: view({ held: new Set() }),
+      want: [],
+    },
+    {
+      name: "over the high watermark: least recently used unused first, down to the low one",
+      // 950 used: 150 to free; the in-use oldest stays.
+      entries: [
+        entry("busy", 0, 500),
+        entry("new", 30, 100),
+        entry("old", 10, 100),
+        entry("mid", 20, 100),
+      ],
+      view: view({ inUse: new Set(["busy"]), usage: { totalBytes: 1000, freeBytes: 50 } }),
+      want: ["old:disk_pressure", "mid:disk_pressure"],
+    },
+    {
+      name: "a version no longer installed goes first, however recent",
+      entries: [entry("old", 10, 200), entry("stale", 99, 200, key(C1, "0.10.0"))],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 50 } }),
+      want: ["stale:disk_pressure"],
+    },
+    {
+      name: "revision evictions count toward the low watermark",
+      // 950 used, the gone revision frees 100: 850 is under 90 %, nothing more.
+      entries: [entry("gone", 50, 100, key(C2)), entry("old", 1, 100)],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 50 } }),
+      want: ["gone:revision_evicted"],
+    },
+    {
+      name: "everything in use: nothing, even over the watermark",
+      entries: [entry("a", 1, 900)],
+      view: view({ inUse: new Set(["a"]), usage: { totalBytes: 1000, freeBytes: 0 } }),
+      want: [],
+    },
+  ];
+  for (const c of cases) {
+    const got = planEngineCacheEviction(c.entries, c.view).map((e) => `${e.entry.dir}:${e.reason}`);
+    assertEquals(got, c.want, c.name);
+  }
+});
+
+Deno.test("plan: the reasons name the revision, the disk and the version", () => {
+  const [gone] = planEngineCacheEviction([entry("g", 1, 1, key(C2))], view());
+  assertEquals(gone.why, `acme/m@${C2} is no longer in the model cache`);
+  const [stale] = planEngineCacheEviction(
+    [entry("s", 1, 100, key(C1, "0.10.0"))],
+    view({ usage: { totalBytes: 1000, freeBytes: 50 }, installed: {} }),
+  );
+  assertStringIncludes(stale.why, "over the high watermark of 90%");
+  assertStringIncludes(stale.why, "vllm 0.10.0 is no longer installed (now: none)");
+});
+
+Deno.test("stale: only a known version that differs from the installed one", () => {
+  const e = (v: string | null) => entry("d", 1, 1, key(C1, v));
+  assertEquals(staleVersion(e("0.10.0"), { vllm: "0.11.1" }), true);
+  assertEquals(staleVersion(e("0.11.1"), { vllm: "0.11.1" }), false);
+  assertEquals(staleVersion(e(null), { vllm: "0.11.1" }), false);
+  assertEquals(staleVersion(e("0.10.0"), null), false);
+  assertEquals(staleVersion(entry("d", 1, 1, null), {}), false);
+});
