@@ -20,6 +20,7 @@ export async function recordModelCache(
   report: ModelCacheReport,
 ): Promise<void> {
   state.modelCaches.set(nodeId, report);
+  state.diskFull.observe(nodeId, report.room_bytes, nodeModelCache(report).holds, state.now());
   await settlePulls(state, nodeId);
   for (const e of report.evicted) {
     await state.event(
@@ -32,8 +33,14 @@ export async function recordModelCache(
   }
 }
 
-/** A node's report as placement reads it. */
-export function nodeModelCache(report: ModelCacheReport): NodeModelCache {
+/**
+ * A node's report as placement reads it, with the revisions it is held back
+ * from after running out of disk (`backoff`, control/disk_full_backoff.ts).
+ */
+export function nodeModelCache(
+  report: ModelCacheReport,
+  backoff: ReadonlyMap<string, string> = new Map(),
+): NodeModelCache {
   const holds = new Set<string>();
   const partial = new Map<string, number>();
   for (const r of report.revisions) {
@@ -41,13 +48,14 @@ export function nodeModelCache(report: ModelCacheReport): NodeModelCache {
     if (r.state === "complete") holds.add(name);
     else partial.set(name, r.bytes_done); // downloading or partial: those bytes need no room
   }
-  return { roomBytes: report.room_bytes, holds, partial };
+  return { roomBytes: report.room_bytes, holds, partial, backoff };
 }
 
 /**
  * What every placement of the control plane indexes the cluster with: the
  * models' facts, each deployment's resolved commit and each node's model
- * cache. One owner, so every gate (reconcile, rollout, drain, explain, dry
+ * cache, with the revisions each node is held back from after running out of
+ * disk. One owner, so every gate (reconcile, rollout, drain, explain, dry
  * run) weighs the same things.
  */
 export function placementIndexOptions(state: ControlState): IndexOptions {
@@ -56,6 +64,9 @@ export function placementIndexOptions(state: ControlState): IndexOptions {
     if (d.model_commit != null) commits.set(name, d.model_commit);
   }
   const caches = new Map<string, NodeModelCache>();
-  for (const [node, report] of state.modelCaches) caches.set(node, nodeModelCache(report));
+  const now = state.now();
+  for (const [node, report] of state.modelCaches) {
+    caches.set(node, nodeModelCache(report, state.diskFull.holds(node, report.room_bytes, now)));
+  }
   return { models: state.modelFacts.all(), commits, caches };
 }

@@ -61,6 +61,7 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
     state.byTokenHash.delete(stored.token_hash);
     state.reports.delete(nodeId);
     state.modelCaches.delete(nodeId);
+    state.diskFull.forget(nodeId);
     for (const [key, pull] of state.modelPulls) {
       pull.nodes.delete(nodeId);
       if (pull.nodes.size === 0) state.modelPulls.delete(key);

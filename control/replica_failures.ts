@@ -10,7 +10,9 @@
  * @module
  */
 import type { Deployment } from "../deployment/schema.ts";
-import { type ClusterIndex, place } from "../placement/mod.ts";
+import { type ClusterIndex, diskKey, diskName, modelDisk, place } from "../placement/mod.ts";
+import { formatBytes, formatSeconds } from "../text/bytes.ts";
+import { roomToRetry } from "./disk_full_backoff.ts";
 import type { Placed, PlacementResult } from "../placement/types.ts";
 import { INSUFFICIENT_DISK_FAILURE } from "../protocol/agent_protocol.ts";
 import { failureTail, shardFailureMessage } from "./events.ts";
@@ -136,8 +138,11 @@ export function isDiskFull(f: { kind?: string } | null | undefined): boolean {
  * placement is released and the replica goes back to pending with the
  * reason; placement then weighs every node's reported cache room
  * (`insufficient_disk`), so it waits pending while none has room and is
- * placed once one does. Never failed, never counted towards
- * {@link MAX_PERMANENT_FAILURES} or {@link MAX_REBUILDS_IN_A_ROW}.
+ * placed once one does. The node is held back from the revision for a
+ * while (control/disk_full_backoff.ts, `disk_full_backoff`), so one whose
+ * report keeps claiming room is not chosen again every pass. Never failed,
+ * never counted towards {@link MAX_PERMANENT_FAILURES} or
+ * {@link MAX_REBUILDS_IN_A_ROW}.
  */
 export async function diskFullFailure(
   pass: Pass,
@@ -146,11 +151,37 @@ export async function diskFullFailure(
   node: string,
   f: GivenUp,
 ): Promise<void> {
+  const held = recordDiskFull(pass, r, node);
   await pass.book.rebuild(
     r,
     `shard ${shardId} on ${node} ran out of disk fetching the model: ${f.reason}; ` +
-      `back to pending until a node reports room for it`,
+      `back to pending until a node reports room for it` + (held ?? ""),
   );
+}
+
+/** Records the disk-full of `node` for `r`'s model revision; says for how long it is held back. */
+function recordDiskFull(pass: Pass, r: StoredReplica, node: string): string | null {
+  const { state, now } = pass;
+  const spec = state.specOf(r);
+  if (spec === undefined) return null;
+  const commit = state.commitOf(r);
+  const disk = modelDisk(
+    spec.model,
+    state.modelFacts.known(spec.model, spec.revision, commit),
+    commit,
+  );
+  if (disk === null) return null;
+  const d = state.diskFull.record({
+    node,
+    revision: diskKey(disk),
+    name: diskName(disk),
+    at: now,
+    needed: disk.bytes,
+    room: state.modelCaches.get(node)?.room_bytes ?? null,
+  });
+  const enough = roomToRetry(d);
+  return `; not placed on ${node} for it again for ${formatSeconds((d.until - now) / 1000)}` +
+    (enough === null ? "" : ` unless its reported room reaches ${formatBytes(enough)}`);
 }
 
 /** A placement of `d` on `index` without the nodes `failure` names; null when it names none. */

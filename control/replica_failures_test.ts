@@ -10,6 +10,8 @@ import { QWEN, registerNodes, shardReport, testControl } from "../tests/control_
 import { fixtureFacts } from "../tests/model_configs.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { MAX_PERMANENT_FAILURES, MAX_REBUILDS_IN_A_ROW } from "./replica_failures.ts";
+import { DISK_FULL_BACKOFF } from "./disk_full_backoff.ts";
+import { backoffDelay } from "../supervisor/backoff.ts";
 
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
 const GIB = 2 ** 30;
@@ -89,7 +91,7 @@ Deno.test("disk full: back to pending with the reason, waits while no node has r
 });
 
 Deno.test("disk full again and again is never a crash loop or a refusal: no failed state, no count", async () => {
-  const { cp } = await cluster(["n1"]);
+  const { cp, clock } = await cluster(["n1"]);
   await heartbeat(cp, "n1", 100);
   await cp.deployments.apply({ ...QWEN, replicas: 1 });
   await cp.reconcile();
@@ -99,6 +101,10 @@ Deno.test("disk full again and again is never a crash loop or a refusal: no fail
     // The room reported with the failure still looks enough (another writer filled the disk).
     await heartbeat(cp, "n1", 100, "failed");
     await cp.reconcile();
+    // Past the node's backoff for the revision: it is tried there again.
+    clock.advance(DISK_FULL_BACKOFF.maxMs);
+    await heartbeat(cp, "n1", 100);
+    await cp.reconcile();
   }
   const [r] = cp.replicas();
   assertEquals(r.shards.map((s) => s.node), ["n1"]);
@@ -106,4 +112,74 @@ Deno.test("disk full again and again is never a crash loop or a refusal: no fail
   const kinds = (await cp.events.list({ limit: 1000 })).map((e) => e.kind);
   assertEquals(kinds.filter((k) => k === "replica_rebuilding").length, rounds);
   assertOk(!kinds.includes("replica_failed"));
+});
+
+/** Placements in `horizonMs` of a node that fails at once every time, waiting out each backoff. */
+function boundedPlacements(horizonMs: number, roundMs: number): number {
+  let at = 0;
+  let n = 0;
+  while (at <= horizonMs) {
+    n++;
+    // The next try comes at the first round at or after the backoff's end.
+    at += Math.ceil(backoffDelay(n, DISK_FULL_BACKOFF) / roundMs) * roundMs + roundMs;
+  }
+  return n;
+}
+
+Deno.test("a node that keeps reporting room it does not have gets the replica a bounded number of times", async () => {
+  const { cp, clock } = await cluster(["n1"]);
+  await heartbeat(cp, "n1", 100);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  const roundMs = 10_000;
+  const rounds = 180; // 30 minutes
+  let placements = 0;
+  let held = 0;
+  for (let i = 0; i < rounds; i++) {
+    await cp.reconcile();
+    const [r] = cp.replicas();
+    if (r.shards.length > 0) {
+      placements++;
+      // The agent: out of disk midway, and its report still claims 100 GiB of room.
+      await heartbeat(cp, "n1", 100, "failed");
+    } else {
+      held++;
+      assertEquals(r.explanation?.profiles[0].counts, { disk_full_backoff: 1 }, `round ${i}`);
+      await heartbeat(cp, "n1", 100);
+    }
+    clock.advance(roundMs);
+  }
+  const bound = boundedPlacements(rounds * roundMs, roundMs) + 1;
+  assertOk(placements <= bound, `placed ${placements} times in ${rounds} rounds, bound ${bound}`);
+  assertOk(placements >= 3, `tried again after each backoff: ${placements}`);
+  assertOk(held > rounds / 2, `held back in most rounds: ${held}`);
+  // Still never failed nor counted: the disk, not the replica, is at fault.
+  assertEquals(cp.state.replicas.get(cp.replicas()[0].id)!.failure ?? null, null);
+});
+
+Deno.test("disk full on one node: another node is tried meanwhile, and explain names the backoff", async () => {
+  const { cp, clock } = await cluster(["n1", "n2"]);
+  await heartbeat(cp, "n1", 100);
+  await heartbeat(cp, "n2", 100);
+  await cp.deployments.apply({ ...QWEN, replicas: 1 });
+  await cp.reconcile();
+  assertEquals(cp.replicas()[0].shards.map((s) => s.node), ["n1"]);
+  await heartbeat(cp, "n1", 100, "failed");
+  await heartbeat(cp, "n2", 100);
+  clock.advance(1_000);
+  await cp.reconcile();
+  const [moved] = cp.replicas();
+  assertEquals(moved.shards.map((s) => s.node), ["n2"]);
+  const group = moved.explanation?.profiles[0].groups?.find((g) =>
+    g.reason === "disk_full_backoff"
+  );
+  assertOk(group !== undefined, JSON.stringify(moved.explanation));
+  assertEquals(group.examples, ["n1"]);
+  assertStringIncludes(
+    group.message,
+    "n1 ran out of disk fetching Qwen/Qwen2.5-7B-Instruct@4b1c2a9",
+  );
+  assertStringIncludes(group.message, "retried after 2023-11-14T22:13:51.000Z");
+  const events = await cp.events.list({ limit: 1000 });
+  const rebuilt = events.find((e) => e.kind === "replica_rebuilding");
+  assertStringIncludes(rebuilt!.message, "not placed on n1 for it again for 30s");
 });

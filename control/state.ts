@@ -8,6 +8,7 @@
  */
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { ModelPull } from "./model_pull_record.ts";
+import { DiskFullBook } from "./disk_full_backoff.ts";
 import type { LivenessThresholds } from "../inventory/node_state.ts";
 import { InventoryStore, type NodeRegistration } from "../inventory/store.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
@@ -98,6 +99,8 @@ export class ControlState {
   readonly modelCaches: Map<string, ModelCacheReport> = new Map();
   /** Model revisions being pulled onto nodes, by `repo@commit` (control/model_pulls.ts). */
   readonly modelPulls: Map<string, ModelPull> = new Map();
+  /** Nodes that ran out of disk fetching a revision lately, held back for it (control/disk_full_backoff.ts). */
+  readonly diskFull: DiskFullBook = new DiskFullBook();
   /** Nodes that held placed shards when the store was opened and have not reported since. */
   readonly awaitingFirstReport: Set<string> = new Set();
   /** Nodes whose desired state may have changed since the reconciler last published. */

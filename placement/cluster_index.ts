@@ -72,6 +72,12 @@ export interface NodeModelCache {
   holds: ReadonlySet<string>;
   /** `repo@commit` → bytes on disk of a revision being fetched (they need no new room). */
   partial: ReadonlyMap<string, number>;
+  /**
+   * Revisions (`diskKey` in placement/filters.ts) this node ran out of disk
+   * fetching lately, each with why it is left out for them, in words: the
+   * control plane's verdict (control/disk_full_backoff.ts). Absent: none.
+   */
+  backoff?: ReadonlyMap<string, string>;
 }
 
 /** A node together with its slot of one class: what placement iterates over. */

@@ -250,6 +250,26 @@ export const diskFilter: NodeFilter = {
   describe: (n, _slot, ctx) => diskText(diskNeed(n, ctx.disk!), n.cache!.roomBytes!, ctx.disk!),
 };
 
+/** How a disk-full is keyed: `repo@commit`, or the repo while the commit is unknown. */
+export function diskKey(disk: ModelDisk): string {
+  return disk.revision ?? disk.repo;
+}
+
+/**
+ * A node that ran out of disk fetching this revision lately, though its
+ * report claimed room, is left out for it while the control plane's
+ * backoff holds (control/disk_full_backoff.ts decides; the verdict comes in
+ * the node's cache as `backoff`), so other nodes are tried meanwhile.
+ */
+export const diskFullBackoffFilter: NodeFilter = {
+  name: "disk_full_backoff",
+  check: (n, _slot, ctx) =>
+    ctx.disk !== null && n.cache?.backoff?.has(diskKey(ctx.disk)) === true
+      ? "disk_full_backoff"
+      : null,
+  describe: (n, _slot, ctx) => n.cache!.backoff!.get(diskKey(ctx.disk!))!,
+};
+
 /**
  * "needs 15.0 GiB for acme/llm@4b1c2a9 in its model cache, which has room
  * for 9.3 GiB under its high watermark after evicting all it may".
@@ -312,6 +332,7 @@ export const STABLE_FILTERS: readonly NodeFilter[] = [
   computeCapabilityFilter,
   engineFilter,
   diskFilter,
+  diskFullBackoffFilter,
 ];
 
 /** The filters after class presence, in order (see REASONS). */

@@ -11,6 +11,7 @@
 import type { ClassMember, ClusterIndex } from "./cluster_index.ts";
 import {
   computeCapabilityFilter,
+  diskFullBackoffFilter,
   diskNeed,
   diskText,
   engineList,
@@ -151,6 +152,14 @@ function stableMessage(
         max = Math.max(max, m.n.cache!.roomBytes!);
       }
       return diskText(need, min === max ? min : `${gib(min)}–${gib(max)}`, ctx.disk!, true);
+    }
+    case "disk_full_backoff": {
+      // Each node's own words: a handful at most, each with its own time.
+      const named = members.slice(0, LISTED).map((m) =>
+        `${m.n.node.id} ${diskFullBackoffFilter.describe(m.n, m.slot, ctx)}`
+      );
+      const more = members.length - named.length;
+      return named.join("; ") + (more > 0 ? `; and ${formatCount(more)} more` : "");
     }
     case "selector_mismatch":
       return selectorMessage(members, ctx);

@@ -22,10 +22,14 @@ export { type ReleasedShard, releasePlacement } from "./release.ts";
 export { chooseGpus, nvlinkDomains } from "./gpu_choice.ts";
 export {
   computeCapabilityFilter,
+  diskFullBackoffFilter,
+  diskKey,
+  diskName,
   engineFilter,
   freeGpusFilter,
   gpuMemoryFilter,
   type ModelDisk,
+  modelDisk,
   NODE_FILTERS,
   type NodeFilter,
   nodeSelectorFilter,

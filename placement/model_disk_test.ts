@@ -248,3 +248,26 @@ Deno.test("property: among holders (or among non-holders) bin packing decides as
     { numRuns: 300 },
   );
 });
+
+Deno.test("disk_full_backoff: a node held back for the revision is left out with the control plane's words; others are tried", () => {
+  const why = "ran out of disk fetching x just now; retried after 2023-11-14T22:13:50.000Z";
+  const held = { ...cache(100), backoff: new Map([[REV, why]]) };
+  const r = placed(placeOn([node("n1"), node("n2")], { n1: held, n2: cache(100) }));
+  assertEquals(nodesOf(r), ["n2"]);
+  const a = r.explanation.profiles[0];
+  assertEquals(a.counts, { disk_full_backoff: 1 });
+  assertEquals(a.nodes, [{ node: "n1", reason: "disk_full_backoff", message: why }]);
+  assertEquals(a.groups![0].message, `n1 ${why}`);
+  // Another revision of the model, or the model whose commit is not known, is not held back.
+  const other = { ...cache(100), backoff: new Map([[`${REPO}@${"f".repeat(40)}`, why]]) };
+  assertEquals(nodesOf(placed(placeOn([node("n1")], { n1: other }))), ["n1"]);
+  assertEquals(nodesOf(placed(placeOn([node("n1")], { n1: held }, dep(), { commit: false }))), [
+    "n1",
+  ]);
+  // Alone, it waits with the reason rather than going back there.
+  const u = unschedulable(placeOn([node("n1")], { n1: held }));
+  assertEquals(
+    u.explanation.profiles[0].summary,
+    "0/1 nodes fit: 1 out of disk for this model lately",
+  );
+});

@@ -20,6 +20,7 @@ export type ReasonCode =
   | "compute_capability"
   | "engine_missing"
   | "insufficient_disk"
+  | "disk_full_backoff"
   | "insufficient_gpus"
   | "no_fabric"
   | "fabric_too_small";
@@ -82,6 +83,12 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     label: "too little model cache room",
     meaning:
       "The node's model cache cannot take the model's files: their size (the model facts' weight bytes) is more than the room its agent reports under the cache's high watermark after evicting every revision it may (none a shard uses or a deployment pins). A node that holds the revision, or reports no cache, is not refused. Known only when the model's facts are.",
+  },
+  {
+    code: "disk_full_backoff",
+    label: "out of disk for this model lately",
+    meaning:
+      "The node's model cache ran out of disk fetching this model revision lately, though it reported room: it is not chosen for the revision again until its backoff ends (30 s after the first disk-full in a row, doubling to 10 min) or its reported room grows by the model's size (control/disk_full_backoff.ts). Other nodes are tried meanwhile.",
   },
   {
     code: "insufficient_gpus",
