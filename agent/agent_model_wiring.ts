@@ -51,6 +51,7 @@ export class AgentModelWiring {
         ...m,
         sources: (model, commit, hub) => {
           // The state being reconciled: its shards' fetches start during the reconcile.
+          // Asked again for every chunk, so a new plan reaches a download under way.
           assigned.update(o.received()?.model_sources);
           return assigned.sourcesFor(model, commit, hub);
         },

@@ -85,7 +85,9 @@ function logCacheEvent(log: Logger, e: CacheEvent): void {
   const { kind, ...fields } = e;
   // A failed chunk is retried (and a persistent failure ends in `failed` or a source change).
   if (kind === "chunk_failed") return log.log("debug", `model download: ${kind}`, fields);
-  const warn = kind === "failed" || kind === "mismatch" || kind === "source_changed";
+  // A re-plan that moves a download to another source is news, not a fault.
+  const warn = kind === "failed" || kind === "mismatch" ||
+    (kind === "source_changed" && e.cause === "failure");
   if (warn) log.warn(`model download: ${kind}`, fields);
   else log.info(`model download: ${kind}`, fields);
 }

@@ -4,7 +4,9 @@
  * model revision, its peers in the order given, then the origin when the
  * assignment says so; the origin alone when nothing is assigned (a revision
  * no other host needs, an older control plane). Peers are asked with this
- * agent's node certificate ({@link nodeCertificateFetch}).
+ * agent's node certificate ({@link nodeCertificateFetch}). The model cache
+ * asks for the sources again before every chunk (model_cache/live_sources.ts),
+ * so a re-plan reaches a download under way.
  *
  * @module
  */

@@ -52,7 +52,8 @@ export interface ModelFetchOptions {
   /**
    * The sources of a model revision, the hub among them (issue #25 item 3:
    * the peers the control plane assigned, agent/assigned_sources.ts); the
-   * hub alone by default.
+   * hub alone by default. Asked again for every chunk of a download, so a
+   * re-plan reaches a download under way: keep it cheap.
    */
   sources?: (model: string, commit: string, hub: ByteSource) => ByteSource[];
 }
@@ -137,7 +138,8 @@ export class CacheModelFetcher implements ModelFetcher {
   ): Promise<string> {
     let path: string;
     try {
-      const sources = this.#sources(model, snapshot.commit, this.#hub.byteSource());
+      const hub = this.#hub.byteSource();
+      const sources = () => this.#sources(model, snapshot.commit, hub);
       path = await this.#cache.ensureSnapshot(snapshot, sources, { revision, signal });
     } catch (e) {
       throw fetchError(e);

@@ -3,14 +3,16 @@
  * a model from the fake hub; agent B, assigned A as its peer, fetches the
  * same revision through A's peer route over mTLS (A's node certificate
  * serving, B's asking) and takes no file byte from the hub: only the
- * revision lookup. B's files verify and match A's.
+ * revision lookup. B's files verify and match A's. A download B began on
+ * the hub, before A was assigned to it, moves its remaining chunks to A once
+ * the assignment names A.
  */
-import { inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
+import { type FakeHub, inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
 import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
 import { HubClient } from "../models/hub_client.ts";
 import type { DesiredShard } from "../protocol/agent_protocol.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
-import { assertEquals } from "../tests/assert.ts";
+import { assertEquals, assertOk } from "../tests/assert.ts";
 import { clusterPki } from "../tests/cluster_pki.ts";
 import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { pinnedFetch } from "../tls/trust.ts";
@@ -18,6 +20,7 @@ import { serveTlsListener } from "./listener.ts";
 import { CacheModelFetcher } from "./model_fetch.ts";
 import { AssignedSources } from "./assigned_sources.ts";
 import { PeerServer } from "./peer_server.ts";
+import type { RepoFile } from "../models/repo_snapshot.ts";
 
 function shard(model: string, commit: string): DesiredShard {
   const l = launch({ port: 8000 });
@@ -35,12 +38,24 @@ function shard(model: string, commit: string): DesiredShard {
   };
 }
 
-Deno.test("a host assigned a peer fetches the revision from it: no file byte from the hub", async () => {
+/** What each test gets: A holding the model and serving it over mTLS, B's peer fetch. */
+interface Fleet {
+  dir: string;
+  hub: FakeHub;
+  commit: string;
+  files: RepoFile[];
+  pathA: string;
+  peer: PeerServer;
+  peerUrl: string;
+  peerFetch: typeof fetch;
+}
+
+/** Runs `body` with host A holding `acme/tiny` and serving it; everything is stopped after. */
+async function withFleet(weightBytes: number, body: (f: Fleet) => Promise<void>): Promise<void> {
   const p = await clusterPki();
   await withTempDir(async (dir) => {
-    const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes: 256 * 1024 });
+    const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes });
     const commit = model.refs.main;
-    const files = model.commits[commit];
     const hub = inProcessFakeHub({ repos: [model] });
     const client = new HubClient({ config: { endpoint: hub.endpoint }, fetch: hub.fetch });
     const a = testCache(`${dir}/a`, { chunkBytes: 32 * 1024 });
@@ -56,14 +71,45 @@ Deno.test("a host assigned a peer fetches the revision from it: no file byte fro
     );
     const http = pinnedFetch(p.caPem, p.nodeB);
     try {
-      const assigned = new AssignedSources(http.fetch);
+      hub.counters.reset();
+      await body({
+        dir,
+        hub,
+        commit,
+        files: model.commits[commit],
+        pathA,
+        peer,
+        peerUrl: `https://127.0.0.1:${server.addr.port}`,
+        peerFetch: http.fetch,
+      });
+    } finally {
+      http.close();
+      await server.shutdown();
+    }
+  });
+}
+
+async function assertSameFiles(files: RepoFile[], pathB: string, pathA: string): Promise<void> {
+  for (const f of files) {
+    assertEquals(
+      await Deno.readFile(`${pathB}/${f.path}`),
+      await Deno.readFile(`${pathA}/${f.path}`),
+    );
+  }
+}
+
+Deno.test("a host assigned a peer fetches the revision from it: no file byte from the hub", async () => {
+  await withFleet(
+    256 * 1024,
+    async ({ dir, hub, commit, files, pathA, peer, peerUrl, peerFetch }) => {
+      const client = new HubClient({ config: { endpoint: hub.endpoint }, fetch: hub.fetch });
+      const assigned = new AssignedSources(peerFetch);
       assigned.update([{
         model: "acme/tiny",
         commit,
-        peers: [{ node_id: "a", url: `https://127.0.0.1:${server.addr.port}` }],
+        peers: [{ node_id: "a", url: peerUrl }],
         origin: true,
       }]);
-      hub.counters.reset();
       const b = testCache(`${dir}/b`, { chunkBytes: 32 * 1024 });
       const fetcher = new CacheModelFetcher({
         cache: b.cache,
@@ -78,18 +124,65 @@ Deno.test("a host assigned a peer fetches the revision from it: no file byte fro
         0,
         0,
       ]);
-      for (const f of files) {
-        assertEquals(
-          await Deno.readFile(`${pathB}/${f.path}`),
-          await Deno.readFile(`${pathA}/${f.path}`),
-        );
-      }
+      await assertSameFiles(files, pathB, pathA);
       const total = files.reduce((n, f) => n + f.size, 0);
       assertEquals(peer.stats().bytesServed, total);
       assertEquals(b.events.filter((e) => e.kind === "verified").length, files.length);
-    } finally {
-      http.close();
-      await server.shutdown();
-    }
-  });
+    },
+  );
+});
+
+Deno.test("a download under way on the hub moves its remaining chunks to a peer assigned midway", async () => {
+  await withFleet(
+    1024 * 1024,
+    async ({ dir, hub, commit, files, pathA, peer, peerUrl, peerFetch }) => {
+      const assigned = new AssignedSources(peerFetch);
+      const concurrency = 2;
+      const assignAfter = 3;
+      let planned = false;
+      // The plan reaches B once the hub has begun serving it the weights (the CDN's ranged reads).
+      const client = new HubClient({
+        config: { endpoint: hub.endpoint },
+        fetch: (input, init) => {
+          if (!planned && hub.counters.snapshot().byKind.cdn.requests >= assignAfter) {
+            planned = true;
+            assigned.update([{
+              model: "acme/tiny",
+              commit,
+              peers: [{ node_id: "a", url: peerUrl }],
+              origin: true,
+            }]);
+          }
+          return hub.fetch(input, init);
+        },
+      });
+      const b = testCache(`${dir}/b`, { chunkBytes: 32 * 1024, concurrency });
+      const fetcher = new CacheModelFetcher({
+        cache: b.cache,
+        hub: client,
+        sources: (m, c, origin) => assigned.sourcesFor(m, c, origin),
+      });
+      const pathB = (await fetcher.fetch(shard("acme/tiny", commit), new AbortController().signal))
+        .path;
+      await assertSameFiles(files, pathB, pathA);
+      const weights = files.filter((f) => f.sha256 !== undefined).reduce((n, f) => n + f.size, 0);
+      const cdn = hub.counters.snapshot().byKind.cdn;
+      // Those begun on the hub finish there; every later chunk asks the peer, the hub only as a fallback.
+      assertOk(
+        cdn.requests >= assignAfter && cdn.requests <= assignAfter + concurrency,
+        `${cdn.requests} CDN reads`,
+      );
+      assertOk(cdn.bytes < weights / 2, `the hub served ${cdn.bytes} of ${weights} weight bytes`);
+      assertOk(
+        peer.stats().bytesServed > weights / 2,
+        `the peer served ${peer.stats().bytesServed}`,
+      );
+      const changed = b.events.filter((e) => e.kind === "source_changed");
+      assertEquals(changed.length, 1);
+      assertOk(
+        changed[0].kind === "source_changed" && changed[0].to === "peer a",
+        JSON.stringify(changed),
+      );
+    },
+  );
 });

@@ -6,6 +6,10 @@
  * to `blobs/<key>`. No partial or unverified file is ever under the final
  * name.
  *
+ * Sources: every try of a chunk takes the head of the sources as assigned
+ * at that moment (live_sources.ts), so a re-plan reaches a download under
+ * way; a chunk already streaming finishes on its source.
+ *
  * Faults: a chunk whose source fails (refused, broken stream, short or
  * long) is retried from where it stopped, on the next source, with backoff,
  * a bounded number of times; a hash mismatch deletes the part file and
@@ -15,7 +19,6 @@
  * @module
  */
 import { dirname } from "node:path";
-import type { ByteSource } from "../../models/byte_source.ts";
 import { expectedHash } from "../../models/file_hash.ts";
 import type { RepoFile } from "../../models/repo_snapshot.ts";
 import { errorMessage } from "../../text/error_message.ts";
@@ -26,6 +29,7 @@ import { type CacheFs, type ChunkWriter, isNoSpace } from "./cache_fs.ts";
 import type { CacheLayout } from "./cache_layout.ts";
 import { type Chunk, parseRecord, planChunks, recordHeader, recordLine } from "./chunk_record.ts";
 import type { ChunkSlots } from "./chunk_slots.ts";
+import type { LiveSources } from "./live_sources.ts";
 import type { RateLimiter, Sleep } from "./token_bucket.ts";
 
 /** A download that gave up: every source failed, or the content never matched. */
@@ -95,34 +99,28 @@ export interface BlobTarget {
 }
 
 /**
- * Fetches `target.file` from `order` (sources in preference order) into
- * its blob. `order` is shared by every file of a snapshot and changed in
- * place: a source that fails is moved last once, for all of them, so one
- * hub outage is one `source_changed` event, not one per file. Resolves once
- * `blobs/<key>` holds verified content; rejects with
+ * Fetches `target.file` from `sources` into its blob. `sources` is shared
+ * by every file of a snapshot: a source that fails is moved last once, for
+ * all of them, so one hub outage is one `source_changed` event, not one per
+ * file. Resolves once `blobs/<key>` holds verified content; rejects with
  * {@link DownloadFailedError}, an ENOSPC error, or the signal's reason.
  */
 export async function downloadBlob(
   target: BlobTarget,
-  order: ByteSource[],
+  sources: LiveSources,
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
 ): Promise<void> {
   const { repo, commit, file } = target;
   const { fs, layout } = settings;
-  if (order.length === 0) {
-    throw new DownloadFailedError(
-      file.path,
-      `Cannot fetch ${repo} ${file.path}: no source holds it`,
-    );
-  }
+  if (sources.order().length === 0) throw noSource(repo, file);
   const part = layout.partPath(repo, file);
   const record = layout.chunksPath(repo, file);
   const blob = layout.blobPath(repo, file);
   await fs.mkdirp(dirname(blob));
   const subject = { repo, commit, file: file.path };
-  const refused = new Map<ByteSource, string>();
+  const refused = new Map<string, string>();
   for (let round = 1; round <= settings.verifyAttempts; round++) {
     const chunks = planChunks(file.size, settings.chunkBytes);
     const done = await openPart(fs, part, record, file.size, settings.chunkBytes);
@@ -130,8 +128,8 @@ export async function downloadBlob(
     progress.resumed(onDisk);
     const served = new Set<string>();
     const missing = chunks.filter((c) => !done.has(c.index));
-    const sources = { order, served, refused };
-    await fetchChunks(target, missing, sources, settings, progress, signal);
+    const chunkSources = { live: sources, served, refused };
+    await fetchChunks(target, missing, chunkSources, settings, progress, signal);
     const { hash, want } = expectedHash(file);
     for await (const piece of await fs.readStream(part)) hash.update(piece);
     const got = hash.hex();
@@ -146,13 +144,19 @@ export async function downloadBlob(
     await fs.remove(record);
     progress.add(-file.size);
     // The sources that served the rejected bytes go last for the next fetch.
-    const blamed = order.filter((s) => served.has(s.name));
-    order.splice(0, order.length, ...order.filter((s) => !served.has(s.name)), ...blamed);
+    sources.blame(served);
   }
   throw new DownloadFailedError(
     file.path,
     `Cannot fetch ${repo} ${file.path}: its content did not match ${expectedHash(file).want} ` +
       `after ${settings.verifyAttempts} fetches`,
+  );
+}
+
+function noSource(repo: string, file: RepoFile): DownloadFailedError {
+  return new DownloadFailedError(
+    file.path,
+    `Cannot fetch ${repo} ${file.path}: no source holds it`,
   );
 }
 
@@ -204,18 +208,18 @@ async function fetchChunks(
 
 /** The sources of one file's fetch. */
 interface ChunkSources {
-  /** Preference order, shared by the snapshot's files. */
-  order: ByteSource[];
+  /** The assigned sources and their failures, shared by the snapshot's files. */
+  live: LiveSources;
   /** Names of the sources that served bytes of this fetch. */
   served: Set<string>;
-  /** Sources that refused this file for good, with their answer. */
-  refused: Map<ByteSource, string>;
+  /** Names of the sources that refused this file for good, with their answer. */
+  refused: Map<string, string>;
 }
 
 async function fetchChunk(
   target: BlobTarget,
   chunk: Chunk,
-  { order, served, refused }: ChunkSources,
+  { live, served, refused }: ChunkSources,
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
@@ -226,14 +230,24 @@ async function fetchChunk(
   const release = await settings.slots.acquire(signal);
   try {
     let pos = chunk.start;
-    const maxAttempts = settings.attemptsPerSource * order.length;
+    const subject = { repo, commit, file: file.path };
     for (let attempt = 1;; attempt++) {
-      const source = order.find((s) => !refused.has(s));
+      const { source, assigned, reassigned } = live.look(refused);
+      if (reassigned !== null) {
+        emit(settings.onEvent, {
+          kind: "source_changed",
+          ...subject,
+          ...reassigned,
+          cause: "assignment",
+          reason: `the assignment changed: ${reassigned.to} is asked first`,
+        });
+      }
       if (source === undefined) {
+        if (assigned === 0) throw noSource(repo, file);
         throw new DownloadFailedError(
           file.path,
           `Cannot fetch ${repo} ${file.path}: ` +
-            [...refused].map(([s, why]) => `${s.name} refused it: ${why}`).join("; "),
+            [...refused].map(([name, why]) => `${name} refused it: ${why}`).join("; "),
           false,
         );
       }
@@ -267,7 +281,6 @@ async function fetchChunk(
         if (signal.aborted) throw signal.reason;
         if (isNoSpace(e)) throw e;
         const error = errorMessage(e);
-        const subject = { repo, commit, file: file.path };
         emit(settings.onEvent, {
           kind: "chunk_failed",
           ...subject,
@@ -278,33 +291,35 @@ async function fetchChunk(
         });
         if (isFinal(e)) {
           // No retry of a typo or a gated repo on this source; the next may hold the file.
-          refused.set(source, error);
-          const next = order.find((s) => !refused.has(s));
+          refused.set(source.name, error);
+          const next = live.peek(refused);
           if (next !== undefined) {
             emit(settings.onEvent, {
               kind: "source_changed",
               ...subject,
               from: source.name,
               to: next.name,
+              cause: "failure",
               reason: error,
             });
           }
           continue;
         }
-        if (attempt >= maxAttempts) {
+        // Bounded by the sources assigned now: a re-plan may add or remove some.
+        if (attempt >= settings.attemptsPerSource * assigned) {
           throw new DownloadFailedError(
             file.path,
             `Cannot fetch ${repo} ${file.path} bytes ${from}-${chunk.end}: ${attempt} tries ` +
               `failed, the last on ${source.name}: ${error}`,
           );
         }
-        if (order[0] === source && order.length > 1) {
-          order.push(order.shift()!);
+        const moved = live.failed(source);
+        if (moved !== null) {
           emit(settings.onEvent, {
             kind: "source_changed",
             ...subject,
-            from: source.name,
-            to: order[0].name,
+            ...moved,
+            cause: "failure",
             reason: error,
           });
         }

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import type { ByteSource } from "../../models/byte_source.ts";
 import type { RepoFile } from "../../models/repo_snapshot.ts";
 import {
   type BlobFetchSettings,
@@ -16,6 +15,7 @@ import {
   downloadBlob,
   type ProgressSink,
 } from "./blob_download.ts";
+import type { LiveSources } from "./live_sources.ts";
 
 interface BlobJob {
   done: Promise<void>;
@@ -48,7 +48,7 @@ export class BlobJobs {
    */
   async join(
     target: BlobTarget,
-    order: ByteSource[],
+    sources: LiveSources,
     sink: ProgressSink,
     signal: AbortSignal,
   ): Promise<void> {
@@ -59,7 +59,7 @@ export class BlobJobs {
       await job.done.catch(() => {});
       job = this.#jobs.get(key);
     }
-    if (job === undefined || job.controller.signal.aborted) job = this.#start(key, target, order);
+    if (job === undefined || job.controller.signal.aborted) job = this.#start(key, target, sources);
     const current = job;
     current.waiters++;
     current.sinks.add(sink);
@@ -86,7 +86,7 @@ export class BlobJobs {
   #start(
     key: string,
     target: BlobTarget,
-    order: ByteSource[],
+    sources: LiveSources,
   ): BlobJob {
     const sinks = new Set<ProgressSink>();
     const fan: ProgressSink = {
@@ -98,7 +98,7 @@ export class BlobJobs {
     const job: BlobJob = { controller, waiters: 0, sinks, done: Promise.resolve() };
     job.done = (async () => {
       try {
-        await downloadBlob(target, order, this.#settings, fan, controller.signal);
+        await downloadBlob(target, sources, this.#settings, fan, controller.signal);
         await this.#verified(target);
       } finally {
         this.#jobs.delete(key);

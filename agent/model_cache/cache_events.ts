@@ -43,6 +43,11 @@ export type CacheEvent =
     kind: "source_changed";
     from: string;
     to: string;
+    /**
+     * `failure`: `from` failed (a warning); `assignment`: the control
+     * plane's plan put `to` first while the download ran (issue #25 item 3).
+     */
+    cause: "failure" | "assignment";
     reason: string;
   }
   | FileSubject & { kind: "verified"; bytes: number }

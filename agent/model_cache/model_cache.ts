@@ -10,6 +10,8 @@
  * - cache_inspect.ts: what the host already holds (hashed once per blob);
  * - blob_download.ts: one blob, chunked, resumed, verified, renamed;
  * - blob_jobs.ts: one job per blob, shared by the snapshots needing it;
+ * - live_sources.ts, source_order.ts: which source each chunk asks, the
+ *   assignment read again for every chunk;
  * - token_bucket.ts, chunk_slots.ts: the agent's rate and connections,
  *   shared by every download;
  * - download_progress.ts, cache_events.ts: what the agent reports;
@@ -21,7 +23,6 @@
  * @module
  */
 import { dirname } from "node:path";
-import type { ByteSource } from "../../models/byte_source.ts";
 import { blobKey, type RepoFile, type RepoSnapshot } from "../../models/repo_snapshot.ts";
 import { errorMessage } from "../../text/error_message.ts";
 import { type Clock, systemClock } from "../../time/clock.ts";
@@ -44,6 +45,7 @@ import { type CachedRevision, listRevisions, markUsed } from "./cache_revisions.
 import { parseRecord, planChunks } from "./chunk_record.ts";
 import { ChunkSlots } from "./chunk_slots.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
+import { LiveSources, type SourceList } from "./live_sources.ts";
 import { DownloadProgress, type ProgressReport } from "./download_progress.ts";
 import { type Sleep, TokenBucket, unlimited } from "./token_bucket.ts";
 
@@ -156,15 +158,17 @@ export class ModelCache {
 
   /**
    * Makes `snapshots/<commit>/` hold every file of `snapshot`, verified,
-   * fetching what is missing from `sources` (in preference order), and
-   * answers its path. Rejects with {@link UnsafePathError} before touching
-   * anything when a name is unsafe, {@link InsufficientDiskError} when the
-   * disk cannot hold it (partial files removed), DownloadFailedError when
-   * the sources fail, or the signal's reason (part files kept).
+   * fetching what is missing from `sources` (in preference order; a
+   * function is asked again for every chunk, so a new assignment reaches
+   * the download under way), and answers its path. Rejects with
+   * {@link UnsafePathError} before touching anything when a name is unsafe,
+   * {@link InsufficientDiskError} when the disk cannot hold it (partial
+   * files removed), DownloadFailedError when the sources fail, or the
+   * signal's reason (part files kept).
    */
   async ensureSnapshot(
     snapshot: RepoSnapshot,
-    sources: readonly ByteSource[],
+    sources: SourceList,
     options: EnsureOptions = {},
   ): Promise<string> {
     const repo = snapshot.repo;
@@ -180,7 +184,7 @@ export class ModelCache {
 
   async #ensure(
     snapshot: RepoSnapshot,
-    sources: readonly ByteSource[],
+    sources: SourceList,
     options: EnsureOptions,
   ): Promise<string> {
     const { repo, commit } = snapshot;
@@ -277,7 +281,7 @@ export class ModelCache {
   async #fetchAll(
     snapshot: RepoSnapshot,
     missing: RepoFile[],
-    sources: readonly ByteSource[],
+    sources: SourceList,
     progress: DownloadProgress,
     signal: AbortSignal,
   ): Promise<void> {
@@ -285,10 +289,10 @@ export class ModelCache {
     const stop = new AbortController();
     const both = AbortSignal.any([signal, stop.signal]);
     let first: { error: unknown; file: string } | null = null;
-    const order = [...sources]; // shared by the snapshot's files (see downloadBlob)
+    const live = new LiveSources(sources); // shared by the snapshot's files (see downloadBlob)
     await Promise.allSettled(
       missing.map((file) =>
-        this.#jobs.join({ repo, commit, file }, order, progress, both).catch((error) => {
+        this.#jobs.join({ repo, commit, file }, live, progress, both).catch((error) => {
           // One file that cannot be fetched fails the snapshot: stop the rest.
           if (!both.aborted) first = { error, file: file.path };
           stop.abort(error);
