@@ -264,6 +264,7 @@ export class Agent {
         log: this.#log,
         supervisorLog: this.#supLog,
         timings: this.#timings,
+        engineVersions: () => this.#registration.engineVersions,
       });
     } catch (e) {
       // Whatever had started is stopped: listeners closed, TLS material released.

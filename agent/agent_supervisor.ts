@@ -2,7 +2,8 @@
  * The agent's supervisor, built and started (design §9.2): engines launched
  * through the node's plugins (agent/prepare_shard.ts) on the agent's port
  * range, their models fetched through the model cache first, their compile
- * and JIT caches kept per host (engines/compile_cache.ts); its events go to
+ * and JIT caches kept per host (engines/compile_cache.ts) and evicted with
+ * their model revisions or under disk pressure (agent/engine_cache/); its events go to
  * the supervisor's log, and each engine's time to ready and cold-start
  * phases to the agent's `/metrics` (agent/metrics.ts,
  * agent/cold_start_metrics.ts).
@@ -19,6 +20,10 @@ import type { AgentModels } from "./agent_models.ts";
 import { type ColdStartHistograms, observeColdStart } from "./cold_start_metrics.ts";
 import { emptyTimeToReady, observeTimeToReady, type TimeToReadyHistogram } from "./metrics.ts";
 import { prepareShard } from "./prepare_shard.ts";
+import { EngineCacheKeeper } from "./engine_cache/engine_cache_keeper.ts";
+import { revisionKey } from "./model_cache/cache_revisions.ts";
+import { DEFAULT_WATERMARKS } from "./model_cache/eviction_plan.ts";
+import { systemClock } from "../time/clock.ts";
 
 /** How long this agent's engines took to start, as `/metrics` shows it. */
 export class EngineStartTimings {
@@ -42,6 +47,30 @@ export interface AgentSupervisorOptions {
   supervisorLog: Logger;
   /** Where start-up timings are recorded. */
   timings: EngineStartTimings;
+  /** Engine name → version installed on this host; null until known (default: never known). */
+  engineVersions?: () => Readonly<Record<string, string>> | null;
+}
+
+/**
+ * The host's engine caches under `<state>/engine_cache`: a shard the
+ * supervisor runs, starts or stops keeps its directory; with a model cache,
+ * a directory follows its revision out of it, under the cache's watermarks.
+ */
+function engineCache(a: AgentSupervisorOptions, supervisor: () => Supervisor | null) {
+  const o = a.options;
+  const models = a.models;
+  return new EngineCacheKeeper({
+    root: `${o.stateDir}/engine_cache`,
+    inUse: () => supervisor()?.shards() ?? [],
+    held: models === null
+      ? undefined
+      : async () =>
+        new Set((await models.cache.revisions()).map((r) => revisionKey(r.repo, r.commit))),
+    installed: a.engineVersions ?? (() => null),
+    marks: o.models?.cache.watermarks ?? DEFAULT_WATERMARKS,
+    clock: o.clock ?? systemClock,
+    log: a.supervisorLog,
+  });
 }
 
 /**
@@ -53,6 +82,8 @@ export interface AgentSupervisorOptions {
  */
 export async function startSupervisor(a: AgentSupervisorOptions): Promise<Supervisor> {
   const o = a.options;
+  let built: Supervisor | null = null;
+  const keeper = engineCache(a, () => built);
   const supervisor = new Supervisor(
     {
       ...o.supervisor,
@@ -69,17 +100,23 @@ export async function startSupervisor(a: AgentSupervisorOptions): Promise<Superv
       },
     },
     prepareShard(a.registry, {
-      engineCacheRoot: `${o.stateDir}/engine_cache`,
+      engineCache: keeper,
       // Engines read the model cache with the hub off (prepare_shard.ts).
       modelCache: a.models?.root,
     }),
   );
+  built = supervisor;
   try {
     await supervisor.start();
   } catch (e) {
     throw new AgentError(`supervisor cannot start: ${errorMessage(e)}`);
   }
   await supervisor.tick();
+  // Adopted shards keep theirs; what an earlier agent left behind is swept.
+  a.models?.reporter.afterEviction(() => keeper.sweep());
+  await keeper.sweep().catch((e) =>
+    a.supervisorLog.warn("cannot sweep the engine cache", { error: errorMessage(e) })
+  );
   const adopted = supervisor.status();
   if (adopted.length > 0) {
     a.log.info("adopted engines left running", {

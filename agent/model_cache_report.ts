@@ -81,6 +81,7 @@ export class ModelCacheReporter {
   #lastAt = -Infinity;
   #pending: EvictionReport[] = [];
   #refreshing: Promise<void> | null = null;
+  #afterEviction: (() => Promise<unknown>) | null = null;
 
   /** A reporter over `options.cache`. */
   constructor(options: ModelCacheReporterOptions) {
@@ -125,6 +126,15 @@ export class ModelCacheReporter {
     return { ...this.#last, evicted: this.#pending.slice(0, REPORT_BOUNDS.cacheEvictions) };
   }
 
+  /**
+   * Runs `hook` after each refresh that evicted a revision, before the
+   * report is read: the engine caches follow their revisions out
+   * (agent/engine_cache/). Its failure is logged; the report goes on.
+   */
+  afterEviction(hook: () => Promise<unknown>): void {
+    this.#afterEviction = hook;
+  }
+
   /** The control plane took `report`: its evictions are not sent again. */
   delivered(report: ModelCacheReport): void {
     const sent = new Set(report.evicted);
@@ -138,7 +148,14 @@ export class ModelCacheReporter {
       const desired = this.#o.desired();
       let held = await cache.revisions();
       const evicted = await cache.eviction.evict(keepSet(desired, held), watermarks);
-      if (evicted.length > 0) held = await cache.revisions();
+      if (evicted.length > 0) {
+        held = await cache.revisions();
+        await this.#afterEviction?.().catch((e) =>
+          log.warn("cannot evict the engine caches of evicted revisions", {
+            error: errorMessage(e),
+          })
+        );
+      }
       const keep = keepSet(desired, held);
       const room = await cache.eviction.room(keep, watermarks);
       const pinned = new Set(

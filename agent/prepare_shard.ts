@@ -11,27 +11,25 @@ import type { ShardSpec } from "../engines/types.ts";
 import type { PrepareShard } from "../supervisor/supervisor.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
 import { errorMessage } from "../text/error_message.ts";
-import {
-  compileCacheDir,
-  compileCacheEnv,
-  compileCacheKeyInput,
-} from "../engines/compile_cache.ts";
+import { compileCacheEnv } from "../engines/compile_cache.ts";
 import type { EngineCommand } from "../engines/types.ts";
+import type { EngineCacheKeeper } from "./engine_cache/engine_cache_keeper.ts";
 import { join } from "node:path";
 
 /**
  * The supervisor's prepare over `registry`: never throws, so a bad launch is
- * a failed shard with its reason. With `engineCacheRoot`, every shard's
+ * a failed shard with its reason. With `engineCache`, every shard's
  * command also gets its persistent compile and JIT cache directory
- * (engines/compile_cache.ts), below the profile's and plugin's own
- * variables: an operator who moves a cache in the profile wins. With
+ * (engines/compile_cache.ts; its use recorded, agent/engine_cache/), below
+ * the profile's and plugin's own variables: an operator who moves a cache
+ * in the profile wins. With
  * `modelCache` (the agent's `--model-cache`), every shard runs with the hub
  * switched off ({@link offlineEnv}), above everything else: engines never
  * fetch a model themselves (issue #25 item 4).
  */
 export function prepareShard(
   registry: EngineRegistry,
-  opts: { engineCacheRoot?: string; modelCache?: string } = {},
+  opts: { engineCache?: Pick<EngineCacheKeeper, "use">; modelCache?: string } = {},
 ): PrepareShard {
   return async (d: LaunchedShard): Promise<ShardSpec> => {
     const refuse = (problem: string): ShardSpec => ({
@@ -50,9 +48,9 @@ export function prepareShard(
     }
     try {
       const prepared = await driver.prepare(d.launch);
-      let spec = opts.engineCacheRoot === undefined || prepared.command === null ? prepared : {
+      let spec = opts.engineCache === undefined || prepared.command === null ? prepared : {
         ...prepared,
-        command: await withCompileCache(opts.engineCacheRoot, d, prepared.command),
+        command: await withCompileCache(opts.engineCache, d, prepared.command),
       };
       if (opts.modelCache !== undefined && spec.command !== null) {
         const command = spec.command;
@@ -70,12 +68,11 @@ export function prepareShard(
 
 /** The command with the shard's compile cache directory made and its variables beneath the command's own. */
 async function withCompileCache(
-  root: string,
+  keeper: Pick<EngineCacheKeeper, "use">,
   d: LaunchedShard,
   command: EngineCommand,
 ): Promise<EngineCommand> {
-  const dir = compileCacheDir(root, compileCacheKeyInput(d.engine, d.launch));
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  const dir = await keeper.use(d.engine, d.launch);
   return { ...command, env: { ...compileCacheEnv(dir), ...command.env } };
 }
 

@@ -1,5 +1,6 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
+import { testEngineCache } from "../tests/engine_cache.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../engines/compile_cache.ts";
 import { offlineEnv, prepareShard } from "./prepare_shard.ts";
@@ -16,7 +17,7 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
   try {
     const d = shard();
     const spec = await prepareShard(EngineRegistry.builtin(), {
-      engineCacheRoot: `${root}/engine_cache`,
+      engineCache: testEngineCache(`${root}/engine_cache`),
     })(d);
     const dir = compileCacheDir(
       `${root}/engine_cache`,
@@ -30,7 +31,7 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
     assertEquals(spec.command?.env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
     // A restart of the same shard finds the same directory.
     const again = await prepareShard(EngineRegistry.builtin(), {
-      engineCacheRoot: `${root}/engine_cache`,
+      engineCache: testEngineCache(`${root}/engine_cache`),
     })(shard());
     assertEquals(again.command?.env.VLLM_CACHE_ROOT, `${dir}/vllm`);
   } finally {
@@ -38,11 +39,11 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
   }
 });
 
-Deno.test("a profile that moves a cache wins; without a root nothing is added", async () => {
+Deno.test("a profile that moves a cache wins; without an engine cache nothing is added", async () => {
   const root = await Deno.makeTempDir();
   try {
     const spec = await prepareShard(EngineRegistry.builtin(), {
-      engineCacheRoot: root,
+      engineCache: testEngineCache(root),
     })(shard({ TRITON_CACHE_DIR: "/fast/triton" }));
     assertEquals(spec.command?.env.TRITON_CACHE_DIR, "/fast/triton");
     const plain = await prepareShard(EngineRegistry.builtin())(shard());
@@ -57,7 +58,7 @@ Deno.test("a cache directory that cannot be made fails the shard with the reason
   try {
     await Deno.writeTextFile(`${root}/file`, "");
     const spec = await prepareShard(EngineRegistry.builtin(), {
-      engineCacheRoot: `${root}/file`,
+      engineCache: testEngineCache(`${root}/file`),
     })(shard());
     assertEquals(spec.command, null);
     assertOk(

@@ -82,6 +82,7 @@ export class Registration {
   #intervalMs: number;
   #registering: Promise<boolean> | null = null;
   #engineVersions: Record<string, string> = {};
+  #versionsKnown = false;
   #versionsReady: Promise<void> = Promise.resolve();
   /** Node tokens refused in a row: a control plane that refuses what it just issued is not hammered. */
   #refusals = 0;
@@ -98,6 +99,11 @@ export class Registration {
     return this.#registeredId;
   }
 
+  /** Engine name → version installed on this host; null until the engines were asked. */
+  get engineVersions(): Readonly<Record<string, string>> | null {
+    return this.#versionsKnown ? this.#engineVersions : null;
+  }
+
   /** The heartbeat interval in use. */
   get intervalMs(): number {
     return this.#intervalMs;
@@ -112,6 +118,7 @@ export class Registration {
     const { log, signal } = this.#opts;
     this.#versionsReady = engineVersions(registry, { env, signal }).then((v) => {
       this.#engineVersions = v;
+      this.#versionsKnown = true;
       if (!signal.aborted) log.info("engine versions", { engines: v });
     });
   }

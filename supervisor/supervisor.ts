@@ -228,6 +228,14 @@ export class Supervisor {
     );
   }
 
+  /**
+   * The desired shard of every shard not finished: what runs, is about to
+   * start or is stopping now (the agent keeps their engine caches).
+   */
+  shards(): DesiredShard[] {
+    return [...this.#runners.values()].filter((r) => !r.finished).map((r) => r.desired);
+  }
+
   /** What the agent's metrics need of every shard beyond its status, by id. */
   metrics(): ShardMetrics[] {
     return [...this.#runners.values()].map((r) => r.metrics()).sort((a, b) =>

@@ -13,6 +13,7 @@ import { until } from "./until.ts";
 import { launch } from "./fake_engine_harness.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { prepareShard } from "../agent/prepare_shard.ts";
+import { testEngineCache } from "./engine_cache.ts";
 import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 import { PortAllocator, type ShardReport, Supervisor } from "../supervisor/mod.ts";
 import { portsOf } from "./port_plan.ts";
@@ -29,6 +30,7 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
   const stateDir = await Deno.makeTempDir({ prefix: "llmgw_cold_start_test_" });
   const told: ColdStartReceipt[] = [];
   const groups = new Set<number>();
+  const cache = testEngineCache(`${stateDir}/engine_cache`);
   const sup = new Supervisor({
     stateDir,
     tickMs: 50,
@@ -46,7 +48,7 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
       assertEquals(engine, "vllm");
       told.push(receipt);
     },
-  }, prepareShard(EngineRegistry.builtin(), { engineCacheRoot: `${stateDir}/engine_cache` }));
+  }, prepareShard(EngineRegistry.builtin(), { engineCache: cache }));
   const ready = (): Promise<ShardReport> =>
     until("the shard to be ready with its receipt settled", () => {
       const s = sup.shard("r-1/0")?.status;

@@ -110,13 +110,6 @@ export class EngineCacheKeeper {
     return run;
   }
 
-  /** {@link sweep} in the background; a failure is logged. */
-  sweepSoon(): void {
-    this.sweep().catch((e) =>
-      this.#o.log.warn("cannot sweep the engine cache", { error: errorMessage(e) })
-    );
-  }
-
   #inUse(): Set<string> {
     const dirs = new Set(this.#starting);
     for (const s of this.#o.inUse()) {

@@ -1,0 +1,96 @@
+/**
+ * A model revision evicted under the watermarks takes its engine compile
+ * caches with it, through the agent's own hook (the model cache reporter's
+ * refresh, then the keeper's sweep, as agent/agent_supervisor.ts wires
+ * them), over a real model cache; the revision a desired shard keeps keeps
+ * its directory too.
+ */
+import { assertEquals, assertOk } from "../../tests/assert.ts";
+import { FakeClock } from "../../tests/fake_clock.ts";
+import { MemoryByteSource } from "../../tests/memory_byte_source.ts";
+import { COMMIT, sampleModel, testCache, withTempDir } from "../../tests/model_cache_fixture.ts";
+import { desiredLaunch } from "../../tests/shard_launch.ts";
+import { createLogger } from "../../log/log.ts";
+import { type CacheFs, denoCacheFs } from "../model_cache/cache_fs.ts";
+import { revisionKey } from "../model_cache/cache_revisions.ts";
+import { ModelCacheReporter } from "../model_cache_report.ts";
+import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
+
+const REPO = "acme/tiny-llm";
+const KEPT = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
+const MARKS = { highPercent: 90, lowPercent: 80 };
+
+Deno.test("a revision evicted from the model cache takes its engine caches; a kept one keeps its own", async () => {
+  await withTempDir(async (root) => {
+    let free = 50_000;
+    const fs: CacheFs = {
+      ...denoCacheFs,
+      diskUsage: () => Promise.resolve({ totalBytes: 100_000, freeBytes: free }),
+      freeBytes: () => Promise.resolve(1e12),
+    };
+    const clock = new FakeClock();
+    let reporter: ModelCacheReporter | null = null;
+    const { cache } = testCache(`${root}/models`, {
+      fs,
+      clock,
+      onEvent: (e) => reporter?.cacheEvent(e),
+    });
+    for (const [commit, seed] of [[COMMIT, 1], [KEPT, 7]] as const) {
+      clock.advance(1000);
+      const m = sampleModel(commit, seed);
+      await cache.ensureSnapshot(m.snapshot, [new MemoryByteSource("hub", m.contents)]);
+    }
+    const shard = (id: string, commit: string) => ({
+      id,
+      engine: "vllm",
+      launch: desiredLaunch(id, { model: REPO, model_commit: commit }),
+    });
+    const running = shard("r1/0", KEPT);
+    const desired = { shards: [running], models: [] };
+    const evicted: EngineCacheEvicted[] = [];
+    const keeper = new EngineCacheKeeper({
+      root: `${root}/engine_cache`,
+      inUse: () => desired.shards,
+      held: async () =>
+        new Set((await cache.revisions()).map((r) => revisionKey(r.repo, r.commit))),
+      installed: () => null,
+      marks: MARKS,
+      clock,
+      log: createLogger("agent", () => {}),
+      onEvicted: (e) => evicted.push(e),
+      // The engine caches' own disk is roomy: only the revision's eviction moves them.
+      fs: { ...denoCacheFs, diskUsage: () => Promise.resolve({ totalBytes: 1e9, freeBytes: 9e8 }) },
+    });
+    reporter = new ModelCacheReporter({
+      cache,
+      watermarks: MARKS,
+      desired: () => desired,
+      clock,
+      log: createLogger("agent", () => {}),
+    });
+    reporter.afterEviction(() => keeper.sweep());
+
+    // An earlier shard of the old commit compiled here, and so did the running one.
+    const old = await keeper.use("vllm", shard("r0/0", COMMIT).launch);
+    const kept = await keeper.use("vllm", running.launch);
+    for (const dir of [old, kept]) await Deno.writeFile(`${dir}/graph.bin`, new Uint8Array(4096));
+    assertEquals((await reporter.report())!.evicted, [], "under the high watermark");
+
+    free = 5_000;
+    clock.advance(10_000);
+    const report = (await reporter.report())!;
+    assertEquals(report.evicted.map((e) => e.commit), [COMMIT]);
+    assertOk(!(await exists(old)), "the evicted revision's compile cache is gone");
+    assertOk(await exists(`${kept}/graph.bin`), "the running shard's stays");
+    assertEquals(evicted.map((e) => [e.revision, e.reason]), [[COMMIT, "revision_evicted"]]);
+  });
+});
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
