@@ -70,6 +70,8 @@ function engineCache(a: AgentSupervisorOptions, supervisor: () => Supervisor | n
     marks: o.models?.cache.watermarks ?? DEFAULT_WATERMARKS,
     clock: o.clock ?? systemClock,
     log: a.supervisorLog,
+    // Without a model cache there is no report to carry them: the log line alone.
+    onEvicted: models === null ? undefined : (e) => models.reporter.engineCacheEvicted(e),
   });
 }
 

@@ -5,7 +5,8 @@
  * shard uses or is about to use and every revision the desired state pins
  * or pulls, then reads what the cache holds and the room a new revision
  * has. The heartbeat carries that, with the evictions not yet delivered
- * (the control plane makes each a `model_evicted` event).
+ * (the control plane makes each a `model_evicted` event), and the engine
+ * cache directories evicted (agent/engine_cache/; `engine_cache_evicted`).
  *
  * A shard whose launch names no commit (an older control plane, a revision
  * not yet resolved) keeps every cached revision of its repository: the
@@ -16,9 +17,11 @@
 import type { DesiredShard, DesiredState } from "../protocol/agent_protocol.ts";
 import type {
   CachedRevisionReport,
+  EngineCacheEvictionReport,
   EvictionReport,
   ModelCacheReport,
 } from "../protocol/model_cache_report.ts";
+import type { EngineCacheEvicted } from "./engine_cache/engine_cache_keeper.ts";
 import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
 import type { Clock } from "../time/clock.ts";
 import type { Logger } from "../log/log.ts";
@@ -80,6 +83,7 @@ export class ModelCacheReporter {
   #last: Omit<ModelCacheReport, "evicted"> | null = null;
   #lastAt = -Infinity;
   #pending: EvictionReport[] = [];
+  #pendingEngine: EngineCacheEvictionReport[] = [];
   #refreshing: Promise<void> | null = null;
   #afterEviction: (() => Promise<unknown>) | null = null;
 
@@ -123,7 +127,37 @@ export class ModelCacheReporter {
       await this.#refreshing;
     }
     if (this.#last === null) return null;
-    return { ...this.#last, evicted: this.#pending.slice(0, REPORT_BOUNDS.cacheEvictions) };
+    const engine = this.#pendingEngine.slice(0, REPORT_BOUNDS.cacheEvictions);
+    return {
+      ...this.#last,
+      evicted: this.#pending.slice(0, REPORT_BOUNDS.cacheEvictions),
+      ...(engine.length === 0 ? {} : { engine_caches_evicted: engine }),
+    };
+  }
+
+  /** An engine cache directory the agent evicted: it waits for the next heartbeat. */
+  engineCacheEvicted(e: EngineCacheEvicted): void {
+    const b = REPORT_BOUNDS;
+    this.#pendingEngine.push({
+      engine: e.engine.slice(0, b.engineCacheKey),
+      key: e.key.slice(0, b.engineCacheKey),
+      model: e.model?.slice(0, b.downloadModel) ?? null,
+      commit: e.revision?.slice(0, b.downloadCommit) ?? null,
+      bytes: e.bytes,
+      at: this.#o.clock.now(),
+      cause: e.reason,
+      reason: e.why.slice(0, b.reason),
+    });
+    if (this.#pendingEngine.length > MAX_PENDING_EVICTIONS) {
+      const dropped = this.#pendingEngine.length - MAX_PENDING_EVICTIONS;
+      this.#pendingEngine.splice(0, dropped);
+      this.#o.log.warn(
+        "engine cache evictions not reported: the control plane has not heard them",
+        {
+          dropped,
+        },
+      );
+    }
   }
 
   /**
@@ -137,8 +171,9 @@ export class ModelCacheReporter {
 
   /** The control plane took `report`: its evictions are not sent again. */
   delivered(report: ModelCacheReport): void {
-    const sent = new Set(report.evicted);
+    const sent = new Set<object>([...report.evicted, ...(report.engine_caches_evicted ?? [])]);
     this.#pending = this.#pending.filter((e) => !sent.has(e));
+    this.#pendingEngine = this.#pendingEngine.filter((e) => !sent.has(e));
   }
 
   async #refresh(): Promise<void> {

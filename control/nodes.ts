@@ -6,6 +6,7 @@
  * @module
  */
 import { recordModelCache } from "./model_caches.ts";
+import { recordEngineCacheEvictions } from "./engine_cache_events.ts";
 import { checkGpus, type InventoryNode, NodeReportError } from "../inventory/store.ts";
 import type {
   HeartbeatRequest,
@@ -162,6 +163,7 @@ export class NodeService {
       state.reports.set(req.node_id, new Map(req.shards.map((s) => [s.id, s])));
       if (req.model_cache !== undefined) {
         await recordModelCache(state, req.node_id, req.model_cache);
+        await recordEngineCacheEvictions(state, req.node_id, req.model_cache);
       }
       // The ports the agent allocated; other ranks learn rank 0's at once.
       const learned = learnPorts(state, req.shards);

@@ -4,7 +4,9 @@
  * has under the high watermark once everything evictable is evicted
  * (placement's `insufficient_disk` and its preference for holders read
  * these), and the evictions since the last heartbeat the control plane
- * took (each becomes a `model_evicted` event).
+ * took (each becomes a `model_evicted` event), and the engine compile
+ * cache directories it evicted (each an `engine_cache_evicted` event;
+ * optional: an older agent sends none).
  *
  * Optional on the wire (`model_cache` of the heartbeat): an older agent
  * sends none, and its nodes are then neither filtered for disk nor
@@ -56,6 +58,26 @@ export interface EvictionReport {
   reason: string;
 }
 
+/** One engine compile and JIT cache directory the agent evicted (issue #25 item 7). */
+export interface EngineCacheEvictionReport {
+  /** The engine plugin. */
+  engine: string;
+  /** The directory's name: its key (engines/compile_cache.ts). */
+  key: string;
+  /** Its model (hub id or path); null when the directory kept no record of it. */
+  model: string | null;
+  /** Its model's commit; null for a local path, an unresolved revision or no record. */
+  commit: string | null;
+  /** Bytes freed. */
+  bytes: number;
+  /** When (ms since epoch). */
+  at: number;
+  /** `revision_evicted`: its model revision left the cache; `disk_pressure`: the watermarks. */
+  cause: "revision_evicted" | "disk_pressure";
+  /** Why, in words. */
+  reason: string;
+}
+
 /** An agent's model cache, as its heartbeat carries it. */
 export interface ModelCacheReport {
   /**
@@ -70,6 +92,8 @@ export interface ModelCacheReport {
   omitted: number;
   /** Evictions not yet reported, oldest first. */
   evicted: EvictionReport[];
+  /** Engine cache directories evicted and not yet reported, oldest first. */
+  engine_caches_evicted?: EngineCacheEvictionReport[];
 }
 
 const Repo = z.string().min(1).max(REPORT_BOUNDS.cacheRepo);
@@ -95,6 +119,16 @@ export const ModelCacheReportSchema = z.object({
     at: z.number(),
     reason: z.string().max(REPORT_BOUNDS.reason),
   })).max(REPORT_BOUNDS.cacheEvictions),
+  engine_caches_evicted: z.array(z.object({
+    engine: z.string().min(1).max(REPORT_BOUNDS.engineCacheKey),
+    key: z.string().min(1).max(REPORT_BOUNDS.engineCacheKey),
+    model: z.string().max(REPORT_BOUNDS.downloadModel).nullable(),
+    commit: z.string().max(REPORT_BOUNDS.downloadCommit).nullable(),
+    bytes: z.number().int().min(0),
+    at: z.number(),
+    cause: z.enum(["revision_evicted", "disk_pressure"]),
+    reason: z.string().max(REPORT_BOUNDS.reason),
+  })).max(REPORT_BOUNDS.cacheEvictions).optional(),
 });
 
 // `deno check` fails here when the interfaces and the schema drift apart.

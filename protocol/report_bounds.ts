@@ -66,4 +66,6 @@ export const REPORT_BOUNDS = {
   cacheRepo: 1024,
   /** Evictions one heartbeat carries (older ones wait for the next). */
   cacheEvictions: 64,
+  /** An engine cache directory's engine or key name. */
+  engineCacheKey: 256,
 } as const;

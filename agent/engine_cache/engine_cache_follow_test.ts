@@ -3,7 +3,7 @@
  * caches with it, through the agent's own hook (the model cache reporter's
  * refresh, then the keeper's sweep, as agent/agent_supervisor.ts wires
  * them), over a real model cache; the revision a desired shard keeps keeps
- * its directory too.
+ * its directory too. The next heartbeat's report carries the eviction.
  */
 import { assertEquals, assertOk } from "../../tests/assert.ts";
 import { FakeClock } from "../../tests/fake_clock.ts";
@@ -14,6 +14,7 @@ import { createLogger } from "../../log/log.ts";
 import { type CacheFs, denoCacheFs } from "../model_cache/cache_fs.ts";
 import { revisionKey } from "../model_cache/cache_revisions.ts";
 import { ModelCacheReporter } from "../model_cache_report.ts";
+import { ModelCacheReportSchema } from "../../protocol/model_cache_report.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
 
 const REPO = "acme/tiny-llm";
@@ -57,7 +58,10 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
       marks: MARKS,
       clock,
       log: createLogger("agent", () => {}),
-      onEvicted: (e) => evicted.push(e),
+      onEvicted: (e) => {
+        evicted.push(e);
+        reporter?.engineCacheEvicted(e);
+      },
       // The engine caches' own disk is roomy: only the revision's eviction moves them.
       fs: { ...denoCacheFs, diskUsage: () => Promise.resolve({ totalBytes: 1e9, freeBytes: 9e8 }) },
     });
@@ -83,6 +87,16 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
     assertOk(!(await exists(old)), "the evicted revision's compile cache is gone");
     assertOk(await exists(`${kept}/graph.bin`), "the running shard's stays");
     assertEquals(evicted.map((e) => [e.revision, e.reason]), [[COMMIT, "revision_evicted"]]);
+    // The same heartbeat carries it for the control plane, once.
+    const sent = report.engine_caches_evicted ?? [];
+    assertEquals(sent.map((e) => [e.engine, e.model, e.commit, e.cause]), [
+      ["vllm", REPO, COMMIT, "revision_evicted"],
+    ]);
+    assertEquals(sent[0].key, old.split("/").at(-1));
+    assertOk(sent[0].bytes >= 4096 && sent[0].reason.includes("no longer in the model cache"));
+    assertEquals(ModelCacheReportSchema.safeParse(report).success, true);
+    reporter.delivered(report);
+    assertEquals((await reporter.report())!.engine_caches_evicted, undefined, "delivered once");
   });
 });
 
