@@ -113,7 +113,10 @@ export class EngineCacheKeeper {
   #inUse(): Set<string> {
     const dirs = new Set(this.#starting);
     for (const s of this.#o.inUse()) {
-      dirs.add(compileCacheDir(this.#o.root, compileCacheKeyInput(s.engine, s.launch)));
+      const key = compileCacheKeyInput(s.engine, s.launch);
+      dirs.add(compileCacheDir(this.#o.root, key));
+      // Keys had no commit before: an engine adopted across that upgrade still runs in that one.
+      dirs.add(compileCacheDir(this.#o.root, { ...key, revision: null }));
     }
     return dirs;
   }

@@ -4,6 +4,7 @@ import { launch } from "../../tests/fake_engine_harness.ts";
 import type { DesiredShard } from "../../protocol/agent_protocol.ts";
 import type { DesiredLaunch } from "../../engines/types.ts";
 import { createLogger } from "../../log/log.ts";
+import { compileCacheDir, compileCacheKeyInput } from "../../engines/compile_cache.ts";
 import { denoCacheFs } from "../model_cache/cache_fs.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
 import { parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
@@ -130,6 +131,27 @@ Deno.test("over the high watermark: the least recently used unused directory goe
     assertEquals(await exists(started), true, "the starting one: kept");
     assertEquals(h.events.map((e) => e.reason), ["disk_pressure"]);
     assertOk(h.events[0].why.includes("over the high watermark of 90%"), h.events[0].why);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a directory from before keys carried the commit: kept while its shard runs, else ordered by mtime", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const h = harness(root);
+    const running = shard(C1);
+    const legacy = (s: DesiredShard<DesiredLaunch>) =>
+      compileCacheDir(root, { ...compileCacheKeyInput(s.engine, s.launch), revision: null });
+    // An older agent made these, without a record.
+    for (const s of [running, shard(C1, 2)]) await compile(legacy(s));
+    h.inUse.push(running);
+    h.disk.usedBytes = 950_000;
+    const evicted = await h.keeper.sweep();
+    assertEquals(evicted.map((e) => e.entry.dir), [legacy(shard(C1, 2))]);
+    assertEquals(evicted[0].entry.key, null);
+    assertEquals(await exists(legacy(running)), true);
+    assertEquals(h.events.map((e) => [e.engine, e.model]), [["vllm", null]]);
   } finally {
     await Deno.remove(root, { recursive: true });
   }
