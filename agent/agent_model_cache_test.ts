@@ -23,6 +23,7 @@ import {
   StubControl,
 } from "../tests/stub_control.ts";
 import { Agent } from "./agent.ts";
+import { parseRecord, RECORD_FILE } from "./engine_cache/engine_cache_record.ts";
 
 const TOKEN = "hf_agentsecret_0123456789abcdef";
 const WAIT = { timeoutMs: 60_000, intervalMs: 20 };
@@ -127,6 +128,12 @@ Deno.test("agent: a hub model is downloaded before its engine starts, offline, f
     assertOk(env.includes(`HF_HUB_CACHE=${stateDir}/models`));
     assertOk(!env.some((e) => e.startsWith("HF_TOKEN=")), "no token in the engine's environment");
     assertOk(!env.some((e) => e.includes(TOKEN)));
+    // Its compile cache directory records its key and last use (agent/engine_cache/).
+    const vllmRoot = env.find((e) => e.startsWith("VLLM_CACHE_ROOT="))?.split("=")[1] ?? "";
+    const record = parseRecord(
+      await Deno.readTextFile(`${vllmRoot.replace(/\/vllm$/, "")}/${RECORD_FILE}`),
+    );
+    assertEquals(record?.key.model, "acme/tiny-llm");
 
     const refused = await until(
       "the gated shard failed for good",
