@@ -13,6 +13,8 @@
  *   (its files were fetched and verified before the engine started), or its
  *   model cache reports the revision complete (control/model_caches.ts): a
  *   live node that holds it serves it even when it runs no shard of it.
+ * - Among nodes that need it, the one furthest along leads (models/peer_plan.ts):
+ *   a node already fetching from the origin keeps doing so.
  * - A node **can serve** when its local API is https: the peer route needs
  *   the cluster's TLS (agent/peer_server.ts).
  * - A model given as a local or shared path is used in place on each host:
@@ -32,6 +34,18 @@ function holds(state: ControlState, node: string, r: { model: string; commit?: s
   return state.modelCaches.get(node)?.revisions.some((c) =>
     c.repo === r.model && c.commit === r.commit && c.state === "complete"
   ) ?? false;
+}
+
+/** Bytes of the revision `node`'s model cache last reported fetched (0 when none or unknown). */
+function bytesDone(
+  state: ControlState,
+  node: string,
+  r: { model: string; commit?: string },
+): number {
+  if (r.commit === undefined) return 0;
+  return state.modelCaches.get(node)?.revisions.find((c) =>
+    c.repo === r.model && c.commit === r.commit
+  )?.bytes_done ?? 0;
 }
 
 /** Node states whose agents are not heartbeating: never a source (planned for as a leaf). */
@@ -79,7 +93,12 @@ export function modelSourcesByNode(
     const hosts: PlanHost[] = [...nodes].map(([node, holds]) => {
       const url = state.nodes.get(node)?.registration.agent_url ?? null;
       if (url !== null && url.startsWith("https:")) urls.set(node, url);
-      return { node, holds, canServe: urls.has(node) && !silent.has(node) };
+      return {
+        node,
+        holds,
+        canServe: urls.has(node) && !silent.has(node),
+        bytesDone: bytesDone(state, node, { model, commit }),
+      };
     });
     for (const [node, sources] of planPeerSources(hosts)) {
       // An agent without TLS has no node certificate to ask peers with.

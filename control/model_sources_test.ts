@@ -138,3 +138,31 @@ Deno.test("model sources: a live node whose cache holds the revision serves it, 
   });
   assertEquals((await cp.desired.wait(first, -1, 0)).model_sources?.[0].commit, commit);
 });
+
+Deno.test("model sources: a node already fetching leads the chain, whatever its name", async () => {
+  const { cp } = await testControl();
+  await register(cp, ["n1", "n2"]);
+  await cp.deployments.apply({ ...SHARED, replicas: 2 });
+  const commit = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+  setCurrentCommit(cp.state.deployments.get("shared")!, commit);
+  // n2 began alone from the origin (n1 came later): it has a third of the files.
+  cp.state.modelCaches.set("n2", {
+    room_bytes: null,
+    revisions: [{
+      repo: "acme/tiny-llm",
+      commit,
+      bytes: 3,
+      state: "downloading",
+      bytes_done: 1,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
+  });
+  await cp.reconcile();
+  assertEquals(await sourcesOf(cp, ["n1", "n2"]), {
+    n1: "n2(https://n2.lab:7400) > origin",
+    n2: "-",
+  });
+});

@@ -8,8 +8,12 @@
  * The plan is chains: the roots are hosts that already hold the revision and
  * can serve it, else the first `originFetchers` hosts, which fetch from the
  * origin; every other host follows one chain, fetching from the host before
- * it. A peer serves a range as soon as its chunk is in (pipelined), so on
- * equal links a chain of N hosts takes about one host's time plus one
+ * it. Hosts that need the revision are taken furthest along first (bytes
+ * fetched, then natural order): a host already under way leads rather than
+ * being told to wait behind a newcomer, and since a follower only takes what
+ * its parent holds, the order stays the same from one plan to the next.
+ * A peer serves a range as soon as its chunk is in (pipelined), so on equal
+ * links a chain of N hosts takes about one host's time plus one
  * pipeline step per hop (docs/benchmarks.md "Model distribution"), where a
  * tree with fan-out k splits each parent's upload k ways. When no host can
  * serve (a cluster without TLS has no peer route), each fetches from the
@@ -29,6 +33,8 @@ export interface PlanHost {
   holds: boolean;
   /** It serves the peer route (over the cluster's TLS); a host that cannot is only ever a leaf. */
   canServe: boolean;
+  /** Bytes of the revision it has fetched so far (0 or absent: none, or unknown). */
+  bytesDone?: number;
 }
 
 /** Where one host fetches the revision from. */
@@ -61,7 +67,8 @@ export function planPeerSources(
     .sort((a, b) => compareNatural(a.node, b.node));
   const plan = new Map<string, HostSources>();
   for (const h of sorted) if (h.holds) plan.set(h.node, { peers: [], origin: false });
-  const needers = sorted.filter((h) => !h.holds);
+  const needers = sorted.filter((h) => !h.holds)
+    .sort((a, b) => (b.bytesDone ?? 0) - (a.bytesDone ?? 0)); // stable: ties keep natural order
   if (needers.length === 0) return plan;
   // Servers first, so a host that cannot serve ends a chain rather than breaking one.
   const ordered = [...needers.filter((h) => h.canServe), ...needers.filter((h) => !h.canServe)];

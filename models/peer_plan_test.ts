@@ -95,6 +95,24 @@ Deno.test("peer plan: table", () => {
       n3: "n1 > origin",
       n4: "n2 > origin",
     }, 2],
+    ["the host furthest along leads, then the next: nobody waits behind a newcomer", [
+      host("n1"),
+      { ...host("n2"), bytesDone: 10 },
+      { ...host("n3"), bytesDone: 30 },
+      host("n4"),
+    ], {
+      n3: "origin",
+      n2: "n3 > origin",
+      n1: "n2 > n3 > origin",
+      n4: "n1 > n2 > n3 > origin",
+    }],
+    ["a holder still leads a host under way", [
+      { ...host("n1"), bytesDone: 50 },
+      host("n2", true),
+    ], {
+      n2: "-",
+      n1: "n2 > origin",
+    }],
     ["a host listed twice counts once", [host("n1"), host("n1"), host("n2")], {
       n1: "origin",
       n2: "n1 > origin",
@@ -164,6 +182,25 @@ Deno.test("peer plan: properties over random fleets (sources, origin bytes, no c
       }
       assertOk(plan.get(at)!.origin || byNode.get(at)!.holds, why);
     }
+  }
+});
+
+Deno.test("peer plan: a follower that keeps pace with its parent keeps its place", () => {
+  // Each pass, a follower has at most its parent's bytes (it takes only what the parent holds).
+  const bytes: Record<string, number> = { n1: 0, n2: 0, n3: 0, n4: 40 }; // n4 began first
+  const fleet = () => Object.entries(bytes).map(([node, b]) => ({ ...host(node), bytesDone: b }));
+  const first = table(planPeerSources(fleet()));
+  assertEquals(first.n4, "origin");
+  for (const step of [10, 20, 30]) {
+    const plan = planPeerSources(fleet());
+    // The next pass: each follower moved up to its parent's progress at most.
+    for (const [node, s] of plan) {
+      const parent = s.peers[0];
+      bytes[node] = parent === undefined
+        ? bytes[node] + step
+        : Math.min(bytes[node] + step, bytes[parent]);
+    }
+    assertEquals(table(planPeerSources(fleet())).n4, "origin", `after +${step}`);
   }
 });
 
