@@ -10,8 +10,9 @@
  * origin; every other host follows one chain, fetching from the host before
  * it. Hosts that need the revision are taken furthest along first (bytes
  * fetched, then natural order): a host already under way leads rather than
- * being told to wait behind a newcomer, and since a follower only takes what
- * its parent holds, the order stays the same from one plan to the next.
+ * being told to wait behind a newcomer. A follower takes only what its
+ * parent holds, so it never passes it; one that has caught up may swap
+ * places with it, which moves no origin bytes (it holds what its parent did).
  * A peer serves a range as soon as its chunk is in (pipelined), so on equal
  * links a chain of N hosts takes about one host's time plus one
  * pipeline step per hop (docs/benchmarks.md "Model distribution"), where a
