@@ -145,8 +145,8 @@ export class ModelCacheReporter {
       commit: e.revision?.slice(0, b.downloadCommit) ?? null,
       bytes: e.bytes,
       at: this.#o.clock.now(),
-      cause: e.reason,
-      reason: e.why.slice(0, b.reason),
+      cause: e.cause,
+      reason: e.reason.slice(0, b.reason),
     });
     if (this.#pendingEngine.length > MAX_PENDING_EVICTIONS) {
       const dropped = this.#pendingEngine.length - MAX_PENDING_EVICTIONS;

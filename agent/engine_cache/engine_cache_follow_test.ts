@@ -86,7 +86,7 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
     assertEquals(report.evicted.map((e) => e.commit), [COMMIT]);
     assertOk(!(await exists(old)), "the evicted revision's compile cache is gone");
     assertOk(await exists(`${kept}/graph.bin`), "the running shard's stays");
-    assertEquals(evicted.map((e) => [e.revision, e.reason]), [[COMMIT, "revision_evicted"]]);
+    assertEquals(evicted.map((e) => [e.revision, e.cause]), [[COMMIT, "revision_evicted"]]);
     // The same heartbeat carries it for the control plane, once.
     const sent = report.engine_caches_evicted ?? [];
     assertEquals(sent.map((e) => [e.engine, e.model, e.commit, e.cause]), [

@@ -38,9 +38,9 @@ export interface EngineCacheEvicted {
   revision: string | null;
   /** Bytes freed. */
   bytes: number;
-  reason: EngineCacheEviction["reason"];
+  cause: EngineCacheEviction["cause"];
   /** Why, in words. */
-  why: string;
+  reason: string;
 }
 
 /** What an {@link EngineCacheKeeper} works with. */
@@ -91,12 +91,14 @@ export class EngineCacheKeeper {
     const dir = compileCacheDir(this.#o.root, key);
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
     this.#starting.add(dir);
+    const warn = (what: string, e: unknown) =>
+      this.#o.log.warn(what, { dir, error: errorMessage(e) });
     try {
       const record = formatRecord({ key, last_used_ms: this.#o.clock.now() });
-      await this.#fs.writeTextAtomic(`${dir}/${RECORD_FILE}`, record);
-      await this.sweep();
-    } catch (e) {
-      this.#o.log.warn("cannot record the engine cache's use", { dir, error: errorMessage(e) });
+      await this.#fs.writeTextAtomic(`${dir}/${RECORD_FILE}`, record).catch((e) =>
+        warn("cannot record the engine cache's use", e)
+      );
+      await this.sweep().catch((e) => warn("cannot sweep the engine cache", e));
     } finally {
       this.#starting.delete(dir);
     }
@@ -151,8 +153,8 @@ export class EngineCacheKeeper {
       model: entry.key?.model ?? null,
       revision: entry.key?.revision ?? null,
       bytes: entry.bytes,
+      cause: ev.cause,
       reason: ev.reason,
-      why: ev.why,
     };
     this.#o.log.info("engine cache evicted", { ...e });
     try {

@@ -92,11 +92,11 @@ Deno.test("a revision evicted from the model cache takes its engine cache direct
 
     held.delete(`org/fake-model-8b@${C2}`);
     const evicted = await h.keeper.sweep();
-    assertEquals(evicted.map((e) => e.reason), ["revision_evicted", "revision_evicted"]);
+    assertEquals(evicted.map((e) => e.cause), ["revision_evicted", "revision_evicted"]);
     assertEquals(await exists(gone1), false);
     assertEquals(await exists(gone2), false);
     assertEquals(await exists(`${kept}/vllm/torch_compile_cache/graph.bin`), true);
-    assertEquals(h.events.map((e) => [e.model, e.revision, e.reason]), [
+    assertEquals(h.events.map((e) => [e.model, e.revision, e.cause]), [
       ["org/fake-model-8b", C2, "revision_evicted"],
       ["org/fake-model-8b", C2, "revision_evicted"],
     ]);
@@ -129,8 +129,8 @@ Deno.test("over the high watermark: the least recently used unused directory goe
     assertEquals(await exists(dirs[1]), false, "least recently used, unused: evicted");
     assertEquals(await exists(dirs[2]), true, "enough was freed");
     assertEquals(await exists(started), true, "the starting one: kept");
-    assertEquals(h.events.map((e) => e.reason), ["disk_pressure"]);
-    assertOk(h.events[0].why.includes("over the high watermark of 90%"), h.events[0].why);
+    assertEquals(h.events.map((e) => e.cause), ["disk_pressure"]);
+    assertOk(h.events[0].reason.includes("over the high watermark of 90%"), h.events[0].reason);
   } finally {
     await Deno.remove(root, { recursive: true });
   }
@@ -152,6 +152,30 @@ Deno.test("a directory from before keys carried the commit: kept while its shard
     assertEquals(evicted[0].entry.key, null);
     assertEquals(await exists(legacy(running)), true);
     assertEquals(h.events.map((e) => [e.engine, e.model]), [["vllm", null]]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a sweep that fails never fails the start: the directory is handed out, the failure logged", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const lines: string[] = [];
+    const keeper = new EngineCacheKeeper({
+      root,
+      inUse: () => [],
+      installed: () => null,
+      marks: { highPercent: 90, lowPercent: 80 },
+      clock: new FakeClock(),
+      log: createLogger("agent", (l) => lines.push(l)),
+      fs: { ...denoCacheFs, diskUsage: () => Promise.reject(new Error("statfs: EIO")) },
+    });
+    const dir = await keeper.use("vllm", shard(C1).launch);
+    assertOk((await Deno.stat(dir)).isDirectory);
+    assertOk(
+      lines.some((l) => l.includes("cannot sweep the engine cache") && l.includes("statfs: EIO")),
+      lines.join("\n"),
+    );
   } finally {
     await Deno.remove(root, { recursive: true });
   }

@@ -49,15 +49,15 @@ export interface EngineCacheView {
   marks: Watermarks;
 }
 
-/** Why a directory goes. */
-export type EngineCacheEvictionReason = "revision_evicted" | "disk_pressure";
+/** Why a directory goes, in one word. */
+export type EngineCacheEvictionCause = "revision_evicted" | "disk_pressure";
 
 /** One directory to evict. */
 export interface EngineCacheEviction {
   entry: EngineCacheEntry;
-  reason: EngineCacheEvictionReason;
+  cause: EngineCacheEvictionCause;
   /** Why, in words, for the event. */
-  why: string;
+  reason: string;
 }
 
 /** Whether `e`'s engine version is no longer the one installed (unknown versions never are). */
@@ -84,8 +84,8 @@ export function planEngineCacheEviction(
       if (!view.held.has(revision)) {
         out.push({
           entry: e,
-          reason: "revision_evicted",
-          why: `${revision} is no longer in the model cache`,
+          cause: "revision_evicted",
+          reason: `${revision} is no longer in the model cache`,
         });
         continue;
       }
@@ -111,7 +111,7 @@ export function planEngineCacheEviction(
         view.installed![e.key!.engine] ?? "none"
       })`
       : "";
-    out.push({ entry: e, reason: "disk_pressure", why: pressure + gone });
+    out.push({ entry: e, cause: "disk_pressure", reason: pressure + gone });
     freed += e.bytes;
   }
   return out;

@@ -101,20 +101,20 @@ Deno.test("plan: each case evicts what an operator expects, in order", () => {
     },
   ];
   for (const c of cases) {
-    const got = planEngineCacheEviction(c.entries, c.view).map((e) => `${e.entry.dir}:${e.reason}`);
+    const got = planEngineCacheEviction(c.entries, c.view).map((e) => `${e.entry.dir}:${e.cause}`);
     assertEquals(got, c.want, c.name);
   }
 });
 
 Deno.test("plan: the reasons name the revision, the disk and the version", () => {
   const [gone] = planEngineCacheEviction([entry("g", 1, 1, key(C2))], view());
-  assertEquals(gone.why, `acme/m@${C2} is no longer in the model cache`);
+  assertEquals(gone.reason, `acme/m@${C2} is no longer in the model cache`);
   const [stale] = planEngineCacheEviction(
     [entry("s", 1, 100, key(C1, "0.10.0"))],
     view({ usage: { totalBytes: 1000, freeBytes: 50 }, installed: {} }),
   );
-  assertStringIncludes(stale.why, "over the high watermark of 90%");
-  assertStringIncludes(stale.why, "vllm 0.10.0 is no longer installed (now: none)");
+  assertStringIncludes(stale.reason, "over the high watermark of 90%");
+  assertStringIncludes(stale.reason, "vllm 0.10.0 is no longer installed (now: none)");
 });
 
 Deno.test("stale: only a known version that differs from the installed one", () => {
