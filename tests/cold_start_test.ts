@@ -30,7 +30,8 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
   const stateDir = await Deno.makeTempDir({ prefix: "llmgw_cold_start_test_" });
   const told: ColdStartReceipt[] = [];
   const groups = new Set<number>();
-  const cache = testEngineCache(`${stateDir}/engine_cache`);
+  // The supervisor's shards keep their directories, as in the agent (agent/agent_supervisor.ts).
+  const cache = testEngineCache(`${stateDir}/engine_cache`, () => sup.shards());
   const sup = new Supervisor({
     stateDir,
     tickMs: 50,
@@ -67,6 +68,7 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
     await sup.start();
     await sup.reconcile([shard()]);
     const cold = (await ready()).cold_start!;
+    assertEquals(sup.shards().map((s) => s.id), ["r-1/0"], "a running shard is in use");
     assertEquals(phase(cold, "compile").warm, false);
     assertOk(phase(cold, "compile").engine_seconds !== null);
     for (const name of ["weights", "compile", "kv_cache", "graph_capture", "ready"]) {
@@ -80,6 +82,7 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
 
     // Stopped, then started again on this host: the same key, the same directory.
     await sup.reconcile([]);
+    assertEquals(sup.shards(), [], "a stopped shard is not");
     await sup.reconcile([shard()]);
     const warm = (await ready()).cold_start!;
     assertOk(warm.spawned_at > cold.spawned_at);
