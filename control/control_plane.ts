@@ -30,6 +30,7 @@ import { NodeService } from "./nodes.ts";
 import { type PlacementCounters, Reconciler } from "./reconciler.ts";
 import { ReplicaBook } from "./replicas.ts";
 import { ControlState } from "./state.ts";
+import { restorePulls } from "./model_pulls.ts";
 import type { ControlStore, StoredReplica } from "./store/store.ts";
 import { Wake } from "./wake.ts";
 import type { EndpointSpec } from "../protocol/gateway_protocol.ts";
@@ -189,6 +190,8 @@ export class ControlPlane {
       // The node or its GPUs gone: the book rebuilds the replica whole.
       await cp.book.restore(r, options.readOnly === true, errorMessage);
     }
+    // Before the desired states: the pulls not done are asked of their nodes again.
+    await restorePulls(state);
     for (const n of state.nodes.values()) await cp.desired.compute(n.id, false);
     return cp;
   }

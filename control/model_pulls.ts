@@ -8,19 +8,28 @@
  * Every pinned deployment's revision is named to every node too
  * (`pinned: true`), so no agent evicts it.
  *
- * Pulls live in memory: a control plane that restarts forgets the ones not
- * finished (run `llmgw models pull` again; a rollout asks again by itself).
+ * Pulls are stored (control/model_pull_record.ts), so a restarted or
+ * failed-over control plane keeps asking for the ones not done. A node
+ * removed is cancelled. Finished pulls stay listed (`GET /v1/models/pulls`)
+ * for {@link FINISHED_PULL_TTL_MS}, at most {@link FINISHED_PULLS_KEPT} of them.
  *
  * @module
  */
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
 import { revisionName } from "../protocol/model_cache_report.ts";
-import type { PullAnswer, PullBody } from "../protocol/model_admin.ts";
+import type { ModelPullView, PullAnswer, PullBody } from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
+import type { ModelPull } from "./model_pull_record.ts";
 import type { ControlState } from "./state.ts";
 export type { ModelPull } from "./model_pull_record.ts";
+
+/** Finished pulls kept for listing, newest first; older ones are deleted. */
+export const FINISHED_PULLS_KEPT = 100;
+
+/** How long a finished pull stays listed. */
+export const FINISHED_PULL_TTL_MS = 24 * 3_600_000;
 
 /** Whether `nodeId`'s last cache report holds `model`@`commit` complete. */
 export function nodeHolds(state: ControlState, nodeId: string, model: string, commit: string) {
@@ -29,30 +38,49 @@ export function nodeHolds(state: ControlState, nodeId: string, model: string, co
   ) ?? false;
 }
 
+/** The nodes of `pull` still asked to fetch it, in natural order. */
+export function waitingNodes(pull: ModelPull): string[] {
+  return pull.nodes.filter((n) => n.state === "requested").map((n) => n.node);
+}
+
 /**
  * Asks `nodes` to fetch `model`@`commit` (those that hold it are left
- * out); marks their desired states for publishing. Answers who was asked
- * and who holds it already.
+ * out); stores the pull and marks the desired states of the nodes newly
+ * asked for publishing. Answers who was asked and who holds it already.
  */
-export function requestPull(
+export async function requestPull(
   state: ControlState,
   model: string,
   commit: string,
   nodes: readonly string[],
-): { requested: string[]; held: string[] } {
+): Promise<{ requested: string[]; held: string[] }> {
   const requested: string[] = [];
   const held: string[] = [];
-  const key = revisionName(model, commit);
+  const id = revisionName(model, commit);
+  const now = state.now();
+  let changed = false;
+  let pull = state.modelPulls.get(id);
   for (const node of [...new Set(nodes)].sort(compareNatural)) {
     if (nodeHolds(state, node, model, commit)) {
       held.push(node);
       continue;
     }
-    let pull = state.modelPulls.get(key);
-    if (pull === undefined) state.modelPulls.set(key, pull = { model, commit, nodes: new Set() });
-    if (!pull.nodes.has(node)) state.dirty.add(node);
-    pull.nodes.add(node);
     requested.push(node);
+    pull ??= { id, model, commit, nodes: [], created_at: now, updated_at: now, finished_at: null };
+    const entry = pull.nodes.find((n) => n.node === node);
+    if (entry?.state === "requested") continue;
+    const asked = { node, state: "requested" as const, requested_at: now, finished_at: null };
+    if (entry === undefined) pull.nodes.push({ ...asked, reason: null });
+    else Object.assign(entry, asked, { reason: null });
+    state.dirty.add(node);
+    changed = true;
+  }
+  if (pull !== undefined && changed) {
+    pull.nodes.sort((a, b) => compareNatural(a.node, b.node));
+    pull.updated_at = now;
+    pull.finished_at = null;
+    state.modelPulls.set(id, pull);
+    await state.store.putModelPull(pull);
   }
   return { requested, held };
 }
@@ -97,7 +125,7 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
     }
     // An agent that reports no cache would never say it holds the revision: not asked.
     const noCache = nodes.filter((n) => !state.modelCaches.has(n)).sort(compareNatural);
-    const { requested, held } = requestPull(
+    const { requested, held } = await requestPull(
       state,
       model,
       commit,
@@ -118,19 +146,83 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
 
 /**
  * A node's cache report came: the pulls it now holds are done for it
- * (`model_pulled`), and a pull no node waits for goes.
+ * (`model_pulled`); a pull no node waits for is finished, and kept listed
+ * for a while.
  */
 export async function settlePulls(state: ControlState, nodeId: string): Promise<void> {
-  for (const [key, pull] of state.modelPulls) {
-    if (!pull.nodes.has(nodeId) || !nodeHolds(state, nodeId, pull.model, pull.commit)) continue;
-    pull.nodes.delete(nodeId);
+  const now = state.now();
+  for (const pull of state.modelPulls.values()) {
+    const entry = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
+    if (entry === undefined || !nodeHolds(state, nodeId, pull.model, pull.commit)) continue;
+    entry.state = "done";
+    entry.finished_at = now;
+    finish(pull, now);
     state.dirty.add(nodeId);
+    await state.store.putModelPull(pull);
     await state.event(
       "model_pulled",
       `node/${nodeId}`,
       `holds ${pull.model}@${shortCommit(pull.commit)}, pulled ahead of its replicas`,
     );
-    if (pull.nodes.size === 0) state.modelPulls.delete(key);
+  }
+  await prunePulls(state, now);
+}
+
+/** Gives up every pull still asked of `nodeId` (`cancelled`, with `reason`), stored. */
+export async function cancelPulls(
+  state: ControlState,
+  nodeId: string,
+  reason: string,
+): Promise<void> {
+  const now = state.now();
+  for (const pull of state.modelPulls.values()) {
+    const entry = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
+    if (entry === undefined) continue;
+    Object.assign(entry, { state: "cancelled", finished_at: now, reason });
+    finish(pull, now);
+    await state.store.putModelPull(pull);
+  }
+  await prunePulls(state, now);
+}
+
+/** Reads the stored pulls into the state (a control plane opening its store). */
+export async function restorePulls(state: ControlState): Promise<void> {
+  for (const p of await state.store.listModelPulls()) state.modelPulls.set(p.id, p);
+}
+
+/** `GET /v1/models/pulls`: every pull with where it stands, as {@link pullList} orders them. */
+export function pullViews(state: ControlState): ModelPullView[] {
+  return pullList(state).map((p) => ({
+    ...structuredClone(p),
+    state: p.finished_at === null
+      ? "pulling"
+      : p.nodes.some((n) => n.state === "done")
+      ? "done"
+      : "cancelled",
+  }));
+}
+
+/** Every pull, the unfinished first (by id), then the finished, newest first. */
+export function pullList(state: ControlState): ModelPull[] {
+  return [...state.modelPulls.values()].sort((a, b) =>
+    (a.finished_at === null ? 0 : 1) - (b.finished_at === null ? 0 : 1) ||
+    (b.finished_at ?? 0) - (a.finished_at ?? 0) || compareNatural(a.id, b.id)
+  );
+}
+
+/** Marks a pull changed at `now`, and finished once no node is requested. */
+function finish(pull: ModelPull, now: number): void {
+  pull.updated_at = now;
+  if (waitingNodes(pull).length === 0) pull.finished_at ??= now;
+}
+
+/** Deletes finished pulls past {@link FINISHED_PULL_TTL_MS} or {@link FINISHED_PULLS_KEPT}. */
+async function prunePulls(state: ControlState, now: number): Promise<void> {
+  const finished = pullList(state).filter((p) => p.finished_at !== null);
+  for (const [i, p] of finished.entries()) {
+    if (i < FINISHED_PULLS_KEPT && now - p.finished_at! < FINISHED_PULL_TTL_MS) continue;
+    state.modelPulls.delete(p.id);
+    await state.store.deleteModelPull(p.id);
   }
 }
 
@@ -154,7 +246,7 @@ export function desiredModels(state: ControlState, nodeId: string): DesiredModel
     out.set(revisionName(model, commit), { model, commit, pinned: true, pull: false });
   }
   for (const [key, pull] of state.modelPulls) {
-    if (!pull.nodes.has(nodeId)) continue;
+    if (!pull.nodes.some((n) => n.node === nodeId && n.state === "requested")) continue;
     const had = out.get(key);
     out.set(key, {
       model: pull.model,

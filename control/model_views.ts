@@ -15,6 +15,7 @@ import { revisionName } from "../protocol/model_cache_report.ts";
 import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { NotFoundError } from "./errors.ts";
+import { waitingNodes } from "./model_pulls.ts";
 import type { ControlState } from "./state.ts";
 
 /** Every model revision, by model then commit (unresolved ones last of their model). */
@@ -62,7 +63,7 @@ export function modelList(state: ControlState): ModelRevisionView[] {
   }
   for (const pull of state.modelPulls.values()) {
     const v = view(pull.model, pull.commit, null);
-    for (const node of pull.nodes) {
+    for (const node of waitingNodes(pull)) {
       if (!state.nodes.has(node) || v.hosts.some((h) => h.node === node)) continue;
       v.hosts.push({ node, state: "requested", bytes_done: 0, bytes: null, last_used: null });
     }

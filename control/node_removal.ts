@@ -10,6 +10,7 @@
  */
 import type { InventoryNode } from "../inventory/store.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
+import { cancelPulls } from "./model_pulls.ts";
 import type { ControlState } from "./state.ts";
 
 /** The replicas placed on a node, by id, sorted. */
@@ -62,10 +63,7 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
     state.reports.delete(nodeId);
     state.modelCaches.delete(nodeId);
     state.diskFull.forget(nodeId);
-    for (const [key, pull] of state.modelPulls) {
-      pull.nodes.delete(nodeId);
-      if (pull.nodes.size === 0) state.modelPulls.delete(key);
-    }
+    await cancelPulls(state, nodeId, "node removed");
     state.awaitingFirstReport.delete(nodeId);
     state.dirty.delete(nodeId);
     state.inventory.removeNode(nodeId);

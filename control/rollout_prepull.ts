@@ -17,8 +17,10 @@
  *   the rollout then goes on, its deadline counted from then, and the pulls
  *   not finished go on too. Events: `rollout_prepull` when it starts,
  *   `rollout_prepulled` when it ends, saying which.
- * - Nothing is stored: after a restart the rollout asks again, and nodes
- *   that hold the revision answer at once.
+ * - The pulls it asks for are stored as any pull (control/model_pulls.ts),
+ *   so agents keep fetching across a restart; the wait itself is not: after
+ *   a restart the rollout asks again, and nodes that hold the revision
+ *   answer at once.
  *
  * @module
  */
@@ -108,7 +110,7 @@ export async function prepull(
   const subject = `deployment/${d.name}`;
   const missing = status.nodes.filter((n) => !status.held.includes(n));
   if (prepullWaiting(state, d, now) !== null) {
-    requestPull(state, status.model, status.commit, missing);
+    await requestPull(state, status.model, status.commit, missing);
     if (seen.get(key) === undefined) {
       seen.set(key, "waiting");
       await state.event(

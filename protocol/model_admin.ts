@@ -3,7 +3,8 @@
  * protocol/admin_protocol.ts: `GET /v1/models` (every model revision, from
  * deployments and from what agents report of their caches),
  * `GET /v1/models/{org}/{name}` (one model: its revisions, facts, hosts,
- * deployments) and `POST /v1/models/pull` (`llmgw models pull`).
+ * deployments), `POST /v1/models/pull` (`llmgw models pull`) and
+ * `GET /v1/models/pulls` (the pulls under way and lately finished).
  *
  * @module
  */
@@ -87,6 +88,49 @@ export interface PullAnswer {
   no_cache: string[];
 }
 
+/** Where one node stands in a pull: asked and not holding it yet, holding it, or given up. */
+export type PullNodeState = "requested" | "done" | "cancelled";
+
+/** One node of a pull. */
+export interface PullNodeView {
+  /** Node id. */
+  node: string;
+  /** Where it stands. */
+  state: PullNodeState;
+  /** When it was last asked (ms since epoch). */
+  requested_at: number;
+  /** When it reported the revision held, or was given up; null while requested. */
+  finished_at: number | null;
+  /** Why it was given up (`cancelled`); null otherwise. */
+  reason: string | null;
+}
+
+/** A model revision being pulled onto nodes, or pulled lately (`GET /v1/models/pulls`). */
+export interface ModelPullView {
+  /** `repo@commit`. */
+  id: string;
+  /** The hub id. */
+  model: string;
+  /** The commit. */
+  commit: string;
+  /** `pulling` while a node is requested; then `done` when a node got it, else `cancelled`. */
+  state: "pulling" | "done" | "cancelled";
+  /** Every node asked, in natural order. */
+  nodes: PullNodeView[];
+  /** When it was first asked for (ms since epoch). */
+  created_at: number;
+  /** When it last changed. */
+  updated_at: number;
+  /** When its last requested node finished; null while one is still requested. */
+  finished_at: number | null;
+}
+
+/** The answer to `GET /v1/models/pulls`: the unfinished first, then the finished, newest first. */
+export interface PullList {
+  /** The pulls. */
+  pulls: ModelPullView[];
+}
+
 const ModelFactsSchema = z.custom<ModelFacts>(
   (v) => typeof v === "object" && v !== null && "weight_bytes" in v,
   "must be model facts",
@@ -146,8 +190,29 @@ export const PullAnswerSchema = z.object({
   no_cache: z.array(z.string()).default([]).describe("Absent from older control planes: none"),
 });
 
+/** {@link PullList} on the wire. */
+export const PullListSchema = z.object({
+  pulls: z.array(z.object({
+    id: z.string(),
+    model: z.string(),
+    commit: z.string(),
+    state: z.enum(["pulling", "done", "cancelled"]),
+    nodes: z.array(z.object({
+      node: z.string(),
+      state: z.enum(["requested", "done", "cancelled"]),
+      requested_at: z.number(),
+      finished_at: z.number().nullable(),
+      reason: z.string().nullable(),
+    })),
+    created_at: z.number(),
+    updated_at: z.number(),
+    finished_at: z.number().nullable(),
+  })),
+});
+
 // `deno check` fails here when an interface and its schema drift apart.
 type _ModelListMatches = Assert<Same<z.output<typeof ModelListSchema>, ModelList>>;
 type _ModelDetailMatches = Assert<Same<z.output<typeof ModelDetailSchema>, ModelDetail>>;
 type _PullBodyMatches = Assert<Same<z.output<typeof PullBodySchema>, PullBody>>;
 type _PullAnswerMatches = Assert<Same<z.output<typeof PullAnswerSchema>, PullAnswer>>;
+type _PullListMatches = Assert<Same<z.output<typeof PullListSchema>, PullList>>;

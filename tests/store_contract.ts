@@ -17,10 +17,12 @@ import {
   type StoredNode,
   type StoredReplica,
 } from "../control/store/store.ts";
+import type { ModelPull } from "../control/model_pull_record.ts";
 import {
   accessToken,
   apiKey,
   event,
+  modelPull,
   storedDeployment,
   storedNode,
   storedReplica,
@@ -159,6 +161,29 @@ const KINDS: Kind<any>[] = [
     del: (s, k) => s.deleteApiKey(k),
   } satisfies Kind<ApiKeyRecord>,
   {
+    name: "model pull",
+    make: (k: string) => modelPull(k),
+    key: (p: ModelPull) => p.id,
+    change: (p: ModelPull) => ({
+      ...p,
+      nodes: p.nodes.map((n) => ({
+        ...n,
+        state: "cancelled" as const,
+        finished_at: 1_700_000_120_000,
+        reason: "node removed",
+      })),
+      updated_at: 1_700_000_120_000,
+      finished_at: 1_700_000_120_000,
+    }),
+    mutate: (p: ModelPull) => {
+      p.nodes[0].state = "cancelled";
+      p.nodes.push({ ...p.nodes[0], node: "n9" });
+    },
+    put: (s, p: ModelPull) => s.putModelPull(p),
+    list: (s) => s.listModelPulls(),
+    del: (s, k) => s.deleteModelPull(k),
+  } satisfies Kind<ModelPull>,
+  {
     name: "access token",
     make: (k: string) => accessToken(k),
     key: (t: AccessTokenRecord) => t.id,
@@ -226,6 +251,7 @@ function contractCases(): ContractCase[] {
     assertEquals(await s.listNodes(), []);
     assertEquals(await s.listApiKeys(), []);
     assertEquals(await s.listTokens(), []);
+    assertEquals(await s.listModelPulls(), []);
     assertEquals(await s.listEvents(), []);
   });
 

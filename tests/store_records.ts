@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ModelPull } from "../control/model_pull_record.ts";
 import type {
   AccessTokenKind,
   AccessTokenRecord,
@@ -172,6 +173,34 @@ export function accessToken(
     description: `token ${id}`,
     created_at: 1_700_000_000_000,
     expires_at,
+  };
+}
+
+/** A pull of `id` (as `repo@commit` or any key) onto two nodes, one of them done. */
+export function modelPull(id: string): ModelPull {
+  return {
+    id,
+    model: "meta-llama/Llama-3.1-8B-Instruct",
+    commit: "0123456789abcdef0123456789abcdef01234567",
+    nodes: [
+      {
+        node: "n1",
+        state: "done",
+        requested_at: 1_700_000_000_000,
+        finished_at: 1_700_000_060_000,
+        reason: null,
+      },
+      {
+        node: "n2",
+        state: "requested",
+        requested_at: 1_700_000_000_000,
+        finished_at: null,
+        reason: null,
+      },
+    ],
+    created_at: 1_700_000_000_000,
+    updated_at: 1_700_000_060_000,
+    finished_at: null,
   };
 }
 

@@ -1,14 +1,15 @@
 /**
  * Models (issue #25 item 5): every model revision across the fleet (from
  * deployments and agents' model caches), one model in detail, and a pull of
- * a deployment's model revision onto nodes without holding GPUs
- * (`llmgw get models`, `describe model`, `models pull`).
+ * a deployment's model revision onto nodes without holding GPUs, and the
+ * pulls under way and lately finished (`llmgw get models`, `describe
+ * model`, `models pull`).
  *
  * @module
  */
 import type { ControlPlane } from "../control_plane.ts";
 import { modelDetail, modelList } from "../model_views.ts";
-import { pullDeploymentModel } from "../model_pulls.ts";
+import { pullDeploymentModel, pullViews } from "../model_pulls.ts";
 import { RouteGroup } from "./route.ts";
 import {
   ModelDetailSchema,
@@ -16,6 +17,7 @@ import {
   ModelParams,
   PullAnswerSchema,
   PullBodySchema,
+  PullListSchema,
 } from "../../protocol/model_admin.ts";
 
 /** The model routes. */
@@ -44,6 +46,15 @@ export function modelRoutes(cp: ControlPlane): RouteGroup {
       409: "The deployment's model revision is not resolved to a commit yet",
     },
   }, ({ body }) => pullDeploymentModel(cp.state, body));
+  g.add({
+    method: "get",
+    path: "/pulls",
+    operationId: "listModelPulls",
+    summary: "Pulls under way and lately finished, with each node's state",
+    tag: "models",
+    auth: "admin",
+    response: PullListSchema,
+  }, () => ({ pulls: pullViews(cp.state) }));
   g.add({
     method: "get",
     path: "/:org/:name",

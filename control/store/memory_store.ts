@@ -20,6 +20,7 @@ import {
   withUid,
 } from "./store.ts";
 import { byKey } from "./tables.ts";
+import type { ModelPull } from "../model_pull_record.ts";
 
 /** The in-memory store. */
 export class MemoryStore implements ControlStore {
@@ -28,6 +29,7 @@ export class MemoryStore implements ControlStore {
   readonly #nodes = new Map<string, StoredNode>();
   readonly #keys = new Map<string, ApiKeyRecord>();
   readonly #tokens = new Map<string, AccessTokenRecord>();
+  readonly #pulls = new Map<string, ModelPull>();
   #events: EventRecord[] = [];
   #nextEvent = 1;
 
@@ -136,6 +138,24 @@ export class MemoryStore implements ControlStore {
   /** Deletes an access token. */
   deleteToken(id: string): Promise<boolean> {
     return Promise.resolve(this.#tokens.delete(id));
+  }
+  /** Every model pull. */
+  listModelPulls(): Promise<ModelPull[]> {
+    // As the SQL stores read it: a record without `finished_at` reads null.
+    const pulls = [...this.#pulls.values()].map((p) => ({
+      ...p,
+      finished_at: p.finished_at ?? null,
+    }));
+    return Promise.resolve(structuredClone(pulls.sort(byKey((p) => p.id))));
+  }
+  /** Creates or replaces a model pull. */
+  putModelPull(p: ModelPull): Promise<void> {
+    this.#pulls.set(p.id, structuredClone(p));
+    return Promise.resolve();
+  }
+  /** Deletes a model pull. */
+  deleteModelPull(id: string): Promise<boolean> {
+    return Promise.resolve(this.#pulls.delete(id));
   }
   /** Nothing to release. */
   close(): void {}

@@ -125,6 +125,20 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // 5: a deployment revision's resolved model commit (issue #25 item 1), as SQLite's migration 8.
   `ALTER TABLE deployments ADD COLUMN model_commit TEXT;`,
+  // 6: model pulls, as SQLite's migration 9.
+  `
+  CREATE TABLE model_pulls (
+    id           TEXT PRIMARY KEY,  -- repo@commit
+    model        TEXT NOT NULL,
+    model_commit TEXT NOT NULL,
+    nodes        TEXT NOT NULL,     -- PullNode[], JSON
+    created_at   BIGINT NOT NULL,
+    updated_at   BIGINT NOT NULL,
+    finished_at  BIGINT,            -- NULL: a node is still requested
+    epoch        BIGINT NOT NULL,
+    seq          BIGINT NOT NULL
+  );
+  `,
 ];
 
 /** The schema version this llmgw writes; a database with a larger one is refused. */

@@ -30,6 +30,7 @@ import {
   DEPLOYMENTS,
   eventFromRow,
   eventsQuery,
+  MODEL_PULLS,
   NODES,
   parseRow,
   REPLICAS,
@@ -64,6 +65,7 @@ import {
   StoreError,
 } from "./store.ts";
 import { type Clock, systemClock } from "../../time/clock.ts";
+import type { ModelPull } from "../model_pull_record.ts";
 
 export { isPostgresUrl, NotLeaderError, redactUrl };
 
@@ -315,6 +317,18 @@ export class PostgresStore implements ControlStore {
 
   deleteToken(id: string): Promise<boolean> {
     return this.#delete("tokens", "id", id);
+  }
+
+  listModelPulls(): Promise<ModelPull[]> {
+    return this.#list("list model pulls", MODEL_PULLS);
+  }
+
+  putModelPull(p: ModelPull): Promise<void> {
+    return this.#put("put model pull", MODEL_PULLS, p);
+  }
+
+  deleteModelPull(id: string): Promise<boolean> {
+    return this.#delete("model_pulls", "id", id);
   }
 
   /** Ends the pool and the change listener. Calling it again does nothing. */

@@ -94,6 +94,19 @@ export const MIGRATIONS: readonly string[] = [
   // 8: the commit a deployment revision's model revision resolved to (issue #25 item 1); NULL:
   // a local path model, or not resolved yet. Records from before read as NULL.
   `ALTER TABLE deployments ADD COLUMN model_commit TEXT;`,
+  // 9: model pulls (issue #25 leftovers), so a restarted control plane keeps asking for them
+  // (control/model_pull_record.ts).
+  `
+  CREATE TABLE model_pulls (
+    id           TEXT PRIMARY KEY NOT NULL,  -- repo@commit
+    model        TEXT NOT NULL,
+    model_commit TEXT NOT NULL,
+    nodes        TEXT NOT NULL,              -- PullNode[], JSON
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    finished_at  INTEGER                     -- NULL: a node is still requested
+  );
+  `,
 ];
 
 /** The schema version this llmgw writes; a file with a larger one is refused. */

@@ -32,6 +32,7 @@ import {
   DEPLOYMENTS,
   eventFromRow,
   eventsQuery,
+  MODEL_PULLS,
   NODES,
   parseRow,
   REPLICAS,
@@ -54,6 +55,7 @@ import {
   type StoredReplica,
   StoreError,
 } from "./store.ts";
+import type { ModelPull } from "../model_pull_record.ts";
 
 export { SCHEMA_VERSION };
 
@@ -230,6 +232,21 @@ export class SqliteStore implements ControlStore {
   /** Deletes an access token; false when there was none. */
   deleteToken(id: string): Promise<boolean> {
     return this.#delete("tokens", "id", id);
+  }
+
+  /** Every model pull, by id. */
+  listModelPulls(): Promise<ModelPull[]> {
+    return this.#list("list model pulls", MODEL_PULLS);
+  }
+
+  /** Creates or replaces a model pull. */
+  putModelPull(p: ModelPull): Promise<void> {
+    return this.#put("put model pull", MODEL_PULLS, p);
+  }
+
+  /** Deletes a model pull; false when there was none. */
+  deleteModelPull(id: string): Promise<boolean> {
+    return this.#delete("model_pulls", "id", id);
   }
 
   /** Closes the database. Calling it again does nothing; any other call then fails. */

@@ -136,7 +136,15 @@ Deno.test("SqliteStore: the file is in WAL mode, at the current schema version",
       const tables = db.prepare(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
       ).all().map((r) => r.name);
-      assertEquals(tables, ["api_keys", "deployments", "events", "nodes", "replicas", "tokens"]);
+      assertEquals(tables, [
+        "api_keys",
+        "deployments",
+        "events",
+        "model_pulls",
+        "nodes",
+        "replicas",
+        "tokens",
+      ]);
     });
     return Promise.resolve();
   });

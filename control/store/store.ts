@@ -3,7 +3,7 @@
  * SQLite store (the default) and a PostgreSQL store for a highly available
  * control plane are interchangeable. It holds what must survive a restart:
  * deployments, replicas and their placements, operator node state and node
- * credentials, API keys (hashed) and events. Nothing past this interface
+ * credentials, API keys (hashed), model pulls and events. Nothing past this interface
  * sees SQL types.
  *
  * Every method returns copies; a stored object changed by the caller
@@ -15,6 +15,7 @@ import type { Deployment } from "../../deployment/schema.ts";
 import type { PlacementPorts } from "../../engines/port_block.ts";
 import type { Explanation, Placed } from "../../placement/types.ts";
 import type { RegisterRequest } from "../../protocol/agent_protocol.ts";
+import type { ModelPullStore } from "../model_pull_record.ts";
 
 /** A deployment as stored. */
 export interface StoredDeployment {
@@ -284,8 +285,8 @@ export interface EventQuery {
   limit?: number;
 }
 
-/** The store interface. */
-export interface ControlStore {
+/** The store interface; model pulls as control/model_pull_record.ts declares them. */
+export interface ControlStore extends ModelPullStore {
   /** Every deployment, by name. */
   listDeployments(): Promise<StoredDeployment[]>;
   /** Creates or replaces a deployment. */

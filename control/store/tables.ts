@@ -26,6 +26,7 @@ import {
   StoreError,
 } from "./store.ts";
 import { compareNatural } from "../../inventory/natural_order.ts";
+import type { ModelPull } from "../model_pull_record.ts";
 
 /** How a column is stored: a scalar, or a structured part as JSON text; `?`: NULL allowed. */
 export type ColumnType = "text" | "text?" | "int" | "int?" | "json" | "json?";
@@ -48,7 +49,13 @@ export interface Column<R> {
 }
 
 /** The record tables' names. */
-export type TableName = "deployments" | "replicas" | "nodes" | "api_keys" | "tokens";
+export type TableName =
+  | "deployments"
+  | "replicas"
+  | "nodes"
+  | "api_keys"
+  | "tokens"
+  | "model_pulls";
 
 /** A table of records `R`, keyed by the text column `key` (also the record's field). */
 export interface Table<R> {
@@ -146,16 +153,40 @@ export const TOKENS: Table<AccessTokenRecord> = {
   ],
 };
 
+/** `model_pulls`: one row per model revision pulled onto nodes (`repo@commit`). */
+export const MODEL_PULLS: Table<ModelPull> = {
+  name: "model_pulls",
+  key: "id",
+  columns: [
+    { name: "id", type: "text" },
+    { name: "model", type: "text" },
+    // COMMIT is a keyword of both dialects.
+    { name: "model_commit", field: "commit", type: "text" },
+    { name: "nodes", type: "json", shape: "array" },
+    { name: "created_at", type: "int" },
+    { name: "updated_at", type: "int" },
+    { name: "finished_at", type: "int?", missing: null },
+  ],
+};
+
 /** Any of the record tables. */
 export type AnyTable =
   | Table<StoredDeployment>
   | Table<StoredReplica>
   | Table<StoredNode>
   | Table<ApiKeyRecord>
-  | Table<AccessTokenRecord>;
+  | Table<AccessTokenRecord>
+  | Table<ModelPull>;
 
 /** Every record table. */
-export const TABLES: readonly AnyTable[] = [DEPLOYMENTS, REPLICAS, NODES, API_KEYS, TOKENS];
+export const TABLES: readonly AnyTable[] = [
+  DEPLOYMENTS,
+  REPLICAS,
+  NODES,
+  API_KEYS,
+  TOKENS,
+  MODEL_PULLS,
+];
 
 /**
  * The event columns both stores select; events are appended and pruned by

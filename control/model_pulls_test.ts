@@ -1,0 +1,220 @@
+/**
+ * Pulls survive a control plane restart (issue #25 leftovers): a pull asked
+ * of two nodes, one done before the restart, is stored; the control plane
+ * opened again on the same store (SQLite; PostgreSQL with a failover to a
+ * second instance) asks the other node again in its desired state until it
+ * reports the revision held, and lists the pull. Finished pulls are kept a
+ * bounded count and time; a removed node's part is cancelled.
+ */
+import { assertEquals, assertOk } from "../tests/assert.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
+import { fixtureFacts } from "../tests/model_configs.ts";
+import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
+import { registration } from "../tests/registration.ts";
+import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import { ControlPlane } from "./control_plane.ts";
+import { LeaderLease } from "./leader_lease.ts";
+import {
+  cancelPulls,
+  FINISHED_PULL_TTL_MS,
+  FINISHED_PULLS_KEPT,
+  pullDeploymentModel,
+  pullViews,
+  requestPull,
+} from "./model_pulls.ts";
+import { MemoryStore } from "./store/memory_store.ts";
+import { PostgresStore } from "./store/postgres_store.ts";
+import { SqliteStore } from "./store/sqlite_store.ts";
+import type { ControlStore } from "./store/store.ts";
+
+const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+const MODEL = "Qwen/Qwen2.5-7B-Instruct";
+const DEPLOYMENT = {
+  name: "qwen",
+  model: MODEL,
+  replicas: 0,
+  profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
+};
+const PULLED = [{ model: MODEL, commit: COMMIT, pinned: false, pull: true }];
+
+function cache(held: boolean): ModelCacheReport {
+  return {
+    room_bytes: 100 * 2 ** 30,
+    revisions: held
+      ? [{
+        repo: MODEL,
+        commit: COMMIT,
+        bytes: 1000,
+        state: "complete",
+        bytes_done: 1000,
+        last_used: null,
+        pinned: false,
+      }]
+      : [],
+    omitted: 0,
+    evicted: [],
+  };
+}
+
+function openPlane(store: ControlStore, clock: FakeClock, epoch = 0): Promise<ControlPlane> {
+  return ControlPlane.open({
+    store,
+    clock,
+    epoch,
+    reconcileMs: 3_600_000,
+    modelFacts: {
+      facts: () => Promise.resolve(fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024])),
+    },
+    commits: { resolveCommit: () => Promise.resolve(COMMIT) },
+  });
+}
+
+async function heartbeat(cp: ControlPlane, node: string, held: boolean): Promise<void> {
+  const { generation } = await cp.desired.wait(node, -1, 0);
+  await cp.nodes.heartbeat({ node_id: node, generation, shards: [], model_cache: cache(held) });
+}
+
+/** The models of `node`'s desired state (absent when none). */
+const models = async (cp: ControlPlane, node: string) =>
+  (await cp.desired.wait(node, -1, 0)).models ?? [];
+
+/** A store opened on the same place each time, and its release; `epoch` for the control plane. */
+type Opener = () => Promise<{ store: ControlStore; epoch: number; close: () => Promise<void> }>;
+
+/** The scenario, on whatever store `open` gives. */
+async function pullSurvivesRestart(open: Opener): Promise<void> {
+  const clock = new FakeClock();
+  const first = await open();
+  let cp = await openPlane(first.store, clock, first.epoch);
+  try {
+    for (const id of ["n1", "n2"]) await cp.nodes.register(registration(id), null);
+    for (const id of ["n1", "n2"]) await heartbeat(cp, id, false);
+    await cp.deployments.apply(DEPLOYMENT);
+    const answer = await pullDeploymentModel(cp.state, { deployment: "qwen" });
+    assertEquals(answer.requested, ["n1", "n2"]);
+    clock.advance(60_000);
+    await heartbeat(cp, "n1", true);
+    await cp.reconcile();
+    assertEquals(await models(cp, "n1"), []);
+    assertEquals(await models(cp, "n2"), PULLED);
+  } finally {
+    await cp.stop();
+    await first.close();
+  }
+
+  // Restarted (or another instance took over) on the same store: n2 is still asked.
+  clock.advance(60_000);
+  const second = await open();
+  cp = await openPlane(second.store, clock, second.epoch);
+  try {
+    assertEquals(await models(cp, "n2"), PULLED);
+    assertEquals(await models(cp, "n1"), []);
+    const [pulling] = pullViews(cp.state);
+    assertEquals([pulling.id, pulling.state], [`${MODEL}@${COMMIT}`, "pulling"]);
+    assertEquals(pulling.nodes.map((n) => [n.node, n.state]), [["n1", "done"], [
+      "n2",
+      "requested",
+    ]]);
+    await heartbeat(cp, "n2", true);
+    await cp.reconcile();
+    assertEquals(await models(cp, "n2"), []);
+    await cp.state.flushEvents();
+    const events = await cp.events.list({ limit: 100 });
+    assertOk(events.some((e) => e.kind === "model_pulled" && e.subject === "node/n2"));
+  } finally {
+    await cp.stop();
+    await second.close();
+  }
+
+  // Finished, it stays listed across a restart, asked of nobody.
+  const third = await open();
+  cp = await openPlane(third.store, clock, third.epoch);
+  try {
+    const [done] = pullViews(cp.state);
+    assertEquals(done.state, "done");
+    assertEquals(done.finished_at, clock.now() - 0);
+    assertEquals(await models(cp, "n2"), []);
+  } finally {
+    await cp.stop();
+    await third.close();
+  }
+}
+
+Deno.test("a pull survives a restart of the control plane on the same SQLite store", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-pulls-" });
+  try {
+    await pullSurvivesRestart(() => {
+      const store = SqliteStore.open(`${dir}/llmgw.db`);
+      return Promise.resolve({ store, epoch: 0, close: () => Promise.resolve(store.close()) });
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+const pg = postgresAvailable();
+
+Deno.test({
+  name: "a pull survives a failover to another control plane on the same PostgreSQL database",
+  ignore: !pg.ok,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const server = await startPostgres();
+    try {
+      const url = await server.createDatabase("pulls");
+      let instance = 0;
+      await pullSurvivesRestart(async () => {
+        // Each open is another instance: it takes the lease the last one released.
+        const holder = `cp${++instance}`;
+        const store = await PostgresStore.open(url, { log: () => {} });
+        const lease = new LeaderLease({ store, holder, address: "", leaseMs: 600_000 });
+        const term = await lease.tryAcquire();
+        assertOk(term !== null, `${holder} took over`);
+        store.setEpoch(term.epoch, holder);
+        return {
+          store,
+          epoch: term.epoch,
+          close: async () => {
+            await lease.release(term);
+            await store.close();
+          },
+        };
+      });
+    } finally {
+      await server.stop();
+    }
+  },
+});
+
+Deno.test("finished pulls are kept a bounded count and time; a removed node's part is cancelled", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryStore();
+  const cp = await openPlane(store, clock);
+  await cp.nodes.register(registration("n1"), null);
+  await heartbeat(cp, "n1", false);
+  const commit = (i: number) => i.toString(16).padStart(40, "0");
+  for (let i = 0; i < FINISHED_PULLS_KEPT + 5; i++) {
+    await cp.state.locked(async () => {
+      await requestPull(cp.state, MODEL, commit(i), ["n1"]);
+      await cancelPulls(cp.state, "n1", "node removed");
+    });
+    clock.advance(1_000);
+  }
+  const kept = await store.listModelPulls();
+  assertEquals(kept.length, FINISHED_PULLS_KEPT);
+  // The newest are kept.
+  assertOk(!kept.some((p) => p.commit === commit(4)));
+  assertOk(kept.some((p) => p.commit === commit(FINISHED_PULLS_KEPT + 4)));
+  const [newest] = pullViews(cp.state);
+  assertEquals([newest.commit, newest.state], [commit(FINISHED_PULLS_KEPT + 4), "cancelled"]);
+  assertEquals(newest.nodes[0].reason, "node removed");
+  // A day on, the next finished pull takes the old ones with it.
+  clock.advance(FINISHED_PULL_TTL_MS);
+  await cp.state.locked(async () => {
+    await requestPull(cp.state, MODEL, COMMIT, ["n1"]);
+    await cancelPulls(cp.state, "n1", "node removed");
+  });
+  assertEquals((await store.listModelPulls()).map((p) => p.commit), [COMMIT]);
+  assertEquals(cp.state.modelPulls.size, 1);
+});
