@@ -40,6 +40,7 @@ import { InsufficientDiskError } from "./model_cache/disk_space.ts";
 import type { ModelCache } from "./model_cache/model_cache.ts";
 import type { CacheEvent } from "./model_cache/cache_events.ts";
 import { SnapshotListings } from "./snapshot_listings.ts";
+import { SourceTallies } from "./source_tally.ts";
 
 /** The seams of a {@link CacheModelFetcher}. */
 export interface ModelFetchOptions {
@@ -85,6 +86,8 @@ export class CacheModelFetcher implements ModelFetcher {
   readonly #fetched = new Map<string, number>();
   /** The lists of the snapshots this cache completed. */
   readonly #listings: SnapshotListings;
+  /** Which sources supplied each snapshot's bytes (the receipt's and the event's "from …"). */
+  readonly #tallies = new SourceTallies();
 
   /** A fetcher over `options.cache` and `options.hub`. */
   constructor(options: ModelFetchOptions) {
@@ -111,7 +114,9 @@ export class CacheModelFetcher implements ModelFetcher {
       commit === undefined ? revision : undefined,
       signal,
     );
-    return { path, bytes: this.#fetched.get(`${snapshot.repo}@${snapshot.commit}`) ?? 0 };
+    const key = `${snapshot.repo}@${snapshot.commit}`;
+    const bytes = this.#fetched.get(key) ?? 0;
+    return bytes === 0 ? { path, bytes } : { path, bytes, sources: this.#tallies.supplied(key) };
   }
 
   /**
@@ -139,7 +144,8 @@ export class CacheModelFetcher implements ModelFetcher {
     let path: string;
     try {
       const hub = this.#hub.byteSource();
-      const sources = () => this.#sources(model, snapshot.commit, hub);
+      const key = `${snapshot.repo}@${snapshot.commit}`;
+      const sources = () => this.#tallies.wrap(key, this.#sources(model, snapshot.commit, hub));
       path = await this.#cache.ensureSnapshot(snapshot, sources, { revision, signal });
     } catch (e) {
       throw fetchError(e);
@@ -151,7 +157,9 @@ export class CacheModelFetcher implements ModelFetcher {
 
   /** Sees the cache's events (the agent passes each on): what each completed download fetched. */
   cacheEvent(e: CacheEvent): void {
-    if (e.kind === "completed") this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
+    if (e.kind !== "completed") return;
+    this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
+    this.#tallies.complete(`${e.repo}@${e.commit}`);
   }
 
   /** {@inheritDoc ModelFetcher.progress} */

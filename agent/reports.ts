@@ -91,9 +91,26 @@ export function shardReport(s: ShardReport): ShardReport {
     load_metrics: s.load_metrics === null || s.load_metrics === undefined
       ? null
       : metricNamesReport(s.load_metrics),
-    // Bounded by construction: one entry per phase of a closed list.
-    cold_start: s.cold_start ?? null,
+    cold_start: coldStartReport(s.cold_start),
     download: downloadReport(s.download),
+  };
+}
+
+/**
+ * A cold-start receipt with its download's sources cut to the wire's bounds
+ * (its phases are bounded by construction: one per phase of a closed list).
+ */
+function coldStartReport(r: ShardReport["cold_start"]): ShardReport["cold_start"] {
+  if (r === null || r === undefined) return null;
+  const sources = r.download?.sources;
+  if (r.download === null || sources === undefined) return r;
+  return {
+    ...r,
+    download: {
+      ...r.download,
+      sources: sources.filter((x) => x.name !== "").slice(0, B.downloadSources)
+        .map((x) => ({ ...x, name: clip(x.name, B.downloadSource) })),
+    },
   };
 }
 

@@ -75,6 +75,48 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
   assertEquals(r.last_failure?.kind?.length, 64);
 });
 
+Deno.test("reports: a receipt's download sources are cut to the wire's bounds", () => {
+  const status: ShardReport = {
+    id: "s",
+    state: "starting",
+    since: 1,
+    pid: 7,
+    port: 8000,
+    serves_http: true,
+    progress: null,
+    restarts: 0,
+    adopted: false,
+    last_failure: null,
+    spec_hash: "h",
+    cold_start: {
+      spawned_at: 1,
+      download: {
+        seconds: 1,
+        bytes: 40,
+        // A mirror's endpoint longer than a report allows, and more sources than one carries.
+        sources: [
+          { kind: "hub", name: `https://mirror.lan/${"p".repeat(400)}`, bytes: 20 },
+          ...Array.from({ length: 20 }, (_, i) => ({
+            kind: "peer" as const,
+            name: `peer n${i}`,
+            bytes: 1,
+          })),
+        ],
+      },
+      phases: [],
+    },
+  };
+  const r = shardReport(status);
+  const parsed = ShardReportSchema.safeParse(r);
+  assertOk(parsed.success, JSON.stringify(parsed.error?.issues));
+  const sources = r.cold_start?.download?.sources ?? [];
+  assertEquals(sources.length, 16);
+  assertEquals([sources[0].name.length, sources[0].bytes], [256, 20]);
+  // A receipt without sources (an older agent's shape) passes as it is.
+  const plain = { ...status.cold_start!, download: { seconds: 1, bytes: 40 } };
+  assertEquals(shardReport({ ...status, cold_start: plain }).cold_start, plain);
+});
+
 Deno.test("reports: GPUs that stop answering stay, marked unhealthy", () => {
   const good = INVENTORY.gpus.slice(0, 2);
   const failed: Inventory = {

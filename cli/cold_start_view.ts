@@ -7,7 +7,7 @@
  * @module
  */
 import type { ShardListing } from "../protocol/admin_protocol.ts";
-import type { PhaseReceipt } from "../protocol/cold_start_receipt.ts";
+import { downloadSourcesText, type PhaseReceipt } from "../protocol/cold_start_receipt.ts";
 import { phaseSeconds } from "../supervisor/cold_start_receipt.ts";
 import { renderTable } from "../text/table.ts";
 
@@ -25,7 +25,7 @@ export function coldStartLines(shards: readonly ShardListing[]): string[] {
         "download",
         r.download.seconds.toFixed(2),
         "",
-        `${gib(r.download.bytes)} fetched`,
+        `${gib(r.download.bytes)} fetched${downloadSourcesText(r.download)}`,
       ]);
     }
     for (const p of r.phases) rows.push(phaseRow(p));

@@ -1,3 +1,4 @@
+import type { DownloadSource } from "../protocol/cold_start_receipt.ts";
 import { assertEquals } from "../tests/assert.ts";
 import type { ShardListing } from "../protocol/admin_protocol.ts";
 import type { PhaseReceipt } from "../protocol/cold_start_receipt.ts";
@@ -85,4 +86,28 @@ Deno.test("describe replica: a start under way, and no block without receipts", 
     "    ready    -                     not seen yet",
   ]);
   assertEquals(coldStartLines([shard({})]), []);
+});
+
+Deno.test("describe replica: the download says which sources supplied its bytes", () => {
+  const receipt = (sources: DownloadSource[]) =>
+    coldStartLines([
+      shard({
+        cold_start: {
+          spawned_at: 0,
+          download: { seconds: 2, bytes: 2 ** 26, sources },
+          phases: [],
+        },
+      }),
+    ])[3];
+  assertEquals(
+    receipt([{ kind: "peer", name: "peer h100-a", bytes: 2 ** 26 }]),
+    "    download  2.00                  0.06 GiB fetched from peer h100-a",
+  );
+  assertEquals(
+    receipt([
+      { kind: "peer", name: "peer h100-a", bytes: 48 * 2 ** 20 },
+      { kind: "hub", name: "https://hub.lan", bytes: 16 * 2 ** 20 },
+    ]),
+    "    download  2.00                  0.06 GiB fetched: 48.0 MiB from peer h100-a, 16.0 MiB from the hub https://hub.lan",
+  );
 });

@@ -10,6 +10,7 @@
  */
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { formatBytes } from "../text/bytes.ts";
+import { downloadSourcesText } from "../protocol/cold_start_receipt.ts";
 
 /** One event about a shard's download. */
 export interface DownloadEvent {
@@ -49,15 +50,35 @@ export function downloadEvents(
       out.push({ kind: "download_started", shard: s.id, message: `${on}: downloading ${model}` });
       continue;
     }
+    // The receipt of the run it started says where the bytes came from.
+    const receipt = s.cold_start ?? null;
+    const fresh = receipt !== null && receipt.spawned_at !== was?.cold_start?.spawned_at;
+    const got = fresh ? receipt.download : null;
+    const suppliedBy = got === null ? "" : downloadSourcesText(got);
     if (was?.state === "downloading" && STARTED.has(s.state)) {
       const size = wasD === null || wasD.bytes_total === 0
         ? ""
-        : ` (${formatBytes(wasD.bytes_total)})`;
+        : ` (${formatBytes(wasD.bytes_total)}${suppliedBy})`;
       const model = wasD === null ? "its model" : what(wasD);
       out.push({
         kind: "download_completed",
         shard: s.id,
         message: `${on}: ${model} downloaded${size}; the engine starts`,
+      });
+      continue;
+    }
+    // A download that began and ended between two heartbeats: told once, from its receipt.
+    if (
+      got !== null && got.bytes > 0 && STARTED.has(s.state) &&
+      (was === undefined || (was.state !== "downloading" && !STARTED.has(was.state))) &&
+      !(before === undefined && receipt!.spawned_at < startedAt)
+    ) {
+      out.push({
+        kind: "download_completed",
+        shard: s.id,
+        message: `${on}: its model downloaded (${
+          formatBytes(got.bytes)
+        }${suppliedBy}); the engine starts`,
       });
       continue;
     }

@@ -6,6 +6,7 @@ import { assertEquals } from "../tests/assert.ts";
 import { shardReport } from "../tests/control_fixture.ts";
 import type { ShardReport } from "../protocol/agent_protocol.ts";
 import type { ShardDownload } from "../protocol/shard_download.ts";
+import type { DownloadSource } from "../protocol/cold_start_receipt.ts";
 import { downloadEvents } from "./download_events.ts";
 import { shardEvents } from "./shard_events.ts";
 
@@ -25,6 +26,15 @@ const d = (over: Partial<ShardDownload> = {}): ShardDownload => ({
 });
 const dl = (over: Partial<ShardDownload> = {}, since = STARTED + 1) =>
   shardReport("s", "downloading", { since, pid: null, download: d(over) });
+/** A shard just started, its receipt's download from `sources`. */
+const started = (spawnedAt: number, sources: DownloadSource[]) =>
+  shardReport("s", "starting", {
+    cold_start: {
+      spawned_at: spawnedAt,
+      download: { seconds: 3, bytes: sources.reduce((n, s) => n + s.bytes, 0), sources },
+      phases: [],
+    },
+  });
 const before = (...reports: ShardReport[]) => new Map(reports.map((r) => [r.id, r]));
 
 const CASES: [string, Map<string, ShardReport> | undefined, ShardReport, string[]][] = [
@@ -57,6 +67,54 @@ const CASES: [string, Map<string, ShardReport> | undefined, ShardReport, string[
   ["done: the engine starts", before(dl()), shardReport("s", "starting"), [
     `download_completed shard s on n1: acme/llama@${COMMIT} downloaded (3.0 GiB); the engine starts`,
   ]],
+  [
+    "done: the completion says which sources supplied the bytes",
+    before(dl()),
+    started(STARTED + 9, [
+      { kind: "peer", name: "peer n2", bytes: 3 * 2 ** 30 - 2 ** 20 },
+      { kind: "hub", name: "http://hub.lan", bytes: 2 ** 20 },
+    ]),
+    [
+      `download_completed shard s on n1: acme/llama@${COMMIT} downloaded (3.0 GiB: 3.0 GiB from peer n2, 1.0 MiB from the hub http://hub.lan); the engine starts`,
+    ],
+  ],
+  [
+    "a download done between two heartbeats: told once, from its receipt",
+    before(shardReport("s", "pending")),
+    started(STARTED + 9, [{ kind: "hub", name: "http://hub.lan", bytes: 2 ** 26 }]),
+    [
+      "download_completed shard s on n1: its model downloaded (64.0 MiB from the hub http://hub.lan); the engine starts",
+    ],
+  ],
+  [
+    "the same receipt on the next heartbeat: no event",
+    before(started(STARTED + 9, [{ kind: "hub", name: "http://hub.lan", bytes: 1 }])),
+    shardReport("s", "ready", {
+      cold_start: started(STARTED + 9, [{ kind: "hub", name: "http://hub.lan", bytes: 1 }])
+        .cold_start,
+    }),
+    [],
+  ],
+  [
+    "the receipt comes a heartbeat after starting: the completion was told then",
+    before(shardReport("s", "starting")),
+    started(STARTED + 9, [{ kind: "hub", name: "http://hub.lan", bytes: 1 }]),
+    [],
+  ],
+  [
+    "a restart's receipt (nothing fetched): no event",
+    before(shardReport("s", "failed")),
+    shardReport("s", "starting", {
+      cold_start: { spawned_at: STARTED + 9, download: { seconds: 0, bytes: 0 }, phases: [] },
+    }),
+    [],
+  ],
+  [
+    "a predecessor's control plane saw that start",
+    undefined,
+    started(STARTED - 9, [{ kind: "hub", name: "http://hub.lan", bytes: 1 }]),
+    [],
+  ],
   [
     "failed for good: told by the reconciler, not here",
     before(dl()),

@@ -4,14 +4,17 @@
  * engine's log (supervisor/cold_start_receipt.ts builds it) and the agent
  * reports it with the shard. The phase names are engines/cold_start_phases.ts's.
  *
- * Bounded by construction: one entry per phase of the closed list, numbers
- * and booleans only.
+ * Bounded: one entry per phase of the closed list, numbers and booleans,
+ * and the download's sources within protocol/report_bounds.ts (the agent
+ * clips them before a heartbeat leaves, agent/reports.ts).
  *
  * @module
  */
 import { z } from "zod";
 import { COLD_START_PHASES, type ColdStartPhase } from "../engines/cold_start_phases.ts";
 import type { Assert, Same } from "./same_type.ts";
+import { REPORT_BOUNDS } from "./report_bounds.ts";
+import { formatBytes } from "../text/bytes.ts";
 
 /** One phase of a receipt. Times are milliseconds since the engine was spawned. */
 export interface PhaseReceipt {
@@ -29,12 +32,24 @@ export interface PhaseReceipt {
   skipped: boolean;
 }
 
+/** One source of a download and the bytes it supplied (issue #25 item 3). */
+export interface DownloadSource {
+  /** What it is: the hub (or a mirror), a peer agent, a shared path. */
+  kind: "hub" | "peer" | "path";
+  /** Its name: the hub's endpoint (never with a token), `peer <node>`, a path. */
+  name: string;
+  /** Bytes it streamed for this download (a range cut midway counts what came). */
+  bytes: number;
+}
+
 /** The agent's own download of the model's files before the engine started. */
 export interface DownloadReceipt {
   /** Seconds the download took (0 when every file was already on the host). */
   seconds: number;
   /** Bytes fetched. */
   bytes: number;
+  /** Where the bytes came from, most first; absent from older agents and when nothing was fetched. */
+  sources?: DownloadSource[];
 }
 
 /** A receipt of one engine start. */
@@ -52,7 +67,15 @@ const ms = z.number().min(0).nullable();
 /** {@link ColdStartReceipt} on the wire. */
 export const ColdStartReceiptSchema = z.object({
   spawned_at: z.number(),
-  download: z.object({ seconds: z.number().min(0), bytes: z.number().min(0) }).nullable(),
+  download: z.object({
+    seconds: z.number().min(0),
+    bytes: z.number().min(0),
+    sources: z.array(z.object({
+      kind: z.enum(["hub", "peer", "path"]),
+      name: z.string().min(1).max(REPORT_BOUNDS.downloadSource),
+      bytes: z.number().int().min(0),
+    })).max(REPORT_BOUNDS.downloadSources).optional(),
+  }).nullable(),
   phases: z.array(z.object({
     phase: z.enum(COLD_START_PHASES),
     start_ms: ms,
@@ -67,3 +90,18 @@ export const ColdStartReceiptSchema = z.object({
 type _ReceiptMatchesSchema = Assert<
   Same<z.output<typeof ColdStartReceiptSchema>, ColdStartReceipt>
 >;
+
+/**
+ * Where a download's bytes came from, in words, to follow its size in the
+ * event log and `describe replica`: ` from peer h100-a`, ` from the hub
+ * http://…`, or `: 48.0 MiB from peer h100-a, 16.0 MiB from the hub
+ * http://…`; empty when the receipt names no source (an older agent,
+ * nothing fetched).
+ */
+export function downloadSourcesText(d: Pick<DownloadReceipt, "sources">): string {
+  const sources = (d.sources ?? []).filter((s) => s.bytes > 0);
+  const said = (s: DownloadSource) => s.kind === "hub" ? `the hub ${s.name}` : s.name;
+  if (sources.length === 0) return "";
+  if (sources.length === 1) return ` from ${said(sources[0])}`;
+  return `: ${sources.map((s) => `${formatBytes(s.bytes)} from ${said(s)}`).join(", ")}`;
+}

@@ -9,6 +9,7 @@
  * @module
  */
 import type { ShardDownload } from "../protocol/shard_download.ts";
+import type { DownloadSource } from "../protocol/cold_start_receipt.ts";
 import type { DesiredShard } from "../protocol/agent_protocol.ts";
 
 /** A model put on this host. */
@@ -17,6 +18,8 @@ export interface FetchedModel {
   path: string;
   /** Bytes fetched for it now (0 when every file was already here). */
   bytes: number;
+  /** Which sources supplied those bytes, most first (issue #25 item 3); absent when unknown. */
+  sources?: DownloadSource[];
 }
 
 /** What a download looks like now, without the supervisor's own retry count and error. */

@@ -69,7 +69,10 @@ export class ShardModel {
       (model) => {
         if (abort.signal.aborted) return;
         this.#abort = null;
-        this.#receipt = { seconds: (this.#clock.now() - began) / 1000, bytes: model.bytes };
+        const seconds = (this.#clock.now() - began) / 1000;
+        this.#receipt = model.sources === undefined || model.sources.length === 0
+          ? { seconds, bytes: model.bytes }
+          : { seconds, bytes: model.bytes, sources: model.sources.map((s) => ({ ...s })) };
         done({ type: "model_ready", path: model.path });
       },
       (e) => {

@@ -127,3 +127,18 @@ Deno.test("shard model: the report while downloading, and the receipt's download
   model.spawned(again);
   assertEquals(again.receipt?.download, null, "a restart's receipt has no download");
 });
+
+Deno.test("shard model: the receipt's download names the sources the fetch says supplied it", async () => {
+  const clock = new FakeClock();
+  const fetcher = new ManualFetcher();
+  const model = new ShardModel(fetcher, SHARD, clock, () => {});
+  model.act({ type: "fetch_model" }, () => {});
+  clock.advance(2_000);
+  const sources = [{ kind: "peer" as const, name: "peer h100-a", bytes: 100 }];
+  fetcher.settle[0]({ path: "/p", bytes: 100, sources });
+  await tick();
+  const recorder = new ReceiptRecorder();
+  recorder.spawned(clock.now(), []);
+  model.spawned(recorder);
+  assertEquals(recorder.receipt?.download, { seconds: 2, bytes: 100, sources });
+});
