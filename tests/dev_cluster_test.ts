@@ -24,7 +24,15 @@ import {
   devPorts,
 } from "../cli/dev_ports.ts";
 import { UsageError } from "../cli/usage_error.ts";
-import { devBases, devEnginePids, type DevProcess, spawnDev, stopDev } from "./dev_processes.ts";
+import {
+  devBases,
+  devEnginePids,
+  type DevEnv,
+  type DevProcess,
+  readDevEnv,
+  spawnDev,
+  stopDev,
+} from "./dev_processes.ts";
 import { portsOf } from "./port_plan.ts";
 import { groupMembers } from "../supervisor/proc.ts";
 import { MODEL_PRESETS } from "../dev/fake_hub/model_presets.ts";
@@ -214,32 +222,6 @@ interface DevFacts {
   source: string;
   weight_bytes: number;
   download_bytes?: number;
-}
-
-/** What `dev.env` says. */
-interface DevEnv {
-  url: string;
-  token: string;
-  gatewayUrl: string;
-  /** The cluster CA certificate's path (LLMGW_CA). */
-  ca: string;
-}
-
-async function readDevEnv(dir: string): Promise<DevEnv | null> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(join(dir, "dev.env"));
-  } catch {
-    return null;
-  }
-  const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
-  const [url, token, gatewayUrl, ca] = [
-    v("LLMGW_URL"),
-    v("LLMGW_TOKEN"),
-    v("LLMGW_GATEWAY_URL"),
-    v("LLMGW_CA"),
-  ];
-  return url && token && gatewayUrl && ca ? { url, token, gatewayUrl, ca } : null;
 }
 
 interface ShardSeen {

@@ -112,6 +112,36 @@ export function spawnDev(
   };
 }
 
+/** What a dev cluster's `dev.env` says. */
+export interface DevEnv {
+  /** The control plane's URL. */
+  url: string;
+  /** The admin token. */
+  token: string;
+  /** The gateway's URL. */
+  gatewayUrl: string;
+  /** The cluster CA certificate's path (LLMGW_CA). */
+  ca: string;
+}
+
+/** What `DIR/dev.env` says; null until it is written whole. */
+export async function readDevEnv(dir: string): Promise<DevEnv | null> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(join(dir, "dev.env"));
+  } catch {
+    return null;
+  }
+  const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
+  const [url, token, gatewayUrl, ca] = [
+    v("LLMGW_URL"),
+    v("LLMGW_TOKEN"),
+    v("LLMGW_GATEWAY_URL"),
+    v("LLMGW_CA"),
+  ];
+  return url && token && gatewayUrl && ca ? { url, token, gatewayUrl, ca } : null;
+}
+
 /** The pids of the engines a dev cluster's agents have pid files for. */
 export function devEnginePids(dir: string): number[] {
   return DEV_NODES.flatMap(([node]) => enginePids(join(dir, "agents", node)));

@@ -34,6 +34,7 @@ export const PORT_PLAN: Readonly<Record<string, Readonly<PortRange>>> = Object.f
   // has twice the layouts it runs at once, so a second run of it beside this one finds free ones.
   "tests/dev_cluster_test.ts": { from: 10_000, to: 13_999 },
   "tests/dev_lifecycle_test.ts": { from: 14_000, to: 17_999 },
+  "tests/dev_peer_test.ts": { from: 3_000, to: 4_999 },
   "tests/bind_failure_test.ts": { from: 18_000, to: 19_999 },
   "tests/browser/dashboard_test.ts": { from: 20_000, to: 21_999 },
   // Agents' engine ranges, AGENT_SPAN each, and listeners a test brings back on their port.
