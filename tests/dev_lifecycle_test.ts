@@ -17,8 +17,10 @@ import { devCommand } from "../cli/dev_command.ts";
 import {
   devBases,
   devEnginePids,
+  type DevEnv,
   devHubPid,
   type DevProcess,
+  readDevEnv,
   spawnDev,
   stopDev,
 } from "./dev_processes.ts";
@@ -26,24 +28,6 @@ import { portsOf } from "./port_plan.ts";
 
 /** This file's ports (tests/port_plan.ts): room for its `llmgw dev` clusters. */
 const PORTS = portsOf(import.meta.url);
-
-interface DevEnv {
-  url: string;
-  token: string;
-  ca: string;
-}
-
-function readDevEnv(dir: string): DevEnv | null {
-  let text: string;
-  try {
-    text = Deno.readTextFileSync(join(dir, "dev.env"));
-  } catch {
-    return null;
-  }
-  const v = (k: string) => new RegExp(`^${k}=(\\S+)$`, "m").exec(text)?.[1];
-  const [url, token, ca] = [v("LLMGW_URL"), v("LLMGW_TOKEN"), v("LLMGW_CA")];
-  return url && token && ca ? { url, token, ca } : null;
-}
 
 interface ReplicaSeen {
   id: string;
@@ -171,7 +155,11 @@ Deno.test({
         describe,
       });
       for (const pid of engines) assertStringIncludes(again.output().stdout, `pid ${pid} port`);
-      assertEquals(readDevEnv(dir)?.token, denv.token, "the admin token changed on restart");
+      assertEquals(
+        (await readDevEnv(dir))?.token,
+        denv.token,
+        "the admin token changed on restart",
+      );
       // The token from before the restart still works: the API answers it.
       await until("every replica ready again", () => allReady(denv, trust.fetch), {
         timeoutMs: 90_000,
