@@ -118,7 +118,17 @@ model caches of the nodes named, or of every ready node with a GPU class of
 its profiles, without holding a GPU: replicas placed there later start
 without a download (placement prefers nodes that hold it). Nodes that hold it
 already are left alone. Follow the progress with llmgw get models.
-  --nodes N,N    the nodes to fetch onto`,
+  --nodes N,N    the nodes to fetch onto
+
+       llmgw models pulls [--json]
+Lists the pulls under way, then those finished in the last day (at most
+100): each node requested, done or cancelled. Pulls survive a control plane
+restart.
+
+       llmgw models cancel PULL [--nodes NODE,NODE…] [--json]
+Stops asking the nodes named (default: every node still asked) to fetch the
+pull PULL (org/name@commit, as models pulls lists it). What they fetched
+stays in their caches until evicted.`,
 };
 
 /** The admin commands that have help, in the order `llmgw help` lists them. */
@@ -151,5 +161,6 @@ export const ADMIN_USAGE =
   apikeys create|list|delete           gateway API keys
   tokens create|list|revoke            access tokens (admin, gateway, metrics, join)
   models pull DEPLOYMENT [--nodes …]   fetch its model revision onto nodes, no GPU held
+  models pulls | cancel PULL           list pulls; stop one
 Every command takes --json and --help.
 `;

@@ -2,12 +2,20 @@
  * `llmgw models pull DEPLOYMENT [--nodes a,b]` (issue #25 item 5): fetches
  * a deployment's model revision into the model caches of nodes without
  * holding a GPU (`POST /v1/models/pull`), so the replicas that start there
- * later load at once. Progress shows in `llmgw get models`.
+ * later load at once. Progress shows in `llmgw get models`. `models pulls`
+ * lists the pulls under way and lately finished; `models cancel PULL` stops
+ * asking nodes for one.
  *
  * @module
  */
 import { shortCommit } from "../deployment/model_revision.ts";
-import { PullAnswerSchema } from "../protocol/model_admin.ts";
+import {
+  ModelPullSchema,
+  type ModelPullView,
+  PullAnswerSchema,
+  PullListSchema,
+} from "../protocol/model_admin.ts";
+import { renderTable } from "../text/table.ts";
 import { adminAnswer, type AdminCall } from "./admin_client.ts";
 import { refuseExtra } from "./names.ts";
 import { UsageError } from "./usage_error.ts";
@@ -21,28 +29,49 @@ export function nodeList(text: string): string[] {
   return names;
 }
 
+/** A `models` command, checked: what to send. */
+export type ModelsRequest =
+  | { sub: "pull"; body: { deployment: string; nodes?: string[] } }
+  | { sub: "pulls" }
+  | { sub: "cancel"; body: { pull: string; nodes?: string[] } };
+
 /**
- * Checks `models pull DEPLOYMENT [--nodes …]` before anything is sent.
+ * Checks `models pull DEPLOYMENT [--nodes …]`, `models pulls` and `models
+ * cancel PULL [--nodes …]` before anything is sent.
  *
  * @throws {UsageError} For another subcommand, a missing or extra argument, an empty node name.
  */
 export function modelsUsage(
   positionals: readonly string[],
   nodesFlag: string | undefined,
-): { deployment: string; nodes?: string[] } {
-  const [sub, deployment] = positionals;
-  if (sub !== "pull") {
-    throw new UsageError(`models: expected pull, got "${sub ?? ""}"`, "models");
+): ModelsRequest {
+  const [sub, name] = positionals;
+  const nodes = nodesFlag === undefined ? {} : { nodes: nodeList(nodesFlag) };
+  switch (sub) {
+    case "pull":
+      if (name === undefined) throw new UsageError("models pull: DEPLOYMENT is required", "models");
+      refuseExtra("models pull", positionals.slice(1), ["one DEPLOYMENT"]);
+      return { sub, body: { deployment: name, ...nodes } };
+    case "pulls":
+      refuseExtra("models pulls", positionals.slice(1), []);
+      if (nodesFlag !== undefined) throw new UsageError("models pulls: takes no --nodes", "models");
+      return { sub };
+    case "cancel":
+      if (name === undefined) {
+        throw new UsageError(
+          "models cancel: PULL is required (org/name@commit, as llmgw models pulls lists it)",
+          "models",
+        );
+      }
+      refuseExtra("models cancel", positionals.slice(1), ["one PULL"]);
+      return { sub, body: { pull: name, ...nodes } };
+    default:
+      throw new UsageError(`models: expected pull, pulls or cancel, got "${sub ?? ""}"`, "models");
   }
-  if (deployment === undefined) {
-    throw new UsageError("models pull: DEPLOYMENT is required", "models");
-  }
-  refuseExtra("models pull", positionals.slice(1), ["one DEPLOYMENT"]);
-  return nodesFlag === undefined ? { deployment } : { deployment, nodes: nodeList(nodesFlag) };
 }
 
 /**
- * Runs `models pull DEPLOYMENT`; returns the exit code.
+ * Runs `models pull|pulls|cancel`; returns the exit code.
  *
  * @throws {UsageError} As {@link modelsUsage}.
  */
@@ -52,8 +81,24 @@ export async function modelsCommand(
   o: { nodes?: string; json: boolean },
   out: (text: string) => void,
 ): Promise<number> {
-  const body = modelsUsage(positionals, o.nodes);
-  const r = await adminAnswer(call, PullAnswerSchema, "POST", "/v1/models/pull", body);
+  const request = modelsUsage(positionals, o.nodes);
+  if (request.sub === "pulls") {
+    const r = await adminAnswer(call, PullListSchema, "GET", "/v1/models/pulls");
+    out(o.json ? JSON.stringify(r, null, 2) + "\n" : pullTable(r.pulls));
+    return 0;
+  }
+  if (request.sub === "cancel") {
+    const r = await adminAnswer(
+      call,
+      ModelPullSchema,
+      "POST",
+      "/v1/models/pulls/cancel",
+      request.body,
+    );
+    out(o.json ? JSON.stringify(r, null, 2) + "\n" : `${r.id}: ${r.state}\n${nodeStates(r)}\n`);
+    return 0;
+  }
+  const r = await adminAnswer(call, PullAnswerSchema, "POST", "/v1/models/pull", request.body);
   if (o.json) {
     out(JSON.stringify(r, null, 2) + "\n");
     return 0;
@@ -76,4 +121,23 @@ export async function modelsCommand(
   }
   out(lines.join("\n") + "\n");
   return 0;
+}
+
+/** "n1 done, n2 requested, n3 cancelled (node removed)". */
+function nodeStates(p: ModelPullView): string {
+  return p.nodes.map((n) =>
+    `${n.node} ${n.state}${n.state === "cancelled" && n.reason ? ` (${n.reason})` : ""}`
+  ).join(", ");
+}
+
+/** `PULL STATE FINISHED NODES`, one row per pull, as the control plane orders them. */
+function pullTable(pulls: readonly ModelPullView[]): string {
+  if (pulls.length === 0) return "no pulls under way or lately finished\n";
+  const rows = pulls.map((p) => [
+    `${p.model}@${shortCommit(p.commit)}`,
+    p.state,
+    p.finished_at === null ? "-" : new Date(p.finished_at).toISOString(),
+    nodeStates(p),
+  ]);
+  return renderTable(["PULL", "STATE", "FINISHED", "NODES"], rows) + "\n";
 }

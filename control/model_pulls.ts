@@ -18,7 +18,12 @@
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
 import { revisionName } from "../protocol/model_cache_report.ts";
-import type { ModelPullView, PullAnswer, PullBody } from "../protocol/model_admin.ts";
+import type {
+  CancelPullBody,
+  ModelPullView,
+  PullAnswer,
+  PullBody,
+} from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ModelPull } from "./model_pull_record.ts";
@@ -183,6 +188,56 @@ export async function cancelPulls(
     await state.store.putModelPull(pull);
   }
   await prunePulls(state, now);
+}
+
+/**
+ * `POST /v1/models/pulls/cancel`: stops asking the nodes named (or every
+ * node still asked) for a pull; their desired states drop it, so their
+ * agents stop fetching it (what they hold stays until evicted). A rollout
+ * waiting on the revision asks again at its next pass.
+ *
+ * @throws {NotFoundError} For an unknown pull, or a node it never asked.
+ */
+export function cancelPull(state: ControlState, body: CancelPullBody): Promise<ModelPullView> {
+  return state.locked(async () => {
+    const pull = state.modelPulls.get(body.pull);
+    if (pull === undefined) {
+      throw new NotFoundError(`no pull ${body.pull} (see llmgw models pulls)`);
+    }
+    const nodes = body.nodes ?? waitingNodes(pull);
+    for (const [i, node] of nodes.entries()) {
+      if (!pull.nodes.some((n) => n.node === node)) {
+        throw new NotFoundError(`node ${node} (nodes[${i}]) was never asked to pull ${pull.id}`);
+      }
+    }
+    const now = state.now();
+    const cancelled: string[] = [];
+    for (const entry of pull.nodes) {
+      if (entry.state !== "requested" || !nodes.includes(entry.node)) continue;
+      Object.assign(entry, {
+        state: "cancelled",
+        finished_at: now,
+        reason: "cancelled by an operator",
+      });
+      state.dirty.add(entry.node);
+      cancelled.push(entry.node);
+    }
+    if (cancelled.length > 0) {
+      finish(pull, now);
+      await state.store.putModelPull(pull);
+      for (const node of cancelled) {
+        await state.event(
+          "model_pull_cancelled",
+          `node/${node}`,
+          `operator: stopped fetching ${pull.model}@${shortCommit(pull.commit)} here`,
+        );
+      }
+      state.kick();
+    }
+    const view = pullViews(state).find((p) => p.id === pull.id)!;
+    await prunePulls(state, now);
+    return view;
+  });
 }
 
 /** Reads the stored pulls into the state (a control plane opening its store). */

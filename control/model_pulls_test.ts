@@ -12,6 +12,8 @@ import { fixtureFacts } from "../tests/model_configs.ts";
 import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
 import { registration } from "../tests/registration.ts";
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import { hashToken } from "../http/tokens.ts";
+import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { LeaderLease } from "./leader_lease.ts";
 import {
@@ -217,4 +219,65 @@ Deno.test("finished pulls are kept a bounded count and time; a removed node's pa
   });
   assertEquals((await store.listModelPulls()).map((p) => p.commit), [COMMIT]);
   assertEquals(cp.state.modelPulls.size, 1);
+});
+
+Deno.test("GET /v1/models/pulls lists them; POST /v1/models/pulls/cancel stops asking, naming what was wrong", async () => {
+  const clock = new FakeClock();
+  const cp = await openPlane(new MemoryStore(), clock);
+  const app = createControlApi(cp, {
+    adminTokenHashes: [await hashToken("admin")],
+    joinTokenHashes: [],
+  });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await app.request(path, {
+      method,
+      headers: { authorization: "Bearer admin", "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, json: await res.json() };
+  };
+  for (const id of ["n1", "n2", "n3"]) await cp.nodes.register(registration(id), null);
+  for (const id of ["n1", "n2", "n3"]) await heartbeat(cp, id, false);
+  await cp.deployments.apply(DEPLOYMENT);
+  await call("POST", "/v1/models/pull", { deployment: "qwen", nodes: ["n1", "n2"] });
+  const id = `${MODEL}@${COMMIT}`;
+  const listed = await call("GET", "/v1/models/pulls");
+  assertEquals(listed.status, 200);
+  assertEquals(listed.json.pulls.map((p: { id: string; state: string }) => [p.id, p.state]), [
+    [id, "pulling"],
+  ]);
+
+  const one = await call("POST", "/v1/models/pulls/cancel", { pull: id, nodes: ["n2"] });
+  assertEquals(one.status, 200, JSON.stringify(one.json));
+  assertEquals(
+    one.json.nodes.map((n: { node: string; state: string; reason: string | null }) => [
+      n.node,
+      n.state,
+      n.reason,
+    ]),
+    [["n1", "requested", null], ["n2", "cancelled", "cancelled by an operator"]],
+  );
+  await cp.reconcile();
+  assertEquals(await models(cp, "n2"), []);
+  assertEquals(await models(cp, "n1"), PULLED);
+  const events = await cp.events.list({ limit: 100 });
+  assertOk(events.some((e) => e.kind === "model_pull_cancelled" && e.subject === "node/n2"));
+
+  // Bad input names what was wrong; nothing changes.
+  const bad = await call("POST", "/v1/models/pulls/cancel", { pull: MODEL });
+  assertEquals(bad.status, 400);
+  assertOk(JSON.stringify(bad.json).includes("org/name@<40-hex commit>"), JSON.stringify(bad.json));
+  const unknown = await call("POST", "/v1/models/pulls/cancel", {
+    pull: `${MODEL}@${"f".repeat(40)}`,
+  });
+  assertEquals(unknown.status, 404);
+  const stranger = await call("POST", "/v1/models/pulls/cancel", { pull: id, nodes: ["n3"] });
+  assertEquals(stranger.status, 404);
+  assertOk(JSON.stringify(stranger.json).includes("node n3 (nodes[0]) was never asked"));
+  assertEquals(await models(cp, "n1"), PULLED);
+
+  // The rest: the pull is finished, cancelled, and still listed.
+  const rest = await call("POST", "/v1/models/pulls/cancel", { pull: id });
+  assertEquals([rest.status, rest.json.state], [200, "cancelled"]);
+  assertEquals((await call("GET", "/v1/models/pulls")).json.pulls[0].finished_at, clock.now());
 });

@@ -4,7 +4,8 @@
  * deployments and from what agents report of their caches),
  * `GET /v1/models/{org}/{name}` (one model: its revisions, facts, hosts,
  * deployments), `POST /v1/models/pull` (`llmgw models pull`) and
- * `GET /v1/models/pulls` (the pulls under way and lately finished).
+ * `GET /v1/models/pulls` (the pulls under way and lately finished) and
+ * `POST /v1/models/pulls/cancel` (`llmgw models pulls`, `models cancel`).
  *
  * @module
  */
@@ -125,6 +126,14 @@ export interface ModelPullView {
   finished_at: number | null;
 }
 
+/** The body of `POST /v1/models/pulls/cancel` (`llmgw models cancel`); the answer is the pull. */
+export interface CancelPullBody {
+  /** The pull's id, `org/name@commit`. */
+  pull: string;
+  /** The nodes to stop asking; absent: every node still asked. */
+  nodes?: string[];
+}
+
 /** The answer to `GET /v1/models/pulls`: the unfinished first, then the finished, newest first. */
 export interface PullList {
   /** The pulls. */
@@ -190,25 +199,39 @@ export const PullAnswerSchema = z.object({
   no_cache: z.array(z.string()).default([]).describe("Absent from older control planes: none"),
 });
 
-/** {@link PullList} on the wire. */
-export const PullListSchema = z.object({
-  pulls: z.array(z.object({
-    id: z.string(),
-    model: z.string(),
-    commit: z.string(),
-    state: z.enum(["pulling", "done", "cancelled"]),
-    nodes: z.array(z.object({
-      node: z.string(),
-      state: z.enum(["requested", "done", "cancelled"]),
-      requested_at: z.number(),
-      finished_at: z.number().nullable(),
-      reason: z.string().nullable(),
-    })),
-    created_at: z.number(),
-    updated_at: z.number(),
+/** {@link ModelPullView} on the wire. */
+export const ModelPullSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  commit: z.string(),
+  state: z.enum(["pulling", "done", "cancelled"]),
+  nodes: z.array(z.object({
+    node: z.string(),
+    state: z.enum(["requested", "done", "cancelled"]),
+    requested_at: z.number(),
     finished_at: z.number().nullable(),
+    reason: z.string().nullable(),
   })),
+  created_at: z.number(),
+  updated_at: z.number(),
+  finished_at: z.number().nullable(),
 });
+
+/** {@link PullList} on the wire. */
+export const PullListSchema = z.object({ pulls: z.array(ModelPullSchema) });
+
+/** {@link CancelPullBody} on the wire. */
+export const CancelPullBodySchema = z.object({
+  pull: z.string().max(600).refine((id) => {
+    const at = id.lastIndexOf("@");
+    return at > 0 && REPO_ID_PATTERN.test(id.slice(0, at)) && COMMIT_PATTERN.test(id.slice(at + 1));
+  }, "must be a pull's id, org/name@<40-hex commit> (see llmgw models pulls)").describe(
+    "The pull, org/name@commit",
+  ),
+  nodes: z.array(NodeIdSchema).min(1).max(4096).optional().describe(
+    "Nodes to stop asking; default every node still asked",
+  ),
+}).strict();
 
 // `deno check` fails here when an interface and its schema drift apart.
 type _ModelListMatches = Assert<Same<z.output<typeof ModelListSchema>, ModelList>>;
@@ -216,3 +239,5 @@ type _ModelDetailMatches = Assert<Same<z.output<typeof ModelDetailSchema>, Model
 type _PullBodyMatches = Assert<Same<z.output<typeof PullBodySchema>, PullBody>>;
 type _PullAnswerMatches = Assert<Same<z.output<typeof PullAnswerSchema>, PullAnswer>>;
 type _PullListMatches = Assert<Same<z.output<typeof PullListSchema>, PullList>>;
+type _ModelPullMatches = Assert<Same<z.output<typeof ModelPullSchema>, ModelPullView>>;
+type _CancelPullBodyMatches = Assert<Same<z.output<typeof CancelPullBodySchema>, CancelPullBody>>;

@@ -1,9 +1,11 @@
 /**
- * `llmgw models pull`, `get models` and `describe model` against a running
- * control plane (plain HTTP, memory store; issue #25 item 5): a pull names
- * who fetches and who holds it already, the list shows each host's state
- * as agents report it, describe shows the revision's commit, facts and
- * hosts; bad usage exits 2 before anything is sent.
+ * `llmgw models pull`, `get models`, `describe model`, `models pulls` and
+ * `models cancel` against a running control plane (plain HTTP, memory
+ * store; issue #25 item 5): a pull names who fetches and who holds it
+ * already, the list shows each host's state as agents report it, describe
+ * shows the revision's commit, facts and hosts, the pulls list shows each
+ * node's state and a cancel stops one; bad usage exits 2 before anything
+ * is sent.
  */
 import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
@@ -117,6 +119,22 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
     const unknown = await cli("describe", "model", "acme/none");
     assertEquals(unknown.code, 1);
     assertStringIncludes(unknown.err, "no model acme/none");
+
+    // The pull is listed; cancelled on n2, n2 is asked no more.
+    const pulls = await cli("models", "pulls");
+    assertEquals(pulls.code, 0, pulls.err);
+    const [head, row] = pulls.out.trimEnd().split("\n");
+    assertOk(/^PULL\s+STATE\s+FINISHED\s+NODES$/.test(head), head);
+    assertOk(/^\S+@4b1c2a9\s+pulling\s+-\s+n1 requested, n2 requested$/.test(row), row);
+    const cancelled = await cli("models", "cancel", `${MODEL}@${COMMIT}`, "--nodes", "n2");
+    assertEquals(cancelled.code, 0, cancelled.err);
+    assertEquals(
+      cancelled.out,
+      `${MODEL}@${COMMIT}: pulling\nn1 requested, n2 cancelled (cancelled by an operator)\n`,
+    );
+    const again = await cli("models", "cancel", `${MODEL}@${"f".repeat(40)}`);
+    assertEquals(again.code, 1);
+    assertStringIncludes(again.err, "no pull");
   } finally {
     await control.close();
   }
@@ -127,8 +145,11 @@ Deno.test("models CLI: bad usage is refused before anything is sent", async () =
   const url = "http://127.0.0.1:9";
   for (
     const [args, says] of [
-      [["models"], 'models: expected pull, got ""'],
-      [["models", "push", "qwen"], 'models: expected pull, got "push"'],
+      [["models"], 'models: expected pull, pulls or cancel, got ""'],
+      [["models", "push", "qwen"], 'models: expected pull, pulls or cancel, got "push"'],
+      [["models", "pulls", "x"], 'unexpected argument "x"'],
+      [["models", "pulls", "--nodes", "n1"], "models pulls: takes no --nodes"],
+      [["models", "cancel"], "models cancel: PULL is required"],
       [["models", "pull"], "models pull: DEPLOYMENT is required"],
       [["models", "pull", "a", "b"], 'unexpected argument "b"'],
       [["models", "pull", "a", "--nodes", "n1,,n2"], "--nodes has an empty name"],

@@ -9,12 +9,14 @@
  */
 import type { ControlPlane } from "../control_plane.ts";
 import { modelDetail, modelList } from "../model_views.ts";
-import { pullDeploymentModel, pullViews } from "../model_pulls.ts";
+import { cancelPull, pullDeploymentModel, pullViews } from "../model_pulls.ts";
 import { RouteGroup } from "./route.ts";
 import {
+  CancelPullBodySchema,
   ModelDetailSchema,
   ModelListSchema,
   ModelParams,
+  ModelPullSchema,
   PullAnswerSchema,
   PullBodySchema,
   PullListSchema,
@@ -55,6 +57,17 @@ export function modelRoutes(cp: ControlPlane): RouteGroup {
     auth: "admin",
     response: PullListSchema,
   }, () => ({ pulls: pullViews(cp.state) }));
+  g.add({
+    method: "post",
+    path: "/pulls/cancel",
+    operationId: "cancelModelPull",
+    summary: "Stop asking nodes to fetch a pull's model revision",
+    tag: "models",
+    auth: "admin",
+    body: { schema: CancelPullBodySchema },
+    response: ModelPullSchema,
+    answers: { 404: "No such pull, or a node it never asked" },
+  }, ({ body }) => cancelPull(cp.state, body));
   g.add({
     method: "get",
     path: "/:org/:name",
