@@ -11,6 +11,7 @@ import { fixtureFacts } from "../tests/model_configs.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { MAX_PERMANENT_FAILURES, MAX_REBUILDS_IN_A_ROW } from "./replica_failures.ts";
 import { DISK_FULL_BACKOFF } from "./disk_full_backoff.ts";
+import { liveExplanation } from "./live_explanation.ts";
 import { backoffDelay } from "../supervisor/backoff.ts";
 
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
@@ -182,4 +183,15 @@ Deno.test("disk full on one node: another node is tried meanwhile, and explain n
   const events = await cp.events.list({ limit: 1000 });
   const rebuilt = events.find((e) => e.kind === "replica_rebuilding");
   assertStringIncludes(rebuilt!.message, "not placed on n1 for it again for 30s");
+  // `llmgw explain`: the live explanation names n1's backoff, with how long ago.
+  clock.advance(20_000);
+  const live = liveExplanation(cp.state, moved.id).live!.profiles[0].nodes!;
+  assertEquals(live.map((n) => [n.node, n.reason]), [["n1", "disk_full_backoff"]]);
+  assertStringIncludes(
+    live[0].message,
+    "ran out of disk fetching Qwen/Qwen2.5-7B-Instruct@4b1c2a9 20s ago",
+  );
+  // Once the backoff is over, n1 is a candidate again.
+  clock.advance(10_000);
+  assertEquals(liveExplanation(cp.state, moved.id).live!.profiles[0].nodes, []);
 });
