@@ -50,6 +50,10 @@ export interface DiskFull {
   needed: number | null;
   /** The lowest room the node reported since the last failure; null while none was reported. */
   roomLow: number | null;
+  /** The room it reported when it failed; null when unknown. */
+  roomThen: number | null;
+  /** What its agent said it needed and had ("needs 14.2 GiB more, 1.0 GiB free"); null when unsaid. */
+  said: string | null;
 }
 
 /** What {@link afterDiskFull} is told of a new disk-full. */
@@ -66,6 +70,8 @@ export interface DiskFullFacts {
   needed: number | null;
   /** The node's last reported room; null when unknown. */
   room: number | null;
+  /** The agent's reason for the failure, in words (its "needs … more, … free" is kept). */
+  reason: string;
 }
 
 /**
@@ -87,8 +93,13 @@ export function afterDiskFull(
     until: f.at + backoffDelay(failures, policy),
     needed: f.needed,
     roomLow: f.room,
+    roomThen: f.room,
+    said: AGENT_WORDS.exec(f.reason)?.[0] ?? null,
   };
 }
+
+/** The agent's figures in an `insufficient_disk` reason (agent/model_cache/disk_space.ts). */
+const AGENT_WORDS = /needs [^,;()]+ more, [^,;()]+ free/;
 
 /** The record after the node reported `room` (its lowest report is what room grows from). */
 export function withRoomReport(d: DiskFull, room: number | null): DiskFull {
@@ -110,14 +121,16 @@ export function diskFullHold(d: DiskFull, room: number | null, now: number): str
   if (now >= d.until) return null;
   const enough = roomToRetry(d);
   if (enough !== null && room !== null && room >= enough) return null;
-  const needs = d.needed === null ? "" : ` (needs ${formatBytes(d.needed)})`;
+  const facts = [
+    d.said === null ? null : `its agent: ${d.said}`,
+    d.roomThen === null ? null : `it reported room for ${formatBytes(d.roomThen)}`,
+  ].filter((x) => x !== null);
+  const why = facts.length === 0 ? "" : ` (${facts.join("; ")})`;
   const sooner = enough === null
     ? ""
-    : `, or once its reported room reaches ${formatBytes(enough)} (lowest since: ${
-      formatBytes(d.roomLow!)
-    })`;
+    : `, or sooner once its reported room reaches ${formatBytes(enough)}`;
   const ago = now - d.at < 1_000 ? "just now" : `${formatSeconds((now - d.at) / 1000)} ago`;
-  return `ran out of disk fetching ${d.name} ${ago}${needs}; ` +
+  return `ran out of disk fetching ${d.name} ${ago}${why}; ` +
     `retried after ${new Date(d.until).toISOString()} (disk-full ${d.failures} in a row)${sooner}`;
 }
 

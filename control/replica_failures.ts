@@ -151,7 +151,7 @@ export async function diskFullFailure(
   node: string,
   f: GivenUp,
 ): Promise<void> {
-  const held = recordDiskFull(pass, r, node);
+  const held = recordDiskFull(pass, r, node, f.reason);
   await pass.book.rebuild(
     r,
     `shard ${shardId} on ${node} ran out of disk fetching the model: ${f.reason}; ` +
@@ -160,7 +160,12 @@ export async function diskFullFailure(
 }
 
 /** Records the disk-full of `node` for `r`'s model revision; says for how long it is held back. */
-function recordDiskFull(pass: Pass, r: StoredReplica, node: string): string | null {
+function recordDiskFull(
+  pass: Pass,
+  r: StoredReplica,
+  node: string,
+  reason: string,
+): string | null {
   const { state, now } = pass;
   const spec = state.specOf(r);
   if (spec === undefined) return null;
@@ -178,6 +183,7 @@ function recordDiskFull(pass: Pass, r: StoredReplica, node: string): string | nu
     at: now,
     needed: disk.bytes,
     room: state.modelCaches.get(node)?.room_bytes ?? null,
+    reason,
   });
   const enough = roomToRetry(d);
   return `; not placed on ${node} for it again for ${formatSeconds((d.until - now) / 1000)}` +

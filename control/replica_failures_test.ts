@@ -18,11 +18,14 @@ const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
 const GIB = 2 ** 30;
 const facts = fixtureFacts("qwen2.5-7b-instruct", [15_231_233_024]);
 
-/** The agent's report of a fetch that ran out of disk midway (agent/model_fetch.ts). */
+/**
+ * The agent's report of a fetch that ran out of disk midway (agent/model_fetch.ts; the words
+ * are InsufficientDiskError's, agent/model_cache/disk_space.ts).
+ */
 const DISK_FULL = {
   at: 1_700_000_000_001,
   reason: `Cannot fetch ${QWEN.model}@${COMMIT} into /var/lib/llmgw/models: ` +
-    "needs 14.2 GiB, 1.0 GiB free (insufficient_disk)",
+    "needs 14.2 GiB more, 1.0 GiB free (insufficient_disk)",
   exit_code: null,
   signal: null,
   log_tail: [],
@@ -75,7 +78,7 @@ Deno.test("disk full: back to pending with the reason, waits while no node has r
   const events = await cp.events.list({ limit: 1000 });
   const rebuilt = events.find((e) => e.kind === "replica_rebuilding");
   assertStringIncludes(rebuilt!.message, "ran out of disk fetching the model");
-  assertStringIncludes(rebuilt!.message, "needs 14.2 GiB, 1.0 GiB free (insufficient_disk)");
+  assertStringIncludes(rebuilt!.message, "needs 14.2 GiB more, 1.0 GiB free (insufficient_disk)");
 
   // Passes go by: it waits, never failed, nothing counted.
   for (let i = 0; i < MAX_REBUILDS_IN_A_ROW + 1; i++) await cp.reconcile();
@@ -180,6 +183,10 @@ Deno.test("disk full on one node: another node is tried meanwhile, and explain n
     "n1 ran out of disk fetching Qwen/Qwen2.5-7B-Instruct@4b1c2a9",
   );
   assertStringIncludes(group.message, "retried after 2023-11-14T22:13:51.000Z");
+  assertStringIncludes(
+    group.message,
+    "(its agent: needs 14.2 GiB more, 1.0 GiB free; it reported room for 100.0 GiB)",
+  );
   const events = await cp.events.list({ limit: 1000 });
   const rebuilt = events.find((e) => e.kind === "replica_rebuilding");
   assertStringIncludes(rebuilt!.message, "not placed on n1 for it again for 30s");
