@@ -185,6 +185,8 @@ function recordDiskFull(
     room: state.modelCaches.get(node)?.room_bytes ?? null,
     reason,
   });
+  // The pass's index may predate the record: the placement that follows must see it.
+  pass.book.rebuildIndex();
   const enough = roomToRetry(d);
   return `; not placed on ${node} for it again for ${formatSeconds((d.until - now) / 1000)}` +
     (enough === null ? "" : ` unless its reported room reaches ${formatBytes(enough)}`);

@@ -202,3 +202,33 @@ Deno.test("disk full on one node: another node is tried meanwhile, and explain n
   clock.advance(10_000);
   assertEquals(liveExplanation(cp.state, moved.id).live!.profiles[0].nodes, []);
 });
+
+Deno.test("a disk-full holds the node back in the same pass, even when the pass's index was built before it", async () => {
+  const { cp } = await cluster(["n1", "n2"]);
+  await heartbeat(cp, "n1", 100);
+  await heartbeat(cp, "n2", 1); // too little room: never a candidate
+  await cp.deployments.apply({ ...QWEN, replicas: 2 });
+  await cp.reconcile();
+  const [r0, r1] = cp.replicas();
+  assertEquals([r0.shards[0].node, r1.shards[0].node], ["n1", "n1"]);
+  // r0's engine refused its arguments (its rebuild builds the pass's index first); r1 ran out of disk.
+  const desired = await cp.desired.wait("n1", -1, 0);
+  const refused = { ...DISK_FULL, reason: "unrecognized arguments: --bad", kind: undefined };
+  await cp.nodes.heartbeat({
+    node_id: "n1",
+    generation: desired.generation,
+    shards: desired.shards.map((s) =>
+      shardReport(s.id, "failed", {
+        last_failure: s.id.startsWith(r0.id) ? refused : DISK_FULL,
+      })
+    ),
+    model_cache: { room_bytes: 100 * GIB, revisions: [], omitted: 0, evicted: [] },
+  });
+  await cp.reconcile();
+  const after = cp.replicas().find((r) => r.id === r1.id)!;
+  assertEquals(after.shards, [], "r1 is not placed back on n1 in the pass that saw its disk-full");
+  assertEquals(after.explanation?.profiles[0].counts, {
+    insufficient_disk: 1,
+    disk_full_backoff: 1,
+  });
+});

@@ -79,6 +79,16 @@ export class ReplicaBook {
   }
 
   /**
+   * Drops the pass's index; the next use builds it again from the inventory,
+   * which holds this pass's placements and releases. For a change the index
+   * cannot apply to itself: a node held back from a model revision after
+   * running out of disk (control/disk_full_backoff.ts).
+   */
+  rebuildIndex(): void {
+    this.#index = null;
+  }
+
+  /**
    * The pass's one cluster index: the live inventory with this pass's
    * placements and releases applied. Outside a pass, a fresh one each call.
    */
