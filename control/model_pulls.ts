@@ -156,11 +156,13 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
  */
 export async function settlePulls(state: ControlState, nodeId: string): Promise<void> {
   const now = state.now();
+  let settled = false;
   for (const pull of state.modelPulls.values()) {
     const entry = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
     if (entry === undefined || !nodeHolds(state, nodeId, pull.model, pull.commit)) continue;
     entry.state = "done";
     entry.finished_at = now;
+    settled = true;
     finish(pull, now);
     state.dirty.add(nodeId);
     await state.store.putModelPull(pull);
@@ -170,8 +172,17 @@ export async function settlePulls(state: ControlState, nodeId: string): Promise<
       `holds ${pull.model}@${shortCommit(pull.commit)}, pulled ahead of its replicas`,
     );
   }
-  await prunePulls(state, now);
+  // Heartbeats come often: the list is swept when one finishes something, else once a minute.
+  if (settled || now - (lastSweep.get(state) ?? -Infinity) >= SWEEP_EVERY_MS) {
+    await prunePulls(state, now);
+  }
 }
+
+/** The least time between two sweeps of finished pulls that no finish asked for. */
+const SWEEP_EVERY_MS = 60_000;
+
+/** When each control state last swept its finished pulls. */
+const lastSweep = new WeakMap<ControlState, number>();
 
 /** Gives up every pull still asked of `nodeId` (`cancelled`, with `reason`), stored. */
 export async function cancelPulls(
@@ -273,6 +284,7 @@ function finish(pull: ModelPull, now: number): void {
 
 /** Deletes finished pulls past {@link FINISHED_PULL_TTL_MS} or {@link FINISHED_PULLS_KEPT}. */
 async function prunePulls(state: ControlState, now: number): Promise<void> {
+  lastSweep.set(state, now);
   const finished = pullList(state).filter((p) => p.finished_at !== null);
   for (const [i, p] of finished.entries()) {
     if (i < FINISHED_PULLS_KEPT && now - p.finished_at! < FINISHED_PULL_TTL_MS) continue;

@@ -219,6 +219,11 @@ Deno.test("finished pulls are kept a bounded count and time; a removed node's pa
   });
   assertEquals((await store.listModelPulls()).map((p) => p.commit), [COMMIT]);
   assertEquals(cp.state.modelPulls.size, 1);
+  // With nothing finishing, a heartbeat a day later sweeps it too.
+  clock.advance(FINISHED_PULL_TTL_MS);
+  await heartbeat(cp, "n1", false);
+  assertEquals(await store.listModelPulls(), []);
+  assertEquals(cp.state.modelPulls.size, 0);
 });
 
 Deno.test("GET /v1/models/pulls lists them; POST /v1/models/pulls/cancel stops asking, naming what was wrong", async () => {
