@@ -41,11 +41,12 @@
  * siblings: argparse (`_argparse`, `_flags`, `_command`), the knobs
  * (`_knobs`), the log (`_log`), loading (`_loading`), the lifecycle
  * (`_serve`, `_startup`, `_worker`, `_crash`), and the HTTP surface
- * (`_routes`, `_auth`, `_http`, `_completions`, `_responses`,
+ * (`_uvicorn`, `_routes`, `_auth`, `_http`, `_completions`, `_responses`,
  * `_embeddings`, `_sse`, `_metrics`, with `_runtime`, `_scheduler` and
  * `_generation` behind them). They import only each other,
  * fake_prefix_cache.ts and fake_load_metrics.ts (which import nothing but
- * each other), so it runs from any working directory without a deno.json or
+ * each other), llmgw's pure model modules (README) and Deno's built-in
+ * `node:http`, so it runs from any working directory without a deno.json or
  * network access (`--no-config`).
  *
  * @module
@@ -59,7 +60,14 @@ import {
 } from "./fake_prefix_cache.ts";
 import { type FlagValue, UsageError } from "./fake_engine_argparse.ts";
 import { type Command, ConfigError, flagInt, parseCommandLine } from "./fake_engine_command.ts";
-import { envGet, KnobError, type Knobs, readKnobs } from "./fake_engine_knobs.ts";
+import {
+  envGet,
+  type KeepAlive,
+  KnobError,
+  type Knobs,
+  readKeepAlive,
+  readKnobs,
+} from "./fake_engine_knobs.ts";
 import { writeAll } from "./fake_engine_log.ts";
 import { serve } from "./fake_engine_serve.ts";
 import { runWorker } from "./fake_engine_worker.ts";
@@ -91,10 +99,12 @@ export async function main(args: string[]): Promise<void> {
   let command: Command;
   let knobs: Knobs;
   let prefix: PrefixCacheKnobs;
+  let keepAlive: KeepAlive | null;
   try {
     command = parseCommandLine(args);
     knobs = readKnobs();
     prefix = prefixKnobs(command);
+    keepAlive = command.kind === "serve" ? readKeepAlive(command.config.engine) : null;
   } catch (e) {
     if (e instanceof UsageError) {
       writeAll(Deno.stderr, e.render());
@@ -114,7 +124,7 @@ export async function main(args: string[]): Promise<void> {
     writeAll(Deno.stdout, command.text);
     return;
   }
-  await serve(command.config, knobs, prefix);
+  await serve(command.config, knobs, prefix, keepAlive!);
 }
 
 if (import.meta.main) {

@@ -64,6 +64,49 @@ export function knobVersion(
   return env("FAKE_ENGINE_VERSION") ?? (engine === "vllm" ? "0.11.1" : "0.5.3");
 }
 
+/** An idle keep-alive connection's life, from the engine's own variable. */
+export interface KeepAlive {
+  /** Seconds an idle keep-alive connection stays open (uvicorn's `timeout_keep_alive`). */
+  seconds: number;
+  /** The warning SGLang prints for a value it cannot read (it then uses 5); null if none. */
+  warning: string | null;
+}
+
+/** uvicorn's default, which vLLM and SGLang both keep (engine reference §11). */
+export const DEFAULT_KEEP_ALIVE_SECONDS = 5;
+
+/** Python's `int(text)`: digits with an optional sign, `_` between digits, blanks around. */
+const PY_INT = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
+
+/**
+ * The keep-alive timeout the engine passes to uvicorn (engine reference §11):
+ * vLLM reads `VLLM_HTTP_TIMEOUT_KEEP_ALIVE` with `int()` (a value it cannot
+ * read is a ValueError: here a {@link KnobError}), SGLang reads
+ * `SGLANG_TIMEOUT_KEEP_ALIVE` as an EnvInt (a value it cannot read is a
+ * warning, then the default); both default to 5.
+ */
+export function readKeepAlive(
+  engine: EngineName,
+  env: (k: string) => string | undefined = envGet,
+): KeepAlive {
+  const key = engine === "vllm" ? "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" : "SGLANG_TIMEOUT_KEEP_ALIVE";
+  const raw = env(key);
+  if (raw === undefined) return { seconds: DEFAULT_KEEP_ALIVE_SECONDS, warning: null };
+  if (PY_INT.test(raw)) return { seconds: Number(raw.trim().replaceAll("_", "")), warning: null };
+  if (engine === "vllm") {
+    throw new KnobError(
+      `${key} must be a whole number of seconds (vLLM reads it with int()), got ${
+        JSON.stringify(raw)
+      }`,
+    );
+  }
+  return {
+    seconds: DEFAULT_KEEP_ALIVE_SECONDS,
+    warning: `UserWarning: Invalid value for ${key}: "${raw}" is not a valid integer value, ` +
+      `using default "${DEFAULT_KEEP_ALIVE_SECONDS}"`,
+  };
+}
+
 /** The process environment, as the knobs and the command line read it. */
 export function envGet(key: string): string | undefined {
   return Deno.env.get(key);

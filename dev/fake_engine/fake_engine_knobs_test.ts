@@ -1,8 +1,8 @@
 /**
  * Tests of the fake engine's `FAKE_ENGINE_*` knobs (dev/fake_engine/fake_engine_knobs.ts).
  */
-import { assertEquals, assertOk } from "../../tests/assert.ts";
-import { KnobError, readKnobs } from "./fake_engine_knobs.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
+import { type EngineName, KnobError, readKeepAlive, readKnobs } from "./fake_engine_knobs.ts";
 
 Deno.test("knobs: defaults and refusals", () => {
   const none = (_: string) => undefined;
@@ -48,6 +48,41 @@ Deno.test("knobs: defaults and refusals", () => {
       throw new Error(`${JSON.stringify(bad)} must be refused`);
     } catch (e) {
       assertOk(e instanceof KnobError, String(e));
+    }
+  }
+});
+
+Deno.test("keep-alive: each engine's own variable, its default, and what each does with a value it cannot read", () => {
+  const env = (vars: Record<string, string>) => (k: string) => vars[k];
+  const cases: [EngineName, Record<string, string>, number, boolean][] = [
+    ["vllm", {}, 5, false],
+    ["sglang", {}, 5, false],
+    ["vllm", { VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "1" }, 1, false],
+    ["vllm", { VLLM_HTTP_TIMEOUT_KEEP_ALIVE: " 1_0 " }, 10, false],
+    ["vllm", { VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "0" }, 0, false],
+    // Each engine reads only its own variable.
+    ["vllm", { SGLANG_TIMEOUT_KEEP_ALIVE: "1" }, 5, false],
+    ["sglang", { SGLANG_TIMEOUT_KEEP_ALIVE: "2" }, 2, false],
+    ["sglang", { VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "2" }, 5, false],
+    // SGLang's EnvInt warns and keeps the default.
+    ["sglang", { SGLANG_TIMEOUT_KEEP_ALIVE: "0.5" }, 5, true],
+  ];
+  for (const [engine, vars, seconds, warns] of cases) {
+    const k = readKeepAlive(engine, env(vars));
+    assertEquals([k.seconds, k.warning !== null], [seconds, warns], JSON.stringify([engine, vars]));
+  }
+  assertStringIncludes(
+    readKeepAlive("sglang", env({ SGLANG_TIMEOUT_KEEP_ALIVE: "soon" })).warning ?? "",
+    'Invalid value for SGLANG_TIMEOUT_KEEP_ALIVE: "soon" is not a valid integer value, using default "5"',
+  );
+  // vLLM's int() refuses it: the fake exits 2 naming the variable.
+  for (const bad of ["0.5", "soon", ""]) {
+    try {
+      readKeepAlive("vllm", env({ VLLM_HTTP_TIMEOUT_KEEP_ALIVE: bad }));
+      throw new Error(`${JSON.stringify(bad)} must be refused`);
+    } catch (e) {
+      assertOk(e instanceof KnobError, String(e));
+      assertStringIncludes(e.message, "VLLM_HTTP_TIMEOUT_KEEP_ALIVE");
     }
   }
 });

@@ -14,6 +14,7 @@ import { apiError, json, NOT_ALLOWED, NOT_FOUND } from "./fake_engine_http.ts";
 import { metricsResponse } from "./fake_engine_metrics.ts";
 import { responses } from "./fake_engine_responses.ts";
 import type { Runtime } from "./fake_engine_runtime.ts";
+import type { RemoteAddr, WebHandler } from "./fake_engine_uvicorn.ts";
 
 /** One route: answers a request with the engine's state. */
 export type Route = (rt: Runtime, req: Request) => Response | Promise<Response>;
@@ -104,8 +105,8 @@ export function handler(
   rt: Runtime,
   routes: Routes,
   keys: readonly string[],
-): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
-  return async (req: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+): WebHandler {
+  return async (req: Request, remote: RemoteAddr): Promise<Response> => {
     const url = new URL(req.url);
     const methods = routes.get(url.pathname);
     let res: Response;
@@ -129,8 +130,12 @@ export function handler(
       }
     }
     if (rt.cfg.access_log && rt.knobs.access_log) {
-      const a = info.remoteAddr as Deno.NetAddr;
-      rt.log.access(`${a.hostname}:${a.port}`, req.method, url.pathname + url.search, res.status);
+      rt.log.access(
+        `${remote.hostname}:${remote.port}`,
+        req.method,
+        url.pathname + url.search,
+        res.status,
+      );
     }
     return res;
   };

@@ -14,7 +14,7 @@ import type { EngineConfig } from "./fake_engine_command.ts";
 import { crash } from "./fake_engine_crash.ts";
 import { sleep } from "./fake_engine_generation.ts";
 import { apiError } from "./fake_engine_http.ts";
-import { type Knobs, knobVersion } from "./fake_engine_knobs.ts";
+import { type KeepAlive, type Knobs, knobVersion } from "./fake_engine_knobs.ts";
 import { load } from "./fake_engine_loading.ts";
 import { type ModelFit, modelFit } from "./fake_engine_model_fit.ts";
 import { Logger } from "./fake_engine_log.ts";
@@ -22,33 +22,37 @@ import { dummyRoutes, handler, mainRoutes, type Routes } from "./fake_engine_rou
 import type { Runtime } from "./fake_engine_runtime.ts";
 import { Scheduler } from "./fake_engine_scheduler.ts";
 import { announceStartup } from "./fake_engine_startup.ts";
+import { serveUvicorn } from "./fake_engine_uvicorn.ts";
 import { spawnWorker } from "./fake_engine_worker.ts";
 
-/** Serves `routes` on the configured address; a port that cannot be bound exits 1. */
+/**
+ * Serves `routes` on the configured address through uvicorn's connection
+ * handling (an idle keep-alive connection closed after `keepAliveSeconds`); a
+ * port that cannot be bound exits 1.
+ */
 function listen(
   rt: Runtime,
   routes: Routes,
   keys: readonly string[],
+  keepAliveSeconds: number,
   onListen: () => void,
 ): void {
-  try {
-    Deno.serve({
-      hostname: rt.cfg.host,
-      port: rt.cfg.port,
-      onListen,
-      onError: (e) =>
-        apiError(500, "InternalServerError", `fake engine: ${e instanceof Error ? e.message : e}`),
-    }, handler(rt, routes, keys));
-  } catch (e) {
-    const msg = e instanceof Deno.errors.AddrInUse
-      ? `OSError: [Errno 98] error while attempting to bind on address ('${rt.cfg.host}', ${rt.cfg.port}): address already in use`
-      : `OSError: cannot listen on ${rt.cfg.host}:${rt.cfg.port}: ${
-        e instanceof Error ? e.message : e
-      }`;
-    rt.log.api("ERROR", "launcher.py:80", msg);
-    rt.log.fake("exiting with code 1 (cannot listen)");
-    Deno.exit(1);
-  }
+  serveUvicorn({
+    hostname: rt.cfg.host,
+    port: rt.cfg.port,
+    keepAliveMs: Math.max(0, keepAliveSeconds * 1000),
+    onListen,
+    onListenError: (e) => {
+      const msg = e.code === "EADDRINUSE"
+        ? `OSError: [Errno 98] error while attempting to bind on address ('${rt.cfg.host}', ${rt.cfg.port}): address already in use`
+        : `OSError: cannot listen on ${rt.cfg.host}:${rt.cfg.port}: ${e.message}`;
+      rt.log.api("ERROR", "launcher.py:80", msg);
+      rt.log.fake("exiting with code 1 (cannot listen)");
+      Deno.exit(1);
+    },
+    onError: (e) =>
+      apiError(500, "InternalServerError", `fake engine: ${e instanceof Error ? e.message : e}`),
+  }, handler(rt, routes, keys));
 }
 
 /**
@@ -70,6 +74,7 @@ export async function serve(
   cfg: EngineConfig,
   knobs: Knobs,
   prefix: PrefixCacheKnobs,
+  keepAlive: KeepAlive,
 ): Promise<void> {
   const started = Date.now();
   // Signal listeners and a pending promise do not keep Deno alive on their own.
@@ -136,6 +141,8 @@ export async function serve(
   }
 
   announceStartup(rt, worker?.pid ?? null);
+  // Python's warnings.warn, as SGLang's EnvInt gives it for a value it cannot read.
+  if (keepAlive.warning !== null) log.stderrLine(`sglang/srt/environ.py: ${keepAlive.warning}`);
   const isVllm = cfg.engine === "vllm";
 
   const url = `http://${cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host}:${cfg.port}`;
@@ -165,14 +172,14 @@ export async function serve(
       "launcher.py:36",
       "Available routes are: /health, /ping, /version, /v1/models, /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/responses, /metrics",
     );
-    listen(rt, mainRoutes("vllm"), cfg.api_keys, uvicornUp);
+    listen(rt, mainRoutes("vllm"), cfg.api_keys, keepAlive.seconds, uvicornUp);
     return;
   }
 
   if (cfg.node_rank > 0) {
     await load(rt, false, 1);
     // A separate app without the key middleware (engine.py `launch_dummy_health_check_server`).
-    listen(rt, dummyRoutes(), [], () => {
+    listen(rt, dummyRoutes(), [], keepAlive.seconds, () => {
       log.api(
         "INFO",
         "",
@@ -181,7 +188,7 @@ export async function serve(
     });
     return;
   }
-  listen(rt, mainRoutes("sglang"), cfg.api_keys, () => {
+  listen(rt, mainRoutes("sglang"), cfg.api_keys, keepAlive.seconds, () => {
     uvicornUp();
     log.uvicorn(`Uvicorn running on ${url} (Press CTRL+C to quit)`);
   });
