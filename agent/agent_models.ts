@@ -58,6 +58,7 @@ export function agentModels(
 ): AgentModels {
   let fetcher: CacheModelFetcher | null = null;
   let reporter: ModelCacheReporter | null = null;
+  let puller: ModelPuller | null = null;
   const cache = new ModelCache({
     root: o.cache.root,
     rateBytesPerSecond: o.cache.rateBytesPerSecond,
@@ -73,10 +74,11 @@ export function agentModels(
     desired,
     clock: systemClock,
     log,
+    pullFailures: () => puller?.failures() ?? [],
   });
   const hub = new HubClient({ config: o.hub, fetch: o.fetch, userAgent: `llmgw-agent/${version}` });
   fetcher = new CacheModelFetcher({ cache, hub, sources: o.sources });
-  const puller = new ModelPuller({ fetcher, log, clock: systemClock });
+  puller = new ModelPuller({ fetcher, log, clock: systemClock });
   return { root: o.cache.root, cache, fetcher, reporter, puller };
 }
 

@@ -5,8 +5,10 @@
  * shard uses or is about to use and every revision the desired state pins
  * or pulls, then reads what the cache holds and the room a new revision
  * has. The heartbeat carries that, with the evictions not yet delivered
- * (the control plane makes each a `model_evicted` event), and the engine
- * cache directories evicted (agent/engine_cache/; `engine_cache_evicted`).
+ * (the control plane makes each a `model_evicted` event), the engine
+ * cache directories evicted (agent/engine_cache/; `engine_cache_evicted`),
+ * and the desired pulls that failed for good (agent/model_pulls.ts; the
+ * control plane marks them `failed`).
  *
  * A shard whose launch names no commit (an older control plane, a revision
  * not yet resolved) keeps every cached revision of its repository: the
@@ -20,6 +22,7 @@ import type {
   EngineCacheEvictionReport,
   EvictionReport,
   ModelCacheReport,
+  PullFailureReport,
 } from "../protocol/model_cache_report.ts";
 import type { EngineCacheEvicted } from "./engine_cache/engine_cache_keeper.ts";
 import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
@@ -58,6 +61,8 @@ export interface ModelCacheReporterOptions {
    * removes). Default: that record on disk.
    */
   finished?: (repo: string, commit: string) => Promise<boolean>;
+  /** The desired pulls that failed for good (agent/model_pulls.ts `failures`); none by default. */
+  pullFailures?: () => PullFailureReport[];
 }
 
 /** What must stay in the cache for `desired`, given what it holds. */
@@ -128,10 +133,12 @@ export class ModelCacheReporter {
     }
     if (this.#last === null) return null;
     const engine = this.#pendingEngine.slice(0, REPORT_BOUNDS.cacheEvictions);
+    const failed = this.#o.pullFailures?.() ?? [];
     return {
       ...this.#last,
       evicted: this.#pending.slice(0, REPORT_BOUNDS.cacheEvictions),
       ...(engine.length === 0 ? {} : { engine_caches_evicted: engine }),
+      ...(failed.length === 0 ? {} : { pulls_failed: failed }),
     };
   }
 

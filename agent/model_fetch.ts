@@ -258,13 +258,13 @@ export class CacheModelFetcher implements ModelFetcher {
 export function fetchError(e: unknown): ModelFetchError {
   if (e instanceof ModelFetchError) return e;
   if (e instanceof InsufficientDiskError) {
-    return new ModelFetchError(e.message, false, INSUFFICIENT_DISK_FAILURE);
+    return new ModelFetchError(e.message, false, INSUFFICIENT_DISK_FAILURE, e);
   }
-  if (e instanceof UnsafePathError) return new ModelFetchError(e.message, false);
+  if (e instanceof UnsafePathError) return new ModelFetchError(e.message, false, null, e);
   if (e instanceof HubError || e instanceof DownloadFailedError) {
-    return new ModelFetchError(e.message, e.retryable);
+    return new ModelFetchError(e.message, e.retryable, null, e);
   }
-  return new ModelFetchError(errorMessage(e), true);
+  return new ModelFetchError(errorMessage(e), true, null, e);
 }
 
 /** `p`, or the signal's reason once it aborts (`p` itself runs on). */

@@ -4,11 +4,15 @@
  * rollout's pre-pull): each `models` entry with `pull: true` is fetched
  * through the same fetcher as a shard's model (agent/model_fetch.ts), one
  * download per revision. A pull no longer desired is stopped (its part
- * files stay for a later one to resume). A failure is logged and tried
- * again at a later desired state, no sooner than {@link RETRY_MS}; a final
- * one (unknown repo or revision, gated, no room) only once the pull is
- * asked again after having been dropped. The control plane learns of the
- * progress and the end from the heartbeat's model cache report.
+ * files stay for a later one to resume). A retryable failure (hub
+ * unreachable, a peer gone) is logged and tried again at a later desired
+ * state, no sooner than {@link RETRY_MS}; a final one (unknown repo or
+ * revision, gated, no room, content failing its hash from every source) is
+ * kept in {@link ModelPuller.failures}, which every heartbeat carries while
+ * the pull is desired, and tried again only once the pull is asked again
+ * after having been dropped (the control plane drops it when it hears the
+ * failure). The control plane learns of the progress and the end from the
+ * heartbeat's model cache report.
  *
  * @module
  */
@@ -17,6 +21,9 @@ import type { Logger } from "../log/log.ts";
 import type { Clock } from "../time/clock.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { ModelFetchError } from "../supervisor/model_fetcher.ts";
+import type { PullFailureReport } from "../protocol/model_cache_report.ts";
+import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
+import { pullFailureKind } from "./pull_failure.ts";
 
 /** A retryable failure is tried again no sooner than this. */
 export const RETRY_MS = 30_000;
@@ -40,6 +47,8 @@ export class ModelPuller {
   readonly #running = new Map<string, AbortController>();
   /** Revision → when it may be tried again (Infinity: a final failure). */
   readonly #failed = new Map<string, number>();
+  /** Revision → its final failure, for the heartbeat. */
+  readonly #final = new Map<string, PullFailureReport>();
 
   /** A puller over `options.fetcher`. */
   constructor(options: ModelPullerOptions) {
@@ -49,6 +58,12 @@ export class ModelPuller {
   /** Revisions being fetched now, `repo@commit`. */
   get running(): string[] {
     return [...this.#running.keys()];
+  }
+
+  /** The pulls still desired that failed for good, oldest first, as many as a heartbeat holds. */
+  failures(): PullFailureReport[] {
+    return [...this.#final.values()].sort((a, b) => a.at - b.at)
+      .slice(0, REPORT_BOUNDS.pullFailures);
   }
 
   /** Starts the pulls `models` asks for and stops the ones it no longer does. */
@@ -62,7 +77,11 @@ export class ModelPuller {
       this.#running.delete(key);
     }
     // A pull dropped and asked again is tried again at once.
-    for (const key of this.#failed.keys()) if (!wanted.has(key)) this.#failed.delete(key);
+    for (const key of this.#failed.keys()) {
+      if (wanted.has(key)) continue;
+      this.#failed.delete(key);
+      this.#final.delete(key);
+    }
     const now = this.#o.clock.now();
     for (const [key, m] of wanted) {
       if (this.#running.has(key) || (this.#failed.get(key) ?? -Infinity) > now) continue;
@@ -81,6 +100,7 @@ export class ModelPuller {
     const ctl = new AbortController();
     this.#running.set(key, ctl);
     this.#failed.delete(key);
+    this.#final.delete(key);
     log.info("model pull started", { model: m.model, commit: m.commit });
     fetcher.pull(m.model, m.commit, ctl.signal).then(
       (path) => log.info("model pulled", { model: m.model, commit: m.commit, path }),
@@ -88,6 +108,15 @@ export class ModelPuller {
         if (ctl.signal.aborted) return;
         const final = e instanceof ModelFetchError && !e.retryable;
         this.#failed.set(key, final ? Infinity : clock.now() + RETRY_MS);
+        if (final) {
+          this.#final.set(key, {
+            repo: m.model,
+            commit: m.commit,
+            kind: pullFailureKind(e).slice(0, REPORT_BOUNDS.failureKind),
+            message: errorMessage(e).slice(0, REPORT_BOUNDS.reason),
+            at: clock.now(),
+          });
+        }
         log.warn("model pull failed", {
           model: m.model,
           commit: m.commit,

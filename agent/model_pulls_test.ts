@@ -1,13 +1,22 @@
 /**
  * The agent's pulls (issue #25 item 5): each desired `pull` fetched once,
  * stopped when no longer desired, a retryable failure tried again after a
- * while, a final one not until the pull is asked again.
+ * while, a final one not until the pull is asked again, and reported in the
+ * heartbeat while the pull is desired (a retryable one never is).
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { createLogger } from "../log/log.ts";
 import { ModelFetchError } from "../supervisor/model_fetcher.ts";
 import { ModelPuller, RETRY_MS } from "./model_pulls.ts";
+import {
+  HubGatedError,
+  HubRevisionNotFoundError,
+  HubUnreachableError,
+} from "../models/hub_errors.ts";
+import { InsufficientDiskError } from "./model_cache/disk_space.ts";
+import { fetchError } from "./model_fetch.ts";
+import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
 
 const A = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
 const pull = (model: string, on = true) => ({ model, commit: A, pinned: false, pull: on });
@@ -68,4 +77,59 @@ Deno.test("a retryable failure is tried again after a while; a final one only wh
   assertEquals(f.calls.at(-1)!.model, "acme/gated", "asked again after being dropped");
   p.stop();
   assertOk(f.calls.every((c) => c.signal.aborted || c !== f.calls.at(-1)));
+});
+
+Deno.test("a final failure is in every heartbeat while the pull is desired; a retryable one never", async () => {
+  const f = fetcher();
+  const clock = new FakeClock();
+  const p = new ModelPuller({ fetcher: f, clock, log: createLogger("agent", () => {}) });
+  const cache = {
+    revisions: () => Promise.resolve([]),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  // Wired as agent/agent_models.ts wires them.
+  const reporter = new ModelCacheReporter({
+    cache,
+    watermarks: { highPercent: 90, lowPercent: 80 },
+    desired: () => null,
+    clock,
+    log: createLogger("agent", () => {}),
+    pullFailures: () => p.failures(),
+  });
+  const hub = "https://hub.example";
+  const all = [pull("acme/typo"), pull("acme/down"), pull("acme/gated"), pull("acme/big")];
+  p.sync(all);
+  // As the fetcher rejects: fetchError over what the hub client or the cache threw.
+  f.calls[1].settle(fetchError(new HubUnreachableError(hub, "connection refused")));
+  await tick();
+  assertEquals((await reporter.report())!.pulls_failed, undefined, "a retryable failure: not sent");
+  f.calls[0].settle(fetchError(new HubRevisionNotFoundError("acme/typo", A, hub)));
+  await tick();
+  f.calls[2].settle(fetchError(new HubGatedError("acme/gated", false, hub)));
+  clock.advance(5);
+  f.calls[3].settle(fetchError(new InsufficientDiskError("/cache", `acme/big@${A}`, 9e9, 1e9)));
+  await tick();
+  const sent = (await reporter.report())!.pulls_failed!;
+  assertEquals(sent.map((x) => [x.repo, x.commit, x.kind]), [
+    ["acme/typo", A, "revision_not_found"],
+    ["acme/gated", A, "gated"],
+    ["acme/big", A, "insufficient_disk"],
+  ]);
+  assertEquals(sent[0].message, `model acme/typo revision ${A} not found on ${hub}`);
+  assertEquals(
+    sent[1].message,
+    "model acme/gated is gated: set HF_TOKEN to a token that was granted access",
+  );
+  assertEquals([sent[0].at, sent[2].at], [clock.now() - 5, clock.now()]);
+  // Sent again at the next heartbeat: nothing to acknowledge, the desired state is the answer.
+  assertEquals((await reporter.report())!.pulls_failed!.length, 3);
+  // The control plane marked them failed and dropped them: the agent forgets them.
+  p.sync([pull("acme/down")]);
+  assertEquals((await reporter.report())!.pulls_failed, undefined);
+  // Asked again (an operator pulled again): tried at once, no failure reported meanwhile.
+  p.sync([pull("acme/down"), pull("acme/typo")]);
+  assertEquals(f.calls.at(-1)!.model, "acme/typo");
+  assertEquals(p.failures(), []);
+  p.stop();
 });

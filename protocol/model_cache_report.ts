@@ -6,7 +6,9 @@
  * these), and the evictions since the last heartbeat the control plane
  * took (each becomes a `model_evicted` event), and the engine compile
  * cache directories it evicted (each an `engine_cache_evicted` event;
- * optional: an older agent sends none).
+ * optional: an older agent sends none), and the pulls it was asked for
+ * that failed for good (`pulls_failed`: the control plane marks the node's
+ * part of the pull `failed`; optional: an older agent sends none).
  *
  * Optional on the wire (`model_cache` of the heartbeat): an older agent
  * sends none, and its nodes are then neither filtered for disk nor
@@ -78,6 +80,26 @@ export interface EngineCacheEvictionReport {
   reason: string;
 }
 
+/**
+ * A pull (`llmgw models pull`, a rollout's pre-pull) that failed for good on
+ * the agent: an unknown repo or revision, a gated repo, no room, content
+ * that failed its hash from every source. Sent at every heartbeat while
+ * the desired state still asks for the pull; a retryable failure (hub
+ * unreachable, a peer gone) is never sent: the agent tries again.
+ */
+export interface PullFailureReport {
+  /** The hub id. */
+  repo: string;
+  /** The commit. */
+  commit: string;
+  /** What failed (agent/pull_failure.ts), e.g. `revision_not_found`, `gated`, `insufficient_disk`. */
+  kind: string;
+  /** The hub's or the disk's words; never a token. */
+  message: string;
+  /** When (ms since epoch, the agent's clock). */
+  at: number;
+}
+
 /** An agent's model cache, as its heartbeat carries it. */
 export interface ModelCacheReport {
   /**
@@ -94,6 +116,8 @@ export interface ModelCacheReport {
   evicted: EvictionReport[];
   /** Engine cache directories evicted and not yet reported, oldest first. */
   engine_caches_evicted?: EngineCacheEvictionReport[];
+  /** Pulls still asked for that failed for good. */
+  pulls_failed?: PullFailureReport[];
 }
 
 const Repo = z.string().min(1).max(REPORT_BOUNDS.cacheRepo);
@@ -129,6 +153,13 @@ export const ModelCacheReportSchema = z.object({
     cause: z.enum(["revision_evicted", "disk_pressure"]),
     reason: z.string().max(REPORT_BOUNDS.reason),
   })).max(REPORT_BOUNDS.cacheEvictions).optional(),
+  pulls_failed: z.array(z.object({
+    repo: Repo,
+    commit: Commit,
+    kind: z.string().min(1).max(REPORT_BOUNDS.failureKind),
+    message: z.string().max(REPORT_BOUNDS.reason),
+    at: z.number(),
+  })).max(REPORT_BOUNDS.pullFailures).optional(),
 });
 
 // `deno check` fails here when the interfaces and the schema drift apart.

@@ -68,4 +68,6 @@ export const REPORT_BOUNDS = {
   cacheEvictions: 64,
   /** An engine cache directory's engine or key name. */
   engineCacheKey: 256,
+  /** Pulls failed for good that one heartbeat names (the rest wait for the next). */
+  pullFailures: 64,
 } as const;

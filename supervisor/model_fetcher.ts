@@ -44,9 +44,12 @@ export class ModelFetchError extends Error {
   readonly retryable: boolean;
   /** The report's `last_failure.kind` (e.g. `insufficient_disk`); null when none applies. */
   readonly kind: string | null;
-  /** `message` says what failed and where (never a token). */
-  constructor(message: string, retryable: boolean, kind: string | null = null) {
-    super(message);
+  /**
+   * `message` says what failed and where (never a token); `cause` is the
+   * error it stands for (a pull's failure kind is read from it).
+   */
+  constructor(message: string, retryable: boolean, kind: string | null = null, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = "ModelFetchError";
     this.retryable = retryable;
     this.kind = kind;

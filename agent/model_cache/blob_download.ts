@@ -42,12 +42,20 @@ export class DownloadFailedError extends Error {
    * replica fails with the source's answer.
    */
   readonly retryable: boolean;
+  /** `hash_mismatch` when every fetch's content failed its hash; null otherwise. */
+  readonly kind: "hash_mismatch" | null;
   /** `message` names the file and the last failure. */
-  constructor(file: string, message: string, retryable = true) {
+  constructor(
+    file: string,
+    message: string,
+    retryable = true,
+    kind: "hash_mismatch" | null = null,
+  ) {
     super(message);
     this.name = "DownloadFailedError";
     this.file = file;
     this.retryable = retryable;
+    this.kind = kind;
   }
 }
 
@@ -121,6 +129,7 @@ export async function downloadBlob(
   await fs.mkdirp(dirname(blob));
   const subject = { repo, commit, file: file.path };
   const refused = new Map<string, string>();
+  const blamed = new Set<string>();
   for (let round = 1; round <= settings.verifyAttempts; round++) {
     const chunks = planChunks(file.size, settings.chunkBytes);
     const done = await openPart(fs, part, record, file.size, settings.chunkBytes);
@@ -145,11 +154,16 @@ export async function downloadBlob(
     progress.add(-file.size);
     // The sources that served the rejected bytes go last for the next fetch.
     sources.blame(served);
+    for (const name of served) blamed.add(name);
   }
+  // Final once every source sent bad bytes: a later try would fetch the same.
+  const every = sources.order().every((s) => blamed.has(s.name));
   throw new DownloadFailedError(
     file.path,
     `Cannot fetch ${repo} ${file.path}: its content did not match ${expectedHash(file).want} ` +
-      `after ${settings.verifyAttempts} fetches`,
+      `after ${settings.verifyAttempts} fetches` + (every ? ", from every source" : ""),
+    !every,
+    every ? "hash_mismatch" : null,
   );
 }
 

@@ -61,6 +61,28 @@ Deno.test("wrong bytes: the file is deleted, an event says so, and it is fetched
   });
 });
 
+Deno.test("wrong bytes from every source: final (hash_mismatch); from some sources only: tried again later", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = sampleModel();
+    const corrupt = (name: string) =>
+      new MemoryByteSource(name, contents, [{ kind: "corrupt", file: SHARD }]);
+    const { cache } = testCache(root, { verifyAttempts: 3 });
+    const every = await assertRejects(
+      () => cache.ensureSnapshot(snapshot, [corrupt("peer-a"), corrupt("https://hub.example")]),
+      DownloadFailedError,
+      "after 3 fetches, from every source",
+    ) as DownloadFailedError;
+    assertEquals([every.retryable, every.kind], [false, "hash_mismatch"]);
+    // One fetch, from the first of three: the other two may hold the right bytes.
+    const { cache: once } = testCache(`${root}/once`, { verifyAttempts: 1 });
+    const some = await assertRejects(
+      () => once.ensureSnapshot(snapshot, [corrupt("a"), corrupt("b"), corrupt("c")]),
+      DownloadFailedError,
+    ) as DownloadFailedError;
+    assertEquals([some.retryable, some.kind], [true, null]);
+  });
+});
+
 Deno.test("a source that dies mid-chunk: the rest of the range comes from the next source", async () => {
   await withTempDir(async (root) => {
     const { snapshot, contents } = sampleModel();
