@@ -9,7 +9,7 @@
  */
 import { DeploymentError, parseDeploymentText } from "../deployment/load.ts";
 import { classFacts } from "../deployment/validate.ts";
-import { ClusterFileError, parseClusterFile } from "../inventory/cluster_file.ts";
+import { ClusterFileError, parseCluster } from "../inventory/cluster_file.ts";
 import { applyPlacement, explanationLines, indexCluster, place } from "../placement/mod.ts";
 import { formatPath } from "../validation/issues.ts";
 import { renderTable } from "../text/table.ts";
@@ -27,6 +27,7 @@ import type { ShardSpec } from "../engines/types.ts";
 import type { Explanation, Placed, ShardPlacement, Unschedulable } from "../placement/types.ts";
 import { replicaId } from "../protocol/ids.ts";
 import { shellQuote } from "../text/shell_quote.ts";
+import { planIndexOptions, planModelCommit } from "./plan_model_caches.ts";
 
 /** Usage of the command. */
 export const PLAN_USAGE =
@@ -39,14 +40,21 @@ rejected nodes grouped by reason with counts ("8,213 nodes: insufficient_gpus
 replica each fabric passed over and why.
 
 Options:
-  --cluster FILE      nodes with inventory, state, labels, allocations (JSON)
+  --cluster FILE      nodes with inventory, state, labels, allocations and,
+                      optionally, each node's model cache as its agent reports
+                      it in heartbeats (JSON)
   --deployment FILE   the deployment (YAML or JSON)
   --replicas N        how many replicas to place (default: the deployment's)
   --model-config DIR  a directory with the model's config.json (and
                       model.safetensors.index.json or its *.safetensors): GPUs
                       too small for the model and a tensor_parallel that does
                       not divide its heads are refused (default: the
-                      deployment's model, when it is a local path here)
+                      deployment's model, when it is a local path here); with
+                      model caches in the cluster file, nodes without room
+                      for its files are refused (insufficient_disk)
+  --model-commit SHA  the commit the deployment's revision resolves to: nodes
+                      whose cache holds it are preferred (default: the
+                      revision, when it is a commit)
   --engine-plugins DIR  directory of llmgw-engine-* plugins (repeatable; also
                       LLMGW_ENGINE_PLUGINS, colon-separated)
   --detail            every rejected node on its own line instead of the groups,
@@ -68,6 +76,7 @@ export async function planCommand(
     deployment: { type: "string" },
     replicas: { type: "string" },
     "model-config": { type: "string" },
+    "model-commit": { type: "string" },
     "engine-plugins": { type: "string", multiple: true },
     json: { type: "boolean" },
     detail: { type: "boolean" },
@@ -94,7 +103,10 @@ export async function planCommand(
     ...(values["engine-plugins"] ?? []),
   ]);
   for (const p of registry.problems) err(`llmgw: warning: ${p}\n`);
-  const nodes = await readInput(values.cluster, (text) => parseClusterFile(text, values.cluster!));
+  const { nodes, caches } = await readInput(
+    values.cluster,
+    (text) => parseCluster(text, values.cluster!),
+  );
   const { deployment, warnings } = await readInput(
     values.deployment,
     (text) =>
@@ -119,8 +131,12 @@ export async function planCommand(
   for (const w of [...warnings, ...model.warnings]) {
     err(`llmgw: warning: ${values.deployment}: ${formatPath(w.path)}: ${w.message}\n`);
   }
+  const commit = planModelCommit(deployment, values["model-commit"]);
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const index = indexCluster(nodes);
+  const index = indexCluster(
+    nodes,
+    planIndexOptions(caches, deployment, commit, (m) => err(`llmgw: warning: ${m}\n`)),
+  );
   // Agents allocate ports when they launch; a dry run shows the blocks a
   // fresh agent with the default range would take, in order on each node.
   const blocks = new Map<string, number>();

@@ -1,7 +1,9 @@
 /**
  * The cluster file of `llmgw plan` (and of tests and benchmarks): nodes with
- * their inventory as `llmgw agent inventory --json` prints it, state, labels
- * and existing allocations. Validated with zod; errors name the field path.
+ * their inventory as `llmgw agent inventory --json` prints it, state, labels,
+ * existing allocations and, optionally, the model cache as the node's agent
+ * reports it in its heartbeat (protocol/model_cache_report.ts). Validated
+ * with zod; errors name the field path.
  *
  * @module
  */
@@ -10,6 +12,11 @@ import type { FabricAttachment } from "../discovery/types.ts";
 import { formatIssues, type InputIssue, zodIssues } from "../validation/issues.ts";
 import { type ClusterNode, NODE_STATES } from "./types.ts";
 import { errorMessage } from "../text/error_message.ts";
+import {
+  type ModelCacheReport,
+  ModelCacheReportSchema,
+  revisionName,
+} from "../protocol/model_cache_report.ts";
 
 const nullableInt = z.number().int().nullable();
 
@@ -74,6 +81,8 @@ export const NodeSchema = z.object({
   fabrics: z.array(FabricSchema).default([]),
   allocations: z.array(AllocationSchema).default([]),
   engine_versions: z.record(z.string(), z.string()).default({}),
+  // The heartbeat's `model_cache`; what a hand-written file has no use for may be left out.
+  model_cache: ModelCacheReportSchema.partial({ omitted: true, evicted: true }).optional(),
 });
 
 /** The cluster file. */
@@ -93,6 +102,14 @@ export class ClusterFileError extends Error {
   }
 }
 
+/** A cluster file's nodes, and the model caches of those that report one. */
+export interface ParsedCluster {
+  /** The nodes, as placement sees them. */
+  nodes: ClusterNode[];
+  /** Node id → its model cache as its agent would report it; a node without one is absent. */
+  caches: Map<string, ModelCacheReport>;
+}
+
 /**
  * Parses and checks a cluster file: the schema, then consistency (unique node
  * ids and GPU indices, allocations naming GPUs that exist, no GPU allocated
@@ -101,6 +118,16 @@ export class ClusterFileError extends Error {
  * @throws {ClusterFileError} Naming every bad field.
  */
 export function parseClusterFile(text: string, where: string): ClusterNode[] {
+  return parseCluster(text, where).nodes;
+}
+
+/**
+ * {@link parseClusterFile} with the nodes' model caches (`model_cache`), each
+ * revision listed once per node.
+ *
+ * @throws {ClusterFileError} Naming every bad field.
+ */
+export function parseCluster(text: string, where: string): ParsedCluster {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -114,7 +141,23 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
   if (!parsed.success) throw new ClusterFileError(where, zodIssues(parsed.error));
   const issues: InputIssue[] = [];
   const ids = new Set<string>();
+  const caches = new Map<string, ModelCacheReport>();
   const nodes = parsed.data.nodes.map((n, i): ClusterNode => {
+    if (n.model_cache !== undefined) {
+      const { omitted = 0, evicted = [], ...cache } = n.model_cache;
+      caches.set(n.id, { ...cache, omitted, evicted });
+      const listed = new Set<string>();
+      cache.revisions.forEach((r, j) => {
+        const name = revisionName(r.repo, r.commit);
+        if (listed.has(name)) {
+          issues.push({
+            path: ["nodes", i, "model_cache", "revisions", j],
+            message: `revision ${name} appears twice`,
+          });
+        }
+        listed.add(name);
+      });
+    }
     if (ids.has(n.id)) {
       issues.push({ path: ["nodes", i, "id"], message: `node id ${n.id} appears twice` });
     }
@@ -180,5 +223,5 @@ export function parseClusterFile(text: string, where: string): ClusterNode[] {
     };
   });
   if (issues.length > 0) throw new ClusterFileError(where, issues);
-  return nodes;
+  return { nodes, caches };
 }

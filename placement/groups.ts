@@ -151,7 +151,9 @@ function stableMessage(
         min = Math.min(min, m.n.cache!.roomBytes!);
         max = Math.max(max, m.n.cache!.roomBytes!);
       }
-      return diskText(need, min === max ? min : `${gib(min)}–${gib(max)}`, ctx.disk!, true);
+      // A group of one node reads as that node's own message ("its model cache").
+      const room = min === max ? min : `${gib(min)}–${gib(max)}`;
+      return diskText(need, room, ctx.disk!, members.length > 1);
     }
     case "disk_full_backoff": {
       // Each node's own words: a handful at most, each with its own time.

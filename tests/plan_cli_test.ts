@@ -599,3 +599,83 @@ Deno.test("plan: a local model path that cannot be read here is a warning; nothi
     assertOk(!r.out.includes("insufficient_gpu_memory"), r.out);
   });
 });
+
+Deno.test("plan reads the nodes' model caches from the cluster file: insufficient_disk and holders, as the control plane (issue #25 item 5)", async () => {
+  const commit = "4b1c2a9e0f3d5c7b8a6e4d2c0b9a8f7e6d5c4b3a";
+  const repo = "meta-llama/Llama-3.1-8B-Instruct";
+  const GIB = 2 ** 30;
+  const node = (id: string, model_cache?: unknown) => ({
+    id,
+    gpus: [{ index: 0, class: "l40s-45g" }],
+    ...(model_cache === undefined ? {} : { model_cache }),
+  });
+  const held = {
+    repo,
+    commit,
+    bytes: 16 * GIB,
+    state: "complete",
+    bytes_done: 16 * GIB,
+    last_used: null,
+    pinned: false,
+  };
+  const cluster = {
+    nodes: [
+      node("n1", { room_bytes: 5 * GIB, revisions: [] }),
+      node("n2", { room_bytes: 100 * GIB, revisions: [] }),
+      node("n3", { room_bytes: 0, revisions: [held] }),
+    ],
+  };
+  const yaml = `name: llama-8b
+model: ${repo}
+replicas: 3
+profiles:
+  - {name: l40s, engine: vllm, gpu_class: l40s-45g, tensor_parallel: 1}
+`;
+  await withDeployment(yaml, async (d) => {
+    const dir = d.slice(0, d.lastIndexOf("/"));
+    await Deno.writeTextFile(`${dir}/cluster.json`, JSON.stringify(cluster));
+    const args = [
+      "--cluster",
+      `${dir}/cluster.json`,
+      "--deployment",
+      d,
+      "--model-config",
+      `${MODEL_CONFIGS}/llama-3.1-8b-instruct`,
+    ];
+    const r = await plan([...args, "--model-commit", commit, "--json"]);
+    assertEquals(r.code, 3, r.err);
+    const { replicas } = JSON.parse(r.out) as { replicas: PlannedReplica[] };
+    // The holder first (the node order alone would take n2), then n2; n1's cache has no room.
+    assertEquals(
+      replicas.map((x) => x.status === "placed" ? x.shards[0].node : x.status),
+      ["n3", "n2", "unschedulable"],
+    );
+    assertStringIncludes(replicas[0].explanation.summary, `n3 holds ${repo}@4b1c2a9`);
+    assertEquals(replicas[0].explanation.profiles[0].counts, { insufficient_disk: 1 });
+    assertEquals(replicas[2].explanation.profiles[0].counts, {
+      insufficient_disk: 1,
+      insufficient_gpus: 2,
+    });
+    // The people's text names the numbers, as `llmgw explain` does.
+    const text = await plan([...args, "--model-commit", commit]);
+    assertStringIncludes(text.out, `n3 holds ${repo}@4b1c2a9`);
+    assertStringIncludes(
+      text.out,
+      `1 node: insufficient_disk — needs 15.0 GiB for ${repo}@4b1c2a9 in its model cache, which has room for 5.0 GiB under the high watermark after evicting all it may (n1)`,
+    );
+    // Without the commit ("main" resolves only at the hub) no node is a holder,
+    // and the plan says why; the disk is still weighed, so n3 (no room) needs
+    // the whole download, as the control plane would weigh it.
+    const blind = await plan([...args, "--json"]);
+    assertStringIncludes(blind.err, "no node counts as holding");
+    assertStringIncludes(blind.err, "--model-commit");
+    const order = (JSON.parse(blind.out) as { replicas: PlannedReplica[] }).replicas
+      .map((x) => x.status === "placed" ? x.shards[0].node : x.status);
+    assertEquals(order, ["n2", "unschedulable", "unschedulable"]);
+    // A bad or contradicting commit is bad input.
+    assertStringIncludes(
+      (await plan([...args, "--model-commit", "main"])).err,
+      "--model-commit must be a commit of 40 hex digits",
+    );
+  });
+});
