@@ -27,9 +27,14 @@ export async function runHttpCheck(
   headers?: HeadersInit,
 ): Promise<CheckResult> {
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${check.path}`;
+  // A fresh connection per check, as kubelet's probes do (DisableKeepAlives): the engines'
+  // uvicorn closes a connection idle for 5 s (docs/engine_reference.md §11), and a probe sent
+  // on a pooled one as it closes would fail though the engine is fine.
+  const sent = new Headers(headers);
+  sent.set("connection", "close");
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers });
+    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: sent });
   } catch (e) {
     const why = e instanceof DOMException && e.name === "TimeoutError"
       ? `no answer within ${timeoutMs} ms`
