@@ -123,11 +123,16 @@ export async function modelsCommand(
   return 0;
 }
 
-/** "n1 done, n2 requested, n3 cancelled (node removed)". */
+/** "n1 done, n2 requested, n3 cancelled (node removed), n4 failed (gated: model … is gated: …)". */
 function nodeStates(p: ModelPullView): string {
-  return p.nodes.map((n) =>
-    `${n.node} ${n.state}${n.state === "cancelled" && n.reason ? ` (${n.reason})` : ""}`
-  ).join(", ");
+  return p.nodes.map((n) => {
+    const why = n.state === "failed"
+      ? [n.kind, n.reason].filter((x) => x).join(": ")
+      : n.state === "cancelled"
+      ? n.reason
+      : null;
+    return `${n.node} ${n.state}${why ? ` (${why})` : ""}`;
+  }).join(", ");
 }
 
 /** `PULL STATE FINISHED NODES`, one row per pull, as the control plane orders them. */

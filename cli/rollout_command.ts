@@ -240,7 +240,9 @@ export function statusText(s: RolloutStatusAnswer): string {
       lines.push(
         `pre-pulling ${p.model}@${shortCommit(p.commit)} before any replica stops: ` +
           `${p.held.length}/${p.nodes.length} nodes hold it (${
-            p.nodes.map((n) => `${n} ${p.held.includes(n) ? "held" : "fetching"}`).join(", ")
+            p.nodes.map((n) =>
+              `${n} ${p.held.includes(n) ? "held" : p.failed.includes(n) ? "failed" : "fetching"}`
+            ).join(", ")
           }); replacing anyway at ${time(p.until)}`,
       );
     } else {

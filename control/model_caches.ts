@@ -2,8 +2,9 @@
  * What agents report of their model caches (issue #25 item 5), as the
  * control plane keeps and uses it: each node's last report (placement's
  * `insufficient_disk` and its preference for holders read it through
- * {@link placementIndexOptions}), and each eviction an agent reports as a
- * `model_evicted` event.
+ * {@link placementIndexOptions}), each eviction an agent reports as a
+ * `model_evicted` event, and the pulls it reports failed for good
+ * (control/model_pulls.ts `failPulls`).
  *
  * @module
  */
@@ -11,7 +12,7 @@ import type { IndexOptions, NodeModelCache } from "../placement/cluster_index.ts
 import { type ModelCacheReport, revisionName } from "../protocol/model_cache_report.ts";
 import { formatBytes } from "../text/bytes.ts";
 import type { ControlState } from "./state.ts";
-import { settlePulls } from "./model_pulls.ts";
+import { failPulls, settlePulls } from "./model_pulls.ts";
 
 /** Keeps `report` as the node's cache and records its evictions as events. */
 export async function recordModelCache(
@@ -22,6 +23,7 @@ export async function recordModelCache(
   state.modelCaches.set(nodeId, report);
   state.diskFull.observe(nodeId, report.room_bytes, nodeModelCache(report).holds, state.now());
   await settlePulls(state, nodeId);
+  await failPulls(state, nodeId, report.pulls_failed ?? []);
   for (const e of report.evicted) {
     await state.event(
       "model_evicted",

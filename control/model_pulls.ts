@@ -10,14 +10,18 @@
  *
  * Pulls are stored (control/model_pull_record.ts), so a restarted or
  * failed-over control plane keeps asking for the ones not done. A node
- * removed is cancelled. Finished pulls stay listed (`GET /v1/models/pulls`)
+ * removed is cancelled. A node whose agent reports the pull failed for
+ * good (the heartbeat's `pulls_failed`) is `failed` with the agent's
+ * words (`model_pull_failed`, once) and no longer asked: an operator's
+ * pull asks it again, a rollout's pre-pull only when it failed before the
+ * rollout began (control/rollout_prepull.ts). Finished pulls stay listed (`GET /v1/models/pulls`)
  * for {@link FINISHED_PULL_TTL_MS}, at most {@link FINISHED_PULLS_KEPT} of them.
  *
  * @module
  */
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
-import { revisionName } from "../protocol/model_cache_report.ts";
+import { type PullFailureReport, revisionName } from "../protocol/model_cache_report.ts";
 import type {
   CancelPullBody,
   ModelPullView,
@@ -52,12 +56,16 @@ export function waitingNodes(pull: ModelPull): string[] {
  * Asks `nodes` to fetch `model`@`commit` (those that hold it are left
  * out); stores the pull and marks the desired states of the nodes newly
  * asked for publishing. Answers who was asked and who holds it already.
+ * A node whose part `failed` is asked again (an operator's pull);
+ * `failedSince` leaves out those that failed at or after it (a rollout's
+ * pre-pull does not ask again what failed during the rollout).
  */
 export async function requestPull(
   state: ControlState,
   model: string,
   commit: string,
   nodes: readonly string[],
+  failedSince = Infinity,
 ): Promise<{ requested: string[]; held: string[] }> {
   const requested: string[] = [];
   const held: string[] = [];
@@ -70,13 +78,17 @@ export async function requestPull(
       held.push(node);
       continue;
     }
+    const entry = pull?.nodes.find((n) => n.node === node);
+    if (entry?.state === "failed" && (entry.finished_at ?? 0) >= failedSince) continue;
     requested.push(node);
     pull ??= { id, model, commit, nodes: [], created_at: now, updated_at: now, finished_at: null };
-    const entry = pull.nodes.find((n) => n.node === node);
     if (entry?.state === "requested") continue;
     const asked = { node, state: "requested" as const, requested_at: now, finished_at: null };
     if (entry === undefined) pull.nodes.push({ ...asked, reason: null });
-    else Object.assign(entry, asked, { reason: null });
+    else {
+      delete entry.kind;
+      Object.assign(entry, asked, { reason: null });
+    }
     state.dirty.add(node);
     changed = true;
   }
@@ -178,6 +190,37 @@ export async function settlePulls(state: ControlState, nodeId: string): Promise<
   }
 }
 
+/**
+ * A node's heartbeat named pulls that failed for good on its agent: each
+ * one still asked of it is `failed`, with the agent's kind and words,
+ * stored, and a `model_pull_failed` event; the node is no longer asked
+ * (its desired state drops the pull). A failure of a pull not asked of it
+ * (already failed, done, cancelled; a report crossing the desired state
+ * that dropped it) changes nothing.
+ */
+export async function failPulls(
+  state: ControlState,
+  nodeId: string,
+  failures: readonly PullFailureReport[],
+): Promise<void> {
+  const now = state.now();
+  for (const f of failures) {
+    const pull = state.modelPulls.get(revisionName(f.repo, f.commit));
+    const entry = pull?.nodes.find((n) => n.node === nodeId && n.state === "requested");
+    if (pull === undefined || entry === undefined) continue;
+    Object.assign(entry, { state: "failed", finished_at: now, reason: f.message, kind: f.kind });
+    finish(pull, now);
+    state.dirty.add(nodeId);
+    await state.store.putModelPull(pull);
+    await state.event(
+      "model_pull_failed",
+      `node/${nodeId}`,
+      `cannot pull ${pull.model}@${shortCommit(pull.commit)} (${f.kind}): ${f.message}; ` +
+        "not asked again until pulled again (llmgw models pull)",
+    );
+  }
+}
+
 /** The least time between two sweeps of finished pulls that no finish asked for. */
 const SWEEP_EVERY_MS = 60_000;
 
@@ -264,6 +307,8 @@ export function pullViews(state: ControlState): ModelPullView[] {
       ? "pulling"
       : p.nodes.some((n) => n.state === "done")
       ? "done"
+      : p.nodes.some((n) => n.state === "failed")
+      ? "failed"
       : "cancelled",
   }));
 }

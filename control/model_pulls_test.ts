@@ -4,14 +4,15 @@
  * opened again on the same store (SQLite; PostgreSQL with a failover to a
  * second instance) asks the other node again in its desired state until it
  * reports the revision held, and lists the pull. Finished pulls are kept a
- * bounded count and time; a removed node's part is cancelled.
+ * bounded count and time; a removed node's part is cancelled; a node whose
+ * agent reports the pull failed for good is failed, once, across a restart.
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { fixtureFacts } from "../tests/model_configs.ts";
 import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
 import { registration } from "../tests/registration.ts";
-import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
+import type { ModelCacheReport, PullFailureReport } from "../protocol/model_cache_report.ts";
 import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
@@ -71,9 +72,15 @@ function openPlane(store: ControlStore, clock: FakeClock, epoch = 0): Promise<Co
   });
 }
 
-async function heartbeat(cp: ControlPlane, node: string, held: boolean): Promise<void> {
+async function heartbeat(
+  cp: ControlPlane,
+  node: string,
+  held: boolean,
+  failed: PullFailureReport[] = [],
+): Promise<void> {
   const { generation } = await cp.desired.wait(node, -1, 0);
-  await cp.nodes.heartbeat({ node_id: node, generation, shards: [], model_cache: cache(held) });
+  const model_cache = { ...cache(held), ...(failed.length > 0 ? { pulls_failed: failed } : {}) };
+  await cp.nodes.heartbeat({ node_id: node, generation, shards: [], model_cache });
 }
 
 /** The models of `node`'s desired state (absent when none). */
@@ -285,4 +292,84 @@ Deno.test("GET /v1/models/pulls lists them; POST /v1/models/pulls/cancel stops a
   const rest = await call("POST", "/v1/models/pulls/cancel", { pull: id });
   assertEquals([rest.status, rest.json.state], [200, "cancelled"]);
   assertEquals((await call("GET", "/v1/models/pulls")).json.pulls[0].finished_at, clock.now());
+});
+
+Deno.test("a pull failed for good on a node: failed with the agent's words, one event, not asked again until pulled again; kept across a restart", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-pulls-" });
+  const clock = new FakeClock();
+  const gated: PullFailureReport = {
+    repo: MODEL,
+    commit: COMMIT,
+    kind: "gated",
+    message: `model ${MODEL} is gated: set HF_TOKEN to a token that was granted access`,
+    at: 5,
+  };
+  const nodeStates = (cp: ControlPlane) =>
+    pullViews(cp.state)[0].nodes.map((n) => [n.node, n.state, n.kind ?? null, n.reason]);
+  const failedEvents = async (cp: ControlPlane) => {
+    await cp.state.flushEvents();
+    return (await cp.events.list({ limit: 100 })).filter((e) => e.kind === "model_pull_failed");
+  };
+  try {
+    let store = SqliteStore.open(`${dir}/llmgw.db`);
+    let cp = await openPlane(store, clock);
+    try {
+      for (const id of ["n1", "n2"]) await cp.nodes.register(registration(id), null);
+      for (const id of ["n1", "n2"]) await heartbeat(cp, id, false);
+      await cp.deployments.apply(DEPLOYMENT);
+      await pullDeploymentModel(cp.state, { deployment: "qwen" });
+      clock.advance(1_000);
+      // The agent sends it at every heartbeat until its desired state drops the pull.
+      await heartbeat(cp, "n2", false, [gated]);
+      await heartbeat(cp, "n2", false, [gated]);
+      await cp.reconcile();
+      assertEquals(await models(cp, "n2"), []);
+      assertEquals(await models(cp, "n1"), PULLED);
+      assertEquals(nodeStates(cp), [
+        ["n1", "requested", null, null],
+        ["n2", "failed", "gated", gated.message],
+      ]);
+      assertEquals(pullViews(cp.state)[0].state, "pulling");
+      const [event, ...more] = await failedEvents(cp);
+      assertEquals(more, [], "one event");
+      assertEquals(event.subject, "node/n2");
+      assertOk(event.message.includes("(gated): model Qwen/Qwen2.5-7B-Instruct is gated"));
+    } finally {
+      await cp.stop();
+      store.close();
+    }
+
+    store = SqliteStore.open(`${dir}/llmgw.db`);
+    cp = await openPlane(store, clock);
+    try {
+      // Restarted: still failed, still not asked; n1 still is.
+      assertEquals(await models(cp, "n2"), []);
+      assertEquals(await models(cp, "n1"), PULLED);
+      assertEquals(nodeStates(cp)[1], ["n2", "failed", "gated", gated.message]);
+      // n1 fails too: the pull is over, failed.
+      await heartbeat(cp, "n1", false, [{ ...gated, kind: "revision_not_found" }]);
+      const [over] = pullViews(cp.state);
+      assertEquals([over.state, over.finished_at], ["failed", clock.now()]);
+      // A rollout's pre-pull does not ask again what failed since it began...
+      const since = clock.now();
+      const quiet = await cp.state.locked(() =>
+        requestPull(cp.state, MODEL, COMMIT, ["n1", "n2"], since)
+      );
+      assertEquals(quiet.requested, []);
+      // ...an operator's pull does, from a clean slate.
+      clock.advance(1_000);
+      await heartbeat(cp, "n2", false); // restarted: not asked before its agent reports a cache
+      const again = await pullDeploymentModel(cp.state, { deployment: "qwen", nodes: ["n2"] });
+      assertEquals(again.requested, ["n2"]);
+      await cp.reconcile();
+      assertEquals(await models(cp, "n2"), PULLED);
+      assertEquals(nodeStates(cp)[1], ["n2", "requested", null, null]);
+      assertEquals((await failedEvents(cp)).length, 2);
+    } finally {
+      await cp.stop();
+      store.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

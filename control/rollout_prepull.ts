@@ -11,7 +11,10 @@
  *   commit differs from the target's; only those whose agents report a
  *   model cache and heartbeat (an older agent, an unreachable node, is not
  *   waited for).
- * - The wait ends when every one of them reports the revision held, or once
+ * - The wait ends when every one of them reports the revision held or its
+ *   pull failed for good since the rollout began (control/model_pulls.ts
+ *   `failPulls`: this rollout does not ask that node again; its replica
+ *   fetches the revision as it starts), or once
  *   the deployment's progress deadline has passed since the rollout began
  *   (design §6.3: `rollout.progress_deadline_seconds`, 600 s by default);
  *   the rollout then goes on, its deadline counted from then, and the pulls
@@ -26,6 +29,7 @@
  */
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import { nodeHolds, requestPull } from "./model_pulls.ts";
+import { revisionName } from "../protocol/model_cache_report.ts";
 import { replicasOf } from "./replicas.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import type { ControlState } from "./state.ts";
@@ -42,6 +46,8 @@ export interface PrepullStatus {
   nodes: string[];
   /** Of them, those that hold it. */
   held: string[];
+  /** Of them, those whose pull failed for good since the rollout began: not waited for. */
+  failed: string[];
   /** When the rollout goes on without the rest (ms since epoch). */
   until: number;
 }
@@ -72,11 +78,20 @@ export function prepullStatus(state: ControlState, d: StoredDeployment): Prepull
   }
   if (nodes.size === 0) return null;
   const list = [...nodes].sort(compareNatural);
+  const held = list.filter((n) => nodeHolds(state, n, model, commit));
+  const pull = state.modelPulls.get(revisionName(model, commit));
+  const failed = list.filter((n) =>
+    !held.includes(n) &&
+    pull?.nodes.some((e) =>
+        e.node === n && e.state === "failed" && (e.finished_at ?? 0) >= rollout.started_at
+      ) === true
+  );
   return {
     model,
     commit,
     nodes: list,
-    held: list.filter((n) => nodeHolds(state, n, model, commit)),
+    held,
+    failed,
     until: rollout.started_at + progressDeadlineMs(d.spec),
   };
 }
@@ -88,7 +103,7 @@ export function prepullWaiting(
   now: number,
 ): PrepullStatus | null {
   const s = prepullStatus(state, d);
-  return s !== null && s.held.length < s.nodes.length && now < s.until ? s : null;
+  return s !== null && s.held.length + s.failed.length < s.nodes.length && now < s.until ? s : null;
 }
 
 /**
@@ -110,7 +125,7 @@ export async function prepull(
   const subject = `deployment/${d.name}`;
   const missing = status.nodes.filter((n) => !status.held.includes(n));
   if (prepullWaiting(state, d, now) !== null) {
-    await requestPull(state, status.model, status.commit, missing);
+    await requestPull(state, status.model, status.commit, missing, d.rollout!.started_at);
     if (seen.get(key) === undefined) {
       seen.set(key, "waiting");
       await state.event(
@@ -133,6 +148,10 @@ export async function prepull(
         ? `revision ${deploymentRevision(d)}: ${
           status.nodes.join(", ")
         } hold ${name}; replacing replicas`
+        : status.held.length + status.failed.length === status.nodes.length
+        ? `revision ${deploymentRevision(d)}: ${
+          status.failed.join(", ")
+        } failed to pull ${name} (llmgw models pulls says why); replacing replicas anyway`
         : `revision ${deploymentRevision(d)}: ${missing.join(", ")} still without ${name} at the ` +
           "progress deadline; replacing replicas anyway (they fetch it as they start)",
     );

@@ -2,8 +2,9 @@
  * A rollout to a new model revision pre-pulls it (issue #25 item 5): the
  * old replicas' nodes are asked to fetch it before any replica stops; the
  * rollout waits until they report it held, or until its progress deadline,
- * and says so in its status; a node whose agent reports no cache is not
- * waited for; a rollout that keeps the model does not pre-pull.
+ * and says so in its status; a node whose agent reports no cache, or whose
+ * pull failed for good during the rollout, is not waited for (nor asked
+ * again); a rollout that keeps the model does not pre-pull.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { QWEN, registerNodes, reportAll, testControl } from "../tests/control_fixture.ts";
@@ -110,6 +111,29 @@ Deno.test("the pre-pull gives up at the progress deadline; the rollout goes on w
   assertStringIncludes(ended.message, "still without");
   assertOk(ids(cp).join() !== before.join(), "a step began");
   assertEquals((await kinds(cp)).includes("rollout_failed"), false);
+});
+
+Deno.test("a pull failed for good ends the wait at once, and the rollout does not ask that node again", async () => {
+  const { cp } = await running();
+  const before = ids(cp);
+  await cp.deployments.apply({ ...QWEN, replicas: 2, revision: "v2" });
+  await cp.reconcile();
+  assertEquals(ids(cp), before, "waiting");
+  const failure = { repo: QWEN.model, commit: NEW, kind: "gated", message: "gated", at: 1 };
+  await cp.nodes.heartbeat({
+    node_id: "n1",
+    generation: 0,
+    shards: [],
+    model_cache: { ...cache(OLD), pulls_failed: [failure] },
+  });
+  await cp.reconcile();
+  assertEquals(rolloutStatus(cp.state, "qwen").prepull, null, "not waited for");
+  const ended = (await cp.events.list({ limit: 1000 })).find((e) =>
+    e.kind === "rollout_prepulled"
+  )!;
+  assertStringIncludes(ended.message, "n1 failed to pull Qwen/Qwen2.5-7B-Instruct@2222222");
+  assertOk(ids(cp).join() !== before.join(), "a step began");
+  assertEquals((await cp.desired.wait("n1", -1, 0)).models ?? [], [], "not asked again");
 });
 
 Deno.test("no pre-pull: agents that report no cache, or a rollout that keeps the model revision", async () => {

@@ -89,8 +89,12 @@ export interface PullAnswer {
   no_cache: string[];
 }
 
-/** Where one node stands in a pull: asked and not holding it yet, holding it, or given up. */
-export type PullNodeState = "requested" | "done" | "cancelled";
+/**
+ * Where one node stands in a pull: asked and not holding it yet, holding
+ * it, given up, or failed for good on its agent (unknown repo or revision,
+ * gated, no room, wrong bytes from every source).
+ */
+export type PullNodeState = "requested" | "done" | "cancelled" | "failed";
 
 /** One node of a pull. */
 export interface PullNodeView {
@@ -102,8 +106,10 @@ export interface PullNodeView {
   requested_at: number;
   /** When it reported the revision held, or was given up; null while requested. */
   finished_at: number | null;
-  /** Why it was given up (`cancelled`); null otherwise. */
+  /** Why it was given up (`cancelled`) or failed (`failed`: the agent's words); null otherwise. */
   reason: string | null;
+  /** A `failed` node's failure kind (agent/pull_failure.ts), e.g. `revision_not_found`. */
+  kind?: string;
 }
 
 /** A model revision being pulled onto nodes, or pulled lately (`GET /v1/models/pulls`). */
@@ -114,8 +120,11 @@ export interface ModelPullView {
   model: string;
   /** The commit. */
   commit: string;
-  /** `pulling` while a node is requested; then `done` when a node got it, else `cancelled`. */
-  state: "pulling" | "done" | "cancelled";
+  /**
+   * `pulling` while a node is requested; then `done` when a node got it,
+   * else `failed` when a node failed, else `cancelled`.
+   */
+  state: "pulling" | "done" | "failed" | "cancelled";
   /** Every node asked, in natural order. */
   nodes: PullNodeView[];
   /** When it was first asked for (ms since epoch). */
@@ -204,13 +213,14 @@ export const ModelPullSchema = z.object({
   id: z.string(),
   model: z.string(),
   commit: z.string(),
-  state: z.enum(["pulling", "done", "cancelled"]),
+  state: z.enum(["pulling", "done", "failed", "cancelled"]),
   nodes: z.array(z.object({
     node: z.string(),
-    state: z.enum(["requested", "done", "cancelled"]),
+    state: z.enum(["requested", "done", "cancelled", "failed"]),
     requested_at: z.number(),
     finished_at: z.number().nullable(),
     reason: z.string().nullable(),
+    kind: z.string().optional(),
   })),
   created_at: z.number(),
   updated_at: z.number(),

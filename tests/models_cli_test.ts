@@ -4,8 +4,8 @@
  * store; issue #25 item 5): a pull names who fetches and who holds it
  * already, the list shows each host's state as agents report it, describe
  * shows the revision's commit, facts and hosts, the pulls list shows each
- * node's state and a cancel stops one; bad usage exits 2 before anything
- * is sent.
+ * node's state (a failed one with its kind and the hub's words) and a
+ * cancel stops one; bad usage exits 2 before anything is sent.
  */
 import { MemoryStore } from "../control/store/memory_store.ts";
 import { startControl } from "../control/server.ts";
@@ -131,6 +131,34 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
     assertEquals(
       cancelled.out,
       `${MODEL}@${COMMIT}: pulling\nn1 requested, n2 cancelled (cancelled by an operator)\n`,
+    );
+    // n1's agent reports the pull failed for good: listed failed with its kind and the hub's words.
+    const notFound = `model ${MODEL} revision ${COMMIT} not found on https://hub.example`;
+    await cp.nodes.heartbeat({
+      node_id: "n1",
+      generation: 0,
+      shards: [],
+      model_cache: {
+        room_bytes: 0,
+        revisions: [],
+        omitted: 0,
+        evicted: [],
+        pulls_failed: [{
+          repo: MODEL,
+          commit: COMMIT,
+          kind: "revision_not_found",
+          message: notFound,
+          at: 1,
+        }],
+      },
+    });
+    const failed = (await cli("models", "pulls")).out.trimEnd().split("\n")[1];
+    assertOk(/^\S+@4b1c2a9\s+failed\s+\d{4}-/.test(failed), failed);
+    assertOk(
+      failed.endsWith(
+        `n1 failed (revision_not_found: ${notFound}), n2 cancelled (cancelled by an operator)`,
+      ),
+      failed,
     );
     const again = await cli("models", "cancel", `${MODEL}@${"f".repeat(40)}`);
     assertEquals(again.code, 1);

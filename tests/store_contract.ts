@@ -166,12 +166,23 @@ const KINDS: Kind<any>[] = [
     key: (p: ModelPull) => p.id,
     change: (p: ModelPull) => ({
       ...p,
-      nodes: p.nodes.map((n) => ({
-        ...n,
-        state: "cancelled" as const,
-        finished_at: 1_700_000_120_000,
-        reason: "node removed",
-      })),
+      nodes: p.nodes.map((n, i) =>
+        i === 0
+          ? {
+            ...n,
+            state: "cancelled" as const,
+            finished_at: 1_700_000_120_000,
+            reason: "node removed",
+          }
+          // A failure's kind round-trips beside its words (issue #25 item 8).
+          : {
+            ...n,
+            state: "failed" as const,
+            finished_at: 1_700_000_120_000,
+            reason: "model acme/x revision v9 not found on https://hub.example",
+            kind: "revision_not_found",
+          }
+      ),
       updated_at: 1_700_000_120_000,
       finished_at: 1_700_000_120_000,
     }),
