@@ -53,6 +53,8 @@ export class DesiredStates {
   #pins = "[]";
   /** Each node's model sources as last planned (control/model_sources.ts). */
   #sources = new Map<string, ModelSources[]>();
+  /** Each revision's chain order as last planned: kept from pass to pass (models/peer_plan.ts). */
+  #peerOrders = new Map<string, string[]>();
   readonly #waiters = new Map<string, Set<() => void>>();
   #closed = false;
 
@@ -102,7 +104,12 @@ export class DesiredStates {
    * host became ready), then clears the marks.
    */
   async publishDirty(): Promise<void> {
-    const planned = modelSourcesByNode(this.#state, this.#placedLaunches());
+    const { byNode: planned, orders } = modelSourcesByNode(
+      this.#state,
+      this.#placedLaunches(),
+      this.#peerOrders,
+    );
+    this.#peerOrders = orders;
     for (const id of new Set([...planned.keys(), ...this.#sources.keys()])) {
       if (JSON.stringify(planned.get(id)) !== JSON.stringify(this.#sources.get(id))) {
         this.#state.dirty.add(id);

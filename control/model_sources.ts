@@ -13,8 +13,9 @@
  *   (its files were fetched and verified before the engine started), or its
  *   model cache reports the revision complete (control/model_caches.ts): a
  *   live node that holds it serves it even when it runs no shard of it.
- * - Among nodes that need it, the one furthest along leads (models/peer_plan.ts):
- *   a node already fetching from the origin keeps doing so.
+ * - The chain keeps its order from pass to pass (models/peer_plan.ts
+ *   `peerOrder`); a node new to it is placed by the bytes it reports fetched,
+ *   so a node already fetching alone from the origin keeps doing so.
  * - A node **can serve** when its local API is https: the peer route needs
  *   the cluster's TLS (agent/peer_server.ts).
  * - A model given as a local or shared path is used in place on each host:
@@ -24,7 +25,7 @@
  */
 import { isLocalModel } from "../deployment/model_revision.ts";
 import type { DesiredLaunch } from "../engines/types.ts";
-import { type PlanHost, planPeerSources } from "../models/peer_plan.ts";
+import { peerOrder, type PlanHost, planPeerSources } from "../models/peer_plan.ts";
 import type { ModelSources } from "../protocol/model_sources.ts";
 import type { ControlState } from "./state.ts";
 
@@ -51,14 +52,24 @@ function bytesDone(
 /** Node states whose agents are not heartbeating: never a source (planned for as a leaf). */
 const SILENT = new Set(["unreachable", "lost"]);
 
+/** Each node's model sources, and the order each revision's plan chained its hosts in. */
+export interface PlannedSources {
+  /** Node → its sources, for the revisions it shares with other nodes. */
+  byNode: Map<string, ModelSources[]>;
+  /** `model@commit` → the plan's order (models/peer_plan.ts `peerOrder`), for the next pass. */
+  orders: Map<string, string[]>;
+}
+
 /**
  * Each node's model sources, for the revisions it shares with other nodes,
- * from every placed shard's launch.
+ * from every placed shard's launch. `previousOrders` is the last pass's
+ * `orders`: a revision's chain keeps its order from pass to pass.
  */
 export function modelSourcesByNode(
   state: ControlState,
   launches: Iterable<DesiredLaunch>,
-): Map<string, ModelSources[]> {
+  previousOrders: ReadonlyMap<string, readonly string[]> = new Map(),
+): PlannedSources {
   // model revision → node → whether a shard of it there is ready
   const needs = new Map<string, { model: string; commit?: string; nodes: Map<string, boolean> }>();
   const silent = new Set<string>();
@@ -87,7 +98,8 @@ export function modelSourcesByNode(
     }
   }
   const out = new Map<string, ModelSources[]>();
-  for (const { model, commit, nodes } of needs.values()) {
+  const orders = new Map<string, string[]>();
+  for (const [key, { model, commit, nodes }] of needs) {
     if (nodes.size < 2) continue;
     const urls = new Map<string, string>();
     const hosts: PlanHost[] = [...nodes].map(([node, holds]) => {
@@ -100,7 +112,9 @@ export function modelSourcesByNode(
         bytesDone: bytesDone(state, node, { model, commit }),
       };
     });
-    for (const [node, sources] of planPeerSources(hosts)) {
+    const previousOrder = previousOrders.get(key);
+    orders.set(key, peerOrder(hosts, previousOrder));
+    for (const [node, sources] of planPeerSources(hosts, { previousOrder })) {
       // An agent without TLS has no node certificate to ask peers with.
       if (sources.peers.length === 0 || !urls.has(node)) continue;
       const list = out.get(node) ?? [];
@@ -116,5 +130,5 @@ export function modelSourcesByNode(
   for (const list of out.values()) {
     list.sort((a, b) => `${a.model}@${a.commit}` < `${b.model}@${b.commit}` ? -1 : 1);
   }
-  return out;
+  return { byNode: out, orders };
 }

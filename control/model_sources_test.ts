@@ -161,8 +161,23 @@ Deno.test("model sources: a node already fetching leads the chain, whatever its 
     evicted: [],
   });
   await cp.reconcile();
-  assertEquals(await sourcesOf(cp, ["n1", "n2"]), {
-    n1: "n2(https://n2.lab:7400) > origin",
-    n2: "-",
+  const chained = { n1: "n2(https://n2.lab:7400) > origin", n2: "-" };
+  assertEquals(await sourcesOf(cp, ["n1", "n2"]), chained);
+  // n1's report, newer than n2's, shows more bytes: the chain does not turn round.
+  cp.state.modelCaches.set("n1", {
+    room_bytes: null,
+    revisions: [{
+      repo: "acme/tiny-llm",
+      commit,
+      bytes: 3,
+      state: "downloading",
+      bytes_done: 2,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
   });
+  await cp.reconcile();
+  assertEquals(await sourcesOf(cp, ["n1", "n2"]), chained);
 });

@@ -8,11 +8,12 @@
  * The plan is chains: the roots are hosts that already hold the revision and
  * can serve it, else the first `originFetchers` hosts, which fetch from the
  * origin; every other host follows one chain, fetching from the host before
- * it. Hosts that need the revision are taken furthest along first (bytes
- * fetched, then natural order): a host already under way leads rather than
- * being told to wait behind a newcomer. A follower takes only what its
- * parent holds, so it never passes it; one that has caught up may swap
- * places with it, which moves no origin bytes (it holds what its parent did).
+ * it. Hosts that need the revision keep the order of the previous plan
+ * ({@link peerOrder}): a plan that moved its leader on every pass would
+ * send the new leader to the origin for what the old one already held.
+ * Hosts new to the plan come after, furthest along first (bytes fetched,
+ * then natural order), so a host already fetching alone leads rather than
+ * being told to wait behind a newcomer.
  * A peer serves a range as soon as its chunk is in (pipelined), so on equal
  * links a chain of N hosts takes about one host's time plus one
  * pipeline step per hop (docs/benchmarks.md "Model distribution"), where a
@@ -52,6 +53,30 @@ export interface PeerPlanOptions {
   originFetchers?: number;
   /** Ancestors listed per host (default 3). */
   maxPeers?: number;
+  /** The previous plan's order ({@link peerOrder}); absent: none (a new revision, a new leader). */
+  previousOrder?: readonly string[];
+}
+
+/**
+ * The order in which hosts that need the revision are chained: those of
+ * the previous plan first, in its order, then the others by bytes fetched
+ * (most first; reports are seconds old, so bytes only place newcomers),
+ * then natural order. Hosts that hold the revision are left out. Keep it
+ * for the next plan's `previousOrder`.
+ */
+export function peerOrder(
+  hosts: readonly PlanHost[],
+  previousOrder: readonly string[] = [],
+): string[] {
+  const rank = new Map(previousOrder.map((node, i) => [node, i]));
+  return [...new Map(hosts.map((h) => [h.node, h])).values()]
+    .filter((h) => !h.holds)
+    .sort((a, b) =>
+      (rank.get(a.node) ?? Infinity) - (rank.get(b.node) ?? Infinity) ||
+      (b.bytesDone ?? 0) - (a.bytesDone ?? 0) ||
+      compareNatural(a.node, b.node)
+    )
+    .map((h) => h.node);
 }
 
 /**
@@ -68,8 +93,8 @@ export function planPeerSources(
     .sort((a, b) => compareNatural(a.node, b.node));
   const plan = new Map<string, HostSources>();
   for (const h of sorted) if (h.holds) plan.set(h.node, { peers: [], origin: false });
-  const needers = sorted.filter((h) => !h.holds)
-    .sort((a, b) => (b.bytesDone ?? 0) - (a.bytesDone ?? 0)); // stable: ties keep natural order
+  const byNode = new Map(sorted.map((h) => [h.node, h]));
+  const needers = peerOrder(sorted, options.previousOrder).map((node) => byNode.get(node)!);
   if (needers.length === 0) return plan;
   // Servers first, so a host that cannot serve ends a chain rather than breaking one.
   const ordered = [...needers.filter((h) => h.canServe), ...needers.filter((h) => !h.canServe)];

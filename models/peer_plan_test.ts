@@ -6,7 +6,7 @@
  * no host's sources lead back to itself.
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { type HostSources, type PlanHost, planPeerSources } from "./peer_plan.ts";
+import { type HostSources, peerOrder, type PlanHost, planPeerSources } from "./peer_plan.ts";
 
 const host = (node: string, holds = false, canServe = true): PlanHost => ({
   node,
@@ -185,23 +185,30 @@ Deno.test("peer plan: properties over random fleets (sources, origin bytes, no c
   }
 });
 
-Deno.test("peer plan: a follower that keeps pace with its parent keeps its place", () => {
-  // Each pass, a follower has at most its parent's bytes (it takes only what the parent holds).
-  const bytes: Record<string, number> = { n1: 0, n2: 0, n3: 0, n4: 40 }; // n4 began first
-  const fleet = () => Object.entries(bytes).map(([node, b]) => ({ ...host(node), bytesDone: b }));
-  const first = table(planPeerSources(fleet()));
-  assertEquals(first.n4, "origin");
-  for (const step of [10, 20, 30]) {
-    const plan = planPeerSources(fleet());
-    // The next pass: each follower moved up to its parent's progress at most.
-    for (const [node, s] of plan) {
-      const parent = s.peers[0];
-      bytes[node] = parent === undefined
-        ? bytes[node] + step
-        : Math.min(bytes[node] + step, bytes[parent]);
-    }
-    assertEquals(table(planPeerSources(fleet())).n4, "origin", `after +${step}`);
+Deno.test("peer plan: the chain keeps its order when reports of different ages cross", () => {
+  // Reports are seconds old and come at different times: a follower's newer report may show
+  // more bytes than its parent's older one. The leader must not move (it would fetch from the
+  // origin what the old leader already held, and the old leader would wait on it).
+  const at = (
+    a: number,
+    b: number,
+  ) => [{ ...host("a"), bytesDone: a }, { ...host("b"), bytesDone: b }];
+  const first = planPeerSources(at(100, 0));
+  assertEquals(table(first), { a: "origin", b: "a > origin" });
+  let order = peerOrder(at(100, 0));
+  assertEquals(order, ["a", "b"]);
+  for (const [a, b] of [[100, 110], [140, 110], [150, 200]]) {
+    assertEquals(table(planPeerSources(at(a, b), { previousOrder: order })), {
+      a: "origin",
+      b: "a > origin",
+    }, `a at ${a}, b at ${b}`);
+    order = peerOrder(at(a, b), order);
   }
+  // A newcomer comes after the chain, whatever its bytes or its name.
+  const three = [...at(300, 290), { ...host("0"), bytesDone: 500 }];
+  assertEquals(peerOrder(three, order), ["a", "b", "0"]);
+  // A host of the old order that now holds the revision leaves the order (it is a root).
+  assertEquals(peerOrder([{ ...host("a", true) }, { ...host("b"), bytesDone: 1 }], order), ["b"]);
 });
 
 Deno.test("peer plan: a source that dies leaves its follower on the host before it", () => {
