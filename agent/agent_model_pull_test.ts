@@ -3,8 +3,10 @@
  * shard (issue #25 item 5: `llmgw models pull`, a rollout's pre-pull), from
  * the fake hub on a real port into its model cache; its heartbeats report
  * the revision downloading then complete, with the room under the high
- * watermark; no engine is started. Every server and the agent are stopped
- * in a `finally`.
+ * watermark; no engine is started. A pull of a commit the hub does not
+ * know is reported failed in the heartbeats, with the hub's words, until
+ * the desired state drops it. Every server and the agent are stopped in a
+ * `finally`.
  */
 import { startFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
 import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
@@ -54,6 +56,52 @@ Deno.test("agent: a desired pull is fetched into the cache without a shard; hear
         .isFile,
     );
     assertOk(logs.some((l) => l.includes("model pulled")), "the pull is logged");
+  } finally {
+    await agent.stop({ stopEngines: true }).catch(() => {});
+    await stub.close();
+    await hub.stop();
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
+
+Deno.test("agent: a pull of a commit the hub does not know is reported failed, with the hub's answer, until dropped", async () => {
+  const model = await syntheticModel({ repo: "acme/pulled", shards: 1, weightBytes: 2 ** 16 });
+  const hub = startFakeHub({ repos: [model], tokens: [] });
+  const stub = new StubControl();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_pull_" });
+  stub.start();
+  const agent = new Agent({
+    ...agentOptions(stub.url, stub.joinToken, stateDir, []),
+    models: {
+      cache: {
+        root: `${stateDir}/models`,
+        rateBytesPerSecond: null,
+        watermarks: { highPercent: 99, lowPercent: 98 },
+      },
+      hub: { endpoint: hub.endpoint },
+    },
+  });
+  try {
+    await agent.start();
+    await until("registration", () => stub.registrations[0], WAIT);
+    const unknown = "f".repeat(40);
+    stub.publish(1, [], {
+      models: [{ model: "acme/pulled", commit: unknown, pinned: false, pull: true }],
+    });
+    const failed = await until("the failure in a heartbeat", () => {
+      const hb = stub.lastHeartbeat()?.body;
+      return hb?.model_cache?.pulls_failed?.length ? hb : undefined;
+    }, WAIT);
+    assertOk(HeartbeatRequestSchema.safeParse(failed).success);
+    const [f] = failed.model_cache!.pulls_failed!;
+    assertEquals([f.repo, f.commit, f.kind], ["acme/pulled", unknown, "revision_not_found"]);
+    assertEquals(f.message, `model acme/pulled revision ${unknown} not found on ${hub.endpoint}`);
+    // Dropped from the desired state (the control plane marked it failed): no longer sent.
+    stub.publish(2, [], { models: [] });
+    await until("no failure in a later heartbeat", () => {
+      const hb = stub.lastHeartbeat()?.body;
+      return hb?.generation === 2 && hb.model_cache?.pulls_failed === undefined ? hb : undefined;
+    }, WAIT);
   } finally {
     await agent.stop({ stopEngines: true }).catch(() => {});
     await stub.close();
