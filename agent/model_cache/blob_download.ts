@@ -12,7 +12,8 @@
  *
  * Faults: a chunk whose source fails (refused, broken stream, short or
  * long) is retried from where it stopped, on the next source, with backoff,
- * a bounded number of times; a hash mismatch deletes the part file and
+ * a bounded number of times on each source (counted by name, so a re-plan
+ * does not change what the sources that stay have left); a hash mismatch deletes the part file and
  * fetches again with the sources that served it moved last. ENOSPC is left
  * to the caller, which removes the partial files (see model_cache.ts).
  *
@@ -88,7 +89,10 @@ export interface BlobFetchSettings {
   /** The agent's download rate. */
   limiter: RateLimiter;
   sleep: Sleep;
-  /** Tries of one chunk per source before it gives up (all sources together: this × sources). */
+  /**
+   * Tries of one chunk on each source; the chunk gives up once every source
+   * assigned has used them (or refused the file).
+   */
   attemptsPerSource: number;
   /** Backoff between tries of a chunk. */
   retryPolicy: BackoffPolicy;
@@ -174,6 +178,20 @@ function noSource(repo: string, file: RepoFile): DownloadFailedError {
   );
 }
 
+/** A chunk whose every assigned source used its tries (retryable: the sources may come back). */
+function triesFailed(
+  repo: string,
+  file: RepoFile,
+  range: string,
+  tries: number,
+  last: string,
+): DownloadFailedError {
+  return new DownloadFailedError(
+    file.path,
+    `Cannot fetch ${repo} ${file.path} bytes ${range}: ${tries} tries failed, the last on ${last}`,
+  );
+}
+
 /**
  * The chunks already on disk in `part`, per its record; a record that
  * cannot be trusted (absent, torn header, another size) starts both anew.
@@ -245,8 +263,14 @@ async function fetchChunk(
   try {
     let pos = chunk.start;
     const subject = { repo, commit, file: file.path };
+    // Counted per source name, not against the sources assigned now: a re-plan
+    // that leaves fewer must not use up the tries of those that stay.
+    const tries = new Map<string, number>();
+    const spent = (name: string) => (tries.get(name) ?? 0) >= settings.attemptsPerSource;
+    const skipped = { has: (name: string) => refused.has(name) || spent(name) };
+    let last = "";
     for (let attempt = 1;; attempt++) {
-      const { source, assigned, reassigned } = live.look(refused);
+      const { source, assigned, reassigned } = live.look(skipped);
       if (reassigned !== null) {
         emit(settings.onEvent, {
           kind: "source_changed",
@@ -258,6 +282,10 @@ async function fetchChunk(
       }
       if (source === undefined) {
         if (assigned === 0) throw noSource(repo, file);
+        // A re-plan during the backoff left only sources that used their tries.
+        if (live.order().some((s) => spent(s.name))) {
+          throw triesFailed(repo, file, `${pos}-${chunk.end}`, attempt - 1, last);
+        }
         throw new DownloadFailedError(
           file.path,
           `Cannot fetch ${repo} ${file.path}: ` +
@@ -306,7 +334,7 @@ async function fetchChunk(
         if (isFinal(e)) {
           // No retry of a typo or a gated repo on this source; the next may hold the file.
           refused.set(source.name, error);
-          const next = live.peek(refused);
+          const next = live.peek(skipped);
           if (next !== undefined) {
             emit(settings.onEvent, {
               kind: "source_changed",
@@ -319,13 +347,10 @@ async function fetchChunk(
           }
           continue;
         }
-        // Bounded by the sources assigned now: a re-plan may add or remove some.
-        if (attempt >= settings.attemptsPerSource * assigned) {
-          throw new DownloadFailedError(
-            file.path,
-            `Cannot fetch ${repo} ${file.path} bytes ${from}-${chunk.end}: ${attempt} tries ` +
-              `failed, the last on ${source.name}: ${error}`,
-          );
+        tries.set(source.name, (tries.get(source.name) ?? 0) + 1);
+        last = `${source.name}: ${error}`;
+        if (live.peek(skipped) === undefined) {
+          throw triesFailed(repo, file, `${from}-${chunk.end}`, attempt, last);
         }
         const moved = live.failed(source);
         if (moved !== null) {

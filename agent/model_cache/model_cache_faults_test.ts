@@ -159,6 +159,43 @@ Deno.test("every source failing: a bounded number of tries, then a clear error a
   });
 });
 
+Deno.test("tries are counted per source: a re-plan that leaves one source still gives it its tries", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = sampleModel();
+    const peers = ["p1", "p2", "p3", "p4"].map((n) =>
+      new MemoryByteSource(n, contents, [{ kind: "refuse", file: SHARD }])
+    );
+    const hub = new MemoryByteSource("hub", contents, [{ kind: "refuse", file: SHARD, times: 1 }]);
+    let assigned: MemoryByteSource[] = [...peers, hub];
+    let peerFailures = 0;
+    for (const p of peers) {
+      p.onRead = (r) => {
+        // Four peers failed the chunk once each: the control plane re-plans to the hub alone.
+        if (r.file === SHARD && ++peerFailures === peers.length) assigned = [hub];
+      };
+    }
+    // One chunk at a time: the shard's first chunk meets every failure.
+    const { cache, events } = testCache(root, { concurrency: 1, attemptsPerSource: 3 });
+    await cache.ensureSnapshot(snapshot, () => assigned);
+    const tries = ofKind(events, "chunk_failed").map((e) => `${e.source}#${e.attempt}`);
+    assertEquals(tries, ["p1#1", "p2#2", "p3#3", "p4#4", "hub#5"]);
+    assertEquals(ofKind(events, "completed").length, 1);
+    // The hub alone, failing every time, still has its bound: 3 tries of the chunk.
+    hub.faults = [{ kind: "refuse", file: SHARD }];
+    const { cache: again, events: later } = testCache(`${root}/again`, { attemptsPerSource: 3 });
+    await assertRejects(
+      () => again.ensureSnapshot(snapshot, () => [hub]),
+      DownloadFailedError,
+      "3 tries failed, the last on hub",
+    );
+    const perChunk = Map.groupBy(ofKind(later, "chunk_failed"), (e) => e.range);
+    assertOk(
+      [...perChunk.values()].every((fails) => fails.length <= 3),
+      [...perChunk.keys()].join(),
+    );
+  });
+});
+
 Deno.test("not enough free space: refused before any byte is fetched", async () => {
   await withTempDir(async (root) => {
     const { snapshot, contents } = sampleModel();
