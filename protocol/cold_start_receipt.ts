@@ -105,3 +105,56 @@ export function downloadSourcesText(d: Pick<DownloadReceipt, "sources">): string
   if (sources.length === 1) return ` from ${said(sources[0])}`;
   return `: ${sources.map((s) => `${formatBytes(s.bytes)} from ${said(s)}`).join(", ")}`;
 }
+
+/** The phase's duration in seconds as the supervisor saw it; null while unknown. */
+export function phaseSeconds(p: PhaseReceipt): number | null {
+  if (p.start_ms === null || p.end_ms === null) return null;
+  return Math.max(0, p.end_ms - p.start_ms) / 1000;
+}
+
+/** The columns of {@link coldStartRows}. */
+export const COLD_START_COLUMNS = ["PHASE", "SECONDS", "ENGINE SAYS", "NOTE"] as const;
+
+/**
+ * A receipt as `describe replica` and the dashboard's replica page show it,
+ * one row per phase ({@link COLD_START_COLUMNS}): the download first, with
+ * its bytes and where they came from ({@link downloadSourcesText}), then
+ * each phase's seconds, the engine's own figure, and whether a persistent
+ * cache made it warm or the engine skipped it; last the total to ready.
+ */
+export function coldStartRows(r: ColdStartReceipt): string[][] {
+  const rows: string[][] = [];
+  if (r.download !== null) {
+    rows.push([
+      "download",
+      r.download.seconds.toFixed(2),
+      "",
+      `${(r.download.bytes / 2 ** 30).toFixed(2)} GiB fetched${downloadSourcesText(r.download)}`,
+    ]);
+  }
+  for (const p of r.phases) rows.push(phaseRow(p));
+  const ready = r.phases.find((p) => p.phase === "ready");
+  if (ready?.end_ms != null) {
+    rows.push(["total", (ready.end_ms / 1000).toFixed(2), "", "spawn to first ready probe"]);
+  }
+  return rows;
+}
+
+function phaseRow(p: PhaseReceipt): string[] {
+  const s = phaseSeconds(p);
+  const note = p.skipped
+    ? "skipped"
+    : p.warm
+    ? "warm: from the compile cache"
+    : p.start_ms !== null && p.end_ms === null
+    ? "under way"
+    : s === null
+    ? "not seen yet"
+    : "";
+  return [
+    p.phase,
+    s === null ? "-" : s.toFixed(2),
+    p.engine_seconds === null ? "" : String(p.engine_seconds),
+    note,
+  ];
+}

@@ -128,11 +128,8 @@ export function receiptDownload(
   return { ...receipt, download: { ...download } };
 }
 
-/** The phase's duration in seconds as the supervisor saw it; null while unknown. */
-export function phaseSeconds(p: PhaseReceipt): number | null {
-  if (p.start_ms === null || p.end_ms === null) return null;
-  return Math.max(0, p.end_ms - p.start_ms) / 1000;
-}
+// Beside the receipt's wire shape, whose views read it too.
+export { phaseSeconds } from "../protocol/cold_start_receipt.ts";
 
 function update(
   receipt: ColdStartReceipt,

@@ -1,6 +1,8 @@
 /**
  * The replica page (/ui/replicas/ID): its state and placement (each shard's
- * node, GPUs, port, state and progress, the fabric it uses), why it is where
+ * node, GPUs, port, state and progress, the fabric it uses), each shard's
+ * cold-start receipt (the download with where its bytes came from, then the
+ * engine's phases, as `llmgw describe replica` shows them), why it is where
  * it is (the placement explanation, as `llmgw explain` prints it), its last
  * failure with the log's end, its events, and the log tail of one shard live
  * over SSE. Everything above the log refreshes itself every 2 s.
@@ -8,6 +10,7 @@
  * @module
  */
 import { downloadSummary, type ShardDownload } from "../protocol/shard_download.ts";
+import { COLD_START_COLUMNS, coldStartRows } from "../protocol/cold_start_receipt.ts";
 import { formatBytes } from "../text/bytes.ts";
 import type { ReplicaView } from "../control/views.ts";
 import type { EventRecord } from "../control/store/store.ts";
@@ -136,6 +139,7 @@ export function ReplicaFragment(props: {
           </table>
         )}
       </div>
+      <ColdStart replica={r} />
       <div class="grid2">
         <div class="panel">
           <h2 style="margin-top:0">{texts.heading}</h2>
@@ -239,6 +243,36 @@ function DownloadNote(props: { d: ShardDownload }) {
         {d.sources.length === 0 ? null : ` from ${d.sources.join(", ")}`}
       </div>
       {d.last_error === null ? null : <div class="problem">{d.last_error}</div>}
+    </div>
+  );
+}
+
+/** Each shard's cold-start receipt, phase by phase; nothing when no shard reported one. */
+function ColdStart(props: { replica: ReplicaView }) {
+  const shards = props.replica.shards.filter((s) => s.cold_start !== null);
+  if (shards.length === 0) return null;
+  return (
+    <div class="panel" data-cold-start>
+      <h2 style="margin-top:0">Cold start</h2>
+      {shards.map((s) => (
+        <>
+          <div class="small mute">
+            rank {s.rank} on {s.node}, spawned {time(s.cold_start!.spawned_at)}
+          </div>
+          <table>
+            <thead>
+              <tr>{COLD_START_COLUMNS.map((c) => <th key={c}>{c.toLowerCase()}</th>)}</tr>
+            </thead>
+            <tbody>
+              {coldStartRows(s.cold_start!).map((row) => (
+                <tr key={row[0]} data-phase={row[0]}>
+                  {row.map((cell, i) => <td key={i} class="small">{cell}</td>)}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ))}
     </div>
   );
 }

@@ -100,3 +100,47 @@ Deno.test("the replica page of a failed replica names its last placement as such
   assertStringIncludes(html, "Last placement, before it failed");
   assertStringIncludes(html, "it failed on n1 and its GPUs were released");
 });
+
+Deno.test("the replica page shows each shard's cold start, its download saying where the bytes came from", async () => {
+  const { ReplicaFragment } = await import("./replica_page.tsx");
+  const cold_start = {
+    spawned_at: Date.UTC(2026, 11, 2, 2, 10, 0),
+    download: {
+      seconds: 4.5,
+      bytes: 3 * 2 ** 30,
+      sources: [
+        { kind: "peer" as const, name: "peer h100-a", bytes: 2 * 2 ** 30 },
+        { kind: "hub" as const, name: "https://hub.lan", bytes: 2 ** 30 },
+      ],
+    },
+    phases: [{
+      phase: "ready" as const,
+      start_ms: 1_000,
+      end_ms: 1_500,
+      engine_seconds: null,
+      warm: false,
+      skipped: false,
+    }],
+  };
+  const replica: ReplicaView = {
+    id: "qwen-r0",
+    deployment: "qwen",
+    state: "ready",
+    profile: "tp1",
+    shards: [{ ...SHARD, cold_start }, { ...SHARD, rank: 1, node: "n2" }],
+    explanation: FITS,
+    failure: null,
+    revision: 1,
+    ready_at: 0,
+    retiring_at: null,
+  };
+  const html = String(await ReplicaFragment({ replica, nodes: new Map(), events: [] }));
+  const download = html.match(/<tr data-phase="download">(.*?)<\/tr>/s)?.[1] ?? "";
+  // The wording is downloadSourcesText's, as describe replica prints it.
+  assertStringIncludes(
+    download.replace(/<[^>]+>/g, "|"),
+    "|4.50||||3.00 GiB fetched: 2.0 GiB from peer h100-a, 1.0 GiB from the hub https://hub.lan|",
+  );
+  assertStringIncludes(html, "rank 0 on n1, spawned 2026-12-02 02:10:00");
+  assertEquals(html.includes("rank 1 on n2"), false, "no receipt, no table");
+});

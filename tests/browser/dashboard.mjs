@@ -198,6 +198,15 @@ try {
   if (new Set(ids).size !== ids.length) {
     throw new Error("a log line shows twice");
   }
+  // The cold start's download says where its bytes came from (downloadSourcesText's words).
+  const download = page.locator("[data-cold-start] tr[data-phase='download']").first();
+  // The fragment refreshes every 2 s; the receipt may come with a later heartbeat.
+  await download.waitFor({ timeout: 10_000 });
+  const fetched = await download.innerText();
+  if (!/GiB fetched( from |: )\S/.test(fetched)) {
+    throw new Error(`the download row names no source: ${fetched}`);
+  }
+  report("cold start download sources on the replica page", { row: fetched });
   await page.screenshot({ path: join(shots, "replica.png"), fullPage: true });
 
   if (consoleErrors.length > 0) throw new Error(`console errors: ${consoleErrors.join(" | ")}`);
