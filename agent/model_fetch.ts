@@ -142,24 +142,30 @@ export class CacheModelFetcher implements ModelFetcher {
     signal: AbortSignal,
   ): Promise<string> {
     let path: string;
+    const key = `${snapshot.repo}@${snapshot.commit}`;
+    const ended = this.#tallies.begin(key);
     try {
       const hub = this.#hub.byteSource();
-      const key = `${snapshot.repo}@${snapshot.commit}`;
       const sources = () => this.#tallies.wrap(key, this.#sources(model, snapshot.commit, hub));
       path = await this.#cache.ensureSnapshot(snapshot, sources, { revision, signal });
     } catch (e) {
       throw fetchError(e);
+    } finally {
+      ended();
     }
     // Its list, so the next start of this commit needs no hub (snapshot_listings.ts).
     await this.#listings.write(snapshot).catch(() => {});
     return path;
   }
 
-  /** Sees the cache's events (the agent passes each on): what each completed download fetched. */
+  /**
+   * Sees the cache's events (the agent passes each on): what each completed
+   * download fetched and from where; an evicted snapshot's figures are dropped.
+   */
   cacheEvent(e: CacheEvent): void {
-    if (e.kind !== "completed") return;
-    this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
-    this.#tallies.complete(`${e.repo}@${e.commit}`);
+    this.#tallies.cacheEvent(e);
+    if (e.kind === "completed") this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
+    if (e.kind === "evicted") this.#fetched.delete(`${e.repo}@${e.commit}`);
   }
 
   /** {@inheritDoc ModelFetcher.progress} */

@@ -19,6 +19,7 @@ import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { CacheModelFetcher, fetchError, launchRevision } from "./model_fetch.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
 import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
+import type { ByteSource } from "../models/byte_source.ts";
 
 function shard(model: string, id = "r-1/0", commit?: string, revision?: string): DesiredShard {
   const l = launch({ port: 8000 });
@@ -298,5 +299,84 @@ Deno.test("pull: a revision fetched into the cache without a shard, as a shard's
     // A shard of the same commit then finds it here: the same directory.
     assertEquals((await fetcher.fetch(shard("acme/tiny", "r-1/0", commit), signal())).path, path);
     await assertRejects(() => fetcher.pull("acme/nope", commit, signal()), ModelFetchError);
+  });
+});
+
+/** A fetcher whose sources the test picks, seeing its cache's events as the agent's does. */
+async function sourcedFetcher(root: string) {
+  const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes: 64 * 1024 });
+  const hub = inProcessFakeHub({ repos: [model] });
+  const client = new HubClient({
+    config: { endpoint: hub.endpoint },
+    fetch: hub.fetch,
+    userAgent: "llmgw-agent/test",
+  });
+  const pick = { sources: (hub: ByteSource): ByteSource[] => [hub] };
+  let fetcher: CacheModelFetcher | null = null;
+  const { cache } = testCache(root, {
+    chunkBytes: 16 * 1024,
+    onEvent: (e) => fetcher?.cacheEvent(e),
+  });
+  fetcher = new CacheModelFetcher({ cache, hub: client, sources: (_m, _c, h) => pick.sources(h) });
+  return { fetcher, pick, hubName: client.byteSource().name };
+}
+
+/** `inner` as a peer named `name` that refuses `file`, or sends it with its first byte wrong. */
+function faultyPeer(
+  name: string,
+  inner: ByteSource,
+  file: string,
+  fault: "refuse" | "corrupt",
+): ByteSource {
+  return {
+    kind: "peer",
+    name,
+    async read(repo, commit, f, start, end, signal) {
+      if (f.path === file && fault === "refuse") throw new Error(`${name}: connection refused`);
+      const stream = await inner.read(repo, commit, f, start, end, signal);
+      if (f.path !== file || start !== 0) return stream;
+      let first = true;
+      return stream.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(piece, out) {
+            out.enqueue(first ? piece.map((b, i) => (i === 0 ? b ^ 0xff : b)) : piece);
+            first = false;
+          },
+        }),
+      );
+    },
+  };
+}
+
+const SHARD_1 = "model-00001-of-00002.safetensors";
+const SHARD_2 = "model-00002-of-00002.safetensors";
+
+Deno.test("the receipt's sources: a failed try's are dropped, the next names only what it fetched", async () => {
+  await withTempDir(async (root) => {
+    const { fetcher, pick, hubName } = await sourcedFetcher(root);
+    // Peer a sends every file but the second shard, which it refuses until the try fails.
+    pick.sources = (hub) => [faultyPeer("peer a", hub, SHARD_2, "refuse")];
+    const failed = await assertRejects(
+      () => fetcher.fetch(shard("acme/tiny"), signal()),
+      ModelFetchError,
+      "tries failed",
+    ) as ModelFetchError;
+    assertOk(failed.retryable, failed.message);
+    pick.sources = (hub) => [hub];
+    const got = await fetcher.fetch(shard("acme/tiny"), signal());
+    assertEquals(got.sources?.map((s) => s.name), [hubName]);
+    const named = got.sources!.reduce((n, s) => n + s.bytes, 0);
+    assertOk(named <= got.bytes, `the sources name ${named} bytes of ${got.bytes}`);
+  });
+});
+
+Deno.test("the receipt's sources: bytes of a file whose hash did not match are named by no one", async () => {
+  await withTempDir(async (root) => {
+    const { fetcher, pick, hubName } = await sourcedFetcher(root);
+    pick.sources = (hub) => [faultyPeer("peer c", hub, SHARD_1, "corrupt"), hub];
+    const got = await fetcher.fetch(shard("acme/tiny"), signal());
+    const named = got.sources!.reduce((n, s) => n + s.bytes, 0);
+    assertEquals(named, got.bytes, JSON.stringify(got.sources));
+    assertOk(got.sources!.some((s) => s.name === hubName), JSON.stringify(got.sources));
   });
 });
