@@ -48,8 +48,10 @@ export class SourceTallies {
       if (ended) return;
       ended = true;
       const left = this.#runs.get(snapshot)! - 1;
-      if (left > 0) this.#runs.set(snapshot, left);
-      else this.#runs.delete(snapshot);
+      if (left > 0) return void this.#runs.set(snapshot, left);
+      this.#runs.delete(snapshot);
+      // Not completed (a completion froze its count): nothing of it will be named.
+      this.#counting.delete(snapshot);
     };
   }
 

@@ -120,9 +120,9 @@ Deno.test("source tally: a fetch after a failed or cancelled one counts from zer
   // A second shard's fetch joins the one under way: the hub's 1 KiB so far stays counted.
   const second = tallies.begin(key);
   await read(hub, 1024, 2048);
+  tallies.cacheEvent({ ...completed, bytes: 2048, path: "/x" });
   first();
   second();
-  tallies.cacheEvent({ ...completed, bytes: 2048, path: "/x" });
   assertEquals(tallies.supplied(key), [{ kind: "hub", name: HUB, bytes: 2048 }]);
   // An end told twice counts once: a later fetch still counts from zero.
   second();
