@@ -48,6 +48,7 @@ import type { AgentStatus } from "./local_api.ts";
 import { createLogger, type Logger, stderrSink } from "../log/log.ts";
 import { type AgentMetricsSnapshot, gatherAgentMetrics } from "./metrics.ts";
 import { EngineStartTimings, startSupervisor } from "./agent_supervisor.ts";
+import type { EngineCacheKeeper } from "./engine_cache/engine_cache_keeper.ts";
 import { AgentModelWiring } from "./agent_model_wiring.ts";
 import { Registration, type RegistrationFacts } from "./registration.ts";
 import { DEFAULT_RETRY } from "./retry.ts";
@@ -72,6 +73,8 @@ export class Agent {
   #localToken: string | null = null;
   #registry: EngineRegistry | null = null;
   #supervisor: Supervisor | null = null;
+  /** Its sweeps run in the background; closed at stop. */
+  #engineCache: EngineCacheKeeper | null = null;
   readonly #listeners = new AgentListeners();
   #mgmt: { addr: string; iface: string | null } = { addr: "127.0.0.1", iface: null };
   /** TLS toward the control plane and on both listeners; null for an http:// control plane. */
@@ -257,7 +260,7 @@ export class Agent {
       });
       await this.#serve(o);
 
-      supervisor = await startSupervisor({
+      const started = await startSupervisor({
         options: o,
         registry,
         models: this.#models.models,
@@ -266,6 +269,8 @@ export class Agent {
         timings: this.#timings,
         engineVersions: () => this.#registration.engineVersions,
       });
+      supervisor = started.supervisor;
+      this.#engineCache = started.engineCache;
     } catch (e) {
       // Whatever had started is stopped: listeners closed, TLS material released.
       await this.#abortStart();
@@ -292,6 +297,7 @@ export class Agent {
       await Promise.all([...this.#tasks, this.#listeners.shutdown()]);
       this.#tls?.close();
       this.#models?.close();
+      await this.#engineCache?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();
         else await this.#supervisor.detach();

@@ -75,6 +75,13 @@ function engineCache(a: AgentSupervisorOptions, supervisor: () => Supervisor | n
   });
 }
 
+/** What {@link startSupervisor} started. */
+export interface StartedSupervisor {
+  supervisor: Supervisor;
+  /** The engine caches' keeper: its sweeps run in the background until it is closed. */
+  engineCache: EngineCacheKeeper;
+}
+
 /**
  * Builds the supervisor and starts it: it adopts the engines a previous agent
  * left running, and probes them at once, so the first heartbeat reports the
@@ -82,7 +89,7 @@ function engineCache(a: AgentSupervisorOptions, supervisor: () => Supervisor | n
  *
  * @throws {AgentError} When the supervisor cannot start.
  */
-export async function startSupervisor(a: AgentSupervisorOptions): Promise<Supervisor> {
+export async function startSupervisor(a: AgentSupervisorOptions): Promise<StartedSupervisor> {
   const o = a.options;
   let built: Supervisor | null = null;
   const keeper = engineCache(a, () => built);
@@ -114,9 +121,10 @@ export async function startSupervisor(a: AgentSupervisorOptions): Promise<Superv
     throw new AgentError(`supervisor cannot start: ${errorMessage(e)}`);
   }
   await supervisor.tick();
-  // Adopted shards keep theirs; what an earlier agent left behind is swept.
+  // Adopted shards keep theirs; what an earlier agent left behind is swept,
+  // in the background: the first heartbeat does not wait for it.
   a.models?.reporter.afterEviction(() => keeper.sweep());
-  await keeper.sweep().catch((e) =>
+  keeper.sweep().catch((e) =>
     a.supervisorLog.warn("cannot sweep the engine cache", { error: errorMessage(e) })
   );
   const adopted = supervisor.status();
@@ -125,5 +133,5 @@ export async function startSupervisor(a: AgentSupervisorOptions): Promise<Superv
       shards: adopted.map((s) => ({ id: s.id, pid: s.pid })),
     });
   }
-  return supervisor;
+  return { supervisor, engineCache: keeper };
 }

@@ -6,7 +6,8 @@
  * or pulls, then reads what the cache holds and the room a new revision
  * has. The heartbeat carries that, with the evictions not yet delivered
  * (the control plane makes each a `model_evicted` event), the engine
- * cache directories evicted (agent/engine_cache/; `engine_cache_evicted`),
+ * cache directories evicted since (agent/engine_cache/, swept after a
+ * model eviction without holding the heartbeat; `engine_cache_evicted`),
  * and the desired pulls that failed for good (agent/model_pulls.ts; the
  * control plane marks them `failed`).
  *
@@ -168,9 +169,10 @@ export class ModelCacheReporter {
   }
 
   /**
-   * Runs `hook` after each refresh that evicted a revision, before the
-   * report is read: the engine caches follow their revisions out
-   * (agent/engine_cache/). Its failure is logged; the report goes on.
+   * Starts `hook` after each refresh that evicted a revision, without
+   * waiting for it: the engine caches follow their revisions out
+   * (agent/engine_cache/), and their evictions reach the heartbeat after.
+   * Its failure is logged; the report goes on.
    */
   afterEviction(hook: () => Promise<unknown>): void {
     this.#afterEviction = hook;
@@ -183,6 +185,20 @@ export class ModelCacheReporter {
     this.#pendingEngine = this.#pendingEngine.filter((e) => !sent.has(e));
   }
 
+  /**
+   * Starts the hook, never awaited: a walk of the engine caches must not
+   * hold the heartbeat; what it evicts rides the next one.
+   */
+  #followEvictions(): void {
+    const hook = this.#afterEviction;
+    if (hook === null) return;
+    Promise.resolve().then(hook).catch((e) =>
+      this.#o.log.warn("cannot evict the engine caches of evicted revisions", {
+        error: errorMessage(e),
+      })
+    );
+  }
+
   async #refresh(): Promise<void> {
     const { cache, watermarks, log, clock } = this.#o;
     this.#lastAt = clock.now();
@@ -192,11 +208,7 @@ export class ModelCacheReporter {
       const evicted = await cache.eviction.evict(keepSet(desired, held), watermarks);
       if (evicted.length > 0) {
         held = await cache.revisions();
-        await this.#afterEviction?.().catch((e) =>
-          log.warn("cannot evict the engine caches of evicted revisions", {
-            error: errorMessage(e),
-          })
-        );
+        this.#followEvictions();
       }
       const keep = keepSet(desired, held);
       const room = await cache.eviction.room(keep, watermarks);

@@ -1,11 +1,25 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
 import { testEngineCache } from "../tests/engine_cache.ts";
+import type { EngineCacheKeeper } from "./engine_cache/engine_cache_keeper.ts";
 import { EngineRegistry } from "../engines/registry.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../engines/compile_cache.ts";
 import { offlineEnv, prepareShard } from "./prepare_shard.ts";
 import { HUB_ENGINE_SETTINGS } from "../models/hub_env.ts";
 import type { LaunchedShard } from "../supervisor/types.ts";
+
+/** Keepers a test made: closed before its root goes, their queued sweeps done. */
+const keepers: EngineCacheKeeper[] = [];
+
+function keeper(root: string): EngineCacheKeeper {
+  const k = testEngineCache(root);
+  keepers.push(k);
+  return k;
+}
+
+async function closeKeepers(): Promise<void> {
+  for (const k of keepers.splice(0)) await k.close();
+}
 
 function shard(env: Record<string, string> = {}): LaunchedShard {
   const l = launch({ port: 8000 });
@@ -17,7 +31,7 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
   try {
     const d = shard();
     const spec = await prepareShard(EngineRegistry.builtin(), {
-      engineCache: testEngineCache(`${root}/engine_cache`),
+      engineCache: keeper(`${root}/engine_cache`),
     })(d);
     const dir = compileCacheDir(
       `${root}/engine_cache`,
@@ -31,10 +45,11 @@ Deno.test("a shard gets its compile cache directory, made, under the agent's sta
     assertEquals(spec.command?.env.CUDA_DEVICE_ORDER, "PCI_BUS_ID");
     // A restart of the same shard finds the same directory.
     const again = await prepareShard(EngineRegistry.builtin(), {
-      engineCache: testEngineCache(`${root}/engine_cache`),
+      engineCache: keeper(`${root}/engine_cache`),
     })(shard());
     assertEquals(again.command?.env.VLLM_CACHE_ROOT, `${dir}/vllm`);
   } finally {
+    await closeKeepers();
     await Deno.remove(root, { recursive: true });
   }
 });
@@ -43,12 +58,13 @@ Deno.test("a profile that moves a cache wins; without an engine cache nothing is
   const root = await Deno.makeTempDir();
   try {
     const spec = await prepareShard(EngineRegistry.builtin(), {
-      engineCache: testEngineCache(root),
+      engineCache: keeper(root),
     })(shard({ TRITON_CACHE_DIR: "/fast/triton" }));
     assertEquals(spec.command?.env.TRITON_CACHE_DIR, "/fast/triton");
     const plain = await prepareShard(EngineRegistry.builtin())(shard());
     assertEquals(plain.command?.env.VLLM_CACHE_ROOT, undefined);
   } finally {
+    await closeKeepers();
     await Deno.remove(root, { recursive: true });
   }
 });

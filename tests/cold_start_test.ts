@@ -99,6 +99,7 @@ Deno.test("a restart on the same host loads its compiled graphs: the receipt say
   } finally {
     for (const s of sup.status()) if (s.pid !== null) groups.add(s.pid);
     await sup.shutdown().catch(() => {});
+    await cache.close();
     for (const g of groups) {
       try {
         Deno.kill(-g, "SIGKILL");

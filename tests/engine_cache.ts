@@ -2,7 +2,8 @@
  * An engine cache keeper for tests that only need shards to get their
  * compile cache directories (agent/engine_cache/engine_cache_keeper.ts):
  * nothing in use but what `inUse` says, no model cache, the default
- * watermarks, the system clock, its log dropped.
+ * watermarks, the system clock, its log dropped. A test closes it before
+ * removing `root`: a start queues a sweep it does not wait for.
  *
  * @module
  */

@@ -3,9 +3,11 @@
  * caches with it, through the agent's own hook (the model cache reporter's
  * refresh, then the keeper's sweep, as agent/agent_supervisor.ts wires
  * them), over a real model cache; the revision a desired shard keeps keeps
- * its directory too. The next heartbeat's report carries the eviction.
+ * its directory too. The heartbeat never waits for that sweep: the report
+ * after it carries the eviction.
  */
 import { assertEquals, assertOk } from "../../tests/assert.ts";
+import { until } from "../../tests/until.ts";
 import { FakeClock } from "../../tests/fake_clock.ts";
 import { MemoryByteSource } from "../../tests/memory_byte_source.ts";
 import { COMMIT, sampleModel, testCache, withTempDir } from "../../tests/model_cache_fixture.ts";
@@ -14,8 +16,12 @@ import { createLogger } from "../../log/log.ts";
 import { type CacheFs, denoCacheFs } from "../model_cache/cache_fs.ts";
 import { revisionKey } from "../model_cache/cache_revisions.ts";
 import { ModelCacheReporter } from "../model_cache_report.ts";
-import { ModelCacheReportSchema } from "../../protocol/model_cache_report.ts";
+import {
+  type ModelCacheReport,
+  ModelCacheReportSchema,
+} from "../../protocol/model_cache_report.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
+import { treeBytes } from "./tree_bytes.ts";
 
 const REPO = "acme/tiny-llm";
 const KEPT = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
@@ -49,6 +55,8 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
     const running = shard("r1/0", KEPT);
     const desired = { shards: [running], models: [] };
     const evicted: EngineCacheEvicted[] = [];
+    // The engine caches' walk hangs until the test lets it go: a slow or stalled state dir.
+    let stuck: PromiseWithResolvers<void> | null = null;
     const keeper = new EngineCacheKeeper({
       root: `${root}/engine_cache`,
       inUse: () => desired.shards,
@@ -64,6 +72,10 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
       },
       // The engine caches' own disk is roomy: only the revision's eviction moves them.
       fs: { ...denoCacheFs, diskUsage: () => Promise.resolve({ totalBytes: 1e9, freeBytes: 9e8 }) },
+      bytes: async (dir) => {
+        await stuck?.promise;
+        return treeBytes(dir);
+      },
     });
     reporter = new ModelCacheReporter({
       cache,
@@ -82,12 +94,25 @@ Deno.test("a revision evicted from the model cache takes its engine caches; a ke
 
     free = 5_000;
     clock.advance(10_000);
+    stuck = Promise.withResolvers<void>();
+    let first: ModelCacheReport | null = null;
+    const reporting = reporter.report().then((r) => first = r);
+    try {
+      await until("the heartbeat's report, while the engine caches' walk hangs", () => first, {
+        timeoutMs: 5_000,
+      });
+    } finally {
+      stuck.resolve();
+      await reporting;
+    }
+    assertEquals(first!.evicted.map((e) => e.commit), [COMMIT]);
+    assertEquals(first!.engine_caches_evicted, undefined, "the sweep has not run yet");
+    await keeper.sweep();
     const report = (await reporter.report())!;
-    assertEquals(report.evicted.map((e) => e.commit), [COMMIT]);
     assertOk(!(await exists(old)), "the evicted revision's compile cache is gone");
     assertOk(await exists(`${kept}/graph.bin`), "the running shard's stays");
     assertEquals(evicted.map((e) => [e.revision, e.cause]), [[COMMIT, "revision_evicted"]]);
-    // The same heartbeat carries it for the control plane, once.
+    // The next heartbeat carries it for the control plane, once.
     const sent = report.engine_caches_evicted ?? [];
     assertEquals(sent.map((e) => [e.engine, e.model, e.commit, e.cause]), [
       ["vllm", REPO, COMMIT, "revision_evicted"],

@@ -3,11 +3,14 @@
  * (`<state>/engine_cache/<engine>/<key>`, engines/compile_cache.ts), kept
  * from growing forever (issue #25 item 7): each engine start records its
  * directory's last use, and a sweep evicts what engine_cache_plan.ts says
- * (a key whose model revision left the model cache; under disk pressure,
- * keys of engines no longer installed, then least recently used), never a
- * directory a shard uses or is about to use. Sweeps run one at a time: at
- * every engine start, after every model eviction and once at agent start
- * (agent/agent_supervisor.ts). Each eviction is a log line and an event.
+ * (a key whose model revision left the model cache; under disk pressure
+ * they can relieve, keys of engines no longer installed, then least
+ * recently used), never a directory a shard uses or is about to use.
+ * Sweeps run one at a time, queued and never awaited by an engine start or
+ * a heartbeat: after every engine start, after every model eviction and
+ * once at agent start (agent/agent_supervisor.ts). Each eviction is a log
+ * line and an event; what a sweep evicts rides the next heartbeat. A sweep
+ * walks only the directories it may evict (engine_cache_sizes.ts).
  *
  * @module
  */
@@ -17,16 +20,19 @@ import { compileCacheDir, compileCacheKeyInput } from "../../engines/compile_cac
 import type { Clock } from "../../time/clock.ts";
 import type { Logger } from "../../log/log.ts";
 import { errorMessage } from "../../text/error_message.ts";
-import { type CacheFs, denoCacheFs } from "../model_cache/cache_fs.ts";
+import { type CacheFs, denoCacheFs, type DiskUsage } from "../model_cache/cache_fs.ts";
+import { formatBytes } from "../../text/bytes.ts";
 import type { Watermarks } from "../model_cache/eviction_plan.ts";
 import {
   type EngineCacheEntry,
   type EngineCacheEviction,
-  type EngineCacheView,
-  planEngineCacheEviction,
+  planPressure,
+  pressureNeed,
+  pressureOrder,
+  revisionEvictions,
 } from "./engine_cache_plan.ts";
 import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
-import { treeBytes } from "./tree_bytes.ts";
+import { type DirBytes, EngineCacheSizes } from "./engine_cache_sizes.ts";
 
 /** One evicted directory, as the event and the log line carry it. */
 export interface EngineCacheEvicted {
@@ -64,52 +70,79 @@ export interface EngineCacheKeeperOptions {
   /** The file system (tests: one with a chosen disk usage). */
   fs?: CacheFs;
   /** Bytes under a directory (default: a bounded walk, tree_bytes.ts). */
-  bytes?: (dir: string) => Promise<number>;
+  bytes?: DirBytes;
 }
 
 /** Keeps one host's engine cache directories. */
 export class EngineCacheKeeper {
   readonly #o: EngineCacheKeeperOptions;
   readonly #fs: CacheFs;
-  /** Directories being handed to a start right now. */
+  readonly #sizes: EngineCacheSizes;
+  /** Directories being handed to a start right now: a sweep leaves them. */
   readonly #starting = new Set<string>();
+  /** Directories a sweep is removing now: a start of one waits for that, then makes it anew. */
+  readonly #removing = new Map<string, Promise<void>>();
   #chain: Promise<unknown> = Promise.resolve();
+  /** A sweep asked for and not begun yet: later asks join it. */
+  #queued: Promise<EngineCacheEviction[]> | null = null;
+  #closed = false;
+  /** The last pressure the caches could not relieve, said once until it changes. */
+  #said: string | null = null;
 
   /** A keeper over `options.root`; nothing runs until {@link use} or {@link sweep}. */
   constructor(options: EngineCacheKeeperOptions) {
     this.#o = options;
     this.#fs = options.fs ?? denoCacheFs;
+    this.#sizes = new EngineCacheSizes(options.clock, options.bytes);
   }
 
   /**
    * The directory for a start of `engine` with `launch`: made 0700 (an
-   * error here fails the start, as before), its last use recorded, then a
-   * sweep that keeps it. A failed record or sweep is logged, never fatal.
+   * error here fails the start, as before) and its last use recorded; a
+   * sweep is queued, not awaited. A failed record or sweep is logged, never
+   * fatal.
    */
   async use(engine: string, launch: DesiredLaunch): Promise<string> {
     const key = compileCacheKeyInput(engine, launch);
     const dir = compileCacheDir(this.#o.root, key);
-    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    // Before any await: a sweep checks this set right before it removes a directory.
     this.#starting.add(dir);
     const warn = (what: string, e: unknown) =>
       this.#o.log.warn(what, { dir, error: errorMessage(e) });
     try {
+      await this.#removing.get(dir);
+      await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
       const record = formatRecord({ key, last_used_ms: this.#o.clock.now() });
       await this.#fs.writeTextAtomic(`${dir}/${RECORD_FILE}`, record).catch((e) =>
         warn("cannot record the engine cache's use", e)
       );
-      await this.sweep().catch((e) => warn("cannot sweep the engine cache", e));
     } finally {
       this.#starting.delete(dir);
     }
+    this.sweep().catch((e) => warn("cannot sweep the engine cache", e));
     return dir;
   }
 
-  /** Evicts what the plan calls for, after any sweep already running; answers the evictions. */
+  /**
+   * Evicts what the plan calls for, after any sweep already running (a
+   * sweep asked for while another waits joins it); answers the evictions.
+   */
   sweep(): Promise<EngineCacheEviction[]> {
-    const run = this.#chain.then(() => this.#sweep());
+    if (this.#closed) return Promise.resolve([]);
+    if (this.#queued !== null) return this.#queued;
+    const run = this.#chain.then(() => {
+      this.#queued = null;
+      return this.#closed ? [] : this.#sweep();
+    });
+    this.#queued = run;
     this.#chain = run.catch(() => {});
     return run;
+  }
+
+  /** Stops sweeping: a sweep running ends at its next step; resolves once it has. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#chain;
   }
 
   #inUse(): Set<string> {
@@ -125,26 +158,76 @@ export class EngineCacheKeeper {
 
   async #sweep(): Promise<EngineCacheEviction[]> {
     const entries = await this.#entries();
+    this.#sizes.keepOnly(new Set(entries.map((e) => e.dir)));
     if (entries.length === 0) return [];
-    const view: EngineCacheView = {
-      inUse: this.#inUse(),
-      held: this.#o.held === undefined ? null : await this.#o.held(),
-      installed: this.#o.installed(),
-      usage: await this.#fs.diskUsage(this.#o.root),
-      marks: this.#o.marks,
-    };
     const done: EngineCacheEviction[] = [];
-    for (const ev of planEngineCacheEviction(entries, view)) {
-      // Checked again: a start may have taken the directory meanwhile.
-      if (this.#inUse().has(ev.entry.dir)) continue;
-      await this.#fs.removeTree(ev.entry.dir);
-      done.push(ev);
-      this.#report(ev);
+    const held = this.#o.held === undefined ? null : await this.#o.held();
+    for (const ev of revisionEvictions(entries, { inUse: this.#inUse(), held })) {
+      if (await this.#evict(ev, (await this.#sizes.size(ev.entry)).bytes)) done.push(ev);
     }
+    const gone = new Set(done.map((ev) => ev.entry.dir));
+    const rest = entries.filter((e) => !gone.has(e.dir));
+    // Read after the revisions' evictions: what they freed counts.
+    const usage = await this.#fs.diskUsage(this.#o.root);
+    const { marks } = this.#o;
+    const need = pressureNeed(usage, marks);
+    if (need === null || this.#closed) {
+      this.#said = null;
+      return done;
+    }
+    const installed = this.#o.installed();
+    const ordered = pressureOrder(rest, { inUse: this.#inUse(), installed });
+    const sized = await this.#sizes.prefix(ordered, need.toLow, () => this.#closed);
+    const plan = planPressure(sized, ordered.length, { usage, marks, installed });
+    const bytes = new Map(sized.map((e) => [e.dir, e.bytes]));
+    for (const ev of plan.evictions) {
+      if (await this.#evict(ev, bytes.get(ev.entry.dir) ?? 0)) done.push(ev);
+    }
+    this.#sayUnrelieved(plan, usage);
     return done;
   }
 
-  #report(ev: EngineCacheEviction): void {
+  /** Logs, once until it changes, pressure the caches cannot relieve or could not size in time. */
+  #sayUnrelieved(plan: ReturnType<typeof planPressure>, usage: DiskUsage): void {
+    const what = plan.elsewhere !== null ? "elsewhere" : plan.unsized ? "unsized" : null;
+    if (what === this.#said) return;
+    this.#said = what;
+    const fields = {
+      filesystem_of: this.#o.root,
+      used: formatBytes(usage.totalBytes - usage.freeBytes),
+      total: formatBytes(usage.totalBytes),
+      high_watermark: `${this.#o.marks.highPercent}%`,
+    };
+    if (what === "elsewhere") {
+      this.#o.log.warn(
+        "disk over the high watermark, and the engine caches cannot relieve it: they are kept",
+        { ...fields, engine_caches_evictable: formatBytes(plan.elsewhere!.evictableBytes) },
+      );
+    } else if (what === "unsized") {
+      this.#o.log.warn(
+        "disk over the high watermark: the engine caches could not all be sized in time; the next sweep goes on",
+        fields,
+      );
+    }
+  }
+
+  /** Removes `ev`'s directory unless a start took it meanwhile; whether it did. */
+  async #evict(ev: EngineCacheEviction, bytes: number): Promise<boolean> {
+    const dir = ev.entry.dir;
+    // Checked and marked with no await between: a start that comes later waits for the removal.
+    if (this.#closed || this.#inUse().has(dir)) return false;
+    const removal = this.#fs.removeTree(dir);
+    this.#removing.set(dir, removal.catch(() => {}));
+    try {
+      await removal;
+    } finally {
+      this.#removing.delete(dir);
+    }
+    this.#report(ev, bytes);
+    return true;
+  }
+
+  #report(ev: EngineCacheEviction, bytes: number): void {
     const { entry } = ev;
     const parts = entry.dir.split("/");
     const e: EngineCacheEvicted = {
@@ -152,7 +235,7 @@ export class EngineCacheKeeper {
       key: parts.at(-1) ?? "",
       model: entry.key?.model ?? null,
       revision: entry.key?.revision ?? null,
-      bytes: entry.bytes,
+      bytes,
       cause: ev.cause,
       reason: ev.reason,
     };
@@ -164,10 +247,9 @@ export class EngineCacheKeeper {
     }
   }
 
-  /** Every key directory under the root, with its record, size and last use. */
+  /** Every key directory under the root, with its record and last use; nothing walked. */
   async #entries(): Promise<EngineCacheEntry[]> {
     const fs = this.#fs;
-    const bytes = this.#o.bytes ?? treeBytes;
     const out: EngineCacheEntry[] = [];
     for (const engine of await fs.readDir(this.#o.root)) {
       if (!engine.isDirectory) continue;
@@ -180,7 +262,6 @@ export class EngineCacheKeeper {
         out.push({
           dir,
           key: record?.key ?? null,
-          bytes: await bytes(dir),
           lastUsedMs: record?.last_used_ms ?? (await fs.lstat(dir))?.mtimeMs ?? 0,
         });
       }

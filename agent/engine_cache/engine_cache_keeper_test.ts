@@ -1,4 +1,5 @@
-import { assertEquals, assertOk } from "../../tests/assert.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
+import { until } from "../../tests/until.ts";
 import { FakeClock } from "../../tests/fake_clock.ts";
 import { launch } from "../../tests/fake_engine_harness.ts";
 import type { DesiredShard } from "../../protocol/agent_protocol.ts";
@@ -7,7 +8,7 @@ import { createLogger } from "../../log/log.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../../engines/compile_cache.ts";
 import { denoCacheFs } from "../model_cache/cache_fs.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
-import { parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
+import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
 import { treeBytes } from "./tree_bytes.ts";
 
 const C1 = "1".repeat(40);
@@ -34,7 +35,24 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-function harness(root: string, o: { held?: Set<string> } = {}) {
+/** Keepers a test made: closed (their queued sweeps done) before its root goes. */
+const open: EngineCacheKeeper[] = [];
+
+async function cleanUp(root: string): Promise<void> {
+  for (const k of open.splice(0)) await k.close();
+  await Deno.remove(root, { recursive: true });
+}
+
+/** Options of a test keeper beyond its root. */
+interface HarnessOptions {
+  held?: Set<string>;
+  /** Bytes under a directory (default: the real walk). */
+  bytes?: (dir: string) => Promise<number>;
+  removeTree?: (dir: string) => Promise<void>;
+  marks?: { highPercent: number; lowPercent: number };
+}
+
+function harness(root: string, o: HarnessOptions = {}) {
   const disk = { usedBytes: 100_000 };
   const lines: string[] = [];
   const events: EngineCacheEvicted[] = [];
@@ -47,15 +65,23 @@ function harness(root: string, o: { held?: Set<string> } = {}) {
     held: o.held === undefined ? undefined : () => Promise.resolve(o.held!),
     installed: () => ({ vllm: "0.11.1" }),
     // A sliver between the marks: one directory's bytes bring the disk under the low one.
-    marks: { highPercent: 90, lowPercent: 89.999 },
+    marks: o.marks ?? { highPercent: 90, lowPercent: 89.999 },
     clock,
     log: createLogger("agent", (l) => lines.push(l)),
     onEvicted: (e) => events.push(e),
     fs: {
       ...denoCacheFs,
       diskUsage: () => Promise.resolve({ totalBytes: total, freeBytes: total - disk.usedBytes }),
+      // What a removal frees leaves the disk's usage, as on a real one.
+      removeTree: async (dir) => {
+        const freed = await treeBytes(dir);
+        await (o.removeTree ?? denoCacheFs.removeTree)(dir);
+        disk.usedBytes -= freed;
+      },
     },
+    bytes: o.bytes,
   });
+  open.push(keeper);
   return { keeper, lines, events, inUse, clock, disk };
 }
 
@@ -74,7 +100,7 @@ Deno.test("a start records its directory's key and last use", async () => {
     const again = parseRecord(await Deno.readTextFile(`${dir}/${RECORD_FILE}`));
     assertEquals(again?.last_used_ms, h.clock.now());
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
   }
 });
 
@@ -103,7 +129,7 @@ Deno.test("a revision evicted from the model cache takes its engine cache direct
     assertOk(h.events.every((e) => e.bytes >= 8192), JSON.stringify(h.events));
     assertEquals(h.lines.filter((l) => l.includes("engine cache evicted")).length, 2);
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
   }
 });
 
@@ -116,15 +142,18 @@ Deno.test("over the high watermark: the least recently used unused directory goe
     const newer = shard(C1, 4);
     const dirs = [];
     for (const s of [oldest, older, newer]) {
-      // Under the high watermark for these: each start sweeps too.
+      // Under the high watermark for these: each start queues a sweep too.
       dirs.push(await h.keeper.use(s.engine, s.launch));
       await compile(dirs.at(-1)!);
       h.clock.advance(60_000);
     }
+    // Their sweeps are done, under the watermark.
+    assertEquals(await h.keeper.sweep(), []);
     // The oldest runs; the next start finds the disk over the high watermark.
     h.inUse.push(oldest);
     h.disk.usedBytes = 900_500;
     const started = await h.keeper.use("vllm", shard(C2).launch);
+    await h.keeper.sweep();
     assertEquals(await exists(dirs[0]), true, "in use: kept");
     assertEquals(await exists(dirs[1]), false, "least recently used, unused: evicted");
     assertEquals(await exists(dirs[2]), true, "enough was freed");
@@ -132,7 +161,7 @@ Deno.test("over the high watermark: the least recently used unused directory goe
     assertEquals(h.events.map((e) => e.cause), ["disk_pressure"]);
     assertOk(h.events[0].reason.includes("over the high watermark of 90%"), h.events[0].reason);
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
   }
 });
 
@@ -146,14 +175,15 @@ Deno.test("a directory from before keys carried the commit: kept while its shard
     // An older agent made these, without a record.
     for (const s of [running, shard(C1, 2)]) await compile(legacy(s));
     h.inUse.push(running);
-    h.disk.usedBytes = 950_000;
+    // Just over the high watermark: one directory is enough.
+    h.disk.usedBytes = 900_100;
     const evicted = await h.keeper.sweep();
     assertEquals(evicted.map((e) => e.entry.dir), [legacy(shard(C1, 2))]);
     assertEquals(evicted[0].entry.key, null);
     assertEquals(await exists(legacy(running)), true);
     assertEquals(h.events.map((e) => [e.engine, e.model]), [["vllm", null]]);
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
   }
 });
 
@@ -170,28 +200,165 @@ Deno.test("a sweep that fails never fails the start: the directory is handed out
       log: createLogger("agent", (l) => lines.push(l)),
       fs: { ...denoCacheFs, diskUsage: () => Promise.reject(new Error("statfs: EIO")) },
     });
+    open.push(keeper);
     const dir = await keeper.use("vllm", shard(C1).launch);
+    await keeper.close();
     assertOk((await Deno.stat(dir)).isDirectory);
     assertOk(
       lines.some((l) => l.includes("cannot sweep the engine cache") && l.includes("statfs: EIO")),
       lines.join("\n"),
     );
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
   }
 });
 
-Deno.test("tree bytes: allocated blocks of files and folders, links not followed", async () => {
+/** A directory an earlier start of `s` left, with its record and compiled bytes, used at `at`. */
+async function leftBehind(
+  root: string,
+  s: DesiredShard<DesiredLaunch>,
+  at: number,
+): Promise<string> {
+  const key = compileCacheKeyInput(s.engine, s.launch);
+  const dir = compileCacheDir(root, key);
+  await compile(dir);
+  await Deno.writeTextFile(`${dir}/${RECORD_FILE}`, formatRecord({ key, last_used_ms: at }));
+  return dir;
+}
+
+Deno.test("a start never waits for a sweep: the directory is handed out while a walk is stuck", async () => {
+  const root = await Deno.makeTempDir();
+  const stuck = Promise.withResolvers<void>();
+  // Its revision left the model cache: the sweep the start queues walks it, and the walk hangs.
+  const h = harness(root, {
+    held: new Set([`org/fake-model-8b@${C1}`]),
+    bytes: async (dir) => {
+      await stuck.promise;
+      return treeBytes(dir);
+    },
+  });
+  try {
+    const gone = await leftBehind(root, shard(C2), 0);
+    let handed: string | null = null;
+    const using = h.keeper.use("vllm", shard(C1).launch).then((d) => handed = d);
+    try {
+      await until("use() hands the directory out", () => handed, { timeoutMs: 5_000 });
+    } finally {
+      stuck.resolve();
+      await using;
+    }
+    assertOk((await Deno.stat(handed!)).isDirectory);
+    // The queued sweep then evicts what it found.
+    await h.keeper.sweep();
+    assertEquals(await exists(gone), false);
+    assertEquals(h.events.map((e) => [e.revision, e.cause]), [[C2, "revision_evicted"]]);
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("only candidates are walked: under the high watermark, a revision's own directories", async () => {
   const root = await Deno.makeTempDir();
   try {
-    await Deno.mkdir(`${root}/t/a/b`, { recursive: true });
-    await Deno.writeFile(`${root}/t/a/b/f`, new Uint8Array(10_000));
-    await Deno.writeFile(`${root}/big`, new Uint8Array(1_000_000));
-    await Deno.symlink(`${root}/big`, `${root}/t/link`);
-    const n = await treeBytes(`${root}/t`);
-    assertOk(n >= 10_000 && n < 1_000_000, String(n));
-    assertEquals(await treeBytes(`${root}/absent`), 0);
+    const walked: string[] = [];
+    const h = harness(root, {
+      held: new Set([`org/fake-model-8b@${C1}`]),
+      bytes: (dir) => {
+        walked.push(dir);
+        return treeBytes(dir);
+      },
+    });
+    const kept = [await leftBehind(root, shard(C1, 1), 1), await leftBehind(root, shard(C1, 2), 2)];
+    const gone = await leftBehind(root, shard(C2), 3);
+    const evicted = await h.keeper.sweep();
+    assertEquals(evicted.map((e) => e.entry.dir), [gone]);
+    assertEquals(walked, [gone], "the held revisions' directories are not walked");
+    for (const d of kept) assertEquals(await exists(d), true);
   } finally {
-    await Deno.remove(root, { recursive: true });
+    await cleanUp(root);
+  }
+});
+
+Deno.test("over the high watermark: directories are walked least recently used first, only until enough is found", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const walked: string[] = [];
+    const h = harness(root, {
+      marks: { highPercent: 90, lowPercent: 80 },
+      bytes: (dir) => {
+        walked.push(dir);
+        return Promise.resolve(60_000);
+      },
+    });
+    const dirs = [];
+    for (let tp = 1; tp <= 4; tp++) dirs.push(await leftBehind(root, shard(C1, tp), 100 * tp));
+    // 910 000 of 1 000 000 used: 110 000 to free down to the low watermark, two directories.
+    h.disk.usedBytes = 910_000;
+    const evicted = await h.keeper.sweep();
+    assertEquals(evicted.map((e) => e.entry.dir), dirs.slice(0, 2));
+    assertEquals(walked, dirs.slice(0, 2), "the two most recent are never walked");
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("pressure the engine caches cannot relieve: nothing is evicted, and it is said once", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const h = harness(root, {
+      marks: { highPercent: 90, lowPercent: 80 },
+      bytes: () => Promise.resolve(10_000),
+    });
+    const dirs = [];
+    for (let tp = 1; tp <= 3; tp++) dirs.push(await leftBehind(root, shard(C1, tp), tp));
+    // 990 000 used: all three together free 30 000, still over the high watermark of 900 000.
+    h.disk.usedBytes = 990_000;
+    assertEquals(await h.keeper.sweep(), []);
+    assertEquals(await h.keeper.sweep(), [], "the next start does not wipe them either");
+    for (const d of dirs) assertEquals(await exists(d), true);
+    const said = h.lines.filter((l) => l.includes("engine caches cannot relieve"));
+    assertEquals(said.length, 1, h.lines.join("\n"));
+    assertStringIncludes(said[0], root);
+    // Once the disk is under the high watermark, a later pressure is said again.
+    h.disk.usedBytes = 100_000;
+    await h.keeper.sweep();
+    h.disk.usedBytes = 990_000;
+    await h.keeper.sweep();
+    assertEquals(h.lines.filter((l) => l.includes("engine caches cannot relieve")).length, 2);
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("a start of a directory a sweep is removing gets it back, made and recorded", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const removing = Promise.withResolvers<void>();
+    const proceed = Promise.withResolvers<void>();
+    const held = new Set([`org/fake-model-8b@${C1}`]);
+    const h = harness(root, {
+      held,
+      removeTree: async (dir) => {
+        removing.resolve();
+        await proceed.promise;
+        await denoCacheFs.removeTree(dir);
+      },
+    });
+    const s = shard(C2);
+    const dir = await leftBehind(root, s, 0);
+    const sweeping = h.keeper.sweep();
+    await removing.promise;
+    // The revision is back (downloaded again) and a shard of it starts, mid-removal.
+    held.add(`org/fake-model-8b@${C2}`);
+    h.inUse.push(s);
+    const using = h.keeper.use("vllm", s.launch);
+    proceed.resolve();
+    assertEquals(await using, dir);
+    await sweeping;
+    await h.keeper.sweep();
+    assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o700);
+    assertEquals(parseRecord(await Deno.readTextFile(`${dir}/${RECORD_FILE}`))?.key.revision, C2);
+  } finally {
+    await cleanUp(root);
   }
 });

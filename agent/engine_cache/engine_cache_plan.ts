@@ -4,11 +4,21 @@
  * uses or is about to use goes:
  *
  * 1. when its model revision has left the model cache: compiled graphs are
- *    useless without the weights;
- * 2. when the disk holding the directories is used above the model cache's
- *    high watermark (`--cache-high`): those of an engine version no longer
- *    installed on the host first, then least recently used, until usage is
- *    at or under the low watermark (`--cache-low`).
+ *    useless without the weights ({@link revisionEvictions}: its record is
+ *    enough, nothing is walked to decide);
+ * 2. when the file system holding the directories is used above the model
+ *    cache's high watermark (`--cache-high`) and evicting unused
+ *    directories brings it back to it ({@link planPressure}): those of an
+ *    engine version no longer installed on the host first, then least
+ *    recently used ({@link pressureOrder}), until usage is at or under the
+ *    low watermark (`--cache-low`). The keeper sizes them in that order and
+ *    only as far as needed.
+ *
+ * When even every unused directory together would leave usage over the
+ * high watermark, the pressure comes from elsewhere (models in use or
+ * pinned, logs, images): only directories of an engine version no longer
+ * installed go; the rest stay, since evicting them would only make every
+ * start cold without relieving the disk.
  *
  * A directory in use is never evicted, whatever the disk says.
  *
@@ -19,16 +29,19 @@ import type { DiskUsage } from "../model_cache/cache_fs.ts";
 import type { Watermarks } from "../model_cache/eviction_plan.ts";
 import { formatBytes } from "../../text/bytes.ts";
 
-/** One key directory as read from disk. */
+/** One key directory as listed: its record, not its size. */
 export interface EngineCacheEntry {
   /** Its path, `<root>/<engine>/<key>`. */
   dir: string;
   /** Its key, from its record; null when it has none (made before records were kept). */
   key: CompileCacheKeyInput | null;
-  /** Bytes under it. */
-  bytes: number;
   /** Last engine start that used it, ms (the directory's mtime without a record). */
   lastUsedMs: number;
+}
+
+/** A directory with the bytes under it. */
+export interface SizedEntry extends EngineCacheEntry {
+  bytes: number;
 }
 
 /** What the plan weighs besides the entries. */
@@ -41,9 +54,12 @@ export interface EngineCacheView {
    * a revision then).
    */
   held: ReadonlySet<string> | null;
-  /** Engine name → installed version; null while the agent has not asked its engines yet. */
+  /**
+   * Engine name → installed version; null while the agent has not asked its
+   * engines yet. An engine left out (its probe failed) is not known to be gone.
+   */
   installed: Readonly<Record<string, string>> | null;
-  /** The disk holding the directories. */
+  /** The file system holding the directories. */
   usage: DiskUsage;
   /** The model cache's watermarks. */
   marks: Watermarks;
@@ -60,59 +76,118 @@ export interface EngineCacheEviction {
   reason: string;
 }
 
-/** Whether `e`'s engine version is no longer the one installed (unknown versions never are). */
+/** Whether `e`'s engine version is known to differ from the one installed. */
 export function staleVersion(
   e: EngineCacheEntry,
   installed: EngineCacheView["installed"],
 ): boolean {
   if (installed === null || e.key === null || e.key.engine_version === null) return false;
+  // A probe that failed or timed out leaves the engine out: unknown, not uninstalled.
+  if (!Object.hasOwn(installed, e.key.engine)) return false;
   return installed[e.key.engine] !== e.key.engine_version;
 }
 
-/** The directories to evict, in the order to evict them. */
-export function planEngineCacheEviction(
+/** The unused directories whose model revision left the model cache. */
+export function revisionEvictions(
   entries: readonly EngineCacheEntry[],
-  view: EngineCacheView,
+  view: Pick<EngineCacheView, "inUse" | "held">,
 ): EngineCacheEviction[] {
   const out: EngineCacheEviction[] = [];
-  const free = entries.filter((e) => !view.inUse.has(e.dir));
-  const rest: EngineCacheEntry[] = [];
-  for (const e of free) {
+  if (view.held === null) return out;
+  for (const e of entries) {
     const k = e.key;
-    if (view.held !== null && k !== null && k.revision !== null) {
-      const revision = `${k.model}@${k.revision}`;
-      if (!view.held.has(revision)) {
-        out.push({
-          entry: e,
-          cause: "revision_evicted",
-          reason: `${revision} is no longer in the model cache`,
-        });
-        continue;
-      }
-    }
-    rest.push(e);
+    if (view.inUse.has(e.dir) || k === null || k.revision === null) continue;
+    const revision = `${k.model}@${k.revision}`;
+    if (view.held.has(revision)) continue;
+    out.push({
+      entry: e,
+      cause: "revision_evicted",
+      reason: `${revision} is no longer in the model cache`,
+    });
   }
-  const { usage, marks } = view;
-  const used = usage.totalBytes - usage.freeBytes;
-  let freed = out.reduce((n, o) => n + o.entry.bytes, 0);
-  if (used - freed <= (usage.totalBytes * marks.highPercent) / 100) return out;
-  const target = (usage.totalBytes * marks.lowPercent) / 100;
+  return out;
+}
+
+/** The unused directories, in the order disk pressure takes them: stale versions, then least recently used. */
+export function pressureOrder(
+  entries: readonly EngineCacheEntry[],
+  view: Pick<EngineCacheView, "inUse" | "installed">,
+): EngineCacheEntry[] {
   const stale = (e: EngineCacheEntry) => staleVersion(e, view.installed) ? 0 : 1;
-  rest.sort((a, b) =>
+  return entries.filter((e) => !view.inUse.has(e.dir)).sort((a, b) =>
     stale(a) - stale(b) || a.lastUsedMs - b.lastUsedMs ||
     (a.dir < b.dir ? -1 : a.dir > b.dir ? 1 : 0)
   );
-  const pressure = `disk ${formatBytes(used)} of ${formatBytes(usage.totalBytes)} used, over ` +
-    `the high watermark of ${marks.highPercent}%`;
-  for (const e of rest) {
-    if (used - freed <= target) break;
+}
+
+/** Bytes to free: to be at or under the high watermark, and to reach the low one. */
+export interface PressureNeed {
+  toHigh: number;
+  toLow: number;
+}
+
+/** What usage asks of the engine caches; null when it is at or under the high watermark. */
+export function pressureNeed(usage: DiskUsage, marks: Watermarks): PressureNeed | null {
+  const used = usage.totalBytes - usage.freeBytes;
+  const toHigh = used - (usage.totalBytes * marks.highPercent) / 100;
+  if (toHigh <= 0) return null;
+  return { toHigh, toLow: used - (usage.totalBytes * marks.lowPercent) / 100 };
+}
+
+/** What disk pressure evicts, and what it could not do. */
+export interface PressurePlan {
+  evictions: EngineCacheEviction[];
+  /**
+   * Set when every unused directory together would leave usage over the
+   * high watermark: the pressure comes from elsewhere. `evictableBytes` is
+   * what they hold.
+   */
+  elsewhere: { evictableBytes: number } | null;
+  /** The sizes found so far are not enough and some candidates were not sized yet. */
+  unsized: boolean;
+}
+
+/**
+ * The pressure evictions among `sized`, a prefix of {@link pressureOrder}'s
+ * candidates (`candidates` of them in all) with their sizes.
+ */
+export function planPressure(
+  sized: readonly SizedEntry[],
+  candidates: number,
+  view: Pick<EngineCacheView, "usage" | "marks" | "installed">,
+): PressurePlan {
+  const none: PressurePlan = { evictions: [], elsewhere: null, unsized: false };
+  const need = pressureNeed(view.usage, view.marks);
+  if (need === null) return none;
+  const { usage, marks } = view;
+  const pressure = `disk ${formatBytes(usage.totalBytes - usage.freeBytes)} of ${
+    formatBytes(usage.totalBytes)
+  } used, over the high watermark of ${marks.highPercent}%`;
+  const evict = (e: SizedEntry): EngineCacheEviction => {
     const gone = staleVersion(e, view.installed)
       ? `; ${e.key!.engine} ${e.key!.engine_version} is no longer installed (now: ${
-        view.installed![e.key!.engine] ?? "none"
+        view.installed![e.key!.engine]
       })`
       : "";
-    out.push({ entry: e, cause: "disk_pressure", reason: pressure + gone });
+    return { entry: e, cause: "disk_pressure", reason: pressure + gone };
+  };
+  const sum = sized.reduce((n, e) => n + e.bytes, 0);
+  if (sum < need.toHigh) {
+    // Not enough to relieve the disk: only what no installed engine can use goes.
+    const stale = sized.filter((e) => staleVersion(e, view.installed)).map(evict);
+    const all = sized.length >= candidates;
+    return {
+      evictions: stale,
+      elsewhere: all ? { evictableBytes: sum } : null,
+      unsized: !all,
+    };
+  }
+  const out: EngineCacheEviction[] = [];
+  let freed = 0;
+  for (const e of sized) {
+    if (freed >= need.toLow) break;
+    out.push(evict(e));
     freed += e.bytes;
   }
-  return out;
+  return { ...none, evictions: out };
 }

@@ -1,9 +1,12 @@
 import { assertEquals, assertStringIncludes } from "../../tests/assert.ts";
 import type { CompileCacheKeyInput } from "../../engines/compile_cache.ts";
 import {
-  type EngineCacheEntry,
   type EngineCacheView,
-  planEngineCacheEviction,
+  planPressure,
+  pressureNeed,
+  pressureOrder,
+  revisionEvictions,
+  type SizedEntry,
   staleVersion,
 } from "./engine_cache_plan.ts";
 
@@ -26,7 +29,7 @@ const entry = (
   lastUsedMs: number,
   bytes: number,
   k: CompileCacheKeyInput | null = key(C1),
-): EngineCacheEntry => ({ dir, key: k, bytes, lastUsedMs });
+): SizedEntry => ({ dir, key: k, bytes, lastUsedMs });
 
 const view = (o: Partial<EngineCacheView> = {}): EngineCacheView => ({
   inUse: new Set(),
@@ -37,10 +40,21 @@ const view = (o: Partial<EngineCacheView> = {}): EngineCacheView => ({
   ...o,
 });
 
+/** The whole plan as a sweep makes it, every candidate sized: revisions, then pressure. */
+function plan(entries: SizedEntry[], v: EngineCacheView): string[] {
+  const revisions = revisionEvictions(entries, v);
+  const gone = new Set(revisions.map((e) => e.entry.dir));
+  const freed = entries.filter((e) => gone.has(e.dir)).reduce((n, e) => n + e.bytes, 0);
+  const usage = { ...v.usage, freeBytes: v.usage.freeBytes + freed };
+  const ordered = pressureOrder(entries.filter((e) => !gone.has(e.dir)), v) as SizedEntry[];
+  const p = planPressure(ordered, ordered.length, { ...v, usage });
+  return [...revisions, ...p.evictions].map((e) => `${e.entry.dir}:${e.cause}`);
+}
+
 Deno.test("plan: each case evicts what an operator expects, in order", () => {
   const cases: {
     name: string;
-    entries: EngineCacheEntry[];
+    entries: SizedEntry[];
     view: EngineCacheView;
     want: string[];
   }[] = [
@@ -87,7 +101,13 @@ Deno.test("plan: each case evicts what an operator expects, in order", () => {
       want: ["stale:disk_pressure"],
     },
     {
-      name: "revision evictions count toward the low watermark",
+      name: "a version whose probe failed is not stale: least recently used decides",
+      entries: [entry("old", 10, 200), entry("unknown", 99, 200, key(C1, "0.10.0"))],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 50 }, installed: {} }),
+      want: ["old:disk_pressure"],
+    },
+    {
+      name: "revision evictions count toward the watermarks",
       // 950 used, the gone revision frees 100: 850 is under 90 %, nothing more.
       entries: [entry("gone", 50, 100, key(C2)), entry("old", 1, 100)],
       view: view({ usage: { totalBytes: 1000, freeBytes: 50 } }),
@@ -99,22 +119,53 @@ Deno.test("plan: each case evicts what an operator expects, in order", () => {
       view: view({ inUse: new Set(["a"]), usage: { totalBytes: 1000, freeBytes: 0 } }),
       want: [],
     },
+    {
+      name: "pressure from elsewhere: all unused together cannot reach the high mark, none goes",
+      // 990 used: 90 to free to reach 900; the caches hold 60.
+      entries: [entry("a", 1, 30), entry("b", 2, 30)],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 10 } }),
+      want: [],
+    },
+    {
+      name: "pressure from elsewhere: a version no longer installed still goes",
+      entries: [entry("a", 1, 30), entry("stale", 2, 30, key(C1, "0.10.0"))],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 10 } }),
+      want: ["stale:disk_pressure"],
+    },
+    {
+      name: "enough to get under the high mark but not the low one: all unused go",
+      // 950 used: 50 to reach 900, 150 to reach 800; the caches hold 80.
+      entries: [entry("a", 1, 40), entry("b", 2, 40)],
+      view: view({ usage: { totalBytes: 1000, freeBytes: 50 } }),
+      want: ["a:disk_pressure", "b:disk_pressure"],
+    },
   ];
-  for (const c of cases) {
-    const got = planEngineCacheEviction(c.entries, c.view).map((e) => `${e.entry.dir}:${e.cause}`);
-    assertEquals(got, c.want, c.name);
-  }
+  for (const c of cases) assertEquals(plan(c.entries, c.view), c.want, c.name);
+});
+
+Deno.test("pressure: what it could not do is said", () => {
+  const usage = { totalBytes: 1000, freeBytes: 10 };
+  const v = view({ usage });
+  const all = [entry("a", 1, 30), entry("b", 2, 30)];
+  assertEquals(planPressure(all, 2, v).elsewhere, { evictableBytes: 60 });
+  // One of three sized when the budget ran out: not known to be from elsewhere yet.
+  const part = planPressure(all.slice(0, 1), 3, v);
+  assertEquals([part.evictions, part.elsewhere, part.unsized], [[], null, true]);
+  assertEquals(planPressure(all, 2, view()), { evictions: [], elsewhere: null, unsized: false });
+  assertEquals(pressureNeed({ totalBytes: 1000, freeBytes: 100 }, v.marks), null, "at the mark");
+  assertEquals(pressureNeed(usage, v.marks), { toHigh: 90, toLow: 190 });
 });
 
 Deno.test("plan: the reasons name the revision, the disk and the version", () => {
-  const [gone] = planEngineCacheEviction([entry("g", 1, 1, key(C2))], view());
+  const [gone] = revisionEvictions([entry("g", 1, 1, key(C2))], view());
   assertEquals(gone.reason, `acme/m@${C2} is no longer in the model cache`);
-  const [stale] = planEngineCacheEviction(
+  const [stale] = planPressure(
     [entry("s", 1, 100, key(C1, "0.10.0"))],
-    view({ usage: { totalBytes: 1000, freeBytes: 50 }, installed: {} }),
-  );
+    1,
+    view({ usage: { totalBytes: 1000, freeBytes: 50 } }),
+  ).evictions;
   assertStringIncludes(stale.reason, "over the high watermark of 90%");
-  assertStringIncludes(stale.reason, "vllm 0.10.0 is no longer installed (now: none)");
+  assertStringIncludes(stale.reason, "vllm 0.10.0 is no longer installed (now: 0.11.1)");
 });
 
 Deno.test("stale: only a known version that differs from the installed one", () => {
@@ -124,4 +175,7 @@ Deno.test("stale: only a known version that differs from the installed one", () 
   assertEquals(staleVersion(e(null), { vllm: "0.11.1" }), false);
   assertEquals(staleVersion(e("0.10.0"), null), false);
   assertEquals(staleVersion(entry("d", 1, 1, null), {}), false);
+  // Its version probe failed or timed out: not known to be gone.
+  assertEquals(staleVersion(e("0.10.0"), {}), false);
+  assertEquals(staleVersion(e("0.10.0"), { sglang: "0.5.4" }), false);
 });

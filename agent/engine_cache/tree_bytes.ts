@@ -2,8 +2,9 @@
  * The disk space a directory tree takes, as `du` counts it (allocated
  * blocks, not apparent sizes: a Triton or Inductor cache is thousands of
  * small files, each taking at least a block). Links are not followed. The
- * walk is bounded in depth and entries, so a runaway tree costs a bounded
- * time; what lies beyond the bounds is not counted.
+ * walk is bounded in depth, in entries and, when given one, in time, so a
+ * runaway tree or a slow file system costs a bounded time; what lies beyond
+ * the bounds is not counted.
  *
  * @module
  */
@@ -13,14 +14,22 @@ const MAX_DEPTH = 64;
 /** Most entries looked at in one walk. */
 const MAX_ENTRIES = 1_000_000;
 
-/** Bytes allocated under `dir` (0 when it is absent). */
-export async function treeBytes(dir: string): Promise<number> {
+/** When a walk stops: once `now()` passes `stopAtMs`. */
+export interface WalkDeadline {
+  now: () => number;
+  stopAtMs: number;
+}
+
+/** Bytes allocated under `dir` (0 when it is absent), counted until `deadline` if given. */
+export async function treeBytes(dir: string, deadline?: WalkDeadline): Promise<number> {
   let total = 0;
   let seen = 0;
+  const over = () =>
+    ++seen > MAX_ENTRIES || (deadline !== undefined && deadline.now() > deadline.stopAtMs);
   const walk = async (path: string, depth: number): Promise<void> => {
     try {
       for await (const e of Deno.readDir(path)) {
-        if (++seen > MAX_ENTRIES) return;
+        if (over()) return;
         const child = `${path}/${e.name}`;
         const s = await lstatOrNull(child);
         if (s === null) continue;
