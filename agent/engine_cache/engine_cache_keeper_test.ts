@@ -305,9 +305,13 @@ Deno.test("over the high watermark: directories are walked least recently used f
 Deno.test("pressure the engine caches cannot relieve: nothing is evicted, and it is said once", async () => {
   const root = await Deno.makeTempDir();
   try {
+    let walks = 0;
     const h = harness(root, {
       marks: { highPercent: 90, lowPercent: 80 },
-      bytes: () => Promise.resolve(10_000),
+      bytes: () => {
+        walks++;
+        return Promise.resolve(10_000);
+      },
     });
     const dirs = [];
     for (let tp = 1; tp <= 3; tp++) dirs.push(await leftBehind(root, shard(C1, tp), tp));
@@ -315,6 +319,7 @@ Deno.test("pressure the engine caches cannot relieve: nothing is evicted, and it
     h.disk.usedBytes = 990_000;
     assertEquals(await h.keeper.sweep(), []);
     assertEquals(await h.keeper.sweep(), [], "the next start does not wipe them either");
+    assertEquals(walks, 3, "each walked once: their sizes are remembered");
     for (const d of dirs) assertEquals(await exists(d), true);
     const said = h.lines.filter((l) => l.includes("engine caches cannot relieve"));
     assertEquals(said.length, 1, h.lines.join("\n"));
