@@ -10,7 +10,7 @@
  */
 import { shortCommit } from "../deployment/model_revision.ts";
 import {
-  ModelPullSchema,
+  CancelPullAnswerSchema,
   type ModelPullView,
   PullAnswerSchema,
   PullListSchema,
@@ -90,12 +90,17 @@ export async function modelsCommand(
   if (request.sub === "cancel") {
     const r = await adminAnswer(
       call,
-      ModelPullSchema,
+      CancelPullAnswerSchema,
       "POST",
       "/v1/models/pulls/cancel",
       request.body,
     );
-    out(o.json ? JSON.stringify(r, null, 2) + "\n" : `${r.id}: ${r.state}\n${nodeStates(r)}\n`);
+    const unchanged = r.unchanged.length === 0 ? "" : `not cancelled: ${r.unchanged.join("; ")}\n`;
+    out(
+      o.json
+        ? JSON.stringify(r, null, 2) + "\n"
+        : `${r.id}: ${r.state}\n${nodeStates(r)}\n${unchanged}`,
+    );
     return 0;
   }
   const r = await adminAnswer(call, PullAnswerSchema, "POST", "/v1/models/pull", request.body);
@@ -135,11 +140,22 @@ function nodeStates(p: ModelPullView): string {
   }).join(", ");
 }
 
+/**
+ * `org/name@` the shortest prefix of the commit, 7 digits at least, that
+ * no other pull of the model shares: what `models cancel` takes.
+ */
+function pullName(p: ModelPullView, pulls: readonly ModelPullView[]): string {
+  const others = pulls.filter((q) => q.model === p.model && q.commit !== p.commit);
+  let n = shortCommit(p.commit).length;
+  while (n < p.commit.length && others.some((q) => q.commit.startsWith(p.commit.slice(0, n)))) n++;
+  return `${p.model}@${p.commit.slice(0, n)}`;
+}
+
 /** `PULL STATE FINISHED NODES`, one row per pull, as the control plane orders them. */
 function pullTable(pulls: readonly ModelPullView[]): string {
   if (pulls.length === 0) return "no pulls under way or lately finished\n";
   const rows = pulls.map((p) => [
-    `${p.model}@${shortCommit(p.commit)}`,
+    pullName(p, pulls),
     p.state,
     p.finished_at === null ? "-" : new Date(p.finished_at).toISOString(),
     nodeStates(p),

@@ -241,7 +241,15 @@ export function statusText(s: RolloutStatusAnswer): string {
         `pre-pulling ${p.model}@${shortCommit(p.commit)} before any replica stops: ` +
           `${p.held.length}/${p.nodes.length} nodes hold it (${
             p.nodes.map((n) =>
-              `${n} ${p.held.includes(n) ? "held" : p.failed.includes(n) ? "failed" : "fetching"}`
+              `${n} ${
+                p.held.includes(n)
+                  ? "held"
+                  : p.failed.includes(n)
+                  ? "failed"
+                  : p.cancelled.includes(n)
+                  ? "cancelled"
+                  : "fetching"
+              }`
             ).join(", ")
           }); replacing anyway at ${time(p.until)}`,
       );

@@ -292,16 +292,17 @@ Deno.test("rollout status: a pre-pull says which nodes hold the new model revisi
       prepull: {
         model: "org/llama",
         commit: "2222222222222222222222222222222222222222",
-        nodes: ["n1", "n2", "n3"],
+        nodes: ["n1", "n2", "n3", "n4"],
         held: ["n2"],
         failed: ["n3"],
+        cancelled: ["n4"],
         until: T0 + 600_000,
       },
     } as Parameters<typeof statusText>[0],
   );
   assertStringIncludes(
     text,
-    "pre-pulling org/llama@2222222 before any replica stops: 1/3 nodes hold it (n1 fetching, n2 held, n3 failed)",
+    "pre-pulling org/llama@2222222 before any replica stops: 1/4 nodes hold it (n1 fetching, n2 held, n3 failed, n4 cancelled)",
   );
   assertEquals(text.includes("step 1:"), false);
 });

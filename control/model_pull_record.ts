@@ -10,9 +10,7 @@
  */
 import type { ModelPullView, PullNodeView } from "../protocol/model_admin.ts";
 
-export type { PullNodeState } from "../protocol/model_admin.ts";
-
-/** One node of a pull. */
+/** One node's part of a pull. */
 export type PullNode = PullNodeView;
 
 /** One revision being pulled, or pulled lately; keyed by `id` (`repo@commit`). */

@@ -9,28 +9,28 @@
  * (`pinned: true`), so no agent evicts it.
  *
  * Pulls are stored (control/model_pull_record.ts), so a restarted or
- * failed-over control plane keeps asking for the ones not done. A node
- * removed is cancelled. A node whose agent reports the pull failed for
- * good (the heartbeat's `pulls_failed`) is `failed` with the agent's
- * words (`model_pull_failed`, once) and no longer asked: an operator's
- * pull asks it again, a rollout's pre-pull only when it failed before the
- * rollout began (control/rollout_prepull.ts). Finished pulls stay listed (`GET /v1/models/pulls`)
- * for {@link FINISHED_PULL_TTL_MS}, at most {@link FINISHED_PULLS_KEPT} of them.
+ * failed-over control plane keeps asking for the ones not done; every
+ * change is written to the store first, then to memory and the desired
+ * states, so a failed write changes nothing. A node removed, or that an
+ * operator cancels, is `cancelled` (control/model_pull_cancel.ts). A node
+ * whose agent reports the pull failed for good (the heartbeat's
+ * `pulls_failed`) is `failed` with the agent's words (`model_pull_failed`,
+ * once) and no longer asked; once it reports the revision held anyway (a
+ * replica fetched it) it is `done`. An operator's pull asks a failed or
+ * cancelled node again; a rollout's pre-pull only when it failed or was
+ * cancelled before the rollout began (control/rollout_prepull.ts).
+ * Finished pulls stay listed (`GET /v1/models/pulls`) for
+ * {@link FINISHED_PULL_TTL_MS}, at most {@link FINISHED_PULLS_KEPT} of them.
  *
  * @module
  */
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
 import { type PullFailureReport, revisionName } from "../protocol/model_cache_report.ts";
-import type {
-  CancelPullBody,
-  ModelPullView,
-  PullAnswer,
-  PullBody,
-} from "../protocol/model_admin.ts";
+import type { ModelPullView, PullAnswer, PullBody } from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
-import type { ModelPull } from "./model_pull_record.ts";
+import type { ModelPull, PullNode } from "./model_pull_record.ts";
 import type { ControlState } from "./state.ts";
 export type { ModelPull } from "./model_pull_record.ts";
 
@@ -54,52 +54,79 @@ export function waitingNodes(pull: ModelPull): string[] {
 
 /**
  * Asks `nodes` to fetch `model`@`commit` (those that hold it are left
- * out); stores the pull and marks the desired states of the nodes newly
+ * out); stores the pull, then marks the desired states of the nodes newly
  * asked for publishing. Answers who was asked and who holds it already.
- * A node whose part `failed` is asked again (an operator's pull);
- * `failedSince` leaves out those that failed at or after it (a rollout's
- * pre-pull does not ask again what failed during the rollout).
+ * A node whose part `failed` or was cancelled is asked again (an
+ * operator's pull); `givenUpSince` leaves out those that failed, or that
+ * an operator cancelled, at or after it (a rollout's pre-pull does not ask
+ * again what failed or was cancelled during the rollout).
  */
 export async function requestPull(
   state: ControlState,
   model: string,
   commit: string,
   nodes: readonly string[],
-  failedSince = Infinity,
+  givenUpSince = Infinity,
 ): Promise<{ requested: string[]; held: string[] }> {
   const requested: string[] = [];
   const held: string[] = [];
   const id = revisionName(model, commit);
   const now = state.now();
-  let changed = false;
-  let pull = state.modelPulls.get(id);
+  const asked: string[] = [];
+  const stored = state.modelPulls.get(id);
+  // Changed on a copy: memory follows the store only once the write went through.
+  const pull: ModelPull = stored === undefined
+    ? { id, model, commit, nodes: [], created_at: now, updated_at: now, finished_at: null }
+    : structuredClone(stored);
   for (const node of [...new Set(nodes)].sort(compareNatural)) {
     if (nodeHolds(state, node, model, commit)) {
       held.push(node);
       continue;
     }
-    const entry = pull?.nodes.find((n) => n.node === node);
-    if (entry?.state === "failed" && (entry.finished_at ?? 0) >= failedSince) continue;
+    const entry = pull.nodes.find((n) => n.node === node);
+    if (entry !== undefined && givenUp(entry, givenUpSince)) continue;
     requested.push(node);
-    pull ??= { id, model, commit, nodes: [], created_at: now, updated_at: now, finished_at: null };
     if (entry?.state === "requested") continue;
-    const asked = { node, state: "requested" as const, requested_at: now, finished_at: null };
-    if (entry === undefined) pull.nodes.push({ ...asked, reason: null });
+    const part = { node, state: "requested" as const, requested_at: now, finished_at: null };
+    if (entry === undefined) pull.nodes.push({ ...part, reason: null });
     else {
       delete entry.kind;
-      Object.assign(entry, asked, { reason: null });
+      Object.assign(entry, part, { reason: null });
     }
-    state.dirty.add(node);
-    changed = true;
+    asked.push(node);
   }
-  if (pull !== undefined && changed) {
+  if (asked.length > 0) {
     pull.nodes.sort((a, b) => compareNatural(a.node, b.node));
     pull.updated_at = now;
     pull.finished_at = null;
-    state.modelPulls.set(id, pull);
-    await state.store.putModelPull(pull);
+    await storePull(state, pull, asked);
   }
   return { requested, held };
+}
+
+/** The reason of a node's part that an operator cancelled (`llmgw models cancel`). */
+export const OPERATOR_CANCEL_REASON = "cancelled by an operator";
+
+/** Whether `entry` failed, or an operator cancelled it, at or after `since`. */
+export function givenUp(entry: PullNode, since: number): boolean {
+  const finalState = entry.state === "failed" ||
+    (entry.state === "cancelled" && entry.reason === OPERATOR_CANCEL_REASON);
+  return finalState && (entry.finished_at ?? 0) >= since;
+}
+
+/**
+ * Writes `pull` (a changed copy) to the store, then makes it the state's
+ * and marks `nodes`' desired states for publishing: a failed write leaves
+ * memory as the store has it.
+ */
+export async function storePull(
+  state: ControlState,
+  pull: ModelPull,
+  nodes: readonly string[],
+): Promise<void> {
+  await state.store.putModelPull(pull);
+  state.modelPulls.set(pull.id, pull);
+  for (const n of nodes) state.dirty.add(n);
 }
 
 /**
@@ -163,25 +190,31 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
 
 /**
  * A node's cache report came: the pulls it now holds are done for it
- * (`model_pulled`); a pull no node waits for is finished, and kept listed
- * for a while.
+ * (`model_pulled`), those asked of it and those that failed there alike (a
+ * replica fetched it since); a pull no node waits for is finished, and
+ * kept listed for a while.
  */
 export async function settlePulls(state: ControlState, nodeId: string): Promise<void> {
   const now = state.now();
   let settled = false;
-  for (const pull of state.modelPulls.values()) {
-    const entry = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
-    if (entry === undefined || !nodeHolds(state, nodeId, pull.model, pull.commit)) continue;
-    entry.state = "done";
-    entry.finished_at = now;
+  for (const stored of [...state.modelPulls.values()]) {
+    const at = stored.nodes.findIndex((n) =>
+      n.node === nodeId && (n.state === "requested" || n.state === "failed")
+    );
+    if (at < 0 || !nodeHolds(state, nodeId, stored.model, stored.commit)) continue;
+    const pull = structuredClone(stored);
+    const entry = pull.nodes[at];
+    const failed = entry.state === "failed";
+    delete entry.kind;
+    Object.assign(entry, { state: "done", finished_at: now, reason: null });
     settled = true;
     finish(pull, now);
-    state.dirty.add(nodeId);
-    await state.store.putModelPull(pull);
+    await storePull(state, pull, [nodeId]);
     await state.event(
       "model_pulled",
       `node/${nodeId}`,
-      `holds ${pull.model}@${shortCommit(pull.commit)}, pulled ahead of its replicas`,
+      `holds ${pull.model}@${shortCommit(pull.commit)}, ` +
+        (failed ? "fetched since its pull failed (by a replica)" : "pulled ahead of its replicas"),
     );
   }
   // Heartbeats come often: the list is swept when one finishes something, else once a minute.
@@ -205,13 +238,18 @@ export async function failPulls(
 ): Promise<void> {
   const now = state.now();
   for (const f of failures) {
-    const pull = state.modelPulls.get(revisionName(f.repo, f.commit));
-    const entry = pull?.nodes.find((n) => n.node === nodeId && n.state === "requested");
-    if (pull === undefined || entry === undefined) continue;
-    Object.assign(entry, { state: "failed", finished_at: now, reason: f.message, kind: f.kind });
+    const stored = state.modelPulls.get(revisionName(f.repo, f.commit));
+    const at = stored?.nodes.findIndex((n) => n.node === nodeId && n.state === "requested") ?? -1;
+    if (stored === undefined || at < 0) continue;
+    const pull = structuredClone(stored);
+    Object.assign(pull.nodes[at], {
+      state: "failed",
+      finished_at: now,
+      reason: f.message,
+      kind: f.kind,
+    });
     finish(pull, now);
-    state.dirty.add(nodeId);
-    await state.store.putModelPull(pull);
+    await storePull(state, pull, [nodeId]);
     await state.event(
       "model_pull_failed",
       `node/${nodeId}`,
@@ -226,73 +264,6 @@ const SWEEP_EVERY_MS = 60_000;
 
 /** When each control state last swept its finished pulls. */
 const lastSweep = new WeakMap<ControlState, number>();
-
-/** Gives up every pull still asked of `nodeId` (`cancelled`, with `reason`), stored. */
-export async function cancelPulls(
-  state: ControlState,
-  nodeId: string,
-  reason: string,
-): Promise<void> {
-  const now = state.now();
-  for (const pull of state.modelPulls.values()) {
-    const entry = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
-    if (entry === undefined) continue;
-    Object.assign(entry, { state: "cancelled", finished_at: now, reason });
-    finish(pull, now);
-    await state.store.putModelPull(pull);
-  }
-  await prunePulls(state, now);
-}
-
-/**
- * `POST /v1/models/pulls/cancel`: stops asking the nodes named (or every
- * node still asked) for a pull; their desired states drop it, so their
- * agents stop fetching it (what they hold stays until evicted). A rollout
- * waiting on the revision asks again at its next pass.
- *
- * @throws {NotFoundError} For an unknown pull, or a node it never asked.
- */
-export function cancelPull(state: ControlState, body: CancelPullBody): Promise<ModelPullView> {
-  return state.locked(async () => {
-    const pull = state.modelPulls.get(body.pull);
-    if (pull === undefined) {
-      throw new NotFoundError(`no pull ${body.pull} (see llmgw models pulls)`);
-    }
-    const nodes = body.nodes ?? waitingNodes(pull);
-    for (const [i, node] of nodes.entries()) {
-      if (!pull.nodes.some((n) => n.node === node)) {
-        throw new NotFoundError(`node ${node} (nodes[${i}]) was never asked to pull ${pull.id}`);
-      }
-    }
-    const now = state.now();
-    const cancelled: string[] = [];
-    for (const entry of pull.nodes) {
-      if (entry.state !== "requested" || !nodes.includes(entry.node)) continue;
-      Object.assign(entry, {
-        state: "cancelled",
-        finished_at: now,
-        reason: "cancelled by an operator",
-      });
-      state.dirty.add(entry.node);
-      cancelled.push(entry.node);
-    }
-    if (cancelled.length > 0) {
-      finish(pull, now);
-      await state.store.putModelPull(pull);
-      for (const node of cancelled) {
-        await state.event(
-          "model_pull_cancelled",
-          `node/${node}`,
-          `operator: stopped fetching ${pull.model}@${shortCommit(pull.commit)} here`,
-        );
-      }
-      state.kick();
-    }
-    const view = pullViews(state).find((p) => p.id === pull.id)!;
-    await prunePulls(state, now);
-    return view;
-  });
-}
 
 /** Reads the stored pulls into the state (a control plane opening its store). */
 export async function restorePulls(state: ControlState): Promise<void> {
@@ -322,13 +293,13 @@ export function pullList(state: ControlState): ModelPull[] {
 }
 
 /** Marks a pull changed at `now`, and finished once no node is requested. */
-function finish(pull: ModelPull, now: number): void {
+export function finish(pull: ModelPull, now: number): void {
   pull.updated_at = now;
   if (waitingNodes(pull).length === 0) pull.finished_at ??= now;
 }
 
 /** Deletes finished pulls past {@link FINISHED_PULL_TTL_MS} or {@link FINISHED_PULLS_KEPT}. */
-async function prunePulls(state: ControlState, now: number): Promise<void> {
+export async function prunePulls(state: ControlState, now: number): Promise<void> {
   lastSweep.set(state, now);
   const finished = pullList(state).filter((p) => p.finished_at !== null);
   for (const [i, p] of finished.entries()) {

@@ -7,7 +7,7 @@
  * bounded count and time; a removed node's part is cancelled; a node whose
  * agent reports the pull failed for good is failed, once, across a restart.
  */
-import { assertEquals, assertOk } from "../tests/assert.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { fixtureFacts } from "../tests/model_configs.ts";
 import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
@@ -17,8 +17,9 @@ import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { LeaderLease } from "./leader_lease.ts";
+import { cancelPull, cancelPulls } from "./model_pull_cancel.ts";
+import type { ModelPull } from "./model_pull_record.ts";
 import {
-  cancelPulls,
   FINISHED_PULL_TTL_MS,
   FINISHED_PULLS_KEPT,
   pullDeploymentModel,
@@ -275,23 +276,63 @@ Deno.test("GET /v1/models/pulls lists them; POST /v1/models/pulls/cancel stops a
   const events = await cp.events.list({ limit: 100 });
   assertOk(events.some((e) => e.kind === "model_pull_cancelled" && e.subject === "node/n2"));
 
+  assertEquals([one.json.cancelled, one.json.unchanged], [["n2"], []]);
+
   // Bad input names what was wrong; nothing changes.
   const bad = await call("POST", "/v1/models/pulls/cancel", { pull: MODEL });
   assertEquals(bad.status, 400);
-  assertOk(JSON.stringify(bad.json).includes("org/name@<40-hex commit>"), JSON.stringify(bad.json));
+  assertOk(
+    JSON.stringify(bad.json).includes("must be a pull, org/name@commit"),
+    JSON.stringify(bad.json),
+  );
+  const tooShort = await call("POST", "/v1/models/pulls/cancel", { pull: `${MODEL}@4b1c2a` });
+  assertEquals(tooShort.status, 400, "a prefix has 7 digits at least");
   const unknown = await call("POST", "/v1/models/pulls/cancel", {
     pull: `${MODEL}@${"f".repeat(40)}`,
   });
   assertEquals(unknown.status, 404);
+  const unknownPrefix = await call("POST", "/v1/models/pulls/cancel", { pull: `${MODEL}@fffffff` });
+  assertEquals(unknownPrefix.status, 404);
   const stranger = await call("POST", "/v1/models/pulls/cancel", { pull: id, nodes: ["n3"] });
   assertEquals(stranger.status, 404);
   assertOk(JSON.stringify(stranger.json).includes("node n3 (nodes[0]) was never asked"));
+  // Naming only a node no longer asked: 409 saying so.
+  const again = await call("POST", "/v1/models/pulls/cancel", { pull: id, nodes: ["n2"] });
+  assertEquals(again.status, 409, JSON.stringify(again.json));
+  assertEquals(
+    again.json.error.message,
+    `Cannot cancel pull ${id}: n2 was cancelled already (cancelled by an operator)`,
+  );
   assertEquals(await models(cp, "n1"), PULLED);
 
-  // The rest: the pull is finished, cancelled, and still listed.
-  const rest = await call("POST", "/v1/models/pulls/cancel", { pull: id });
-  assertEquals([rest.status, rest.json.state], [200, "cancelled"]);
+  // The rest, by the short id llmgw models pulls shows: finished, cancelled, still listed;
+  // n2, named too, is said to be cancelled already.
+  const rest = await call("POST", "/v1/models/pulls/cancel", {
+    pull: `${MODEL}@4b1c2a9`,
+    nodes: ["n1", "n2"],
+  });
+  assertEquals([rest.status, rest.json.id, rest.json.state], [200, id, "cancelled"]);
+  assertEquals([rest.json.cancelled, rest.json.unchanged], [
+    ["n1"],
+    ["n2 was cancelled already (cancelled by an operator)"],
+  ]);
   assertEquals((await call("GET", "/v1/models/pulls")).json.pulls[0].finished_at, clock.now());
+  const finished = await call("POST", "/v1/models/pulls/cancel", { pull: id });
+  assertEquals(finished.status, 409);
+  assertEquals(
+    finished.json.error.message,
+    `Cannot cancel pull ${id}: no node is asked for it any more`,
+  );
+
+  // A prefix two pulls of the model share is ambiguous: 409 naming both.
+  const twin = "4b1c2a9" + "0".repeat(33);
+  await cp.state.locked(() => requestPull(cp.state, MODEL, twin, ["n3"]));
+  await cp.state.locked(() => requestPull(cp.state, MODEL, COMMIT, ["n3"]));
+  const ambiguous = await call("POST", "/v1/models/pulls/cancel", { pull: `${MODEL}@4b1c2a9` });
+  assertEquals(ambiguous.status, 409, JSON.stringify(ambiguous.json));
+  assertStringIncludes(ambiguous.json.error.message, `${MODEL}@${twin}, ${id}`);
+  const longer = await call("POST", "/v1/models/pulls/cancel", { pull: `${MODEL}@4b1c2a9d` });
+  assertEquals([longer.status, longer.json.id], [200, id]);
 });
 
 Deno.test("a pull failed for good on a node: failed with the agent's words, one event, not asked again until pulled again; kept across a restart", async () => {
@@ -372,4 +413,93 @@ Deno.test("a pull failed for good on a node: failed with the agent's words, one 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** A memory store whose pull writes fail while `failing` is set (PostgreSQL lost, leadership gone). */
+class FlakyPullStore extends MemoryStore {
+  failing = false;
+  override putModelPull(p: ModelPull): Promise<void> {
+    return this.failing ? Promise.reject(new Error("connection lost")) : super.putModelPull(p);
+  }
+}
+
+Deno.test("a pull write the store refuses changes nothing in memory: request, cancel, fail, settle", async () => {
+  const clock = new FakeClock();
+  const store = new FlakyPullStore();
+  const cp = await openPlane(store, clock);
+  for (const id of ["n1", "n2"]) await cp.nodes.register(registration(id), null);
+  for (const id of ["n1", "n2"]) await heartbeat(cp, id, false);
+  await cp.deployments.apply(DEPLOYMENT);
+  const id = `${MODEL}@${COMMIT}`;
+  const states = () =>
+    pullViews(cp.state).flatMap((p) => p.nodes.map((n) => `${n.node} ${n.state}`));
+  const refused = async (what: string, f: () => Promise<unknown>) => {
+    store.failing = true;
+    const error = await f().then(() => null, (e: Error) => e.message);
+    store.failing = false;
+    assertEquals(error, "connection lost", what);
+    await cp.reconcile();
+  };
+
+  await refused("request", () => pullDeploymentModel(cp.state, { deployment: "qwen" }));
+  assertEquals([cp.state.modelPulls.size, await models(cp, "n1")], [0, []]);
+  await pullDeploymentModel(cp.state, { deployment: "qwen" });
+  await cp.reconcile();
+
+  await refused("cancel", () => cancelPull(cp.state, { pull: id, nodes: ["n2"] }));
+  assertEquals(states(), ["n1 requested", "n2 requested"]);
+  assertEquals(await models(cp, "n2"), PULLED);
+
+  const gated = { repo: MODEL, commit: COMMIT, kind: "gated", message: "gated", at: 1 };
+  await refused("fail", () => heartbeat(cp, "n2", false, [gated]));
+  assertEquals(states(), ["n1 requested", "n2 requested"]);
+  assertEquals(await models(cp, "n2"), PULLED);
+
+  await refused("settle", () => heartbeat(cp, "n1", true));
+  assertEquals(states(), ["n1 requested", "n2 requested"]);
+  assertEquals((await store.listModelPulls())[0].nodes.map((n) => n.state), [
+    "requested",
+    "requested",
+  ]);
+
+  // The store back, the same reports go through.
+  await heartbeat(cp, "n1", true);
+  await heartbeat(cp, "n2", false, [gated]);
+  assertEquals(states(), ["n1 done", "n2 failed"]);
+});
+
+Deno.test("a node whose pull failed and that holds the revision later (a replica fetched it) is done", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryStore();
+  const cp = await openPlane(store, clock);
+  await cp.nodes.register(registration("n1"), null);
+  await heartbeat(cp, "n1", false);
+  await cp.deployments.apply(DEPLOYMENT);
+  await pullDeploymentModel(cp.state, { deployment: "qwen" });
+  const failure = {
+    repo: MODEL,
+    commit: COMMIT,
+    kind: "insufficient_disk",
+    message: "full",
+    at: 1,
+  };
+  await heartbeat(cp, "n1", false, [failure]);
+  assertEquals(pullViews(cp.state)[0].state, "failed");
+  clock.advance(5_000);
+  await heartbeat(cp, "n1", true);
+  const [pull] = pullViews(cp.state);
+  assertEquals(pull.state, "done");
+  assertEquals(pull.nodes, [{
+    node: "n1",
+    state: "done",
+    requested_at: pull.created_at,
+    finished_at: clock.now(),
+    reason: null,
+  }]);
+  assertEquals((await store.listModelPulls())[0].nodes[0].state, "done");
+  await cp.state.flushEvents();
+  const pulled = (await cp.events.list({ limit: 100 })).filter((e) => e.kind === "model_pulled");
+  assertEquals(pulled.map((e) => e.message), [
+    `holds ${MODEL}@4b1c2a9, fetched since its pull failed (by a replica)`,
+  ]);
 });

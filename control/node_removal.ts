@@ -10,8 +10,9 @@
  */
 import type { InventoryNode } from "../inventory/store.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
-import { cancelPulls } from "./model_pulls.ts";
+import { cancelPulls } from "./model_pull_cancel.ts";
 import type { ControlState } from "./state.ts";
+import { errorMessage } from "../text/error_message.ts";
 
 /** The replicas placed on a node, by id, sorted. */
 export function replicasOnNode(state: ControlState, nodeId: string): string[] {
@@ -63,7 +64,6 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
     state.reports.delete(nodeId);
     state.modelCaches.delete(nodeId);
     state.diskFull.forget(nodeId);
-    await cancelPulls(state, nodeId, "node removed");
     state.awaitingFirstReport.delete(nodeId);
     state.dirty.delete(nodeId);
     state.inventory.removeNode(nodeId);
@@ -73,6 +73,13 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
       `operator: removed (was ${node.state}, ${node.gpus.length} GPUs)`,
     );
     state.kick();
+    // Last, and never fatal: the node is gone everywhere else, and a pull part of an
+    // unknown node is asked of no agent (desired states go to known nodes only).
+    try {
+      await cancelPulls(state, nodeId, "node removed");
+    } catch (e) {
+      state.warn(`node ${nodeId} removed; its pulls could not be cancelled`, errorMessage(e));
+    }
     return node;
   });
 }

@@ -6,6 +6,7 @@ import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { MemoryStore } from "./store/memory_store.ts";
+import { removeNode } from "./node_removal.ts";
 
 const ADMIN = "admin-secret";
 const JOIN = "join-secret";
@@ -95,4 +96,41 @@ Deno.test("DELETE /v1/nodes/:id: refused while the node holds replicas or is in 
   const again = await call("POST", "/v1/agent/register", JOIN, registration("n1"));
   assertEquals(again.status, 200, again.text);
   assertEquals(cp.nodes.get("n1").state, "ready");
+});
+
+Deno.test("a node is removed everywhere in memory even when the store refuses to cancel its pulls", async () => {
+  const store = new (class extends MemoryStore {
+    override putModelPull(): Promise<void> {
+      return Promise.reject(new Error("connection lost"));
+    }
+  })();
+  const cp = await ControlPlane.open({
+    store,
+    clock: new FakeClock(1_700_000_000_000),
+    reconcileMs: 3_600_000,
+  });
+  await cp.nodes.register(registration("n1"), null);
+  // A pull asked of n1, as the store had it before it went away.
+  const commit = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+  const id = `${QWEN.model}@${commit}`;
+  const part = { node: "n1", state: "requested" as const, requested_at: 0, finished_at: null };
+  cp.state.modelPulls.set(id, {
+    id,
+    model: QWEN.model,
+    commit,
+    nodes: [{ ...part, reason: null }],
+    created_at: 0,
+    updated_at: 0,
+    finished_at: null,
+  });
+  await cp.nodes.setIntent("n1", "cordoned");
+  const removed = await removeNode(cp.state, "n1");
+  assertEquals(removed.id, "n1");
+  assertEquals(cp.nodes.list(), []);
+  assertEquals(cp.state.inventory.getNode("n1"), undefined);
+  assertEquals(cp.state.nodes.has("n1"), false);
+  assertEquals(await store.listNodes(), []);
+  await cp.state.flushEvents();
+  const events = await cp.events.list({ limit: 100 });
+  assertOk(events.some((e) => e.kind === "node_removed" && e.subject === "node/n1"));
 });

@@ -14,7 +14,9 @@
  * - The wait ends when every one of them reports the revision held or its
  *   pull failed for good since the rollout began (control/model_pulls.ts
  *   `failPulls`: this rollout does not ask that node again; its replica
- *   fetches the revision as it starts), or once
+ *   fetches the revision as it starts), or an operator cancelled it since
+ *   (`llmgw models cancel`: the cancel sticks, this rollout does not ask
+ *   that node again either), or once
  *   the deployment's progress deadline has passed since the rollout began
  *   (design §6.3: `rollout.progress_deadline_seconds`, 600 s by default);
  *   the rollout then goes on, its deadline counted from then, and the pulls
@@ -28,7 +30,7 @@
  * @module
  */
 import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
-import { nodeHolds, requestPull } from "./model_pulls.ts";
+import { givenUp, nodeHolds, requestPull } from "./model_pulls.ts";
 import { revisionName } from "../protocol/model_cache_report.ts";
 import { replicasOf } from "./replicas.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
@@ -48,6 +50,8 @@ export interface PrepullStatus {
   held: string[];
   /** Of them, those whose pull failed for good since the rollout began: not waited for. */
   failed: string[];
+  /** Of them, those whose pull an operator cancelled since the rollout began: not waited for. */
+  cancelled: string[];
   /** When the rollout goes on without the rest (ms since epoch). */
   until: number;
 }
@@ -79,19 +83,17 @@ export function prepullStatus(state: ControlState, d: StoredDeployment): Prepull
   if (nodes.size === 0) return null;
   const list = [...nodes].sort(compareNatural);
   const held = list.filter((n) => nodeHolds(state, n, model, commit));
-  const pull = state.modelPulls.get(revisionName(model, commit));
-  const failed = list.filter((n) =>
-    !held.includes(n) &&
-    pull?.nodes.some((e) =>
-        e.node === n && e.state === "failed" && (e.finished_at ?? 0) >= rollout.started_at
-      ) === true
+  const parts = state.modelPulls.get(revisionName(model, commit))?.nodes ?? [];
+  const gaveUp = parts.filter((e) =>
+    nodes.has(e.node) && !held.includes(e.node) && givenUp(e, rollout.started_at)
   );
   return {
     model,
     commit,
     nodes: list,
     held,
-    failed,
+    failed: gaveUp.filter((e) => e.state === "failed").map((e) => e.node),
+    cancelled: gaveUp.filter((e) => e.state === "cancelled").map((e) => e.node),
     until: rollout.started_at + progressDeadlineMs(d.spec),
   };
 }
@@ -103,7 +105,14 @@ export function prepullWaiting(
   now: number,
 ): PrepullStatus | null {
   const s = prepullStatus(state, d);
-  return s !== null && s.held.length + s.failed.length < s.nodes.length && now < s.until ? s : null;
+  return s !== null && waitedFor(s).length > 0 && now < s.until ? s : null;
+}
+
+/** The nodes of `s` neither holding the revision nor given up on. */
+function waitedFor(s: PrepullStatus): string[] {
+  return s.nodes.filter((n) =>
+    !s.held.includes(n) && !s.failed.includes(n) && !s.cancelled.includes(n)
+  );
 }
 
 /**
@@ -125,7 +134,7 @@ export async function prepull(
   const subject = `deployment/${d.name}`;
   const missing = status.nodes.filter((n) => !status.held.includes(n));
   if (prepullWaiting(state, d, now) !== null) {
-    await requestPull(state, status.model, status.commit, missing, d.rollout!.started_at);
+    await requestPull(state, status.model, status.commit, waitedFor(status), d.rollout!.started_at);
     if (seen.get(key) === undefined) {
       seen.set(key, "waiting");
       await state.event(
@@ -148,10 +157,10 @@ export async function prepull(
         ? `revision ${deploymentRevision(d)}: ${
           status.nodes.join(", ")
         } hold ${name}; replacing replicas`
-        : status.held.length + status.failed.length === status.nodes.length
+        : waitedFor(status).length === 0
         ? `revision ${deploymentRevision(d)}: ${
-          status.failed.join(", ")
-        } failed to pull ${name} (llmgw models pulls says why); replacing replicas anyway`
+          givenUpText(status, name)
+        }; replacing replicas anyway`
         : `revision ${deploymentRevision(d)}: ${missing.join(", ")} still without ${name} at the ` +
           "progress deadline; replacing replicas anyway (they fetch it as they start)",
     );
@@ -160,4 +169,20 @@ export async function prepull(
     await state.store.putDeployment(d);
   }
   return null;
+}
+
+/** "n1 failed to pull X (llmgw models pulls says why); n2's pull of it was cancelled by an operator". */
+function givenUpText(s: PrepullStatus, name: string): string {
+  const parts: string[] = [];
+  if (s.failed.length > 0) {
+    parts.push(`${s.failed.join(", ")} failed to pull ${name} (llmgw models pulls says why)`);
+  }
+  if (s.cancelled.length > 0) {
+    parts.push(
+      `${
+        s.cancelled.join(", ")
+      }: the pull of ${name} was cancelled by an operator (llmgw models cancel)`,
+    );
+  }
+  return parts.join("; ");
 }

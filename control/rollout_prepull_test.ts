@@ -2,15 +2,18 @@
  * A rollout to a new model revision pre-pulls it (issue #25 item 5): the
  * old replicas' nodes are asked to fetch it before any replica stops; the
  * rollout waits until they report it held, or until its progress deadline,
- * and says so in its status; a node whose agent reports no cache, or whose
- * pull failed for good during the rollout, is not waited for (nor asked
- * again); a rollout that keeps the model does not pre-pull.
+ * and says so in its status; a node whose agent reports no cache, whose
+ * pull failed for good during the rollout, or whose pull an operator
+ * cancelled, is not waited for (nor asked again); a rollout that keeps the
+ * model does not pre-pull.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { QWEN, registerNodes, reportAll, testControl } from "../tests/control_fixture.ts";
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS } from "./rollout_revisions.ts";
+import { cancelPull } from "./model_pull_cancel.ts";
+import { prepullStatus } from "./rollout_prepull.ts";
 import { rolloutStatus } from "./rollout_status.ts";
 
 const OLD = "1111111111111111111111111111111111111111";
@@ -134,6 +137,37 @@ Deno.test("a pull failed for good ends the wait at once, and the rollout does no
   assertStringIncludes(ended.message, "n1 failed to pull Qwen/Qwen2.5-7B-Instruct@2222222");
   assertOk(ids(cp).join() !== before.join(), "a step began");
   assertEquals((await cp.desired.wait("n1", -1, 0)).models ?? [], [], "not asked again");
+});
+
+Deno.test("an operator's cancel of the pre-pull sticks: the node is not asked again nor waited for", async () => {
+  const { cp } = await running();
+  const before = ids(cp);
+  await cp.deployments.apply({ ...QWEN, replicas: 2, revision: "v2" });
+  await cp.reconcile();
+  assertEquals(ids(cp), before, "waiting");
+  const d = cp.state.deployments.get("qwen")!;
+  assertEquals(prepullStatus(cp.state, d)?.cancelled, []);
+  const answer = await cancelPull(cp.state, { pull: `${QWEN.model}@${NEW}` });
+  assertEquals(answer.cancelled, ["n1"]);
+  assertEquals(prepullStatus(cp.state, d)?.cancelled, ["n1"]);
+  for (let i = 0; i < 3; i++) {
+    await cp.reconcile();
+    await reportAll(cp, "n1", "ready");
+  }
+  assertEquals((await cp.desired.wait("n1", -1, 0)).models ?? [], [], "not asked again");
+  assertEquals(
+    cp.state.modelPulls.get(`${QWEN.model}@${NEW}`)?.nodes.map((n) => n.state),
+    ["cancelled"],
+  );
+  assertEquals(rolloutStatus(cp.state, "qwen").prepull, null, "not waited for");
+  const ended = (await cp.events.list({ limit: 1000 })).find((e) =>
+    e.kind === "rollout_prepulled"
+  )!;
+  assertStringIncludes(
+    ended.message,
+    "n1: the pull of Qwen/Qwen2.5-7B-Instruct@2222222 was cancelled by an operator",
+  );
+  assertOk(ids(cp).join() !== before.join(), "a step began");
 });
 
 Deno.test("no pre-pull: agents that report no cache, or a rollout that keeps the model revision", async () => {

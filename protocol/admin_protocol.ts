@@ -310,6 +310,9 @@ export const RolloutStatusSchema = z.object({
     failed: z.array(z.string()).default([]).describe(
       "Nodes whose pull failed for good, not waited for; absent from older control planes",
     ),
+    cancelled: z.array(z.string()).default([]).describe(
+      "Nodes whose pull an operator cancelled, not waited for; absent from older control planes",
+    ),
     until: z.number(),
   }).nullable().optional().describe(
     "The model revision the rollout fetches onto its nodes before its first step; absent from older control planes",

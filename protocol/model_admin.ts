@@ -135,13 +135,28 @@ export interface ModelPullView {
   finished_at: number | null;
 }
 
-/** The body of `POST /v1/models/pulls/cancel` (`llmgw models cancel`); the answer is the pull. */
+/** The body of `POST /v1/models/pulls/cancel` (`llmgw models cancel`). */
 export interface CancelPullBody {
-  /** The pull's id, `org/name@commit`. */
+  /**
+   * The pull, `org/name@commit`: the commit in full or a prefix of at
+   * least {@link PULL_COMMIT_PREFIX_MIN} hex digits that names one pull
+   * of the model (as `llmgw models pulls` lists it).
+   */
   pull: string;
   /** The nodes to stop asking; absent: every node still asked. */
   nodes?: string[];
 }
+
+/** The answer to `POST /v1/models/pulls/cancel`: the pull, and what this cancel did. */
+export interface CancelPullAnswer extends ModelPullView {
+  /** The nodes this cancel stopped asking. */
+  cancelled: string[];
+  /** Each node named that was not asked any more, and why: `n1 holds it already`. */
+  unchanged: string[];
+}
+
+/** The fewest hex digits of a commit that name a pull (as `llmgw models pulls` shows it). */
+export const PULL_COMMIT_PREFIX_MIN = 7;
 
 /** The answer to `GET /v1/models/pulls`: the unfinished first, then the finished, newest first. */
 export interface PullList {
@@ -230,13 +245,24 @@ export const ModelPullSchema = z.object({
 /** {@link PullList} on the wire. */
 export const PullListSchema = z.object({ pulls: z.array(ModelPullSchema) });
 
+/** {@link CancelPullAnswer} on the wire. */
+export const CancelPullAnswerSchema = ModelPullSchema.extend({
+  cancelled: z.array(z.string()).default([]).describe("Absent from older control planes"),
+  unchanged: z.array(z.string()).default([]).describe("Absent from older control planes"),
+});
+
+const PULL_COMMIT = new RegExp(`^[0-9a-f]{${PULL_COMMIT_PREFIX_MIN},40}$`);
+
 /** {@link CancelPullBody} on the wire. */
 export const CancelPullBodySchema = z.object({
-  pull: z.string().max(600).refine((id) => {
-    const at = id.lastIndexOf("@");
-    return at > 0 && REPO_ID_PATTERN.test(id.slice(0, at)) && COMMIT_PATTERN.test(id.slice(at + 1));
-  }, "must be a pull's id, org/name@<40-hex commit> (see llmgw models pulls)").describe(
-    "The pull, org/name@commit",
+  pull: z.string().max(600).refine(
+    (id) => {
+      const at = id.lastIndexOf("@");
+      return at > 0 && REPO_ID_PATTERN.test(id.slice(0, at)) && PULL_COMMIT.test(id.slice(at + 1));
+    },
+    `must be a pull, org/name@commit: the commit in full or its first ${PULL_COMMIT_PREFIX_MIN} or more hex digits, as llmgw models pulls lists it`,
+  ).describe(
+    `The pull, org/name@commit (the commit in full or a unique prefix of ${PULL_COMMIT_PREFIX_MIN}+ hex digits)`,
   ),
   nodes: z.array(NodeIdSchema).min(1).max(4096).optional().describe(
     "Nodes to stop asking; default every node still asked",
@@ -250,4 +276,7 @@ type _PullBodyMatches = Assert<Same<z.output<typeof PullBodySchema>, PullBody>>;
 type _PullAnswerMatches = Assert<Same<z.output<typeof PullAnswerSchema>, PullAnswer>>;
 type _PullListMatches = Assert<Same<z.output<typeof PullListSchema>, PullList>>;
 type _ModelPullMatches = Assert<Same<z.output<typeof ModelPullSchema>, ModelPullView>>;
+type _CancelPullAnswerMatches = Assert<
+  Same<z.output<typeof CancelPullAnswerSchema>, CancelPullAnswer>
+>;
 type _CancelPullBodyMatches = Assert<Same<z.output<typeof CancelPullBodySchema>, CancelPullBody>>;

@@ -8,6 +8,7 @@
  * cancel stops one; bad usage exits 2 before anything is sent.
  */
 import { MemoryStore } from "../control/store/memory_store.ts";
+import { requestPull } from "../control/model_pulls.ts";
 import { startControl } from "../control/server.ts";
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import { adminToken, runCli } from "./admin_cli_fixture.ts";
@@ -126,12 +127,18 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
     const [head, row] = pulls.out.trimEnd().split("\n");
     assertOk(/^PULL\s+STATE\s+FINISHED\s+NODES$/.test(head), head);
     assertOk(/^\S+@4b1c2a9\s+pulling\s+-\s+n1 requested, n2 requested$/.test(row), row);
-    const cancelled = await cli("models", "cancel", `${MODEL}@${COMMIT}`, "--nodes", "n2");
+    // What the PULL column shows is what models cancel takes.
+    const shown = row.split(/\s+/)[0];
+    const cancelled = await cli("models", "cancel", shown, "--nodes", "n2");
     assertEquals(cancelled.code, 0, cancelled.err);
     assertEquals(
       cancelled.out,
       `${MODEL}@${COMMIT}: pulling\nn1 requested, n2 cancelled (cancelled by an operator)\n`,
     );
+    // Naming n2 again: refused, saying why.
+    const twice = await cli("models", "cancel", shown, "--nodes", "n2");
+    assertEquals(twice.code, 1);
+    assertStringIncludes(twice.err, "n2 was cancelled already (cancelled by an operator)");
     // n1's agent reports the pull failed for good: listed failed with its kind and the hub's words.
     const notFound = `model ${MODEL} revision ${COMMIT} not found on https://hub.example`;
     await cp.nodes.heartbeat({
@@ -163,6 +170,26 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
     const again = await cli("models", "cancel", `${MODEL}@${"f".repeat(40)}`);
     assertEquals(again.code, 1);
     assertStringIncludes(again.err, "no pull");
+
+    // A second pull of the model whose commit shares 7 digits: the column grows to tell them apart.
+    const twin = "4b1c2a9" + "0".repeat(33);
+    await cp.state.locked(() => requestPull(cp.state, MODEL, twin, ["n1", "n2"]));
+    const both = (await cli("models", "pulls")).out.trimEnd().split("\n").slice(1);
+    const names = both.map((r) => r.split(/\s+/)[0]);
+    assertEquals(names, [`${MODEL}@4b1c2a90`, `${MODEL}@4b1c2a9d`]);
+    const ambiguous = await cli("models", "cancel", `${MODEL}@4b1c2a9`);
+    assertEquals(ambiguous.code, 1);
+    assertStringIncludes(ambiguous.err, "is ambiguous");
+    assertEquals((await cli("models", "cancel", names[0], "--nodes", "n1")).code, 0);
+    // n1 named again with n2: n2 is cancelled, and the answer says n1 was already.
+    const partly = await cli("models", "cancel", names[0], "--nodes", "n1,n2");
+    assertEquals(partly.code, 0, partly.err);
+    assertEquals(
+      partly.out,
+      `${MODEL}@${twin}: cancelled\n` +
+        "n1 cancelled (cancelled by an operator), n2 cancelled (cancelled by an operator)\n" +
+        "not cancelled: n1 was cancelled already (cancelled by an operator)\n",
+    );
   } finally {
     await control.close();
   }

@@ -9,14 +9,15 @@
  */
 import type { ControlPlane } from "../control_plane.ts";
 import { modelDetail, modelList } from "../model_views.ts";
-import { cancelPull, pullDeploymentModel, pullViews } from "../model_pulls.ts";
+import { pullDeploymentModel, pullViews } from "../model_pulls.ts";
+import { cancelPull } from "../model_pull_cancel.ts";
 import { RouteGroup } from "./route.ts";
 import {
+  CancelPullAnswerSchema,
   CancelPullBodySchema,
   ModelDetailSchema,
   ModelListSchema,
   ModelParams,
-  ModelPullSchema,
   PullAnswerSchema,
   PullBodySchema,
   PullListSchema,
@@ -65,8 +66,12 @@ export function modelRoutes(cp: ControlPlane): RouteGroup {
     tag: "models",
     auth: "admin",
     body: { schema: CancelPullBodySchema },
-    response: ModelPullSchema,
-    answers: { 404: "No such pull, or a node it never asked" },
+    response: CancelPullAnswerSchema,
+    answers: {
+      404: "No such pull, or a node it never asked",
+      409:
+        "A commit prefix naming several pulls, or no node named still asked (the message says why)",
+    },
   }, ({ body }) => cancelPull(cp.state, body));
   g.add({
     method: "get",
