@@ -1,5 +1,5 @@
 import { assertEquals, assertRejects } from "../tests/assert.ts";
-import { byteSlice } from "./byte_slice.ts";
+import { byteSlice, PIECE_BYTES } from "./byte_slice.ts";
 
 function chunks(...parts: number[][]): ReadableStream<Uint8Array> {
   return new ReadableStream({
@@ -38,4 +38,67 @@ Deno.test("byteSlice errors when the source ends short or breaks", async () => {
     RangeError,
     "broke: Error: reset",
   );
+});
+
+/** A byte stream (as a fetch body is) of `pieces` pieces of `size` bytes, each byte its index mod 251. */
+function byteStream(pieces: number, size: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    type: "bytes",
+    pull(c) {
+      if (sent === pieces) {
+        // A byte stream ends a pending BYOB read this way (as fetch bodies do).
+        c.close();
+        return c.byobRequest?.respond(0);
+      }
+      const piece = new Uint8Array(size);
+      for (let i = 0; i < size; i++) piece[i] = (sent * size + i) % 251;
+      sent++;
+      c.enqueue(piece);
+    },
+  });
+}
+
+async function pieces(s: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for await (const p of s) out.push(p);
+  return out;
+}
+
+Deno.test("byteSlice hands on pieces of up to 1 MiB, not the 16 KiB records a TLS body comes in", async () => {
+  const record = 16 * 1024;
+  // 200 records of 16 KiB from byte 1000: 4 pieces (3 of 1 MiB, the rest), every byte in place.
+  const length = 200 * record - 1000;
+  const got = await pieces(byteSlice(byteStream(200, record), 1000, length, short));
+  assertEquals(got.map((p) => p.byteLength), [
+    PIECE_BYTES,
+    PIECE_BYTES,
+    PIECE_BYTES,
+    length - 3 * PIECE_BYTES,
+  ]);
+  const all = new Uint8Array(length);
+  let at = 0;
+  for (const p of got) {
+    all.set(p, at);
+    at += p.byteLength;
+  }
+  assertEquals(all.every((b, i) => b === (1000 + i) % 251), true);
+  // A stream that is not a byte stream is gathered the same way.
+  const plain = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (let i = 0; i < 100; i++) c.enqueue(new Uint8Array(record).fill(i));
+      c.close();
+    },
+  });
+  const gathered = await pieces(byteSlice(plain, 0, 100 * record, short));
+  assertEquals(gathered.map((p) => p.byteLength), [PIECE_BYTES, 100 * record - PIECE_BYTES]);
+  assertEquals([gathered[0][0], gathered[0][PIECE_BYTES - 1], gathered[1].at(-1)], [0, 63, 99]);
+});
+
+Deno.test("byteSlice over a byte stream: a short end yields what came, then errors with its count", async () => {
+  const s = byteSlice(byteStream(3, 1000), 0, 5000, short);
+  const reader = s.getReader();
+  const first = await reader.read();
+  assertEquals(first.value?.byteLength, 3000);
+  await assertRejects(() => reader.read(), Error, "short after 3000");
 });
