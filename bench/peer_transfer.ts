@@ -9,7 +9,8 @@
  * - `fetch DIR NAME CACHE SNAPSHOT URL[,URL…] [--serve]`: fetches the model
  *   through the agent's own model cache from the peers at URL, in order (16 MiB
  *   chunks, 8 at once, verified), serving what it holds meanwhile with
- *   `--serve` (a link of a chain); prints one JSON line with the seconds.
+ *   `--serve` (a link of a chain); prints one JSON line with the seconds and
+ *   the CPU seconds (user, system) the fetch took.
  *
  * @module
  */
@@ -23,9 +24,11 @@ import { denoCacheFs } from "../agent/model_cache/cache_fs.ts";
 import { ModelCache } from "../agent/model_cache/model_cache.ts";
 import { PeerByteSource } from "../models/peer_byte_source.ts";
 import type { RepoSnapshot } from "../models/repo_snapshot.ts";
+import { cpuSince, cpuTime } from "./proc_cpu.ts";
 
 const DAY = 86_400_000;
-const PORT = 7443;
+/** The peer route's port (bench/peer_cpu.ts picks a free one on a shared host). */
+const PORT = Number(Deno.env.get("PEER_PORT") ?? "7443");
 
 async function pki(dir: string, names: string[]) {
   const now = Date.now();
@@ -101,9 +104,11 @@ if (mode === "pki") {
     new PeerByteSource({ nodeId: u, url: u, fetch: http.fetch, maxWaitMs: 60_000 })
   );
   const began = performance.now();
+  const cpuBefore = cpuTime();
   await model.ensureSnapshot(snapshot, sources);
+  const cpu = cpuSince(cpuBefore, cpuTime());
   const seconds = (performance.now() - began) / 1000;
-  const line = JSON.stringify({ host: name, seconds: Number(seconds.toFixed(2)) });
+  const line = JSON.stringify({ host: name, seconds: Number(seconds.toFixed(2)), cpu });
   await Deno.writeTextFile(`${dir}/done_${name}`, line + "\n");
   // A link of a chain serves on until the script says every host is done.
   for (let i = 0; server !== null && i < 36_000; i++) {
