@@ -147,7 +147,7 @@ export class Agent {
       client,
       session: this.#registration,
       reconcile: (s) => this.#supervisor!.reconcile(s),
-      onApplied: (s) => this.#models?.models?.puller.sync(s.models ?? []),
+      onApplied: (s) => this.#models?.applied(s),
       longPollMs: options.longPollMs,
       retry,
       log,

@@ -65,6 +65,15 @@ export class AgentModelWiring {
       : new PeerServer({ layout: new CacheLayout(m.cache.root) });
   }
 
+  /**
+   * A desired state was applied: its pulls are asked for, and the fetcher
+   * forgets the downloads of shards it no longer lists.
+   */
+  applied(state: DesiredState): void {
+    this.models?.puller.sync(state.models ?? []);
+    this.models?.fetcher.retain(state.shards.map((s) => s.id));
+  }
+
   /** Stops the pulls and releases the peer client's TLS material. */
   close(): void {
     this.#peerFetch?.close();

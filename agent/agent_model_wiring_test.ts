@@ -2,6 +2,7 @@ import { createLogger } from "../log/log.ts";
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { AgentModelWiring } from "./agent_model_wiring.ts";
 import { PeerServer } from "./peer_server.ts";
+import { launch } from "../tests/fake_engine_harness.ts";
 
 const quiet = createLogger("supervisor", () => {});
 const none = () => null;
@@ -41,6 +42,12 @@ Deno.test("AgentModelWiring over plain HTTP: the cache at its root, a peer route
     const refused = await w.peer.handle(new Request("http://h/peer/v1/blobs/x/y?size=1"), null);
     assertEquals(refused.status, 403);
     await refused.body?.cancel();
+    // An applied state: the fetcher keeps the downloads of the shards it lists, no others.
+    const told: string[][] = [];
+    w.models.fetcher.retain = (ids) => void told.push([...ids]);
+    const kept = { id: "keep/0", engine: "vllm", launch: launch({ port: 8000 }) };
+    w.applied({ generation: 3, shards: [kept] });
+    assertEquals(told, [["keep/0"]]);
     w.close();
     assertEquals(asked, 0);
   } finally {

@@ -41,6 +41,7 @@ import type { ModelCache } from "./model_cache/model_cache.ts";
 import type { CacheEvent } from "./model_cache/cache_events.ts";
 import { SnapshotListings } from "./snapshot_listings.ts";
 import { SourceTallies } from "./source_tally.ts";
+import { ShardDownloads } from "./shard_downloads.ts";
 
 /** The seams of a {@link CacheModelFetcher}. */
 export interface ModelFetchOptions {
@@ -78,10 +79,8 @@ export class CacheModelFetcher implements ModelFetcher {
   readonly #sources: NonNullable<ModelFetchOptions["sources"]>;
   /** Revision lookups under way, shared by the shards asking for the same one. */
   readonly #resolving = new Map<string, Promise<RepoSnapshot>>();
-  /** The snapshot each shard is fetching (or last fetched), by shard id. */
-  readonly #snapshots = new Map<string, { repo: string; commit: string; bytes: number }>();
-  /** The last progress seen of each snapshot, so a report between tries still shows it. */
-  readonly #last = new Map<string, DownloadProgress>();
+  /** Each shard's snapshot and each snapshot's last progress, for the shards' reports. */
+  readonly #downloads = new ShardDownloads();
   /** Bytes the last completed download of each snapshot fetched (0: all were here). */
   readonly #fetched = new Map<string, number>();
   /** The lists of the snapshots this cache completed. */
@@ -106,7 +105,13 @@ export class CacheModelFetcher implements ModelFetcher {
     const { commit, revision } = launchRevision(shard.launch);
     const snapshot = await this.#snapshot(model, commit, revision, signal);
     const total = snapshot.files.reduce((n, f) => n + f.size, 0);
-    this.#snapshots.set(shard.id, { repo: snapshot.repo, commit: snapshot.commit, bytes: total });
+    // A shard stopped meanwhile may be forgotten already: it is not remembered again.
+    signal.throwIfAborted();
+    this.#downloads.fetching(shard.id, {
+      repo: snapshot.repo,
+      commit: snapshot.commit,
+      bytes: total,
+    });
     // A ref is written for a branch or tag, not for a commit asked by its hash.
     const path = await this.#ensure(
       model,
@@ -165,35 +170,28 @@ export class CacheModelFetcher implements ModelFetcher {
   cacheEvent(e: CacheEvent): void {
     this.#tallies.cacheEvent(e);
     if (e.kind === "completed") this.#fetched.set(`${e.repo}@${e.commit}`, e.bytes);
-    if (e.kind === "evicted") this.#fetched.delete(`${e.repo}@${e.commit}`);
+    if (e.kind === "evicted") {
+      this.#fetched.delete(`${e.repo}@${e.commit}`);
+      this.#downloads.evicted(e.repo, e.commit);
+    }
+  }
+
+  /**
+   * The shards the desired state lists now (the agent calls this at every
+   * apply): what the others' downloads left is forgotten (shard_downloads.ts).
+   */
+  retain(shards: Iterable<string>): void {
+    this.#downloads.retain(shards);
+  }
+
+  /** How many shards and snapshots the reports' memory holds (tests check the bound). */
+  get remembered(): { shards: number; snapshots: number } {
+    return this.#downloads.size;
   }
 
   /** {@inheritDoc ModelFetcher.progress} */
   progress(shard: DesiredShard): DownloadProgress | null {
-    const s = this.#snapshots.get(shard.id);
-    if (s === undefined) return null;
-    const key = `${s.repo}@${s.commit}`;
-    const now = this.#cache.progress().find((p) => p.repo === s.repo && p.commit === s.commit);
-    if (now !== undefined) {
-      this.#last.set(key, {
-        model: s.repo,
-        commit: s.commit,
-        bytes_done: now.bytesDone,
-        bytes_total: now.bytesTotal,
-        rate_bytes_per_second: now.rateBytesPerSecond,
-        eta_seconds: now.etaSeconds,
-        sources: now.sources,
-      });
-    }
-    return this.#last.get(key) ?? {
-      model: s.repo,
-      commit: s.commit,
-      bytes_done: 0,
-      bytes_total: s.bytes,
-      rate_bytes_per_second: 0,
-      eta_seconds: null,
-      sources: [],
-    };
+    return this.#downloads.progress(shard.id, this.#cache.progress());
   }
 
   /**
