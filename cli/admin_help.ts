@@ -122,13 +122,15 @@ already are left alone. Follow the progress with llmgw get models.
 
        llmgw models pulls [--json]
 Lists the pulls under way, then those finished in the last day (at most
-100): each node requested, done or cancelled. Pulls survive a control plane
-restart.
+100): each node requested, done, failed (with why) or cancelled. Pulls
+survive a control plane restart.
 
        llmgw models cancel PULL [--nodes NODE,NODE…] [--json]
 Stops asking the nodes named (default: every node still asked) to fetch the
-pull PULL (org/name@commit, as models pulls lists it). What they fetched
-stays in their caches until evicted.`,
+pull PULL: org/name@commit, the commit in full or its first 7 or more hex
+digits, as models pulls lists it. Says which nodes named were no longer
+asked, and why; fails when none was. What they fetched stays in their
+caches until evicted, and a rollout's pre-pull does not ask them again.`,
 };
 
 /** The admin commands that have help, in the order `llmgw help` lists them. */

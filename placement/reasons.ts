@@ -88,7 +88,7 @@ export const REASONS: readonly { code: ReasonCode; label: string; meaning: strin
     code: "disk_full_backoff",
     label: "out of disk for this model lately",
     meaning:
-      "The node's model cache ran out of disk fetching this model revision lately, though it reported room: it is not chosen for the revision again until its backoff ends (30 s after the first disk-full in a row, doubling to 10 min) or its reported room grows by the model's size (control/disk_full_backoff.ts). Other nodes are tried meanwhile.",
+      "The node's model cache ran out of disk fetching this model revision lately, though it reported room: it is not chosen for the revision again until its backoff ends (DISK_FULL_BACKOFF in control/disk_full_backoff.ts, longer at each disk-full in a row; the message says when) or its reported room grows by the model's size. Other nodes are tried meanwhile.",
   },
   {
     code: "insufficient_gpus",
