@@ -297,6 +297,7 @@ export class Agent {
       await Promise.all([...this.#tasks, this.#listeners.shutdown()]);
       this.#tls?.close();
       this.#models?.close();
+      // Bounded: a sweep stuck on a hung file system is left running (engine_cache_keeper.ts).
       await this.#engineCache?.close();
       if (this.#supervisor !== null) {
         if (options.stopEngines) await this.#supervisor.shutdown();

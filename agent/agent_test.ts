@@ -344,3 +344,34 @@ Deno.test("agent: engines outlive the control plane and the agent; re-registers 
     await Deno.remove(stateDir, { recursive: true });
   }
 });
+
+Deno.test({
+  name: "agent: stop returns while an engine cache sweep hangs on its file system, and says so",
+  // The sweep left running ends once the test unblocks its read; no one awaits its last calls.
+  sanitizeOps: false,
+  async fn() {
+    const stub = new StubControl();
+    const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_test_" });
+    const logs: string[] = [];
+    // A record that is a FIFO no one writes: reading it blocks, as a read on a dead NFS mount does.
+    const dir = join(stateDir, "engine_cache", "vllm", "stuck");
+    await Deno.mkdir(dir, { recursive: true });
+    const fifo = join(dir, "llmgw_key.json");
+    assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+    stub.start();
+    const agent = new Agent(agentOptions(stub.url, stub.joinToken, stateDir, logs));
+    try {
+      await agent.start();
+      await agent.stop({ stopEngines: true });
+      assertStringIncludes(logs.join("\n"), "engine cache sweep still running at stop");
+    } finally {
+      await agent.stop({ stopEngines: true }).catch(() => {});
+      // A writer that opens and closes the FIFO ends the read (EOF); bounded, should no one read it.
+      const unblock = new Deno.Command("timeout", { args: ["10", "sh", "-c", `: > '${fifo}'`] });
+      const unblocked = await unblock.output();
+      await stub.close();
+      await Deno.remove(stateDir, { recursive: true });
+      assertEquals(unblocked.code, 0, "the sweep was reading the FIFO");
+    }
+  },
+});

@@ -34,6 +34,12 @@ import {
 import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
 import { type DirBytes, EngineCacheSizes } from "./engine_cache_sizes.ts";
 
+/**
+ * How long a stopping agent waits for a sweep under way: its steps are file
+ * system calls that take milliseconds on a healthy disk.
+ */
+export const CLOSE_WAIT_MS = 5_000;
+
 /** One evicted directory, as the event and the log line carry it. */
 export interface EngineCacheEvicted {
   engine: string;
@@ -139,10 +145,26 @@ export class EngineCacheKeeper {
     return run;
   }
 
-  /** Stops sweeping: a sweep running ends at its next step; resolves once it has. */
-  async close(): Promise<void> {
+  /**
+   * Stops sweeping: a sweep running ends at its next step. Resolves once it
+   * has, or after `waitMs`: a file system call that hangs (a dead NFS mount
+   * under the state dir) must not hold the agent's stop forever, so the
+   * sweep is then left running, and logged.
+   */
+  async close(waitMs: number = CLOSE_WAIT_MS): Promise<void> {
     this.#closed = true;
-    await this.#chain;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), waitMs));
+    try {
+      if (await Promise.race([this.#chain, late]) === "late") {
+        this.#o.log.warn("engine cache sweep still running at stop; not waiting for it", {
+          root: this.#o.root,
+          waited_ms: waitMs,
+        });
+      }
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   #inUse(): Set<string> {

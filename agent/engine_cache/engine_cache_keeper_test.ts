@@ -6,7 +6,7 @@ import type { DesiredShard } from "../../protocol/agent_protocol.ts";
 import type { DesiredLaunch } from "../../engines/types.ts";
 import { createLogger } from "../../log/log.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../../engines/compile_cache.ts";
-import { denoCacheFs } from "../model_cache/cache_fs.ts";
+import { denoCacheFs, type DirEntry } from "../model_cache/cache_fs.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
 import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
 import { treeBytes } from "./tree_bytes.ts";
@@ -211,6 +211,32 @@ Deno.test("a sweep that fails never fails the start: the directory is handed out
   } finally {
     await cleanUp(root);
   }
+});
+
+Deno.test("close waits for a sweep, but not for ever: one stuck on its file system is left running, and logged", async () => {
+  const lines: string[] = [];
+  const reached = Promise.withResolvers<void>();
+  const hung = Promise.withResolvers<DirEntry[]>();
+  // A dead NFS mount under the state dir: the sweep's first call never returns.
+  const keeper = new EngineCacheKeeper({
+    root: "/state/engine_cache",
+    inUse: () => [],
+    installed: () => null,
+    marks: { highPercent: 90, lowPercent: 80 },
+    clock: new FakeClock(),
+    log: createLogger("agent", (l) => lines.push(l)),
+    fs: { ...denoCacheFs, readDir: () => (reached.resolve(), hung.promise) },
+  });
+  const sweep = keeper.sweep();
+  await reached.promise;
+  await keeper.close(50);
+  const said = lines.filter((l) => l.includes("engine cache sweep still running at stop"));
+  assertEquals(said.length, 1, lines.join("\n"));
+  assertStringIncludes(said[0], "/state/engine_cache");
+  // The call returning at last, the sweep ends at its next step.
+  hung.resolve([]);
+  assertEquals(await sweep, []);
+  assertEquals(await keeper.sweep(), [], "a closed keeper sweeps no more");
 });
 
 /** A directory an earlier start of `s` left, with its record and compiled bytes, used at `at`. */
