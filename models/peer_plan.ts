@@ -58,11 +58,14 @@ export interface PeerPlanOptions {
 }
 
 /**
- * The order in which hosts that need the revision are chained: those of
- * the previous plan first, in its order, then the others by bytes fetched
- * (most first; reports are seconds old, so bytes only place newcomers),
- * then natural order. Hosts that hold the revision are left out. Keep it
- * for the next plan's `previousOrder`.
+ * The order in which hosts that need the revision are chained: hosts that
+ * can serve before those that cannot (a leaf ends a chain rather than
+ * breaking one); within each, those of the previous plan first, in its
+ * order, then the others by bytes fetched (most first; reports are seconds
+ * old, so bytes only place newcomers), then natural order. Hosts that hold
+ * the revision are left out. It is the order the plan uses: keep it for the
+ * next plan's `previousOrder`, so a host that could not serve for a while
+ * (silent) comes back behind the chain, not at its head.
  */
 export function peerOrder(
   hosts: readonly PlanHost[],
@@ -72,6 +75,7 @@ export function peerOrder(
   return [...new Map(hosts.map((h) => [h.node, h])).values()]
     .filter((h) => !h.holds)
     .sort((a, b) =>
+      Number(b.canServe) - Number(a.canServe) ||
       (rank.get(a.node) ?? Infinity) - (rank.get(b.node) ?? Infinity) ||
       (b.bytesDone ?? 0) - (a.bytesDone ?? 0) ||
       compareNatural(a.node, b.node)
@@ -94,10 +98,8 @@ export function planPeerSources(
   const plan = new Map<string, HostSources>();
   for (const h of sorted) if (h.holds) plan.set(h.node, { peers: [], origin: false });
   const byNode = new Map(sorted.map((h) => [h.node, h]));
-  const needers = peerOrder(sorted, options.previousOrder).map((node) => byNode.get(node)!);
-  if (needers.length === 0) return plan;
-  // Servers first, so a host that cannot serve ends a chain rather than breaking one.
-  const ordered = [...needers.filter((h) => h.canServe), ...needers.filter((h) => !h.canServe)];
+  const ordered = peerOrder(sorted, options.previousOrder).map((node) => byNode.get(node)!);
+  if (ordered.length === 0) return plan;
   const holders = sorted.filter((h) => h.holds && h.canServe).map((h) => h.node);
   const chains: string[][] = holders.map((node) => [node]);
   let rest = ordered;

@@ -207,6 +207,19 @@ Deno.test("peer plan: the chain keeps its order when reports of different ages c
   // A newcomer comes after the chain, whatever its bytes or its name.
   const three = [...at(300, 290), { ...host("0"), bytesDone: 500 }];
   assertEquals(peerOrder(three, order), ["a", "b", "0"]);
+  // A host that went silent (cannot serve) drops behind the chain, and stays there on its return:
+  // leading again, it would fetch from the origin what its stand-in already held.
+  const silent = [{ ...host("a", false, false), bytesDone: 300 }, { ...host("b"), bytesDone: 290 }];
+  const whileSilent = peerOrder(silent, order);
+  assertEquals(whileSilent, ["b", "a"]);
+  assertEquals(table(planPeerSources(silent, { previousOrder: order })), {
+    b: "origin",
+    a: "b > origin",
+  });
+  assertEquals(
+    table(planPeerSources(at(310, 300), { previousOrder: whileSilent })),
+    { b: "origin", a: "b > origin" },
+  );
   // A host of the old order that now holds the revision leaves the order (it is a root).
   assertEquals(peerOrder([{ ...host("a", true) }, { ...host("b"), bytesDone: 1 }], order), ["b"]);
 });
