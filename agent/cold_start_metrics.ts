@@ -18,8 +18,7 @@
  * @module
  */
 import { COLD_START_PHASES, type ColdStartPhase } from "../engines/cold_start_phases.ts";
-import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
-import { phaseSeconds } from "../supervisor/cold_start_receipt.ts";
+import { type ColdStartReceipt, phaseSeconds } from "../protocol/cold_start_receipt.ts";
 import type { Exposition } from "../text/prometheus_exposition.ts";
 import { compareNatural } from "../text/natural_order.ts";
 

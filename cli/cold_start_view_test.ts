@@ -59,7 +59,7 @@ Deno.test("describe replica: a receipt as a table, warm and skipped phases said 
     "Cold start:",
     "  rank 0 on n1, spawned 2026-12-02T02:10:00.000Z:",
     "    PHASE          SECONDS  ENGINE SAYS  NOTE",
-    "    download       12.50                 16.00 GiB fetched",
+    "    download       12.50                 16.0 GiB fetched",
     "    weights        21.00    20.44",
     "    compile        0.40     0.31         warm: from the compile cache",
     "    kv_cache       0.60",
@@ -101,13 +101,13 @@ Deno.test("describe replica: the download says which sources supplied its bytes"
     ])[3];
   assertEquals(
     receipt([{ kind: "peer", name: "peer h100-a", bytes: 2 ** 26 }]),
-    "    download  2.00                  0.06 GiB fetched from peer h100-a",
+    "    download  2.00                  64.0 MiB fetched from peer h100-a",
   );
   assertEquals(
     receipt([
       { kind: "peer", name: "peer h100-a", bytes: 48 * 2 ** 20 },
       { kind: "hub", name: "https://hub.lan", bytes: 16 * 2 ** 20 },
     ]),
-    "    download  2.00                  0.06 GiB fetched: 48.0 MiB from peer h100-a, 16.0 MiB from the hub https://hub.lan",
+    "    download  2.00                  64.0 MiB fetched: 48.0 MiB from peer h100-a, 16.0 MiB from the hub https://hub.lan",
   );
 });

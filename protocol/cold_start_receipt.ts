@@ -129,7 +129,7 @@ export function coldStartRows(r: ColdStartReceipt): string[][] {
       "download",
       r.download.seconds.toFixed(2),
       "",
-      `${(r.download.bytes / 2 ** 30).toFixed(2)} GiB fetched${downloadSourcesText(r.download)}`,
+      `${formatBytes(r.download.bytes)} fetched${downloadSourcesText(r.download)}`,
     ]);
   }
   for (const p of r.phases) rows.push(phaseRow(p));

@@ -128,9 +128,6 @@ export function receiptDownload(
   return { ...receipt, download: { ...download } };
 }
 
-// Beside the receipt's wire shape, whose views read it too.
-export { phaseSeconds } from "../protocol/cold_start_receipt.ts";
-
 function update(
   receipt: ColdStartReceipt,
   phase: LogPhase,

@@ -20,11 +20,10 @@ import {
   VLLM_COLD_START_PHASES,
 } from "../engines/cold_start_patterns.ts";
 import type { ColdStartReceipt, PhaseReceipt } from "../protocol/cold_start_receipt.ts";
-import { ColdStartReceiptSchema } from "../protocol/cold_start_receipt.ts";
+import { ColdStartReceiptSchema, phaseSeconds } from "../protocol/cold_start_receipt.ts";
 import {
   compilePhasePatterns,
   newReceipt,
-  phaseSeconds,
   receiptDownload,
   receiptLine,
   receiptReady,

@@ -66,12 +66,12 @@ export {
   type CompiledPhasePattern,
   compilePhasePatterns,
   newReceipt,
-  phaseSeconds,
   receiptDownload,
   receiptLine,
   receiptReady,
   ReceiptRecorder,
 } from "./cold_start_receipt.ts";
+export { phaseSeconds } from "../protocol/cold_start_receipt.ts";
 export type {
   ColdStartReceipt,
   DownloadReceipt,

@@ -139,7 +139,7 @@ Deno.test("the replica page shows each shard's cold start, its download saying w
   // The wording is downloadSourcesText's, as describe replica prints it.
   assertStringIncludes(
     download.replace(/<[^>]+>/g, "|"),
-    "|4.50||||3.00 GiB fetched: 2.0 GiB from peer h100-a, 1.0 GiB from the hub https://hub.lan|",
+    "|4.50||||3.0 GiB fetched: 2.0 GiB from peer h100-a, 1.0 GiB from the hub https://hub.lan|",
   );
   assertStringIncludes(html, "rank 0 on n1, spawned 2026-12-02 02:10:00");
   assertEquals(html.includes("rank 1 on n2"), false, "no receipt, no table");
