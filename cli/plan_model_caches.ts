@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { nodeModelCache } from "../control/model_caches.ts";
+import { nodeModelCache } from "../placement/node_model_cache.ts";
 import type { Deployment } from "../deployment/schema.ts";
 import { isLocalModel, modelRevision } from "../deployment/model_revision.ts";
 import { COMMIT_PATTERN } from "../models/hub_protocol.ts";

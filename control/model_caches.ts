@@ -9,6 +9,7 @@
  * @module
  */
 import type { IndexOptions, NodeModelCache } from "../placement/cluster_index.ts";
+import { nodeModelCache } from "../placement/node_model_cache.ts";
 import { type ModelCacheReport, revisionName } from "../protocol/model_cache_report.ts";
 import { formatBytes } from "../text/bytes.ts";
 import type { ControlState } from "./state.ts";
@@ -33,24 +34,6 @@ export async function recordModelCache(
       } freed: ${e.reason}`,
     );
   }
-}
-
-/**
- * A node's report as placement reads it, with the revisions it is held back
- * from after running out of disk (`backoff`, control/disk_full_backoff.ts).
- */
-export function nodeModelCache(
-  report: ModelCacheReport,
-  backoff: ReadonlyMap<string, string> = new Map(),
-): NodeModelCache {
-  const holds = new Set<string>();
-  const partial = new Map<string, number>();
-  for (const r of report.revisions) {
-    const name = revisionName(r.repo, r.commit);
-    if (r.state === "complete") holds.add(name);
-    else partial.set(name, r.bytes_done); // downloading or partial: those bytes need no room
-  }
-  return { roomBytes: report.room_bytes, holds, partial, backoff };
 }
 
 /**
