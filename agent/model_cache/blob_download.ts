@@ -161,7 +161,9 @@ export async function downloadBlob(
     for (const name of served) blamed.add(name);
   }
   // Final once every source sent bad bytes: a later try would fetch the same.
-  const every = sources.order().every((s) => blamed.has(s.name));
+  // (Not when the plan now names no source at all: nothing says the next would be as bad.)
+  const assigned = sources.order();
+  const every = assigned.length > 0 && assigned.every((s) => blamed.has(s.name));
   throw new DownloadFailedError(
     file.path,
     `Cannot fetch ${repo} ${file.path}: its content did not match ${expectedHash(file).want} ` +

@@ -80,6 +80,21 @@ Deno.test("wrong bytes from every source: final (hash_mismatch); from some sourc
       DownloadFailedError,
     ) as DownloadFailedError;
     assertEquals([some.retryable, some.kind], [true, null]);
+    // The plan named no source any more when the fetch gave up: not final either.
+    const { cache: replanned, events } = testCache(`${root}/replanned`, {
+      verifyAttempts: 1,
+      concurrency: 1,
+    });
+    const bad = corrupt("peer-a");
+    const gone = await assertRejects(
+      () =>
+        replanned.ensureSnapshot(
+          { ...snapshot, files: snapshot.files.filter((f) => f.path === SHARD) },
+          () => ofKind(events, "mismatch").length > 0 ? [] : [bad],
+        ),
+      DownloadFailedError,
+    ) as DownloadFailedError;
+    assertEquals([gone.retryable, gone.kind], [true, null]);
   });
 });
 
