@@ -9,9 +9,12 @@
  * state, no sooner than {@link RETRY_MS}; a final one (unknown repo or
  * revision, gated, no room, content failing its hash from every source) is
  * kept in {@link ModelPuller.failures}, which every heartbeat carries while
- * the pull is desired, and tried again only once the pull is asked again
- * after having been dropped (the control plane drops it when it hears the
- * failure). The control plane learns of the progress and the end from the
+ * the pull is desired, and tried again only once the pull is asked again:
+ * dropped and asked again (the control plane drops it when it hears the
+ * failure), or asked under a new request (`requested_at`: an operator
+ * pulled again before this agent saw it dropped). A failure names the
+ * request it failed under, so the control plane never applies it to a
+ * later one. The control plane learns of the progress and the end from the
  * heartbeat's model cache report.
  *
  * @module
@@ -45,8 +48,10 @@ export interface ModelPullerOptions {
 export class ModelPuller {
   readonly #o: ModelPullerOptions;
   readonly #running = new Map<string, AbortController>();
-  /** Revision → when it may be tried again (Infinity: a final failure). */
-  readonly #failed = new Map<string, number>();
+  /** Revision → the request it is asked under now (undefined: an older control plane). */
+  readonly #asked = new Map<string, number | undefined>();
+  /** Revision → when it may be tried again (Infinity: a final failure), and the request it failed under. */
+  readonly #failed = new Map<string, { until: number; requestedAt: number | undefined }>();
   /** Revision → its final failure, for the heartbeat. */
   readonly #final = new Map<string, PullFailureReport>();
 
@@ -76,15 +81,17 @@ export class ModelPuller {
       ctl.abort(new Error("no longer asked to pull it"));
       this.#running.delete(key);
     }
-    // A pull dropped and asked again is tried again at once.
-    for (const key of this.#failed.keys()) {
-      if (wanted.has(key)) continue;
+    this.#asked.clear();
+    for (const [key, m] of wanted) this.#asked.set(key, m.requested_at);
+    // A pull dropped and asked again, or asked under a new request, is tried again at once.
+    for (const [key, failed] of this.#failed) {
+      if (wanted.has(key) && this.#asked.get(key) === failed.requestedAt) continue;
       this.#failed.delete(key);
       this.#final.delete(key);
     }
     const now = this.#o.clock.now();
     for (const [key, m] of wanted) {
-      if (this.#running.has(key) || (this.#failed.get(key) ?? -Infinity) > now) continue;
+      if (this.#running.has(key) || (this.#failed.get(key)?.until ?? -Infinity) > now) continue;
       this.#start(key, m);
     }
   }
@@ -93,6 +100,7 @@ export class ModelPuller {
   stop(): void {
     for (const ctl of this.#running.values()) ctl.abort(new Error("the agent is stopping"));
     this.#running.clear();
+    this.#asked.clear();
   }
 
   #start(key: string, m: DesiredModel): void {
@@ -107,7 +115,9 @@ export class ModelPuller {
       (e) => {
         if (ctl.signal.aborted) return;
         const final = e instanceof ModelFetchError && !e.retryable;
-        this.#failed.set(key, final ? Infinity : clock.now() + RETRY_MS);
+        // The request asked now: a newer one that came while the fetch ran was tried by it.
+        const requestedAt = this.#asked.get(key);
+        this.#failed.set(key, { until: final ? Infinity : clock.now() + RETRY_MS, requestedAt });
         if (final) {
           this.#final.set(key, {
             repo: m.model,
@@ -115,6 +125,7 @@ export class ModelPuller {
             kind: pullFailureKind(e).slice(0, REPORT_BOUNDS.failureKind),
             message: errorMessage(e).slice(0, REPORT_BOUNDS.reason),
             at: clock.now(),
+            ...(requestedAt === undefined ? {} : { requested_at: requestedAt }),
           });
         }
         log.warn("model pull failed", {

@@ -133,3 +133,35 @@ Deno.test("a final failure is in every heartbeat while the pull is desired; a re
   assertEquals(p.failures(), []);
   p.stop();
 });
+
+Deno.test("a pull asked again under a new request is tried at once, though never seen dropped; a failure names its request", async () => {
+  const f = fetcher();
+  const clock = new FakeClock();
+  const p = new ModelPuller({ fetcher: f, clock, log: createLogger("agent", () => {}) });
+  const asked = (model: string, at: number) => ({ ...pull(model), requested_at: at });
+  p.sync([asked("acme/gated", 1), asked("acme/down", 1)]);
+  f.calls[0].settle(new ModelFetchError("gated: set HF_TOKEN", false));
+  f.calls[1].settle(new ModelFetchError("hub unreachable", true));
+  await tick();
+  assertEquals(p.failures().map((x) => [x.repo, x.requested_at]), [["acme/gated", 1]]);
+  p.sync([asked("acme/gated", 1), asked("acme/down", 1)]);
+  assertEquals(f.calls.length, 2, "the same request: not tried again");
+  // The operator pulled again before this agent saw the pull dropped (or both in one answer).
+  p.sync([asked("acme/gated", 2), asked("acme/down", 2)]);
+  assertEquals(f.calls.map((c) => c.model).slice(2), ["acme/gated", "acme/down"]);
+  assertEquals(p.failures(), [], "the old failure is not sent against the new request");
+  // A newer request while a fetch is under way: it goes on, and its failure names the newer one.
+  p.sync([asked("acme/gated", 3), asked("acme/down", 3)]);
+  assertEquals(f.calls.length, 4, "a fetch under way is not started again");
+  f.calls[2].settle(new ModelFetchError("gated: set HF_TOKEN", false));
+  await tick();
+  assertEquals(p.failures().map((x) => [x.repo, x.requested_at]), [["acme/gated", 3]]);
+  // An older control plane names no request: a final failure waits for the pull to be dropped.
+  p.sync([pull("acme/old")]);
+  f.calls[4].settle(new ModelFetchError("gated: set HF_TOKEN", false));
+  await tick();
+  p.sync([pull("acme/old")]);
+  assertEquals(f.calls.length, 5);
+  assertEquals(p.failures().map((x) => [x.repo, "requested_at" in x]), [["acme/old", false]]);
+  p.stop();
+});

@@ -16,7 +16,9 @@
  * whose agent reports the pull failed for good (the heartbeat's
  * `pulls_failed`) is `failed` with the agent's words (`model_pull_failed`,
  * once) and no longer asked; once it reports the revision held anyway (a
- * replica fetched it) it is `done`. An operator's pull asks a failed or
+ * replica fetched it) it is `done`. Each request of a node has its own
+ * `requested_at`, sent in the desired state and named by the agent's
+ * failure, so a failure of an earlier request never fails a later one. An operator's pull asks a failed or
  * cancelled node again; a rollout's pre-pull only when it failed or was
  * cancelled before the rollout began (control/rollout_prepull.ts).
  * Finished pulls stay listed (`GET /v1/models/pulls`) for
@@ -87,7 +89,14 @@ export async function requestPull(
     if (entry !== undefined && givenUp(entry, givenUpSince)) continue;
     requested.push(node);
     if (entry?.state === "requested") continue;
-    const part = { node, state: "requested" as const, requested_at: now, finished_at: null };
+    // Also the request's id (the agent names it in a failure): one more when the clock has not moved.
+    const requestedAt = Math.max(now, (entry?.requested_at ?? -Infinity) + 1);
+    const part = {
+      node,
+      state: "requested" as const,
+      requested_at: requestedAt,
+      finished_at: null,
+    };
     if (entry === undefined) pull.nodes.push({ ...part, reason: null });
     else {
       delete entry.kind;
@@ -229,7 +238,10 @@ export async function settlePulls(state: ControlState, nodeId: string): Promise<
  * stored, and a `model_pull_failed` event; the node is no longer asked
  * (its desired state drops the pull). A failure of a pull not asked of it
  * (already failed, done, cancelled; a report crossing the desired state
- * that dropped it) changes nothing.
+ * that dropped it), or of an earlier request than the one asked now (its
+ * `requested_at` differs: an operator pulled again before the agent saw
+ * the pull dropped), changes nothing; an older agent's, naming no
+ * request, applies to the one asked now.
  */
 export async function failPulls(
   state: ControlState,
@@ -239,7 +251,10 @@ export async function failPulls(
   const now = state.now();
   for (const f of failures) {
     const stored = state.modelPulls.get(revisionName(f.repo, f.commit));
-    const at = stored?.nodes.findIndex((n) => n.node === nodeId && n.state === "requested") ?? -1;
+    const at = stored?.nodes.findIndex((n) =>
+      n.node === nodeId && n.state === "requested" &&
+      (f.requested_at === undefined || f.requested_at === n.requested_at)
+    ) ?? -1;
     if (stored === undefined || at < 0) continue;
     const pull = structuredClone(stored);
     Object.assign(pull.nodes[at], {
@@ -329,13 +344,15 @@ export function desiredModels(state: ControlState, nodeId: string): DesiredModel
     out.set(revisionName(model, commit), { model, commit, pinned: true, pull: false });
   }
   for (const [key, pull] of state.modelPulls) {
-    if (!pull.nodes.some((n) => n.node === nodeId && n.state === "requested")) continue;
+    const part = pull.nodes.find((n) => n.node === nodeId && n.state === "requested");
+    if (part === undefined) continue;
     const had = out.get(key);
     out.set(key, {
       model: pull.model,
       commit: pull.commit,
       pinned: had?.pinned ?? false,
       pull: true,
+      requested_at: part.requested_at,
     });
   }
   return [...out.entries()].sort((a, b) => compareNatural(a[0], b[0])).map(([, m]) => m);

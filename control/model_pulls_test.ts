@@ -84,9 +84,20 @@ async function heartbeat(
   await cp.nodes.heartbeat({ node_id: node, generation, shards: [], model_cache });
 }
 
-/** The models of `node`'s desired state (absent when none). */
+/** The `requested_at` of each model of `node`'s desired state: a pull's request. */
+const requests = async (cp: ControlPlane, node: string) =>
+  ((await cp.desired.wait(node, -1, 0)).models ?? []).map((m) => m.requested_at);
+
+/** The models of `node`'s desired state (absent when none), less their requests ({@link requests}). */
 const models = async (cp: ControlPlane, node: string) =>
-  (await cp.desired.wait(node, -1, 0)).models ?? [];
+  ((await cp.desired.wait(node, -1, 0)).models ?? []).map(({ requested_at, ...m }) => {
+    assertEquals(
+      typeof requested_at === "number",
+      m.pull,
+      "a pull, and only a pull, names its request",
+    );
+    return m;
+  });
 
 /** A store opened on the same place each time, and its release; `epoch` for the control plane. */
 type Opener = () => Promise<{ store: ControlStore; epoch: number; close: () => Promise<void> }>;
@@ -502,4 +513,57 @@ Deno.test("a node whose pull failed and that holds the revision later (a replica
   assertEquals(pulled.map((e) => e.message), [
     `holds ${MODEL}@4b1c2a9, fetched since its pull failed (by a replica)`,
   ]);
+});
+
+Deno.test("a failure the agent reports of an earlier request does not fail the operator's new one; an older agent's report still fails it", async () => {
+  const clock = new FakeClock();
+  const cp = await openPlane(new MemoryStore(), clock);
+  try {
+    await cp.nodes.register(registration("n1"), null);
+    await heartbeat(cp, "n1", false);
+    await cp.deployments.apply(DEPLOYMENT);
+    const state = () => {
+      const [n] = pullViews(cp.state)[0].nodes;
+      return [n.state, n.reason];
+    };
+    const failedEvents = async () => {
+      await cp.state.flushEvents();
+      return (await cp.events.list({ limit: 100 })).filter((e) => e.kind === "model_pull_failed");
+    };
+    const asked = async () => {
+      await pullDeploymentModel(cp.state, { deployment: "qwen" });
+      await cp.reconcile();
+      const [at] = await requests(cp, "n1");
+      return at!;
+    };
+    const first = await asked();
+    assertEquals(first, clock.now());
+    const gated = {
+      repo: MODEL,
+      commit: COMMIT,
+      kind: "gated",
+      message: "gated",
+      at: 1,
+      requested_at: first,
+    };
+    await heartbeat(cp, "n1", false, [gated]);
+    assertEquals(state(), ["failed", "gated"]);
+    // Pulled again in the same millisecond, before the agent saw its desired state drop the pull.
+    const second = await asked();
+    assertOk(second > first, "each request of a node has its own id");
+    await heartbeat(cp, "n1", false, [gated]);
+    assertEquals(state(), ["requested", null], "the stale report changed nothing");
+    assertEquals((await failedEvents()).length, 1);
+    await heartbeat(cp, "n1", false, [{ ...gated, message: "still gated", requested_at: second }]);
+    assertEquals(state(), ["failed", "still gated"]);
+    // An older agent names no request: its report applies to the one asked now.
+    clock.advance(1_000);
+    await asked();
+    const { requested_at: _, ...older } = gated;
+    await heartbeat(cp, "n1", false, [older]);
+    assertEquals(state(), ["failed", "gated"]);
+    assertEquals((await failedEvents()).length, 3);
+  } finally {
+    await cp.stop();
+  }
 });

@@ -62,7 +62,7 @@ const kinds = async (cp: ControlPlane) =>
 const ids = (cp: ControlPlane) => cp.replicas().map((r) => `${r.id}@${r.revision}`).sort();
 
 Deno.test("a new model revision is fetched onto the old replicas' nodes before any replica stops", async () => {
-  const { cp } = await running();
+  const { cp, clock } = await running();
   const before = ids(cp);
   await cp.deployments.apply({ ...QWEN, replicas: 2, revision: "v2" });
   for (let i = 0; i < 3; i++) {
@@ -71,7 +71,8 @@ Deno.test("a new model revision is fetched onto the old replicas' nodes before a
   }
   assertEquals(ids(cp), before, "nothing started or stopped while it is fetched");
   assertEquals((await cp.desired.wait("n1", -1, 0)).models, [
-    { model: QWEN.model, commit: NEW, pinned: false, pull: true },
+    // The clock has not moved: the request is asked now.
+    { model: QWEN.model, commit: NEW, pinned: false, pull: true, requested_at: clock.now() },
   ]);
   const status = rolloutStatus(cp.state, "qwen");
   assertEquals([status.prepull?.commit, status.prepull?.nodes, status.prepull?.held], [

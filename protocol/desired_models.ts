@@ -5,7 +5,9 @@
  * - `pinned`: a deployment with `pinned: true` uses it, so the agent never
  *   evicts it from its cache, on any node;
  * - `pull`: `llmgw models pull` or a rollout's pre-pull asks this node to
- *   fetch it into its cache now, holding no GPU.
+ *   fetch it into its cache now, holding no GPU; `requested_at` names the
+ *   request, so a failure the agent reports of an earlier one never fails a
+ *   later one (issue #25 item 5, review 2 finding 8).
  *
  * An older agent drops the field (unknown fields are ignored); an older
  * control plane sends none.
@@ -26,6 +28,14 @@ export interface DesiredModel {
   pinned: boolean;
   /** Fetch it into the cache now. */
   pull: boolean;
+  /**
+   * With `pull`: when the control plane asked the node (ms), an id of the
+   * request that grows with each one (control/model_pulls.ts). The agent
+   * tries afresh under a new one, even after a final failure, and names it
+   * in the failure it reports (`pulls_failed`). Absent from an older
+   * control plane.
+   */
+  requested_at?: number;
 }
 
 /** The most model revisions one desired state names. */
@@ -37,6 +47,7 @@ export const DesiredModelSchema = z.object({
   commit: z.string().regex(COMMIT_PATTERN, "must be a commit of 40 hex digits"),
   pinned: z.boolean(),
   pull: z.boolean(),
+  requested_at: z.number().optional(),
 });
 
 // `deno check` fails here when the interface and the schema drift apart.

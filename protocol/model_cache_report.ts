@@ -98,6 +98,12 @@ export interface PullFailureReport {
   message: string;
   /** When (ms since epoch, the agent's clock). */
   at: number;
+  /**
+   * The `requested_at` of the desired pull it failed under: the control
+   * plane applies the report only to that request. Absent from an older
+   * agent, or under an older control plane.
+   */
+  requested_at?: number;
 }
 
 /** An agent's model cache, as its heartbeat carries it. */
@@ -159,6 +165,7 @@ export const ModelCacheReportSchema = z.object({
     kind: z.string().min(1).max(REPORT_BOUNDS.failureKind),
     message: z.string().max(REPORT_BOUNDS.reason),
     at: z.number(),
+    requested_at: z.number().optional(),
   })).max(REPORT_BOUNDS.pullFailures).optional(),
 });
 

@@ -98,7 +98,9 @@ Deno.test("models pull: the revision goes into the nodes' desired states until t
   });
   await cp.reconcile();
   const desired = await cp.desired.wait("n1", -1, 0);
-  assertEquals(desired.models, [{ model: MODEL, commit: COMMIT, pinned: true, pull: true }]);
+  assertEquals(desired.models, [
+    { model: MODEL, commit: COMMIT, pinned: true, pull: true, requested_at: 1_700_000_000_000 },
+  ]);
   // n2 is asked nothing but keeps the pinned revision.
   assertEquals((await cp.desired.wait("n2", -1, 0)).models, [
     { model: MODEL, commit: COMMIT, pinned: true, pull: false },
