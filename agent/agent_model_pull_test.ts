@@ -4,8 +4,9 @@
  * the fake hub on a real port into its model cache; its heartbeats report
  * the revision downloading then complete, with the room under the high
  * watermark; no engine is started. A pull of a commit the hub does not
- * know is reported failed in the heartbeats, with the hub's words, until
- * the desired state drops it. Every server and the agent are stopped in a
+ * know is reported failed in the heartbeats, with the hub's words and the
+ * request it failed under, tried again under a new request, and reported
+ * until the desired state drops it. Every server and the agent are stopped in a
  * `finally`.
  */
 import { startFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
@@ -85,9 +86,10 @@ Deno.test("agent: a pull of a commit the hub does not know is reported failed, w
     await agent.start();
     await until("registration", () => stub.registrations[0], WAIT);
     const unknown = "f".repeat(40);
-    stub.publish(1, [], {
-      models: [{ model: "acme/pulled", commit: unknown, pinned: false, pull: true }],
+    const asked = (requested_at: number) => ({
+      models: [{ model: "acme/pulled", commit: unknown, pinned: false, pull: true, requested_at }],
     });
+    stub.publish(1, [], asked(1));
     const failed = await until("the failure in a heartbeat", () => {
       const hb = stub.lastHeartbeat()?.body;
       return hb?.model_cache?.pulls_failed?.length ? hb : undefined;
@@ -96,11 +98,18 @@ Deno.test("agent: a pull of a commit the hub does not know is reported failed, w
     const [f] = failed.model_cache!.pulls_failed!;
     assertEquals([f.repo, f.commit, f.kind], ["acme/pulled", unknown, "revision_not_found"]);
     assertEquals(f.message, `model acme/pulled revision ${unknown} not found on ${hub.endpoint}`);
+    assertEquals(f.requested_at, 1, "names the request it failed under");
+    // Pulled again before the agent saw it dropped: tried again, and the new failure names it.
+    stub.publish(2, [], asked(2));
+    await until("the new request's failure in a heartbeat", () => {
+      const hb = stub.lastHeartbeat()?.body;
+      return hb?.model_cache?.pulls_failed?.[0]?.requested_at === 2 ? hb : undefined;
+    }, WAIT);
     // Dropped from the desired state (the control plane marked it failed): no longer sent.
-    stub.publish(2, [], { models: [] });
+    stub.publish(3, [], { models: [] });
     await until("no failure in a later heartbeat", () => {
       const hb = stub.lastHeartbeat()?.body;
-      return hb?.generation === 2 && hb.model_cache?.pulls_failed === undefined ? hb : undefined;
+      return hb?.generation === 3 && hb.model_cache?.pulls_failed === undefined ? hb : undefined;
     }, WAIT);
   } finally {
     await agent.stop({ stopEngines: true }).catch(() => {});
