@@ -75,6 +75,7 @@ export { phaseSeconds } from "../protocol/cold_start_receipt.ts";
 export type {
   ColdStartReceipt,
   DownloadReceipt,
+  DownloadSource,
   PhaseReceipt,
 } from "../protocol/cold_start_receipt.ts";
 export type * from "../engines/types.ts";
