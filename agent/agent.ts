@@ -297,12 +297,14 @@ export class Agent {
       await Promise.all([...this.#tasks, this.#listeners.shutdown()]);
       this.#tls?.close();
       this.#models?.close();
-      // Bounded: a sweep stuck on a hung file system is left running (engine_cache_keeper.ts).
-      await this.#engineCache?.close();
-      if (this.#supervisor !== null) {
-        if (options.stopEngines) await this.#supervisor.shutdown();
-        else await this.#supervisor.detach();
-      }
+      // Closed first, so a sweep evicts nothing from here on; its wait (bounded: one stuck on
+      // a hung file system is left running, engine_cache_keeper.ts) runs beside the engines'
+      // stop, never before their SIGTERM.
+      const sup = this.#supervisor;
+      await Promise.all([
+        this.#engineCache?.close(),
+        sup === null ? null : options.stopEngines ? sup.shutdown() : sup.detach(),
+      ]);
       this.#state = "stopped";
       this.#log.info("agent stopped", {
         engines: options.stopEngines ? "stopped" : "left running",

@@ -375,3 +375,57 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "agent: stop sends the engines their SIGTERM without waiting for a stuck engine cache sweep",
+  // The sweep left running ends once the test unblocks its read; no one awaits its last calls.
+  sanitizeOps: false,
+  async fn() {
+    const stub = new StubControl();
+    const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_test_" });
+    const logs: string[] = [];
+    const groups = new Set<number>();
+    const port = freePort();
+    // A record that is a FIFO no one writes: the sweep at agent start blocks reading it.
+    const dir = join(stateDir, "engine_cache", "vllm", "stuck");
+    await Deno.mkdir(dir, { recursive: true });
+    const fifo = join(dir, "llmgw_key.json");
+    assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+    stub.start();
+    const agent = new Agent(agentOptions(stub.url, stub.joinToken, stateDir, logs));
+    try {
+      await agent.start();
+      await until("registration", () => stub.registrations[0], {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      });
+      stub.publish(1, [{ id: "s1", engine: "vllm", launch: shardLaunch("s1", port) }]);
+      const ready = await until(
+        "s1 ready",
+        () => reported(stub, "s1", (s) => s.state === "ready"),
+        {
+          timeoutMs: 30_000,
+          intervalMs: 20,
+        },
+      );
+      groups.add(ready.pid!);
+      await agent.stop({ stopEngines: true });
+      const msgs = logs.map((l) => JSON.parse(l).msg as string);
+      const stopping = msgs.indexOf("ready → stopping: supervisor shutdown");
+      const waited = msgs.indexOf("engine cache sweep still running at stop; not waiting for it");
+      assertOk(stopping >= 0 && waited >= 0, msgs.join("\n"));
+      // The engine is signalled at once; the sweep's bounded wait runs beside it, not before it.
+      assertOk(stopping < waited, msgs.join("\n"));
+      assertEquals(groupMembers(ready.pid!), [], "the engine is gone");
+    } finally {
+      await agent.stop({ stopEngines: true }).catch(() => {});
+      killGroups(groups);
+      const unblock = new Deno.Command("timeout", { args: ["10", "sh", "-c", `: > '${fifo}'`] });
+      const unblocked = await unblock.output();
+      await stub.close();
+      await Deno.remove(stateDir, { recursive: true });
+      assertEquals(unblocked.code, 0, "the sweep was reading the FIFO");
+    }
+  },
+});

@@ -24,6 +24,7 @@ import { type CacheFs, denoCacheFs, type DiskUsage } from "../model_cache/cache_
 import { formatBytes } from "../../text/bytes.ts";
 import type { Watermarks } from "../model_cache/eviction_plan.ts";
 import {
+  atLowWatermark,
   type EngineCacheEntry,
   type EngineCacheEviction,
   planPressure,
@@ -33,6 +34,7 @@ import {
 } from "./engine_cache_plan.ts";
 import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
 import { type DirBytes, EngineCacheSizes } from "./engine_cache_sizes.ts";
+import type { TreeBytes } from "./tree_bytes.ts";
 
 /**
  * How long a stopping agent waits for a sweep under way: its steps are file
@@ -50,6 +52,8 @@ export interface EngineCacheEvicted {
   revision: string | null;
   /** Bytes freed. */
   bytes: number;
+  /** True when the directory's walk was cut short: at least `bytes` were freed. */
+  atLeast: boolean;
   cause: EngineCacheEviction["cause"];
   /** Why, in words. */
   reason: string;
@@ -84,14 +88,19 @@ export class EngineCacheKeeper {
   readonly #o: EngineCacheKeeperOptions;
   readonly #fs: CacheFs;
   readonly #sizes: EngineCacheSizes;
-  /** Directories being handed to a start right now: a sweep leaves them. */
-  readonly #starting = new Set<string>();
+  /**
+   * Directories being handed to a start right now, with how many starts:
+   * a sweep leaves them. Counted, since two replicas of one deployment on
+   * this host share a key and the first to finish must not unguard the other.
+   */
+  readonly #starting = new Map<string, number>();
   /** Directories a sweep is removing now: a start of one waits for that, then makes it anew. */
   readonly #removing = new Map<string, Promise<void>>();
   #chain: Promise<unknown> = Promise.resolve();
   /** A sweep asked for and not begun yet: later asks join it. */
   #queued: Promise<EngineCacheEviction[]> | null = null;
-  #closed = false;
+  /** Aborted by {@link close}: a sweep stops at its next step, a walk between two entries. */
+  readonly #stop = new AbortController();
   /** The last pressure the caches could not relieve, said once until it changes. */
   #said: string | null = null;
 
@@ -99,7 +108,11 @@ export class EngineCacheKeeper {
   constructor(options: EngineCacheKeeperOptions) {
     this.#o = options;
     this.#fs = options.fs ?? denoCacheFs;
-    this.#sizes = new EngineCacheSizes(options.clock, options.bytes);
+    this.#sizes = new EngineCacheSizes(options.clock, options.bytes, this.#stop.signal);
+  }
+
+  get #closed(): boolean {
+    return this.#stop.signal.aborted;
   }
 
   /**
@@ -111,8 +124,8 @@ export class EngineCacheKeeper {
   async use(engine: string, launch: DesiredLaunch): Promise<string> {
     const key = compileCacheKeyInput(engine, launch);
     const dir = compileCacheDir(this.#o.root, key);
-    // Before any await: a sweep checks this set right before it removes a directory.
-    this.#starting.add(dir);
+    // Before any await: a sweep checks these right before it removes a directory.
+    this.#starting.set(dir, (this.#starting.get(dir) ?? 0) + 1);
     const warn = (what: string, e: unknown) =>
       this.#o.log.warn(what, { dir, error: errorMessage(e) });
     try {
@@ -123,7 +136,9 @@ export class EngineCacheKeeper {
         warn("cannot record the engine cache's use", e)
       );
     } finally {
-      this.#starting.delete(dir);
+      const left = this.#starting.get(dir)! - 1;
+      if (left === 0) this.#starting.delete(dir);
+      else this.#starting.set(dir, left);
     }
     this.sweep().catch((e) => warn("cannot sweep the engine cache", e));
     return dir;
@@ -152,7 +167,7 @@ export class EngineCacheKeeper {
    * sweep is then left running, and logged.
    */
   async close(waitMs: number = CLOSE_WAIT_MS): Promise<void> {
-    this.#closed = true;
+    this.#stop.abort();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), waitMs));
     try {
@@ -168,7 +183,7 @@ export class EngineCacheKeeper {
   }
 
   #inUse(): Set<string> {
-    const dirs = new Set(this.#starting);
+    const dirs = new Set(this.#starting.keys());
     for (const s of this.#o.inUse()) {
       const key = compileCacheKeyInput(s.engine, s.launch);
       dirs.add(compileCacheDir(this.#o.root, key));
@@ -185,7 +200,9 @@ export class EngineCacheKeeper {
     const done: EngineCacheEviction[] = [];
     const held = this.#o.held === undefined ? null : await this.#o.held();
     for (const ev of revisionEvictions(entries, { inUse: this.#inUse(), held })) {
-      if (await this.#evict(ev, (await this.#sizes.size(ev.entry)).bytes)) done.push(ev);
+      // Closed: not one more walk (each may take WALK_MS).
+      if (this.#closed) return done;
+      if (await this.#evict(ev, await this.#sizes.size(ev.entry))) done.push(ev);
     }
     const gone = new Set(done.map((ev) => ev.entry.dir));
     const rest = entries.filter((e) => !gone.has(e.dir));
@@ -199,11 +216,15 @@ export class EngineCacheKeeper {
     }
     const installed = this.#o.installed();
     const ordered = pressureOrder(rest, { inUse: this.#inUse(), installed });
-    const sized = await this.#sizes.prefix(ordered, need.toLow, () => this.#closed);
+    const sized = await this.#sizes.prefix(ordered, need.toLow);
     const plan = planPressure(sized, ordered.length, { usage, marks, installed });
-    const bytes = new Map(sized.map((e) => [e.dir, e.bytes]));
+    const sizes = new Map(sized.map((e) => [e.dir, e]));
     for (const ev of plan.evictions) {
-      if (await this.#evict(ev, bytes.get(ev.entry.dir) ?? 0)) done.push(ev);
+      if (this.#closed) break;
+      const size = sizes.get(ev.entry.dir) ?? { bytes: 0, complete: false };
+      if (await this.#evict(ev, size)) done.push(ev);
+      // A size cut short is a lower bound: the disk says whether that one freed enough.
+      if (!size.complete && atLowWatermark(await this.#fs.diskUsage(this.#o.root), marks)) break;
     }
     this.#sayUnrelieved(plan, usage);
     return done;
@@ -234,7 +255,7 @@ export class EngineCacheKeeper {
   }
 
   /** Removes `ev`'s directory unless a start took it meanwhile; whether it did. */
-  async #evict(ev: EngineCacheEviction, bytes: number): Promise<boolean> {
+  async #evict(ev: EngineCacheEviction, size: TreeBytes): Promise<boolean> {
     const dir = ev.entry.dir;
     // Checked and marked with no await between: a start that comes later waits for the removal.
     if (this.#closed || this.#inUse().has(dir)) return false;
@@ -245,11 +266,11 @@ export class EngineCacheKeeper {
     } finally {
       this.#removing.delete(dir);
     }
-    this.#report(ev, bytes);
+    this.#report(ev, size);
     return true;
   }
 
-  #report(ev: EngineCacheEviction, bytes: number): void {
+  #report(ev: EngineCacheEviction, size: TreeBytes): void {
     const { entry } = ev;
     const parts = entry.dir.split("/");
     const e: EngineCacheEvicted = {
@@ -257,11 +278,13 @@ export class EngineCacheKeeper {
       key: parts.at(-1) ?? "",
       model: entry.key?.model ?? null,
       revision: entry.key?.revision ?? null,
-      bytes,
+      bytes: size.bytes,
+      atLeast: !size.complete,
       cause: ev.cause,
       reason: ev.reason,
     };
-    this.#o.log.info("engine cache evicted", { ...e });
+    const { atLeast, ...fields } = e;
+    this.#o.log.info("engine cache evicted", { ...fields, ...(atLeast ? { at_least: true } : {}) });
     try {
       this.#o.onEvicted?.(e);
     } catch {

@@ -6,10 +6,10 @@ import type { DesiredShard } from "../../protocol/agent_protocol.ts";
 import type { DesiredLaunch } from "../../engines/types.ts";
 import { createLogger } from "../../log/log.ts";
 import { compileCacheDir, compileCacheKeyInput } from "../../engines/compile_cache.ts";
-import { denoCacheFs, type DirEntry } from "../model_cache/cache_fs.ts";
+import { type CacheFs, denoCacheFs, type DirEntry } from "../model_cache/cache_fs.ts";
 import { type EngineCacheEvicted, EngineCacheKeeper } from "./engine_cache_keeper.ts";
 import { formatRecord, parseRecord, RECORD_FILE } from "./engine_cache_record.ts";
-import { treeBytes } from "./tree_bytes.ts";
+import { type TreeBytes, treeBytes } from "./tree_bytes.ts";
 
 const C1 = "1".repeat(40);
 const C2 = "2".repeat(40);
@@ -25,6 +25,9 @@ async function compile(dir: string): Promise<void> {
   await Deno.mkdir(`${dir}/vllm/torch_compile_cache`, { recursive: true });
   await Deno.writeFile(`${dir}/vllm/torch_compile_cache/graph.bin`, new Uint8Array(8192));
 }
+
+/** What a walk that got through finds. */
+const whole = (bytes: number) => Promise.resolve({ bytes, complete: true });
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -47,8 +50,9 @@ async function cleanUp(root: string): Promise<void> {
 interface HarnessOptions {
   held?: Set<string>;
   /** Bytes under a directory (default: the real walk). */
-  bytes?: (dir: string) => Promise<number>;
+  bytes?: (dir: string, stopAtMs: number, signal?: AbortSignal) => Promise<TreeBytes>;
   removeTree?: (dir: string) => Promise<void>;
+  writeTextAtomic?: CacheFs["writeTextAtomic"];
   marks?: { highPercent: number; lowPercent: number };
 }
 
@@ -71,10 +75,11 @@ function harness(root: string, o: HarnessOptions = {}) {
     onEvicted: (e) => events.push(e),
     fs: {
       ...denoCacheFs,
+      writeTextAtomic: o.writeTextAtomic ?? denoCacheFs.writeTextAtomic,
       diskUsage: () => Promise.resolve({ totalBytes: total, freeBytes: total - disk.usedBytes }),
       // What a removal frees leaves the disk's usage, as on a real one.
       removeTree: async (dir) => {
-        const freed = await treeBytes(dir);
+        const freed = (await treeBytes(dir)).bytes;
         await (o.removeTree ?? denoCacheFs.removeTree)(dir);
         disk.usedBytes -= freed;
       },
@@ -313,7 +318,7 @@ Deno.test("over the high watermark: directories are walked least recently used f
       marks: { highPercent: 90, lowPercent: 80 },
       bytes: (dir) => {
         walked.push(dir);
-        return Promise.resolve(60_000);
+        return whole(60_000);
       },
     });
     const dirs = [];
@@ -336,7 +341,7 @@ Deno.test("pressure the engine caches cannot relieve: nothing is evicted, and it
       marks: { highPercent: 90, lowPercent: 80 },
       bytes: () => {
         walks++;
-        return Promise.resolve(10_000);
+        return whole(10_000);
       },
     });
     const dirs = [];
@@ -389,6 +394,117 @@ Deno.test("a start of a directory a sweep is removing gets it back, made and rec
     await h.keeper.sweep();
     assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o700);
     assertEquals(parseRecord(await Deno.readTextFile(`${dir}/${RECORD_FILE}`))?.key.revision, C2);
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("a walk cut short under pressure: not said to be from elsewhere, walked again, its bytes 'at least'", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const walks: string[] = [];
+    let oldestWalks = 0;
+    let freedByOldest = 0;
+    const dirs: string[] = [];
+    const h = harness(root, {
+      marks: { highPercent: 90, lowPercent: 80 },
+      bytes: (dir) => {
+        walks.push(dir);
+        if (dir !== dirs[0]) return whole(10_000);
+        // A big Inductor cache: its walks run out of time, the second (warm) one gets further.
+        return Promise.resolve({ bytes: ++oldestWalks === 1 ? 10_000 : 100_000, complete: false });
+      },
+      removeTree: async (dir) => {
+        await denoCacheFs.removeTree(dir);
+        if (dir === dirs[0]) h.disk.usedBytes -= freedByOldest;
+      },
+    });
+    for (let tp = 1; tp <= 3; tp++) dirs.push(await leftBehind(root, shard(C1, tp), tp));
+    // 990 000 used: 90 000 to free to the high watermark, 190 000 to the low one.
+    h.disk.usedBytes = 990_000;
+    assertEquals(await h.keeper.sweep(), []);
+    assertEquals(h.lines.filter((l) => l.includes("cannot relieve")), [], h.lines.join("\n"));
+    assertEquals(h.lines.filter((l) => l.includes("could not all be sized")).length, 1);
+    assertEquals(walks, dirs);
+
+    // Its true size is far more than either walk saw: once it is gone, the disk is under the low watermark.
+    freedByOldest = 300_000;
+    const evicted = await h.keeper.sweep();
+    assertEquals(walks, [...dirs, dirs[0]], "only the one cut short is walked again");
+    assertEquals(
+      evicted.map((e) => e.entry.dir),
+      [dirs[0]],
+      "the next one is spared: the disk is read again",
+    );
+    assertEquals(h.events.map((e) => [e.bytes, e.atLeast]), [[100_000, true]]);
+    assertStringIncludes(h.lines.find((l) => l.includes("engine cache evicted"))!, "at_least");
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("close stops a sweep at its next step: the walk under way is told, no other directory is walked", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const walked: string[] = [];
+    const signals: (AbortSignal | undefined)[] = [];
+    const reached = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    // Every directory's revision left the model cache: the sweep walks each before removing it.
+    const h = harness(root, {
+      held: new Set(),
+      bytes: async (dir, _stopAtMs, signal) => {
+        walked.push(dir);
+        signals.push(signal);
+        reached.resolve();
+        await release.promise;
+        return treeBytes(dir);
+      },
+    });
+    const dirs = [];
+    for (let tp = 1; tp <= 3; tp++) dirs.push(await leftBehind(root, shard(C2, tp), tp));
+    const sweeping = h.keeper.sweep();
+    await reached.promise;
+    const closing = h.keeper.close();
+    assertEquals(signals[0]?.aborted, true, "the walk under way is told to stop");
+    release.resolve();
+    await closing;
+    assertEquals(await sweeping, []);
+    assertEquals(walked.length, 1, walked.join("\n"));
+    for (const d of dirs) assertEquals(await exists(d), true);
+  } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("two starts of one key: the first to finish leaves the other's directory guarded", async () => {
+  const root = await Deno.makeTempDir();
+  try {
+    const blocked = Promise.withResolvers<void>();
+    const writing = Promise.withResolvers<void>();
+    let writes = 0;
+    // No revision is held: a sweep would evict the directory were it not being handed out.
+    const h = harness(root, {
+      held: new Set(),
+      writeTextAtomic: async (path, text) => {
+        if (++writes === 2) {
+          writing.resolve();
+          await blocked.promise;
+        }
+        await denoCacheFs.writeTextAtomic(path, text);
+      },
+    });
+    // Two replicas of one deployment on this host: one key, one directory.
+    const s = shard(C2);
+    const first = h.keeper.use("vllm", s.launch);
+    const second = h.keeper.use("vllm", s.launch);
+    await writing.promise;
+    const dir = await first;
+    // The second start is still recording its use: a sweep now must leave the directory.
+    assertEquals(await h.keeper.sweep(), []);
+    blocked.resolve();
+    assertEquals(await second, dir);
+    assertEquals(await exists(`${dir}/${RECORD_FILE}`), true);
   } finally {
     await cleanUp(root);
   }

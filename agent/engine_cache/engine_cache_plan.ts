@@ -42,6 +42,8 @@ export interface EngineCacheEntry {
 /** A directory with the bytes under it. */
 export interface SizedEntry extends EngineCacheEntry {
   bytes: number;
+  /** False when its walk was cut short (tree_bytes.ts): `bytes` is then a lower bound. */
+  complete: boolean;
 }
 
 /** What the plan weighs besides the entries. */
@@ -128,10 +130,19 @@ export interface PressureNeed {
 
 /** What usage asks of the engine caches; null when it is at or under the high watermark. */
 export function pressureNeed(usage: DiskUsage, marks: Watermarks): PressureNeed | null {
-  const used = usage.totalBytes - usage.freeBytes;
-  const toHigh = used - (usage.totalBytes * marks.highPercent) / 100;
+  const toHigh = overBy(usage, marks.highPercent);
   if (toHigh <= 0) return null;
-  return { toHigh, toLow: used - (usage.totalBytes * marks.lowPercent) / 100 };
+  return { toHigh, toLow: overBy(usage, marks.lowPercent) };
+}
+
+/** Whether usage is at or under the low watermark: pressure evictions have done enough. */
+export function atLowWatermark(usage: DiskUsage, marks: Watermarks): boolean {
+  return overBy(usage, marks.lowPercent) <= 0;
+}
+
+/** Bytes used beyond `percent` of the disk (negative when under it). */
+function overBy(usage: DiskUsage, percent: number): number {
+  return usage.totalBytes - usage.freeBytes - (usage.totalBytes * percent) / 100;
 }
 
 /** What disk pressure evicts, and what it could not do. */
@@ -143,13 +154,19 @@ export interface PressurePlan {
    * what they hold.
    */
   elsewhere: { evictableBytes: number } | null;
-  /** The sizes found so far are not enough and some candidates were not sized yet. */
+  /**
+   * The sizes found so far are not enough and some candidates were not
+   * sized yet, or only in part (a walk cut short): the caches may yet
+   * relieve the disk, so the next sweep goes on.
+   */
   unsized: boolean;
 }
 
 /**
  * The pressure evictions among `sized`, a prefix of {@link pressureOrder}'s
- * candidates (`candidates` of them in all) with their sizes.
+ * candidates (`candidates` of them in all) with their sizes. A size whose
+ * walk was cut short counts as the lower bound it is: enough to decide that
+ * the caches relieve the disk, never that they cannot.
  */
 export function planPressure(
   sized: readonly SizedEntry[],
@@ -175,7 +192,7 @@ export function planPressure(
   if (sum < need.toHigh) {
     // Not enough to relieve the disk: only what no installed engine can use goes.
     const stale = sized.filter((e) => staleVersion(e, view.installed)).map(evict);
-    const all = sized.length >= candidates;
+    const all = sized.length >= candidates && sized.every((e) => e.complete);
     return {
       evictions: stale,
       elsewhere: all ? { evictableBytes: sum } : null,

@@ -29,7 +29,7 @@ const entry = (
   lastUsedMs: number,
   bytes: number,
   k: CompileCacheKeyInput | null = key(C1),
-): SizedEntry => ({ dir, key: k, bytes, lastUsedMs });
+): SizedEntry => ({ dir, key: k, bytes, complete: true, lastUsedMs });
 
 const view = (o: Partial<EngineCacheView> = {}): EngineCacheView => ({
   inUse: new Set(),
@@ -154,6 +154,23 @@ Deno.test("pressure: what it could not do is said", () => {
   assertEquals(planPressure(all, 2, view()), { evictions: [], elsewhere: null, unsized: false });
   assertEquals(pressureNeed({ totalBytes: 1000, freeBytes: 100 }, v.marks), null, "at the mark");
   assertEquals(pressureNeed(usage, v.marks), { toHigh: 90, toLow: 190 });
+});
+
+Deno.test("pressure: a size whose walk was cut short is a lower bound, never 'from elsewhere'", () => {
+  // 100 to free to the high mark, 200 to the low one.
+  const v = view({ usage: { totalBytes: 1000, freeBytes: 0 } });
+  const cut = (e: SizedEntry): SizedEntry => ({ ...e, complete: false });
+  const stale = entry("s", 0, 5, key(C1, "0.10.0"));
+  // Every candidate sized, one only in part: the caches may hold more than the disk needs.
+  const part = planPressure([stale, cut(entry("a", 1, 30)), entry("b", 2, 30)], 3, v);
+  assertEquals(
+    [part.evictions.map((e) => e.entry.dir), part.elsewhere, part.unsized],
+    [["s"], null, true],
+    "not known to be from elsewhere: only the stale version goes, and sizing goes on",
+  );
+  // A lower bound that is already enough: the caches do relieve the disk.
+  const enough = planPressure([cut(entry("a", 1, 250)), entry("b", 2, 30)], 2, v);
+  assertEquals([enough.evictions.map((e) => e.entry.dir), enough.unsized], [["a"], false]);
 });
 
 Deno.test("plan: the reasons name the revision, the disk and the version", () => {

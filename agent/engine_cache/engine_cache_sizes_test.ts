@@ -9,12 +9,14 @@ const entry = (dir: string, lastUsedMs: number): EngineCacheEntry => ({
   lastUsedMs,
 });
 
+const whole = (bytes: number) => Promise.resolve({ bytes, complete: true });
+
 Deno.test("sizes: walked once while the last use stays, again once a start used it", async () => {
   const clock = new FakeClock();
   const walked: [string, number][] = [];
   const sizes = new EngineCacheSizes(clock, (dir, stopAtMs) => {
     walked.push([dir, stopAtMs]);
-    return Promise.resolve(100);
+    return whole(100);
   });
   assertEquals((await sizes.size(entry("a", 1))).bytes, 100);
   assertEquals((await sizes.size(entry("a", 1))).bytes, 100);
@@ -26,6 +28,23 @@ Deno.test("sizes: walked once while the last use stays, again once a start used 
   assertEquals(walked.length, 3, "forgotten once gone");
 });
 
+Deno.test("sizes: a walk cut short is not remembered: the next sweep walks the directory again", async () => {
+  const clock = new FakeClock();
+  let walks = 0;
+  // The first walk of a big tree runs out of time; the second gets through it.
+  const sizes = new EngineCacheSizes(
+    clock,
+    () =>
+      Promise.resolve(
+        ++walks === 1 ? { bytes: 10, complete: false } : { bytes: 500, complete: true },
+      ),
+  );
+  assertEquals(await sizes.size(entry("a", 1)), { ...entry("a", 1), bytes: 10, complete: false });
+  assertEquals(await sizes.size(entry("a", 1)), { ...entry("a", 1), bytes: 500, complete: true });
+  await sizes.size(entry("a", 1));
+  assertEquals(walks, 2, "a whole size is remembered");
+});
+
 Deno.test("sizes: a prefix stops once enough is found, or when its time is spent", async () => {
   const clock = new FakeClock();
   const walked: string[] = [];
@@ -33,7 +52,7 @@ Deno.test("sizes: a prefix stops once enough is found, or when its time is spent
   const sizes = new EngineCacheSizes(clock, (dir) => {
     walked.push(dir);
     clock.advance(walkMs);
-    return Promise.resolve(100);
+    return whole(100);
   });
   const all = ["a", "b", "c", "d"].map((d) => entry(d, 1));
   assertEquals((await sizes.prefix(all, 150)).map((e) => e.dir), ["a", "b"]);
@@ -47,5 +66,19 @@ Deno.test("sizes: a prefix stops once enough is found, or when its time is spent
   walkMs = 0;
   assertEquals((await sizes.prefix(all, 1000)).map((e) => e.dir), ["a", "b", "c", "d"]);
   assertEquals(walked, ["a", "b", "c", "d"]);
-  assertEquals((await sizes.prefix(all, 1000, () => true)).length, 0, "stopped: nothing");
+});
+
+Deno.test("sizes: once the signal is aborted, no walk begins and the one under way is told", async () => {
+  const clock = new FakeClock();
+  const stop = new AbortController();
+  const told: (AbortSignal | undefined)[] = [];
+  const sizes = new EngineCacheSizes(clock, (_dir, _stopAtMs, signal) => {
+    told.push(signal);
+    stop.abort();
+    return whole(1);
+  }, stop.signal);
+  const all = ["a", "b", "c"].map((d) => entry(d, 1));
+  assertEquals((await sizes.prefix(all, 1000)).map((e) => e.dir), ["a"]);
+  assertEquals(told, [stop.signal]);
+  assertEquals(await sizes.prefix(all, 1000), [], "stopped: nothing");
 });

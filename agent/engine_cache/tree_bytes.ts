@@ -2,9 +2,11 @@
  * The disk space a directory tree takes, as `du` counts it (allocated
  * blocks, not apparent sizes: a Triton or Inductor cache is thousands of
  * small files, each taking at least a block). Links are not followed. The
- * walk is bounded in depth, in entries and, when given one, in time, so a
- * runaway tree or a slow file system costs a bounded time; what lies beyond
- * the bounds is not counted.
+ * walk is bounded in depth, in entries and, when given one, in time, and
+ * stops between two entries once its signal is aborted (a stopping agent),
+ * so a runaway tree or a slow file system costs a bounded time. A walk cut
+ * short says so: what lies beyond the bounds is not counted, and its bytes
+ * are then only a lower bound.
  *
  * @module
  */
@@ -20,21 +22,43 @@ export interface WalkDeadline {
   stopAtMs: number;
 }
 
-/** Bytes allocated under `dir` (0 when it is absent), counted until `deadline` if given. */
-export async function treeBytes(dir: string, deadline?: WalkDeadline): Promise<number> {
+/** What a walk counted. */
+export interface TreeBytes {
+  /** Bytes allocated under the directory, as far as the walk went. */
+  bytes: number;
+  /** False when a bound or the signal cut the walk short: `bytes` is then a lower bound. */
+  complete: boolean;
+}
+
+/**
+ * Bytes allocated under `dir` (0 when it is absent), counted until
+ * `deadline` if given, or until `signal` is aborted.
+ */
+export async function treeBytes(
+  dir: string,
+  deadline?: WalkDeadline,
+  signal?: AbortSignal,
+): Promise<TreeBytes> {
   let total = 0;
   let seen = 0;
+  let complete = true;
   const over = () =>
-    ++seen > MAX_ENTRIES || (deadline !== undefined && deadline.now() > deadline.stopAtMs);
+    ++seen > MAX_ENTRIES || signal?.aborted === true ||
+    (deadline !== undefined && deadline.now() > deadline.stopAtMs);
   const walk = async (path: string, depth: number): Promise<void> => {
     try {
       for await (const e of Deno.readDir(path)) {
-        if (over()) return;
+        if (over()) {
+          complete = false;
+          return;
+        }
         const child = `${path}/${e.name}`;
         const s = await lstatOrNull(child);
         if (s === null) continue;
         total += s.blocks === null ? s.size : s.blocks * 512;
-        if (e.isDirectory && depth < MAX_DEPTH) await walk(child, depth + 1);
+        if (!e.isDirectory) continue;
+        if (depth < MAX_DEPTH) await walk(child, depth + 1);
+        else complete = false;
       }
     } catch (e) {
       // Removed while walked: what is gone takes no space.
@@ -42,7 +66,7 @@ export async function treeBytes(dir: string, deadline?: WalkDeadline): Promise<n
     }
   };
   await walk(dir, 0);
-  return total;
+  return { bytes: total, complete };
 }
 
 async function lstatOrNull(path: string): Promise<Deno.FileInfo | null> {
