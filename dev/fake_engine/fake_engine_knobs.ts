@@ -70,6 +70,11 @@ export interface KeepAlive {
   seconds: number;
   /** The warning SGLang prints for a value it cannot read (it then uses 5); null if none. */
   warning: string | null;
+  /**
+   * vLLM's error for a value `int()` cannot read (`ValueError: …`), raised
+   * only when the API server starts, after the model loaded; null if none.
+   */
+  error: string | null;
 }
 
 /** uvicorn's default, which vLLM and SGLang both keep (engine reference §11). */
@@ -78,12 +83,19 @@ export const DEFAULT_KEEP_ALIVE_SECONDS = 5;
 /** Python's `int(text)`: digits with an optional sign, `_` between digits, blanks around. */
 const PY_INT = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
 
+/** Python's `repr()` of a string, as its `int()` error quotes it (common cases). */
+function pyRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const body = text.replaceAll("\\", "\\\\").replaceAll("\n", "\\n").replaceAll("\t", "\\t");
+  return quote + (quote === "'" ? body.replaceAll("'", "\\'") : body) + quote;
+}
+
 /**
  * The keep-alive timeout the engine passes to uvicorn (engine reference §11):
  * vLLM reads `VLLM_HTTP_TIMEOUT_KEEP_ALIVE` with `int()` (a value it cannot
- * read is a ValueError: here a {@link KnobError}), SGLang reads
- * `SGLANG_TIMEOUT_KEEP_ALIVE` as an EnvInt (a value it cannot read is a
- * warning, then the default); both default to 5.
+ * read is a ValueError when the API server starts: {@link KeepAlive.error}),
+ * SGLang reads `SGLANG_TIMEOUT_KEEP_ALIVE` as an EnvInt (a value it cannot
+ * read is a warning, then the default); both default to 5.
  */
 export function readKeepAlive(
   engine: EngineName,
@@ -91,17 +103,14 @@ export function readKeepAlive(
 ): KeepAlive {
   const key = engine === "vllm" ? "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" : "SGLANG_TIMEOUT_KEEP_ALIVE";
   const raw = env(key);
-  if (raw === undefined) return { seconds: DEFAULT_KEEP_ALIVE_SECONDS, warning: null };
-  if (PY_INT.test(raw)) return { seconds: Number(raw.trim().replaceAll("_", "")), warning: null };
+  const ok = { seconds: DEFAULT_KEEP_ALIVE_SECONDS, warning: null, error: null };
+  if (raw === undefined) return ok;
+  if (PY_INT.test(raw)) return { ...ok, seconds: Number(raw.trim().replaceAll("_", "")) };
   if (engine === "vllm") {
-    throw new KnobError(
-      `${key} must be a whole number of seconds (vLLM reads it with int()), got ${
-        JSON.stringify(raw)
-      }`,
-    );
+    return { ...ok, error: `ValueError: invalid literal for int() with base 10: ${pyRepr(raw)}` };
   }
   return {
-    seconds: DEFAULT_KEEP_ALIVE_SECONDS,
+    ...ok,
     warning: `UserWarning: Invalid value for ${key}: "${raw}" is not a valid integer value, ` +
       `using default "${DEFAULT_KEEP_ALIVE_SECONDS}"`,
   };

@@ -28,7 +28,9 @@ import { spawnWorker } from "./fake_engine_worker.ts";
 /**
  * Serves `routes` on the configured address through uvicorn's connection
  * handling (an idle keep-alive connection closed after `keepAliveSeconds`); a
- * port that cannot be bound exits 1.
+ * port that cannot be bound exits 1. vLLM's uvicorn parses with httptools
+ * (vLLM requires `fastapi[standard]`), SGLang's with h11 (it requires plain
+ * `uvicorn`, without httptools): engine reference §11.
  */
 function listen(
   rt: Runtime,
@@ -41,6 +43,7 @@ function listen(
     hostname: rt.cfg.host,
     port: rt.cfg.port,
     keepAliveMs: Math.max(0, keepAliveSeconds * 1000),
+    http: rt.cfg.engine === "vllm" ? "httptools" : "h11",
     onListen,
     onListenError: (e) => {
       const msg = e.code === "EADDRINUSE"
@@ -67,6 +70,27 @@ async function readFit(cfg: EngineConfig, knobs: Knobs, log: Logger): Promise<Mo
     log.fake(`model facts not read, nothing checked: ${e instanceof Error ? e.message : e}`);
     return null;
   }
+}
+
+/**
+ * vLLM's uncaught ValueError for a `VLLM_HTTP_TIMEOUT_KEEP_ALIVE` that `int()`
+ * cannot read: Python's traceback on stderr, the engine core shut down as
+ * the engine client's context exits, then exit 1.
+ */
+function badKeepAlive(log: Logger, error: string, workerPid: number | null): never {
+  // The frames (run_server_worker → vllm/envs.py) are left out: their line
+  // numbers change with every release, and readers match the last line.
+  log.stderrLine("Traceback (most recent call last):");
+  log.stderrLine(error);
+  if (workerPid !== null) {
+    try {
+      Deno.kill(workerPid, "SIGTERM");
+    } catch {
+      // Already gone.
+    }
+  }
+  log.fake("exiting with code 1 (VLLM_HTTP_TIMEOUT_KEEP_ALIVE is not a whole number)");
+  Deno.exit(1);
 }
 
 /** Runs the engine `cfg` describes until a signal or a crash ends the process. */
@@ -167,6 +191,8 @@ export async function serve(
     await load(rt, true, 1);
     rt.ready = true;
     log.api("INFO", "api_server.py:1971", `Starting vLLM API server 0 on ${url}`);
+    // vLLM reads the variable as it calls serve_http, after loading.
+    if (keepAlive.error !== null) badKeepAlive(log, keepAlive.error, worker?.pid ?? null);
     log.api(
       "INFO",
       "launcher.py:36",

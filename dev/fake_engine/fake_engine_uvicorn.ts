@@ -7,8 +7,10 @@
  * stale pooled connection than the real engines), so the fake serves through
  * `node:http` and closes idle connections itself, as uvicorn does: the timer
  * starts when a response completes and nothing else is in flight on the
- * connection, and stops when the next request arrives. Nothing else times out
- * (uvicorn has no header or request timeout). Routes stay Web `Request` →
+ * connection, and stops at the next byte the client sends. Nothing else times
+ * out (uvicorn has no header or request timeout). The request head's size
+ * limit is that of uvicorn's HTTP implementation (`http`), and requests are
+ * routed on the request line's path, never on `Host`. Routes stay Web `Request` →
  * `Response` handlers; bodies are sent with a `content-length`, except
  * `text/event-stream`, which is streamed chunk by chunk as Starlette's
  * StreamingResponse does.
@@ -30,6 +32,25 @@ export interface RemoteAddr {
 /** A route handler: answers a Web request from a client. */
 export type WebHandler = (req: Request, remote: RemoteAddr) => Promise<Response>;
 
+/**
+ * uvicorn's HTTP/1.1 implementation (its `--http`; engine reference §11):
+ * `httptools` has no limit on a request head's size, `h11` refuses a head
+ * still incomplete past 16 KiB with a 400.
+ */
+export type UvicornHttp = "httptools" | "h11";
+
+/**
+ * h11's `DEFAULT_MAX_INCOMPLETE_EVENT_SIZE`, which uvicorn's h11
+ * implementation uses when `h11_max_incomplete_event_size` is not set.
+ */
+export const H11_MAX_INCOMPLETE_EVENT_SIZE = 16 * 1024;
+
+/** node:http's largest `maxHeaderSize` (llhttp's counter is 32-bit): httptools sets no limit. */
+const NO_HEADER_LIMIT = 2 ** 31 - 1;
+
+/** uvicorn's answer to a request its parser refuses (`send_400_response`), then it closes. */
+const INVALID_REQUEST = "Invalid HTTP request received.";
+
 /** How the server listens and closes idle connections. */
 export interface UvicornOptions {
   /** The address to bind. */
@@ -38,6 +59,8 @@ export interface UvicornOptions {
   port: number;
   /** An idle keep-alive connection is closed after this long (uvicorn: `timeout_keep_alive` s). */
   keepAliveMs: number;
+  /** uvicorn's HTTP implementation, whose request-head limit the server keeps. */
+  http: UvicornHttp;
   /** Called once the port is bound, with the port (the one chosen, for port 0). */
   onListen: (port: number) => void;
   /** Called when the port cannot be bound (`code` as Node names it, e.g. `EADDRINUSE`). */
@@ -57,10 +80,27 @@ export function serveUvicorn(opts: UvicornOptions, handler: WebHandler): Uvicorn
   // Node's own keep-alive timer (keepAliveTimeout plus a fixed 1 s buffer in
   // Deno's node:http) is off; the one below owns idle connections. Node's
   // header and request timeouts are off too, as uvicorn has none.
-  const server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 });
+  const server = http.createServer({
+    requestTimeout: 0,
+    headersTimeout: 0,
+    keepAliveTimeout: 0,
+    maxHeaderSize: opts.http === "h11" ? H11_MAX_INCOMPLETE_EVENT_SIZE : NO_HEADER_LIMIT,
+  });
   server.keepAliveTimeout = 0;
   const idle = new IdleConnections(opts.keepAliveMs);
   server.on("connection", (socket: Socket) => idle.track(socket));
+  // Node would answer a bare 400 (431 for a head over the limit); uvicorn
+  // answers every parser error with its own 400 and closes.
+  server.on("clientError", (e: Error & { code?: string }, socket: Socket) => {
+    if (!socket.writable || e.code === "ECONNRESET") {
+      socket.destroy();
+      return;
+    }
+    socket.end(
+      "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n" +
+        `content-length: ${INVALID_REQUEST.length}\r\nconnection: close\r\n\r\n${INVALID_REQUEST}`,
+    );
+  });
   server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
     idle.requestStarted(req.socket);
     res.once("close", () => idle.responseEnded(req.socket));
@@ -85,9 +125,9 @@ export function serveUvicorn(opts: UvicornOptions, handler: WebHandler): Uvicorn
 
 /**
  * Each connection's requests in flight and idle timer: armed when the last
- * response in flight ends (uvicorn's `on_response_complete`), disarmed when a
- * request arrives (uvicorn disarms at the request's first byte, this at its
- * head, which node:http reports).
+ * response in flight ends (uvicorn's `on_response_complete`), disarmed by any
+ * bytes the client sends (uvicorn's `data_received`), so a next request whose
+ * head arrives slowly is not cut.
  */
 class IdleConnections {
   readonly #inFlight = new Map<Socket, number>();
@@ -98,6 +138,7 @@ class IdleConnections {
   /** A new connection: no timer until its first response (uvicorn arms none at connect). */
   track(socket: Socket): void {
     this.#inFlight.set(socket, 0);
+    onBytes(socket, () => this.#disarm(socket));
     socket.once("close", () => {
       this.#disarm(socket);
       this.#inFlight.delete(socket);
@@ -126,6 +167,31 @@ class IdleConnections {
     if (t !== undefined) clearTimeout(t);
     this.#timers.delete(socket);
   }
+}
+
+/** The part of node:http's parser a connection's bytes reach (Node's `HTTPParser` binding). */
+interface ParserSlots {
+  [slot: number]: unknown;
+  constructor: { kOnExecute?: number };
+}
+
+/**
+ * Calls `seen` whenever bytes from the client reach the connection's parser.
+ * node:http feeds the socket to its parser directly (no 'data' events), then
+ * calls the parser's `kOnExecute` callback after each chunk, which is wrapped
+ * here. Without that hook (another node:http), the request's head still
+ * disarms the timer (`requestStarted`).
+ */
+function onBytes(socket: Socket, seen: () => void): void {
+  const parser = (socket as Socket & { parser?: ParserSlots }).parser;
+  const slot = parser?.constructor.kOnExecute;
+  if (parser === undefined || slot === undefined) return;
+  const next = parser[slot];
+  if (typeof next !== "function") return;
+  parser[slot] = function (this: unknown, ...args: unknown[]) {
+    seen();
+    return next.apply(this, args);
+  };
 }
 
 /** Runs `handler` on one node:http request and writes its Response back. */
@@ -161,8 +227,23 @@ async function toRequest(req: http.IncomingMessage): Promise<Request> {
   }
   const method = req.method ?? "GET";
   const body = method === "GET" || method === "HEAD" ? null : await readAll(req);
-  const host = headers.get("host") ?? "localhost";
-  return new Request(new URL(req.url ?? "/", `http://${host}`), { method, headers, body });
+  return new Request(requestUrl(req.url ?? "/"), { method, headers, body });
+}
+
+/**
+ * The URL routes read, from the request line's target alone, as Starlette
+ * routes on the path uvicorn parsed (`Host` stays a header: an odd one is no
+ * error, and `//v1/models` keeps its path). An absolute-form target keeps its
+ * path and query; anything else (`*`) is the root.
+ */
+export function requestUrl(target: string): URL {
+  try {
+    if (target.startsWith("/")) return new URL(`http://localhost${target}`);
+    const u = new URL(target);
+    return new URL(`http://localhost${u.pathname}${u.search}`);
+  } catch {
+    return new URL("http://localhost/");
+  }
 }
 
 /** Writes `response` to `res`: a `content-length` body, or SSE chunk by chunk. */

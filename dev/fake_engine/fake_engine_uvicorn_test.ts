@@ -1,8 +1,11 @@
 /**
  * Tests of the fake engine's HTTP server (dev/fake_engine/fake_engine_uvicorn.ts):
  * uvicorn's keep-alive timeout seen by a raw TCP client, in process and
- * through the shims (`VLLM_HTTP_TIMEOUT_KEEP_ALIVE`, `SGLANG_TIMEOUT_KEEP_ALIVE`).
- * Nothing asserts how fast anything is: each wait has a generous bound.
+ * through the shims (`VLLM_HTTP_TIMEOUT_KEEP_ALIVE`, `SGLANG_TIMEOUT_KEEP_ALIVE`),
+ * the request-head limits of httptools and h11, and routing on the request
+ * line. Nothing asserts how fast anything is: each wait has a generous bound,
+ * and a connection said to stay open is checked after a sleep longer than
+ * the timeout that would have closed it (sleeps only ever run long).
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
 import { until } from "../../tests/until.ts";
@@ -13,7 +16,13 @@ import {
   vllmArgv,
   withEngine,
 } from "../../tests/fake_engine_harness.ts";
-import { serveUvicorn, type UvicornServer, type WebHandler } from "./fake_engine_uvicorn.ts";
+import {
+  requestUrl,
+  serveUvicorn,
+  type UvicornHttp,
+  type UvicornServer,
+  type WebHandler,
+} from "./fake_engine_uvicorn.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -21,11 +30,19 @@ const decoder = new TextDecoder();
 /** The longest any wait here may take before the test fails. */
 const BOUND_MS = 15_000;
 
-/** One HTTP/1.1 request's bytes. */
-function requestBytes(method: string, path: string, body = ""): Uint8Array {
-  const head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n` +
+/** One HTTP/1.1 request's bytes, with `headers` lines after `Host`. */
+function requestBytes(method: string, path: string, body = "", headers = ""): Uint8Array {
+  return encoder.encode(requestText(method, path, body, headers));
+}
+
+function requestText(method: string, path: string, body = "", headers = ""): string {
+  const head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}` +
     (body === "" ? "" : `content-type: application/json\r\ncontent-length: ${body.length}\r\n`);
-  return encoder.encode(`${head}\r\n${body}`);
+  return `${head}\r\n${body}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Whether `text` holds one whole response (a `content-length` body or a last chunk). */
@@ -60,9 +77,19 @@ async function nextRead(conn: Deno.Conn): Promise<{ closed: true } | { text: str
   }
 }
 
-/** Sends a request on `conn` and reads its whole response. */
-async function exchange(conn: Deno.Conn, method: string, path: string): Promise<string> {
-  await conn.write(requestBytes(method, path));
+/** Sends a request on `conn` (its bytes `raw`, when given) and reads its whole response. */
+async function exchange(
+  conn: Deno.Conn,
+  method: string,
+  path: string,
+  raw?: Uint8Array,
+): Promise<string> {
+  await conn.write(raw ?? requestBytes(method, path));
+  return await response(conn);
+}
+
+/** Reads one whole response from `conn`. */
+async function response(conn: Deno.Conn): Promise<string> {
   let text = "";
   for (let i = 0; i < 1000 && !complete(text); i++) {
     const r = await nextRead(conn);
@@ -78,6 +105,7 @@ async function withServer(
   keepAliveMs: number,
   handler: WebHandler,
   body: (port: number) => Promise<void>,
+  http: UvicornHttp = "httptools",
 ): Promise<void> {
   let server: UvicornServer | undefined;
   const port = await new Promise<number>((resolve, reject) => {
@@ -85,6 +113,7 @@ async function withServer(
       hostname: "127.0.0.1",
       port: 0,
       keepAliveMs,
+      http,
       onListen: resolve,
       onListenError: reject,
       onError: (e) => new Response(String(e), { status: 500 }),
@@ -123,20 +152,21 @@ Deno.test("uvicorn server: an idle keep-alive connection is closed after its las
   const handler: WebHandler = (req) => {
     const path = new URL(req.url).pathname;
     return Promise.resolve(
-      path === "/slow" ? slowEvents(3, 500) : Response.json({ ok: true }, { status: 200 }),
+      path === "/slow" ? slowEvents(4, 1000) : Response.json({ ok: true }, { status: 200 }),
     );
   };
-  await withServer(1000, handler, async (port) => {
+  // 3 s: the second request must follow the first within it, even under load.
+  await withServer(3000, handler, async (port) => {
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
     try {
       const first = await exchange(conn, "GET", "/health");
       assertStringIncludes(first, "HTTP/1.1 200 OK");
       assertStringIncludes(first.toLowerCase(), "content-length: 11");
       // Reused at once, under the timeout: the same connection answers, and a
-      // stream of 1.5 s (longer than the 1 s timeout) runs to its end.
+      // stream of 4 s (longer than the 3 s timeout) runs to its end.
       const slow = await exchange(conn, "GET", "/slow");
       assertStringIncludes(slow.toLowerCase(), "transfer-encoding: chunked");
-      for (const i of [0, 1, 2]) assertStringIncludes(slow, `data: ${i}\n\n`);
+      for (const i of [0, 1, 2, 3]) assertStringIncludes(slow, `data: ${i}\n\n`);
       // Then idle: the server closes it.
       assertEquals(await nextRead(conn), { closed: true });
     } finally {
@@ -158,26 +188,130 @@ Deno.test("uvicorn server: a client that goes away mid-stream cancels the stream
   });
 });
 
-Deno.test("fake engines close an idle keep-alive connection after the engine's own timeout variable", async () => {
-  const cases: { argv: (port: number) => string[]; env: Record<string, string> }[] = [
-    { argv: vllmArgv, env: { VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "1" } },
-    { argv: sglangArgv, env: { SGLANG_TIMEOUT_KEEP_ALIVE: "1" } },
-  ];
-  for (const c of cases) {
-    const port = freePort();
-    await withEngine(c.argv(port), { FAKE_ENGINE_LOAD_SECONDS: "0", ...c.env }, port, async (e) => {
-      await until(
-        "/health 200",
-        async () => (await e.request("/health"))?.status === 200 || undefined,
-        POLL,
-      );
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-      try {
-        assertStringIncludes(await exchange(conn, "GET", "/health"), "HTTP/1.1 200 OK");
-        assertEquals(await nextRead(conn), { closed: true }, c.argv(port)[0]);
-      } finally {
-        conn.close();
+Deno.test("uvicorn server: a next request whose head arrives in pieces across the timeout is not cut (the timer stops at the first byte)", async () => {
+  const handler: WebHandler = () => Promise.resolve(new Response("ok"));
+  await withServer(3000, handler, async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      assertStringIncludes(await exchange(conn, "GET", "/health"), "HTTP/1.1 200 OK");
+      const next = requestText("GET", "/health");
+      await conn.write(encoder.encode(next.slice(0, 5)));
+      // Past the 3 s timeout since the response: only the first bytes keep it open.
+      await sleep(4000);
+      await conn.write(encoder.encode(next.slice(5)));
+      assertStringIncludes(await response(conn), "HTTP/1.1 200 OK");
+    } finally {
+      conn.close();
+    }
+  });
+});
+
+Deno.test("uvicorn server: httptools takes a request head of any size; h11 refuses one past 16 KiB with uvicorn's 400 and closes", async () => {
+  const handler: WebHandler = () => Promise.resolve(new Response("ok"));
+  const big = (bytes: number) =>
+    requestBytes("GET", "/health", "", `x-big: ${"a".repeat(bytes)}\r\n`);
+  await withServer(5000, handler, async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      assertStringIncludes(await exchange(conn, "GET", "", big(100_000)), "HTTP/1.1 200 OK");
+    } finally {
+      conn.close();
+    }
+  }, "httptools");
+  await withServer(5000, handler, async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      assertStringIncludes(await exchange(conn, "GET", "", big(15_000)), "HTTP/1.1 200 OK");
+      const refused = await exchange(conn, "GET", "", big(20_000));
+      assertStringIncludes(refused, "HTTP/1.1 400 Bad Request");
+      assertOk(refused.endsWith("\r\n\r\nInvalid HTTP request received."), refused);
+      assertEquals(await nextRead(conn), { closed: true });
+    } finally {
+      conn.close();
+    }
+  }, "h11");
+});
+
+Deno.test("uvicorn server: routes on the request line's path; an odd Host is no error and //path keeps its path", async () => {
+  const handler: WebHandler = (req) => Promise.resolve(new Response(new URL(req.url).pathname));
+  await withServer(5000, handler, async (port) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      for (const host of ["a b", "["]) {
+        const raw = encoder.encode(`GET /health HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+        const text = await exchange(conn, "GET", "", raw);
+        assertStringIncludes(text, "HTTP/1.1 200 OK");
+        assertOk(text.endsWith("\r\n\r\n/health"), text);
       }
-    });
-  }
+      assertOk((await exchange(conn, "GET", "//v1/models")).endsWith("\r\n\r\n//v1/models"));
+    } finally {
+      conn.close();
+    }
+  });
+  const cases: [string, string][] = [
+    ["/v1/models?x=1", "http://localhost/v1/models?x=1"],
+    ["//v1/models", "http://localhost//v1/models"],
+    ["http://other:9/v1/models?x=1", "http://localhost/v1/models?x=1"],
+    ["*", "http://localhost/"],
+  ];
+  for (const [target, url] of cases) assertEquals(requestUrl(target).href, url, target);
+});
+
+/** Starts `argv` with `env`, reads /health once on a raw connection, and runs `then` on it. */
+async function afterHealth(
+  argv: (port: number) => string[],
+  env: Record<string, string>,
+  then: (conn: Deno.Conn) => Promise<void>,
+): Promise<void> {
+  const port = freePort();
+  await withEngine(argv(port), { FAKE_ENGINE_LOAD_SECONDS: "0", ...env }, port, async (e) => {
+    await until(
+      "/health 200",
+      async () => (await e.request("/health"))?.status === 200 || undefined,
+      POLL,
+    );
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      assertStringIncludes(await exchange(conn, "GET", "/health"), "HTTP/1.1 200 OK");
+      await then(conn);
+    } finally {
+      conn.close();
+    }
+  });
+}
+
+Deno.test("fake engines keep an idle keep-alive connection as long as the engine's own timeout variable says, longer or shorter than the default", async () => {
+  const engines = [
+    { argv: vllmArgv, key: "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" },
+    { argv: sglangArgv, key: "SGLANG_TIMEOUT_KEEP_ALIVE" },
+  ];
+  await Promise.all(engines.flatMap(({ argv, key }) => [
+    // Shorter than the default: closed.
+    afterHealth(argv, { [key]: "1" }, async (conn) => {
+      assertEquals(await nextRead(conn), { closed: true }, key);
+    }),
+    // Longer: still open past the default 5 s, which a fake that ignored the
+    // variable (or did not pass it to the server) would have closed.
+    afterHealth(argv, { [key]: "3600" }, async (conn) => {
+      await sleep(6000);
+      assertStringIncludes(await exchange(conn, "GET", "/health"), "HTTP/1.1 200 OK", key);
+    }),
+  ]));
+});
+
+Deno.test("fake vLLM: a VLLM_HTTP_TIMEOUT_KEEP_ALIVE int() cannot read fails after loading, with Python's ValueError, exit 1", async () => {
+  const port = freePort();
+  await withEngine(
+    vllmArgv(port),
+    { FAKE_ENGINE_LOAD_SECONDS: "0", VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "soon" },
+    port,
+    async (e) => {
+      assertEquals((await e.exit()).code, 1);
+      const error = "ValueError: invalid literal for int() with base 10: 'soon'";
+      assertStringIncludes(e.err, error);
+      // After loading: the API server was being started (no port ever opened).
+      assertStringIncludes(e.log, "Starting vLLM API server 0 on");
+      assertEquals(await e.request("/health"), null);
+    },
+  );
 });
