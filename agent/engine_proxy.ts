@@ -21,6 +21,7 @@ import { PROXY_REFUSED_HEADER, SHARD_HEADER } from "../protocol/engine_proxy_pro
 import { bearer, tokensEqual } from "../http/tokens.ts";
 import { forwardHeaders } from "../http/forward_headers.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { ENGINE_CLIENT_IDLE_MS } from "../engines/engine_keep_alive.ts";
 
 /** The header that names the shard a request is for. */
 export { SHARD_HEADER };
@@ -62,11 +63,11 @@ export interface EngineProxyOptions {
 }
 
 /**
- * How long an idle connection to an engine is reused: under uvicorn's 5 s
- * keep-alive timeout, as the gateway's client (gateway/upstream_client.ts).
- * Deno's default client keeps them 90 s.
+ * How long an idle connection to an engine is reused: llmgw's clients' idle
+ * time, under the engines' keep-alive (engines/engine_keep_alive.ts). Deno's
+ * default client keeps them 90 s.
  */
-export const ENGINE_POOL_IDLE_MS = 4_000;
+export const ENGINE_POOL_IDLE_MS = ENGINE_CLIENT_IDLE_MS;
 
 /** Request headers never forwarded: the proxy credential, the shard's name, framing. */
 const REQUEST_DROP = ["authorization", SHARD_HEADER, "host", "content-length"];

@@ -10,6 +10,7 @@ import { parallelismProblems, tooBigAdvice } from "./parallelism.ts";
 import { fp8Capable, fp8Requirement, needsFp8Hardware } from "./quantization.ts";
 import type { Deployment, Profile } from "./schema.ts";
 import { HUB_CREDENTIALS, HUB_ENGINE_SETTINGS } from "../models/hub_env.ts";
+import { engineKeepAliveProblem } from "../engines/engine_keep_alive.ts";
 
 /** One problem with a deployment. */
 export type DeploymentIssue = InputIssue;
@@ -113,8 +114,8 @@ export function validateDeployment(
     for (const e of parallelismProblems(p)) {
       errors.push({ path: at(e.field), message: `${name}: ${e.message}` });
     }
-    for (const key of Object.keys(p.env)) {
-      const problem = hubEnvProblem(key);
+    for (const [key, value] of Object.entries(p.env)) {
+      const problem = hubEnvProblem(key) ?? engineKeepAliveProblem(key, value);
       if (problem !== null) {
         errors.push({ path: [...at("env"), key], message: `${name}: env ${key} ${problem}` });
       }

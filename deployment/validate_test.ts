@@ -3,7 +3,7 @@
  * a profile no node could ever hold and for replicas that need more GPUs
  * than the whole cluster has (issue #23 item 5).
  */
-import { assertEquals } from "../tests/assert.ts";
+import { assertEquals, assertStringIncludes } from "../tests/assert.ts";
 import { deployment, gpus, node, profile } from "../tests/cluster_builders.ts";
 import type { ClusterNode } from "../inventory/types.ts";
 import type { Deployment } from "./schema.ts";
@@ -105,4 +105,25 @@ Deno.test("an absent class warns once, as before; without cluster facts nothing 
     'profile "b200": no node in the cluster has b200-180g GPUs',
   ]]);
   assertEquals(validateDeployment(dep).warnings, []);
+});
+
+Deno.test("a profile env that sets an engine's keep-alive under llmgw's clients' idle time is refused, naming the field", () => {
+  const dep = (env: Record<string, string>) =>
+    deployment([profile({ name: "p", env }), profile({ name: "q", engine: "sglang", env })]);
+  const errors = (env: Record<string, string>) =>
+    validateDeployment(dep(env)).errors.map((e) => [e.path.join("."), e.message]);
+  assertEquals(errors({ VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "5", SGLANG_TIMEOUT_KEEP_ALIVE: "75" }), []);
+  const low = errors({ VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "2" });
+  assertEquals(low.map(([path]) => path), [
+    "profiles.0.env.VLLM_HTTP_TIMEOUT_KEEP_ALIVE",
+    "profiles.1.env.VLLM_HTTP_TIMEOUT_KEEP_ALIVE",
+  ]);
+  assertStringIncludes(low[0][1], 'profile "p": env VLLM_HTTP_TIMEOUT_KEEP_ALIVE is 2 s');
+  assertStringIncludes(low[0][1], "at least 5");
+  const bad = errors({ SGLANG_TIMEOUT_KEEP_ALIVE: "soon" });
+  assertEquals(bad.length, 2);
+  assertStringIncludes(
+    bad[1][1],
+    'profile "q": env SGLANG_TIMEOUT_KEEP_ALIVE must be a whole number',
+  );
 });

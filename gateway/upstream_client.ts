@@ -23,6 +23,7 @@ import { Http1ParseError, parseResponseHead, type ResponseHead } from "./http1_r
 import { upstreamBody, UpstreamBodyError } from "./upstream_body.ts";
 import type { BodyReader } from "../http/read_limited.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { ENGINE_CLIENT_IDLE_MS } from "../engines/engine_keep_alive.ts";
 
 /** No response byte arrived from the upstream: the request may go elsewhere. */
 export class UpstreamUnreachable extends Error {
@@ -80,7 +81,7 @@ export interface UpstreamResponse {
 export interface UpstreamClientOptions {
   /** Idle connections kept per engine (default 256). */
   maxIdlePerOrigin?: number;
-  /** An idle connection is closed after this long (default 4 s, under uvicorn's 5 s). */
+  /** An idle connection is closed after this long (default {@link ENGINE_CLIENT_IDLE_MS}, under uvicorn's 5 s). */
   idleTimeoutMs?: number;
   /** Giving up on connecting after this long (default 5 s). */
   connectTimeoutMs?: number;
@@ -143,7 +144,7 @@ export class UpstreamClient {
   /** Creates a client with an empty pool. */
   constructor(options: UpstreamClientOptions = {}) {
     this.#maxIdle = options.maxIdlePerOrigin ?? 256;
-    this.#idleTimeoutMs = options.idleTimeoutMs ?? 4_000;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? ENGINE_CLIENT_IDLE_MS;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
     this.#caCerts = options.caCerts;
   }
