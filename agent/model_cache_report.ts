@@ -152,6 +152,7 @@ export class ModelCacheReporter {
       model: e.model?.slice(0, b.downloadModel) ?? null,
       commit: e.revision?.slice(0, b.downloadCommit) ?? null,
       bytes: e.bytes,
+      ...(e.atLeast ? { bytes_at_least: true } : {}),
       at: this.#o.clock.now(),
       cause: e.cause,
       reason: e.reason.slice(0, b.reason),

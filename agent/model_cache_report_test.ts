@@ -11,6 +11,7 @@ import { sampleModel, testCache, withTempDir } from "../tests/model_cache_fixtur
 import { desiredLaunch } from "../tests/shard_launch.ts";
 import { createLogger } from "../log/log.ts";
 import { REPORT_BOUNDS } from "../protocol/report_bounds.ts";
+import { ModelCacheReportSchema } from "../protocol/model_cache_report.ts";
 import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
 import type { CachedRevision } from "./model_cache/cache_revisions.ts";
 import {
@@ -239,4 +240,38 @@ Deno.test("a revision whose download never finished here is partial, not complet
     ["acme/other", "partial", 5],
     [REPO, "complete", 5],
   ]);
+});
+
+Deno.test("an engine cache eviction whose walk was cut short is reported as 'at least' its bytes", async () => {
+  const cache = {
+    revisions: () => Promise.resolve([]),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(7) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  const reporter = new ModelCacheReporter({
+    cache,
+    finished: () => Promise.resolve(true),
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+  });
+  const evicted = (key: string, atLeast: boolean) => ({
+    engine: "vllm",
+    key,
+    model: null,
+    revision: null,
+    bytes: 4096,
+    atLeast,
+    cause: "disk_pressure" as const,
+    reason: "disk full",
+  });
+  reporter.engineCacheEvicted(evicted("whole", false));
+  reporter.engineCacheEvicted(evicted("cut", true));
+  const report = (await reporter.report())!;
+  assertEquals(report.engine_caches_evicted?.map((e) => [e.key, e.bytes_at_least]), [
+    ["whole", undefined],
+    ["cut", true],
+  ]);
+  assertEquals(ModelCacheReportSchema.safeParse(report).success, true);
 });

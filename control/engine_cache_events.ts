@@ -24,7 +24,7 @@ export async function recordEngineCacheEvictions(
     await state.event(
       "engine_cache_evicted",
       `node/${nodeId}`,
-      `evicted the ${e.engine} compile cache ${e.key}${of}, ${
+      `evicted the ${e.engine} compile cache ${e.key}${of}, ${e.bytes_at_least ? "at least " : ""}${
         formatBytes(e.bytes)
       } freed: ${e.reason}`,
     );

@@ -48,6 +48,17 @@ Deno.test("an engine cache eviction the agent reports is an engine_cache_evicted
     at: 6,
     cause: "disk_pressure",
     reason: "disk 95% used",
+  }, {
+    // Its walk was cut short on the agent: a lower bound.
+    engine: "vllm",
+    key: "huge",
+    model: null,
+    commit: null,
+    bytes: 2 * 1024 * MIB,
+    bytes_at_least: true,
+    at: 7,
+    cause: "disk_pressure",
+    reason: "disk 95% used",
   }];
   await cp.nodes.heartbeat({
     node_id: "n1",
@@ -56,7 +67,7 @@ Deno.test("an engine cache eviction the agent reports is an engine_cache_evicted
     model_cache: report(evicted),
   });
   const events = (await cp.events.list()).filter((e) => e.kind === "engine_cache_evicted");
-  assertEquals(events.map((e) => e.subject), ["node/n1", "node/n1"]);
+  assertEquals(events.map((e) => e.subject), ["node/n1", "node/n1", "node/n1"]);
   const message = (engine: string) =>
     events.find((e) => e.message.includes(`the ${engine} compile cache`))?.message ?? "";
   const first = message("vllm");
@@ -67,6 +78,8 @@ Deno.test("an engine cache eviction the agent reports is an engine_cache_evicted
     first,
   );
   assertOk(second.includes("sglang compile cache old, 1.0 KiB freed: disk 95% used"), second);
+  const third = events.find((e) => e.message.includes("compile cache huge"))?.message ?? "";
+  assertOk(third.includes("compile cache huge, at least 2.0 GiB freed: disk 95% used"), third);
 });
 
 Deno.test("the wire takes a report with or without engine cache evictions, and refuses a bad one", () => {
@@ -82,6 +95,10 @@ Deno.test("the wire takes a report with or without engine cache evictions, and r
     reason: "r",
   };
   assertEquals(ModelCacheReportSchema.safeParse(report([one])).success, true);
+  const cut = { ...one, bytes_at_least: true };
+  assertEquals(ModelCacheReportSchema.safeParse(report([cut])).success, true);
+  const notBool = { ...report([one]), engine_caches_evicted: [{ ...one, bytes_at_least: "yes" }] };
+  assertEquals(ModelCacheReportSchema.safeParse(notBool).success, false);
   const bad = { ...report([one]), engine_caches_evicted: [{ ...one, cause: "boredom" }] };
   assertEquals(ModelCacheReportSchema.safeParse(bad).success, false);
   assertEquals(

@@ -72,6 +72,11 @@ export interface EngineCacheEvictionReport {
   commit: string | null;
   /** Bytes freed. */
   bytes: number;
+  /**
+   * True when the agent's walk of the directory was cut short (its time or
+   * entry bound): at least `bytes` were freed. Absent: `bytes` is whole.
+   */
+  bytes_at_least?: boolean;
   /** When (ms since epoch). */
   at: number;
   /** `revision_evicted`: its model revision left the cache; `disk_pressure`: the watermarks. */
@@ -155,6 +160,7 @@ export const ModelCacheReportSchema = z.object({
     model: z.string().max(REPORT_BOUNDS.downloadModel).nullable(),
     commit: z.string().max(REPORT_BOUNDS.downloadCommit).nullable(),
     bytes: z.number().int().min(0),
+    bytes_at_least: z.boolean().optional(),
     at: z.number(),
     cause: z.enum(["revision_evicted", "disk_pressure"]),
     reason: z.string().max(REPORT_BOUNDS.reason),
