@@ -6,6 +6,12 @@
  * @module
  */
 
+import {
+  ENGINE_KEEP_ALIVE_VARS,
+  pythonInt,
+  UVICORN_KEEP_ALIVE_SECONDS,
+} from "../../engines/engine_keep_alive.ts";
+
 /** The engine being imitated. */
 export type EngineName = "vllm" | "sglang";
 
@@ -77,12 +83,6 @@ export interface KeepAlive {
   error: string | null;
 }
 
-/** uvicorn's default, which vLLM and SGLang both keep (engine reference §11). */
-export const DEFAULT_KEEP_ALIVE_SECONDS = 5;
-
-/** Python's `int(text)`: digits with an optional sign, `_` between digits, blanks around. */
-const PY_INT = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
-
 /** Python's `repr()` of a string, as its `int()` error quotes it (common cases). */
 function pyRepr(text: string): string {
   const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
@@ -101,18 +101,19 @@ export function readKeepAlive(
   engine: EngineName,
   env: (k: string) => string | undefined = envGet,
 ): KeepAlive {
-  const key = engine === "vllm" ? "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" : "SGLANG_TIMEOUT_KEEP_ALIVE";
+  const key = ENGINE_KEEP_ALIVE_VARS[engine];
   const raw = env(key);
-  const ok = { seconds: DEFAULT_KEEP_ALIVE_SECONDS, warning: null, error: null };
+  const ok = { seconds: UVICORN_KEEP_ALIVE_SECONDS, warning: null, error: null };
   if (raw === undefined) return ok;
-  if (PY_INT.test(raw)) return { ...ok, seconds: Number(raw.trim().replaceAll("_", "")) };
+  const seconds = pythonInt(raw);
+  if (seconds !== null) return { ...ok, seconds };
   if (engine === "vllm") {
     return { ...ok, error: `ValueError: invalid literal for int() with base 10: ${pyRepr(raw)}` };
   }
   return {
     ...ok,
     warning: `UserWarning: Invalid value for ${key}: "${raw}" is not a valid integer value, ` +
-      `using default "${DEFAULT_KEEP_ALIVE_SECONDS}"`,
+      `using default "${UVICORN_KEEP_ALIVE_SECONDS}"`,
   };
 }
 
