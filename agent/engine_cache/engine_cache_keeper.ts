@@ -161,10 +161,11 @@ export class EngineCacheKeeper {
   }
 
   /**
-   * Stops sweeping: a sweep running ends at its next step. Resolves once it
-   * has, or after `waitMs`: a file system call that hangs (a dead NFS mount
-   * under the state dir) must not hold the agent's stop forever, so the
-   * sweep is then left running, and logged.
+   * Stops sweeping: a sweep running ends at its next step (a walk under way
+   * between two entries; a removal under way is one call and ends on its
+   * own). Resolves once it has, or after `waitMs`: a file system call that
+   * hangs (a dead NFS mount under the state dir) must not hold the agent's
+   * stop forever, so the sweep is then left running, and logged.
    */
   async close(waitMs: number = CLOSE_WAIT_MS): Promise<void> {
     this.#stop.abort();
