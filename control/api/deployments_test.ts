@@ -116,6 +116,21 @@ Deno.test("POST /v1/deployments: a profile env holding a hub token or llmgw's hu
   assertEquals(ok.status, 201);
 });
 
+Deno.test("POST /v1/deployments: a profile env setting an engine's keep-alive under 5 s is a 400 naming the field", async () => {
+  const { cp, apply } = await setup();
+  const withEnv = (env: Record<string, string>) => ({
+    ...QWEN,
+    profiles: [{ ...QWEN.profiles[0], env }],
+  });
+  const low = await apply(withEnv({ VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "2" }));
+  assertEquals(low.status, 400);
+  assertStringIncludes(JSON.stringify(low.json), "profiles[0].env.VLLM_HTTP_TIMEOUT_KEEP_ALIVE");
+  assertStringIncludes(low.json.error.message, "at least 5");
+  assertEquals(cp.deployments.list(), []);
+  const ok = await apply(withEnv({ VLLM_HTTP_TIMEOUT_KEEP_ALIVE: "30" }));
+  assertEquals(ok.status, 201);
+});
+
 Deno.test("the OpenAPI document shows apply's dry_run query and its answer's result", async () => {
   const { app } = await setup();
   const res = await app.request("/openapi.json", {
