@@ -45,7 +45,7 @@ export type UvicornHttp = "httptools" | "h11";
  */
 export const H11_MAX_INCOMPLETE_EVENT_SIZE = 16 * 1024;
 
-/** node:http's largest `maxHeaderSize` (llhttp's counter is 32-bit): httptools sets no limit. */
+/** httptools sets no limit; node:http needs a number, and this one no head reaches. */
 const NO_HEADER_LIMIT = 2 ** 31 - 1;
 
 /** uvicorn's answer to a request its parser refuses (`send_400_response`), then it closes. */
@@ -89,8 +89,8 @@ export function serveUvicorn(opts: UvicornOptions, handler: WebHandler): Uvicorn
   server.keepAliveTimeout = 0;
   const idle = new IdleConnections(opts.keepAliveMs);
   server.on("connection", (socket: Socket) => idle.track(socket));
-  // Node would answer a bare 400 (431 for a head over the limit); uvicorn
-  // answers every parser error with its own 400 and closes.
+  // Node would answer 431 to a head over the limit and a bare 400 to other
+  // parser errors; uvicorn answers every parser error with its own 400 and closes.
   server.on("clientError", (e: Error & { code?: string }, socket: Socket) => {
     if (!socket.writable || e.code === "ECONNRESET") {
       socket.destroy();

@@ -214,6 +214,11 @@ Deno.test("uvicorn server: httptools takes a request head of any size; h11 refus
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
     try {
       assertStringIncludes(await exchange(conn, "GET", "", big(100_000)), "HTTP/1.1 200 OK");
+      // Any other parser error gets the same answer.
+      const bad = await exchange(conn, "GET", "", encoder.encode("NOT A REQUEST\r\n\r\n"));
+      assertOk(bad.startsWith("HTTP/1.1 400 Bad Request\r\n"), bad);
+      assertOk(bad.endsWith("\r\n\r\nInvalid HTTP request received."), bad);
+      assertEquals(await nextRead(conn), { closed: true });
     } finally {
       conn.close();
     }
