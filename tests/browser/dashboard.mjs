@@ -203,7 +203,7 @@ try {
   // The fragment refreshes every 2 s; the receipt may come with a later heartbeat.
   await download.waitFor({ timeout: 10_000 });
   const fetched = await download.innerText();
-  if (!/GiB fetched( from |: )\S/.test(fetched)) {
+  if (!/[KMGT]?i?B fetched( from |: )\S/.test(fetched)) {
     throw new Error(`the download row names no source: ${fetched}`);
   }
   report("cold start download sources on the replica page", { row: fetched });
