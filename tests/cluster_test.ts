@@ -188,11 +188,17 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
         assertEquals(direct.status, 401);
         await direct.body?.cancel();
       }
-      const chat = await fetch(`${gateway()}/v1/chat/completions`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "hi" }] }),
-      });
+      // The gateway follows the control plane's ready endpoints: it may learn of them a poll later.
+      const chat = await until("the gateway routes demo", async () => {
+        const res = await fetch(`${gateway()}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "demo", messages: [{ role: "user", content: "hi" }] }),
+        });
+        if (res.status !== 503) return res;
+        await res.body?.cancel();
+        return null;
+      }, POLL);
       assertEquals(chat.status, 200, await chat.clone().text());
       assertEquals((await chat.json()).model, "demo");
       // A shard's log, fetched by the control plane from its agent (`llmgw logs`).
