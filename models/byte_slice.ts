@@ -16,8 +16,12 @@
  * @module
  */
 
-/** The largest piece yielded: big enough to make per-piece work negligible, small for memory. */
-export const PIECE_BYTES = 1 << 20;
+/**
+ * The largest piece yielded: per-piece work is small beside its bytes, and
+ * the piece is still in the CPU's cache when it is copied on into the page
+ * cache (1 MiB pieces cost twice the system CPU of 256 KiB ones here).
+ */
+export const PIECE_BYTES = 256 * 1024;
 
 /**
  * Reads into `view`: the filled part, a view of the same or a transferred
