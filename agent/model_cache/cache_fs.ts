@@ -9,7 +9,6 @@
 import { statfs } from "node:fs/promises";
 import { dirname } from "node:path";
 import { readTextIfPresent } from "../../models/read_text_if_present.ts";
-import { WriteTurns } from "./write_turns.ts";
 
 /** What {@link CacheFs.lstat} says about a path (the link itself, not its target). */
 export interface CacheStat {
@@ -99,9 +98,6 @@ async function ignoreNotFound(work: Promise<void>): Promise<void> {
 
 let tempCounter = 0;
 
-/** The turns of every part file this process writes. */
-const writeTurns = new WriteTurns();
-
 /** A temporary name beside `path`, unique in this process. */
 export function tempSibling(path: string): string {
   tempCounter += 1;
@@ -169,12 +165,10 @@ export const denoCacheFs: CacheFs = {
       throw e;
     }
     return {
-      // Parallel chunks of one file write in turns (write_turns.ts says why).
-      write: (bytes) =>
-        writeTurns.run(path, async () => {
-          let done = 0;
-          while (done < bytes.length) done += await file.write(bytes.subarray(done));
-        }),
+      async write(bytes) {
+        let done = 0;
+        while (done < bytes.length) done += await file.write(bytes.subarray(done));
+      },
       sync: () => file.syncData(),
       close() {
         if (open) file.close();
