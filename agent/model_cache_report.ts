@@ -92,6 +92,8 @@ export class ModelCacheReporter {
   #pendingEngine: EngineCacheEvictionReport[] = [];
   #refreshing: Promise<void> | null = null;
   #afterEviction: (() => Promise<unknown>) | null = null;
+  /** Revisions the last refresh found finished: a new one is listed again (see #refresh). */
+  #done = new Set<string>();
 
   /** A reporter over `options.cache`. */
   constructor(options: ModelCacheReporterOptions) {
@@ -221,6 +223,19 @@ export class ModelCacheReporter {
       for (const r of held) {
         if (await finished(r.repo, r.commit)) done.add(revisionKey(r.repo, r.commit));
       }
+      // A download may have finished between the listing and its record's check: the listing
+      // then lacks files the record vouches for. The record is written after every file is in
+      // place, so a listing made after it was seen is whole.
+      if ([...done].some((key) => !this.#done.has(key))) {
+        const again = new Map(
+          (await cache.revisions()).map((r) => [revisionKey(r.repo, r.commit), r]),
+        );
+        held = held.flatMap((r) => {
+          const now = again.get(revisionKey(r.repo, r.commit));
+          return now === undefined ? [] : [now];
+        });
+      }
+      this.#done = done;
       this.#last = { room_bytes: room, ...listed(held, cache.progress(), pinned, done) };
     } catch (e) {
       // The report keeps its last value; placement then reads the room it last heard.

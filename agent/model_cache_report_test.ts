@@ -242,6 +242,41 @@ Deno.test("a revision whose download never finished here is partial, not complet
   ]);
 });
 
+Deno.test("a download that finishes between the listing and its record's check is reported whole", async () => {
+  // The first listing caught the snapshot with one of its two files linked; the record of the
+  // finished download is seen right after.
+  let listings = 0;
+  const partial: CachedRevision = {
+    repo: REPO,
+    commit: COMMIT_B,
+    blobs: new Map([["a", 5]]),
+    refs: [],
+    lastUsedMs: 9,
+  };
+  const whole = { ...partial, blobs: new Map([["a", 5], ["b", 7]]) };
+  const cache = {
+    revisions: () => Promise.resolve([listings++ === 0 ? partial : whole]),
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  const reporter = new ModelCacheReporter({
+    cache,
+    finished: () => Promise.resolve(true),
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+  });
+  assertEquals((await reporter.report())!.revisions.map((r) => [r.state, r.bytes]), [
+    ["complete", 12],
+  ]);
+  // Once seen finished, the next refresh lists once.
+  listings = 0;
+  reporter.cacheEvent({ kind: "completed", repo: "x/y", commit: COMMIT_C, bytes: 1, path: "/p" });
+  await reporter.report();
+  assertEquals(listings, 1);
+});
+
 Deno.test("an engine cache eviction whose walk was cut short is reported as 'at least' its bytes", async () => {
   const cache = {
     revisions: () => Promise.resolve([]),
