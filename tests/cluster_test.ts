@@ -170,10 +170,15 @@ Deno.test("apply → replicas ready on the right GPUs; explain; cordon survives;
         return nodes.length === 3 ? nodes : null;
       }, POLL);
       assertEquals((await admin("POST", "/v1/deployments", DEPLOYMENT)).status, 201);
+      let lastSeen = "";
       const ready = await until("both replicas ready", async () => {
         const rs = await replicas(admin);
+        lastSeen = JSON.stringify(rs.map((r) => [r.id, r.state, r.shards.map((s) => s.state)]));
         return rs.length === 2 && rs.every((r) => r.state === "ready") ? rs : null;
-      }, POLL);
+      }, {
+        ...POLL,
+        describe: () => `replicas: ${lastSeen}\nagent logs:\n${agentLogs.slice(-40).join("\n")}`,
+      });
       // The 2-node H100 profile cannot fit (one H100 node): both replicas fell
       // back to the L40S node, on disjoint GPU pairs, and say why.
       for (const r of ready) {

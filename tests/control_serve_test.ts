@@ -111,7 +111,7 @@ Deno.test("control serve starts on a fresh store and never prints the tokens it 
   const dir = await Deno.makeTempDir();
   try {
     const r = await serve(dir, true);
-    assertEquals(r.code, 0);
+    assertEquals(r.code, 0, `its output:\n${r.out}`);
     assertStringIncludes(r.out, "llmgw control plane listening on http://127.0.0.1:");
     assertStringIncludes(r.out, "WARNING: --insecure-http", "plain HTTP is said at every start");
     assertOk(!r.out.includes("admin-secret-token-123") && !r.out.includes("join-secret-token-456"));
