@@ -229,6 +229,7 @@ export async function agentRunCommand(
   let signalled: (sig: Deno.Signal) => void = () => {};
   const received = new Promise<Deno.Signal>((resolve) => (signalled = resolve));
   let count = 0;
+  // SIGTERM first: cli/stop_signals.ts says why.
   const handlers = (["SIGTERM", "SIGINT"] as const).map((sig) => {
     const handler = () => {
       count++;

@@ -31,6 +31,7 @@ import { createLogger, lineSink } from "../log/log.ts";
 import { parseFlags, parseListen, UsageError } from "./usage_error.ts";
 import { type ControlHub, controlHub } from "../models/hub_facts.ts";
 import { HubConfigError } from "../models/hub_config.ts";
+import { stopSignal } from "./stop_signals.ts";
 
 /**
  * Creates the first admin token and writes it to `dir/admin.token` (0600;
@@ -393,11 +394,7 @@ async function serve(
   if (gateway !== null) {
     out(`llmgw gateway (OpenAI-compatible) listening on ${gateway.url}/v1\n${openNotice(false)}`);
   }
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    Deno.addSignalListener("SIGINT", stop);
-    Deno.addSignalListener("SIGTERM", stop);
-  });
+  await stopSignal();
   await gateway?.close();
   await running.close();
   return 0;

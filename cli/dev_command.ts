@@ -62,6 +62,7 @@ import { type DevHub, DevHubError, startDevHub } from "./dev_hub.ts";
 import { controlHub } from "../models/hub_facts.ts";
 import { hubConfig, HubConfigError } from "../models/hub_config.ts";
 import { cacheSettings } from "../agent/model_cache/cache_flags.ts";
+import { STOP_SIGNALS, stopSignal } from "./stop_signals.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 // What only `llmgw dev` needs lives under dev/ (design §3): read by path at run time, never imported.
@@ -478,12 +479,8 @@ async function applySamplesOnce(
  * Resolves on the first SIGINT, SIGTERM or SIGHUP: a closed terminal stops
  * the cluster as Ctrl-C does, instead of killing dev and leaving its engines.
  */
-function stopSignalFromOs(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    for (const s of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-      Deno.addSignalListener(s, () => resolve());
-    }
-  });
+async function stopSignalFromOs(): Promise<void> {
+  await stopSignal([...STOP_SIGNALS, "SIGHUP"]);
 }
 
 /** `llmgw dev machines`: what discovery sees on each simulated machine dev runs. */

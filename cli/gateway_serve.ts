@@ -19,6 +19,7 @@ import { BindError } from "../http/bind_error.ts";
 import { controlUrlsOf, parseFlags, parseListen, UsageError } from "./usage_error.ts";
 import { FailoverFetch } from "../http/failover_fetch.ts";
 import { createLogger, lineSink } from "../log/log.ts";
+import { stopSignal } from "./stop_signals.ts";
 
 /** `gateway serve --config FILE`: the flags' settings, snake_case (cli/config_file.ts). */
 export const GatewayConfigSchema = z.object({
@@ -194,11 +195,7 @@ export async function gatewayServeCommand(
         "proxies' credentials cross the network in clear (lab use only)\n",
     );
   }
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    Deno.addSignalListener("SIGINT", stop);
-    Deno.addSignalListener("SIGTERM", stop);
-  });
+  await stopSignal();
   await running.close();
   trust?.close();
   return 0;
