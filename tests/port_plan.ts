@@ -49,6 +49,8 @@ export const PORT_PLAN: Readonly<Record<string, Readonly<PortRange>>> = Object.f
   "tests/ha_failover_test.ts": { from: 30_400, to: 30_799 },
   "tests/security_test.ts": { from: 30_800, to: 30_999 },
   "tests/cold_start_test.ts": { from: 31_000, to: 31_099 },
+  // Four engines bound at once, seconds after their ports are picked.
+  "dev/fake_engine/fake_engine_uvicorn_test.ts": { from: 31_100, to: 31_199 },
 });
 
 /** Thrown for a file with no range in {@link PORT_PLAN}, or a block past its range. */

@@ -9,6 +9,7 @@
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
 import { until } from "../../tests/until.ts";
+import { freePortsIn, portsOf } from "../../tests/port_plan.ts";
 import {
   freePort,
   POLL,
@@ -267,8 +268,8 @@ async function afterHealth(
   argv: (port: number) => string[],
   env: Record<string, string>,
   then: (conn: Deno.Conn) => Promise<void>,
+  port = freePort(),
 ): Promise<void> {
-  const port = freePort();
   await withEngine(argv(port), { FAKE_ENGINE_LOAD_SECONDS: "0", ...env }, port, async (e) => {
     await until(
       "/health 200",
@@ -290,18 +291,23 @@ Deno.test("fake engines keep an idle keep-alive connection as long as the engine
     { argv: vllmArgv, key: "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" },
     { argv: sglangArgv, key: "SGLANG_TIMEOUT_KEEP_ALIVE" },
   ];
-  await Promise.all(engines.flatMap(({ argv, key }) => [
+  // Four engines start at once: their ports come from this file's range, not the ephemeral one
+  // another file's outgoing connection may take before they bind.
+  const ports = freePortsIn(portsOf(import.meta.url), 4);
+  const results = await Promise.allSettled(engines.flatMap(({ argv, key }, i) => [
     // Shorter than the default: closed.
     afterHealth(argv, { [key]: "1" }, async (conn) => {
       assertEquals(await nextRead(conn), { closed: true }, key);
-    }),
+    }, ports[2 * i]),
     // Longer: still open past the default 5 s, which a fake that ignored the
     // variable (or did not pass it to the server) would have closed.
     afterHealth(argv, { [key]: "3600" }, async (conn) => {
       await sleep(6000);
       assertStringIncludes(await exchange(conn, "GET", "/health"), "HTTP/1.1 200 OK", key);
-    }),
+    }, ports[2 * i + 1]),
   ]));
+  // Every engine is stopped before a failure is reported (allSettled, not all).
+  for (const r of results) if (r.status === "rejected") throw r.reason;
 });
 
 Deno.test("fake vLLM: a VLLM_HTTP_TIMEOUT_KEEP_ALIVE int() cannot read fails after loading, with Python's ValueError, exit 1", async () => {
