@@ -30,6 +30,7 @@ import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
 import { type PullFailureReport, revisionName } from "../protocol/model_cache_report.ts";
 import type { ModelPullView, PullAnswer, PullBody } from "../protocol/model_admin.ts";
+import { errorMessage } from "../text/error_message.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ModelPull, PullNode } from "./model_pull_record.ts";
@@ -319,8 +320,18 @@ export async function prunePulls(state: ControlState, now: number): Promise<void
   const finished = pullList(state).filter((p) => p.finished_at !== null);
   for (const [i, p] of finished.entries()) {
     if (i < FINISHED_PULLS_KEPT && now - p.finished_at! < FINISHED_PULL_TTL_MS) continue;
+    // Store first, as every pull write; housekeeping, so a failure waits for the next sweep
+    // rather than failing the cancel or the heartbeat that set it off.
+    try {
+      await state.store.deleteModelPull(p.id);
+    } catch (e) {
+      state.warn(
+        `cannot delete finished model pull ${p.id}; the next sweep tries again`,
+        errorMessage(e),
+      );
+      return;
+    }
     state.modelPulls.delete(p.id);
-    await state.store.deleteModelPull(p.id);
   }
 }
 

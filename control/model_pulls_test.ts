@@ -429,10 +429,42 @@ Deno.test("a pull failed for good on a node: failed with the agent's words, one 
 /** A memory store whose pull writes fail while `failing` is set (PostgreSQL lost, leadership gone). */
 class FlakyPullStore extends MemoryStore {
   failing = false;
+  failingDeletes = false;
   override putModelPull(p: ModelPull): Promise<void> {
     return this.failing ? Promise.reject(new Error("connection lost")) : super.putModelPull(p);
   }
+  override deleteModelPull(id: string): Promise<boolean> {
+    return this.failingDeletes
+      ? Promise.reject(new Error("connection lost"))
+      : super.deleteModelPull(id);
+  }
 }
+
+Deno.test("a finished pull the store will not delete stays till the next sweep; the cancel that set the sweep off still answers", async () => {
+  const clock = new FakeClock();
+  const store = new FlakyPullStore();
+  const cp = await openPlane(store, clock);
+  await cp.nodes.register(registration("n1"), null);
+  await heartbeat(cp, "n1", false);
+  const old = "0".repeat(40);
+  await cp.state.locked(async () => {
+    await requestPull(cp.state, MODEL, old, ["n1"]);
+    await cancelPulls(cp.state, "n1", "node removed");
+  });
+  clock.advance(FINISHED_PULL_TTL_MS + 1);
+  await cp.state.locked(() => requestPull(cp.state, MODEL, COMMIT, ["n1"]));
+  store.failingDeletes = true;
+  const answer = await cancelPull(cp.state, { pull: `${MODEL}@${COMMIT}` });
+  assertEquals(answer.cancelled, ["n1"]);
+  // The old one is still listed, in memory as in the store: nothing disagrees.
+  assertEquals(pullViews(cp.state).map((p) => p.commit).sort(), [old, COMMIT].sort());
+  assertEquals((await store.listModelPulls()).length, 2);
+  store.failingDeletes = false;
+  clock.advance(FINISHED_PULL_TTL_MS + 1);
+  await heartbeat(cp, "n1", false);
+  assertEquals(cp.state.modelPulls.size, 0);
+  assertEquals(await store.listModelPulls(), []);
+});
 
 Deno.test("a pull write the store refuses changes nothing in memory: request, cancel, fail, settle", async () => {
   const clock = new FakeClock();
