@@ -26,6 +26,32 @@ const COMMIT_C = "1111111111111111111111111111111111111111";
 const MARKS = { highPercent: 90, lowPercent: 80 };
 const quiet = createLogger("agent", () => {});
 
+/**
+ * A reporter over an in-memory cache listing (`revisions`), nothing under way,
+ * `room` bytes of room, and `finished` telling which downloads finished here.
+ */
+function listedReporter(
+  revisions: () => Promise<CachedRevision[]>,
+  room: number,
+  finished: ModelCacheReporterOptions["finished"],
+  more: Partial<ModelCacheReporterOptions> = {},
+): ModelCacheReporter {
+  const cache = {
+    revisions,
+    progress: () => [],
+    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(room) },
+  } as unknown as ModelCacheReporterOptions["cache"];
+  return new ModelCacheReporter({
+    cache,
+    finished,
+    watermarks: MARKS,
+    desired: () => null,
+    clock: new FakeClock(),
+    log: quiet,
+    ...more,
+  });
+}
+
 Deno.test("over the high watermark: evicts what nothing desired keeps, reports the rest, the room and the eviction once", async () => {
   await withTempDir(async (root) => {
     let free = 50_000;
@@ -171,21 +197,14 @@ Deno.test("the list is bounded: downloads first, then the most recently used; th
 
 Deno.test("a cache that cannot be read: null, then the last report; the agent goes on", async () => {
   let fail = true;
-  const cache = {
-    revisions: () => fail ? Promise.reject(new Error("EIO")) : Promise.resolve([]),
-    progress: () => [],
-    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(7) },
-  } as unknown as ModelCacheReporterOptions["cache"];
   const lines: string[] = [];
   const clock = new FakeClock();
-  const reporter = new ModelCacheReporter({
-    cache,
-    finished: () => Promise.resolve(true),
-    watermarks: MARKS,
-    desired: () => null,
-    clock,
-    log: createLogger("agent", (l) => lines.push(l)),
-  });
+  const reporter = listedReporter(
+    () => fail ? Promise.reject(new Error("EIO")) : Promise.resolve([]),
+    7,
+    () => Promise.resolve(true),
+    { clock, log: createLogger("agent", (l) => lines.push(l)) },
+  );
   assertEquals(await reporter.report(), null);
   assertOk(lines.some((l) => l.includes("EIO")));
   fail = false;
@@ -195,19 +214,7 @@ Deno.test("a cache that cannot be read: null, then the last report; the agent go
 
 Deno.test("a download that completes is read at the next report, not after the interval", async () => {
   let held: CachedRevision[] = [];
-  const cache = {
-    revisions: () => Promise.resolve(held),
-    progress: () => [],
-    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
-  } as unknown as ModelCacheReporterOptions["cache"];
-  const reporter = new ModelCacheReporter({
-    cache,
-    finished: () => Promise.resolve(true),
-    watermarks: MARKS,
-    desired: () => null,
-    clock: new FakeClock(),
-    log: quiet,
-  });
+  const reporter = listedReporter(() => Promise.resolve(held), 1, () => Promise.resolve(true));
   assertEquals((await reporter.report())!.revisions, []);
   held = [{ repo: REPO, commit: COMMIT_B, blobs: new Map([["k", 5]]), refs: [], lastUsedMs: 9 }];
   assertEquals((await reporter.report())!.revisions, [], "within the interval");
@@ -223,19 +230,11 @@ Deno.test("a revision whose download never finished here is partial, not complet
     refs: [],
     lastUsedMs: 9,
   }));
-  const cache = {
-    revisions: () => Promise.resolve(held),
-    progress: () => [],
-    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
-  } as unknown as ModelCacheReporterOptions["cache"];
-  const reporter = new ModelCacheReporter({
-    cache,
-    finished: (repo) => Promise.resolve(repo === REPO),
-    watermarks: MARKS,
-    desired: () => null,
-    clock: new FakeClock(),
-    log: quiet,
-  });
+  const reporter = listedReporter(
+    () => Promise.resolve(held),
+    1,
+    (repo) => Promise.resolve(repo === REPO),
+  );
   assertEquals((await reporter.report())!.revisions.map((r) => [r.repo, r.state, r.bytes_done]), [
     ["acme/other", "partial", 5],
     [REPO, "complete", 5],
@@ -254,19 +253,11 @@ Deno.test("a download that finishes between the listing and its record's check i
     lastUsedMs: 9,
   };
   const whole = { ...partial, blobs: new Map([["a", 5], ["b", 7]]) };
-  const cache = {
-    revisions: () => Promise.resolve([listings++ === 0 ? partial : whole]),
-    progress: () => [],
-    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(1) },
-  } as unknown as ModelCacheReporterOptions["cache"];
-  const reporter = new ModelCacheReporter({
-    cache,
-    finished: () => Promise.resolve(true),
-    watermarks: MARKS,
-    desired: () => null,
-    clock: new FakeClock(),
-    log: quiet,
-  });
+  const reporter = listedReporter(
+    () => Promise.resolve([listings++ === 0 ? partial : whole]),
+    1,
+    () => Promise.resolve(true),
+  );
   assertEquals((await reporter.report())!.revisions.map((r) => [r.state, r.bytes]), [
     ["complete", 12],
   ]);
@@ -278,19 +269,7 @@ Deno.test("a download that finishes between the listing and its record's check i
 });
 
 Deno.test("an engine cache eviction whose walk was cut short is reported as 'at least' its bytes", async () => {
-  const cache = {
-    revisions: () => Promise.resolve([]),
-    progress: () => [],
-    eviction: { evict: () => Promise.resolve([]), room: () => Promise.resolve(7) },
-  } as unknown as ModelCacheReporterOptions["cache"];
-  const reporter = new ModelCacheReporter({
-    cache,
-    finished: () => Promise.resolve(true),
-    watermarks: MARKS,
-    desired: () => null,
-    clock: new FakeClock(),
-    log: quiet,
-  });
+  const reporter = listedReporter(() => Promise.resolve([]), 7, () => Promise.resolve(true));
   const evicted = (key: string, atLeast: boolean) => ({
     engine: "vllm",
     key,
