@@ -8,6 +8,7 @@
 import { assertEquals } from "../tests/assert.ts";
 import { QWEN, reportAll, testControl } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
+import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { setCurrentCommit } from "./rollout_revisions.ts";
 
@@ -19,6 +20,29 @@ const SHARED = {
   replicas: 4,
   profiles: [{ name: "tp8", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 8 }],
 };
+
+/** A node's model cache report holding one revision of acme/tiny-llm, `done` of `bytes` fetched. */
+function cacheOf(
+  commit: string,
+  state: "complete" | "downloading",
+  done: number,
+  bytes: number,
+): ModelCacheReport {
+  return {
+    room_bytes: null,
+    revisions: [{
+      repo: "acme/tiny-llm",
+      commit,
+      bytes,
+      state,
+      bytes_done: done,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
+  };
+}
 
 async function register(cp: ControlPlane, ids: string[], scheme: "https" | "http" = "https") {
   for (const id of ids) {
@@ -115,20 +139,7 @@ Deno.test("model sources: a live node whose cache holds the revision serves it, 
   const placed = new Set(cp.replicas().flatMap((r) => r.shards.map((s) => s.node)));
   const [spare] = ["n1", "n2", "n3"].filter((n) => !placed.has(n));
   const [first, second] = [...placed].sort();
-  cp.state.modelCaches.set(spare, {
-    room_bytes: null,
-    revisions: [{
-      repo: "acme/tiny-llm",
-      commit,
-      bytes: 1,
-      state: "complete",
-      bytes_done: 1,
-      last_used: null,
-      pinned: false,
-    }],
-    omitted: 0,
-    evicted: [],
-  });
+  cp.state.modelCaches.set(spare, cacheOf(commit, "complete", 1, 1));
   await cp.reconcile();
   const url = (id: string) => `${id}(https://${id}.lab:7400)`;
   assertEquals(await sourcesOf(cp, [first, second, spare]), {
@@ -146,38 +157,12 @@ Deno.test("model sources: a node already fetching leads the chain, whatever its 
   const commit = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
   setCurrentCommit(cp.state.deployments.get("shared")!, commit);
   // n2 began alone from the origin (n1 came later): it has a third of the files.
-  cp.state.modelCaches.set("n2", {
-    room_bytes: null,
-    revisions: [{
-      repo: "acme/tiny-llm",
-      commit,
-      bytes: 3,
-      state: "downloading",
-      bytes_done: 1,
-      last_used: null,
-      pinned: false,
-    }],
-    omitted: 0,
-    evicted: [],
-  });
+  cp.state.modelCaches.set("n2", cacheOf(commit, "downloading", 1, 3));
   await cp.reconcile();
   const chained = { n1: "n2(https://n2.lab:7400) > origin", n2: "-" };
   assertEquals(await sourcesOf(cp, ["n1", "n2"]), chained);
   // n1's report, newer than n2's, shows more bytes: the chain does not turn round.
-  cp.state.modelCaches.set("n1", {
-    room_bytes: null,
-    revisions: [{
-      repo: "acme/tiny-llm",
-      commit,
-      bytes: 3,
-      state: "downloading",
-      bytes_done: 2,
-      last_used: null,
-      pinned: false,
-    }],
-    omitted: 0,
-    evicted: [],
-  });
+  cp.state.modelCaches.set("n1", cacheOf(commit, "downloading", 2, 3));
   await cp.reconcile();
   assertEquals(await sourcesOf(cp, ["n1", "n2"]), chained);
 });
