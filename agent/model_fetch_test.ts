@@ -15,10 +15,10 @@ import { ModelFetchError } from "../supervisor/model_fetcher.ts";
 import type { DesiredShard } from "../protocol/agent_protocol.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
-import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
+import { diskThatFills, testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { CacheModelFetcher, fetchError, launchRevision } from "./model_fetch.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
-import { type CacheFs, denoCacheFs } from "./model_cache/cache_fs.ts";
+import type { CacheFs } from "./model_cache/cache_fs.ts";
 import type { ByteSource } from "../models/byte_source.ts";
 
 function shard(model: string, id = "r-1/0", commit?: string, revision?: string): DesiredShard {
@@ -188,27 +188,7 @@ Deno.test("a disk too small is final, with the numbers; other errors keep the so
 
 Deno.test("disk full midway through a fetch: partial files gone, a final error of kind insufficient_disk", async () => {
   await withTempDir(async (root) => {
-    let room = 40 * 1024; // the disk fills after 40 KiB of the model's 128 KiB of weights
-    const fs: CacheFs = {
-      ...denoCacheFs,
-      // Plenty before the download (the pre-check passes), then what is left.
-      freeBytes: () => Promise.resolve(room === 40 * 1024 ? 1e12 : room),
-      async openAt(path, offset) {
-        const w = await denoCacheFs.openAt(path, offset);
-        return {
-          ...w,
-          write(bytes) {
-            if (bytes.length > room) {
-              room = 0;
-              const e = new Error("No space left on device (os error 28)");
-              return Promise.reject(Object.assign(e, { code: "ENOSPC" }));
-            }
-            room -= bytes.length;
-            return w.write(bytes);
-          },
-        };
-      },
-    };
+    const fs = diskThatFills(40 * 1024); // the disk fills after 40 KiB of the model's 128 KiB of weights
     const { fetcher } = await setUp(root, undefined, fs);
     const e = await assertRejects(
       () => fetcher.fetch(shard("acme/tiny"), signal()),

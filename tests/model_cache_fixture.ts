@@ -9,6 +9,7 @@ import { FakeClock } from "./fake_clock.ts";
 import { syntheticSnapshot } from "./memory_byte_source.ts";
 import type { CacheEvent } from "../agent/model_cache/cache_events.ts";
 import { ModelCache, type ModelCacheOptions } from "../agent/model_cache/model_cache.ts";
+import { type CacheFs, denoCacheFs } from "../agent/model_cache/cache_fs.ts";
 
 /** The commit of {@link sampleModel} unless told otherwise. */
 export const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
@@ -46,4 +47,32 @@ export async function withTempDir(body: (dir: string) => Promise<void>): Promise
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/**
+ * A real file system whose disk fills after `room` bytes of writes: plenty
+ * of free space before the first write (a download's pre-check passes),
+ * then what is left, and ENOSPC (as Deno words it) for a write past it.
+ */
+export function diskThatFills(room: number): CacheFs {
+  let left = room;
+  return {
+    ...denoCacheFs,
+    freeBytes: () => Promise.resolve(left === room ? 1e12 : left),
+    async openAt(path, offset) {
+      const w = await denoCacheFs.openAt(path, offset);
+      return {
+        ...w,
+        write(bytes) {
+          if (bytes.length > left) {
+            left = 0;
+            const e = new Error("No space left on device (os error 28)");
+            return Promise.reject(Object.assign(e, { code: "ENOSPC" }));
+          }
+          left -= bytes.length;
+          return w.write(bytes);
+        },
+      };
+    },
+  };
 }

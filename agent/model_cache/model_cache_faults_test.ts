@@ -10,7 +10,12 @@ import { DownloadFailedError } from "./blob_download.ts";
 import type { CacheEvent } from "./cache_events.ts";
 import { type CacheFs, denoCacheFs } from "./cache_fs.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
-import { sampleModel, testCache, withTempDir } from "../../tests/model_cache_fixture.ts";
+import {
+  diskThatFills,
+  sampleModel,
+  testCache,
+  withTempDir,
+} from "../../tests/model_cache_fixture.ts";
 import { ModelCache } from "./model_cache.ts";
 
 const SHARD = "model-00001-of-00002.safetensors";
@@ -233,27 +238,7 @@ Deno.test("disk full midway: partial files removed, InsufficientDiskError with b
   await withTempDir(async (root) => {
     const { snapshot, contents } = sampleModel();
     const hub = new MemoryByteSource("hub", contents);
-    let room = 4000; // the disk fills after 4000 bytes of blobs
-    const fs: CacheFs = {
-      ...denoCacheFs,
-      // Plenty before the download (the pre-check passes), then what is left.
-      freeBytes: () => Promise.resolve(room === 4000 ? 1e9 : room),
-      async openAt(path, offset) {
-        const w = await denoCacheFs.openAt(path, offset);
-        return {
-          ...w,
-          write(bytes) {
-            if (bytes.length > room) {
-              room = 0;
-              const e = new Error("No space left on device (os error 28)");
-              return Promise.reject(Object.assign(e, { code: "ENOSPC" }));
-            }
-            room -= bytes.length;
-            return w.write(bytes);
-          },
-        };
-      },
-    };
+    const fs = diskThatFills(4000); // the disk fills after 40 KiB of the model's 128 KiB of weights
     const { cache, events } = testCache(root, { fs });
     const e = await assertRejects(
       () => cache.ensureSnapshot(snapshot, [hub]),
