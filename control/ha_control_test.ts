@@ -12,7 +12,7 @@ import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
 import { until } from "../tests/until.ts";
 import { type RunningHaControl, startHaControl } from "./ha_control.ts";
 import { PostgresStore } from "./store/postgres_store.ts";
-import { READ_ONLY_HEADER } from "../protocol/leadership.ts";
+import { FORWARDED_BY_HEADER, READ_ONLY_HEADER } from "../protocol/leadership.ts";
 
 const available = postgresAvailable();
 const ADMIN = "ha-test-admin-token";
@@ -23,10 +23,16 @@ const DEPLOYMENT = {
   profiles: [{ name: "h100", engine: "vllm", gpu_class: "h100-80g", tensor_parallel: 1 }],
 };
 
-function call(url: string, method: string, path: string, body?: unknown): Promise<Response> {
+function call(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<Response> {
   return fetch(url + path, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json", ...extra },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
@@ -124,8 +130,12 @@ Deno.test({
           const c = await instance(db, "c");
           running.push(c);
           await until("c follows", () => c.leadership().role === "follower");
+          // Its own last known state, not the leader's answer forwarded: a follower
+          // answers a request already forwarded once from what it has loaded.
           await until("c has loaded the state", async () => {
-            const r = await call(c.url, "GET", "/v1/deployments");
+            const r = await call(c.url, "GET", "/v1/deployments", undefined, {
+              [FORWARDED_BY_HEADER]: "ha-test",
+            });
             return r.status === 200 && ((await r.json()).deployments as unknown[]).length === 1;
           });
           await pg.stopServer();
