@@ -1,23 +1,29 @@
 /**
  * Model revisions as `llmgw get models` and `describe model` print them
  * (issue #25 item 5): one line per revision (size, deployments, pinned, and
- * each host's copy: complete, downloading n%, requested), and one model in
- * full with its facts.
+ * each host's copy: complete, downloading n%, requested, failed with its
+ * agent's words, failed first), and one model in full with its facts.
  *
  * @module
  */
 import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
 import { formatBytes } from "../text/bytes.ts";
-import { hostState, revisionCell } from "../protocol/model_revision_text.ts";
+import {
+  failedFirst,
+  failureWhy,
+  hostState,
+  revisionCell,
+} from "../protocol/model_revision_text.ts";
 import { renderTable } from "../text/table.ts";
 
 /** Hosts a line names before "+N more" (all with `-o wide`). */
 const HOSTS_IN_LINE = 4;
 
-/** "n1 complete, n2 downloading 45%, +3 more"; "-" for none. */
+/** "n4 failed (gated: …), n1 complete, n2 downloading 45%, +3 more"; "-" for none. */
 function hostsCell(hosts: readonly ModelHostView[], wide: boolean): string {
   if (hosts.length === 0) return "-";
-  const shown = wide ? hosts : hosts.slice(0, HOSTS_IN_LINE);
+  const ordered = failedFirst(hosts);
+  const shown = wide ? ordered : ordered.slice(0, HOSTS_IN_LINE);
   const more = hosts.length - shown.length;
   return shown.map((h) => `${h.node} ${hostState(h)}`).join(", ") +
     (more > 0 ? `, +${more} more` : "");
@@ -71,12 +77,25 @@ export function modelText(d: ModelDetail): string {
         ["NODE", "STATE", "ON DISK", "LAST USED"],
         v.hosts.map((h) => [
           h.node,
-          hostState(h),
+          h.state === "failed" ? "failed" : hostState(h),
           formatBytes(h.bytes_done),
           h.last_used === null ? "-" : new Date(h.last_used).toISOString(),
         ]),
       ).split("\n").map((l) => `    ${l}`).join("\n"),
     );
+    // The agents' words on a line each: too long for a table cell.
+    const failed = v.hosts.filter((h) => h.state === "failed");
+    if (failed.length > 0) {
+      out.push(
+        "  Failed pulls (llmgw models pull asks again):",
+        ...failed.map((h) =>
+          `    ${h.node} at ${
+            h.failure === undefined ? "?" : new Date(h.failure.at).toISOString()
+          }: ` +
+          (failureWhy(h.failure?.kind, h.failure?.message) || "failed")
+        ),
+      );
+    }
   }
   return out.join("\n") + "\n";
 }

@@ -15,6 +15,7 @@ import {
   PullAnswerSchema,
   PullListSchema,
 } from "../protocol/model_admin.ts";
+import { failureWhy } from "../protocol/model_revision_text.ts";
 import { renderTable } from "../text/table.ts";
 import { adminAnswer, type AdminCall } from "./admin_client.ts";
 import { refuseExtra } from "./names.ts";
@@ -132,7 +133,7 @@ export async function modelsCommand(
 function nodeStates(p: ModelPullView): string {
   return p.nodes.map((n) => {
     const why = n.state === "failed"
-      ? [n.kind, n.reason].filter((x) => x).join(": ")
+      ? failureWhy(n.kind, n.reason)
       : n.state === "cancelled"
       ? n.reason
       : null;

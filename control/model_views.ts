@@ -3,7 +3,10 @@
  * model` show them (issue #25 item 5): each revision that a deployment
  * serves or an agent reports in its model cache, with its size, the
  * deployments using it, whether it is pinned, its facts, and each host's
- * copy (complete, downloading with bytes done, or asked to pull it).
+ * copy (complete, downloading with bytes done, or asked to pull it), and
+ * the hosts whose pull of it failed for good, with their agents' words
+ * (as `llmgw models pulls` lists them, until the pull is pruned or asked
+ * again).
  *
  * A revision is named `model@commit`; a deployment whose revision is not
  * resolved yet lists its model with a null commit (and its revision name).
@@ -15,8 +18,10 @@ import { revisionName } from "../protocol/model_cache_report.ts";
 import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { NotFoundError } from "./errors.ts";
-import { waitingNodes } from "./model_pulls.ts";
 import type { ControlState } from "./state.ts";
+
+/** A host's copy before its agent reports any of it. */
+const NOTHING_HELD = { bytes_done: 0, bytes: null, last_used: null } as const;
 
 /** Every model revision, by model then commit (unresolved ones last of their model). */
 export function modelList(state: ControlState): ModelRevisionView[] {
@@ -63,9 +68,23 @@ export function modelList(state: ControlState): ModelRevisionView[] {
   }
   for (const pull of state.modelPulls.values()) {
     const v = view(pull.model, pull.commit, null);
-    for (const node of waitingNodes(pull)) {
-      if (!state.nodes.has(node) || v.hosts.some((h) => h.node === node)) continue;
-      v.hosts.push({ node, state: "requested", bytes_done: 0, bytes: null, last_used: null });
+    for (const part of pull.nodes) {
+      if (!state.nodes.has(part.node)) continue;
+      const host = v.hosts.find((h) => h.node === part.node);
+      if (part.state === "requested" && host === undefined) {
+        v.hosts.push({ node: part.node, ...NOTHING_HELD, state: "requested" });
+      }
+      // A download under way or a complete copy is newer than the failure; a partial one is
+      // what the failed fetch left.
+      if (part.state !== "failed" || (host !== undefined && host.state !== "partial")) continue;
+      const failure = {
+        kind: part.kind ?? "failed",
+        message: part.reason ?? "",
+        at: part.finished_at ?? part.requested_at,
+      };
+      if (host === undefined) {
+        v.hosts.push({ node: part.node, ...NOTHING_HELD, state: "failed", failure });
+      } else Object.assign(host, { state: "failed", failure });
     }
   }
   for (const v of views.values()) {

@@ -22,15 +22,31 @@ export interface ModelHostView {
   /**
    * `complete`: verified and linked; `downloading`: being fetched now;
    * `partial`: some files, no download finished; `requested`: asked to
-   * pull it, not yet reporting it.
+   * pull it, not yet reporting it; `failed`: its pull failed for good
+   * there (see {@link ModelHostView.failure}).
    */
-  state: "complete" | "downloading" | "partial" | "requested";
+  state: ModelHostState;
   /** Bytes on disk. */
   bytes_done: number;
   /** Bytes of the revision as this host reports it; null when not yet known. */
   bytes: number | null;
   /** When a shard last used it there (ms since epoch); null when never recorded. */
   last_used: number | null;
+  /** A `failed` host's failure, as its agent reported it; absent otherwise. */
+  failure?: ModelHostFailure;
+}
+
+/** Where one host's copy of a model revision stands (`llmgw get models`). */
+export type ModelHostState = "complete" | "downloading" | "partial" | "requested" | "failed";
+
+/** Why a host's pull of a revision failed for good (its agent's `pulls_failed`). */
+export interface ModelHostFailure {
+  /** What failed (agent/pull_failure.ts), e.g. `revision_not_found`, `gated`, `insufficient_disk`. */
+  kind: string;
+  /** The agent's words: the hub's or the disk's, never a token. */
+  message: string;
+  /** When the control plane marked it failed (ms since epoch). */
+  at: number;
 }
 
 /** One model revision across the fleet. */
@@ -171,10 +187,12 @@ const ModelFactsSchema = z.custom<ModelFacts>(
 
 const ModelHostSchema = z.object({
   node: z.string(),
-  state: z.enum(["complete", "downloading", "partial", "requested"]),
+  state: z.enum(["complete", "downloading", "partial", "requested", "failed"]),
   bytes_done: z.number(),
   bytes: z.number().nullable(),
   last_used: z.number().nullable(),
+  failure: z.object({ kind: z.string(), message: z.string(), at: z.number() }).optional()
+    .describe("A failed host's failure: its kind and the agent's words"),
 });
 
 /** {@link ModelRevisionView} on the wire. */

@@ -167,6 +167,22 @@ Deno.test("models CLI: pull, get models with each host's state, describe model",
       ),
       failed,
     );
+    // get models and describe model say it too: first of the hosts, with the hub's words.
+    const failedRow = (await cli("get", "models")).out.trimEnd().split("\n")[1];
+    assertOk(
+      failedRow.endsWith(`n1 failed (revision_not_found: ${notFound}), n3 complete`),
+      failedRow,
+    );
+    const describedFailed = (await cli("describe", "model", MODEL)).out;
+    assertOk(/\n {4}n1 {4}failed {2}/.test(describedFailed), describedFailed);
+    assertOk(
+      new RegExp(
+        `\n  Failed pulls \\(llmgw models pull asks again\\):\n    n1 at \\d{4}-\\S+Z: revision_not_found: ${
+          notFound.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")
+        }\n`,
+      ).test(describedFailed),
+      describedFailed,
+    );
     const again = await cli("models", "cancel", `${MODEL}@${"f".repeat(40)}`);
     assertEquals(again.code, 1);
     assertStringIncludes(again.err, "no pull");

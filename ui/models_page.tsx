@@ -3,14 +3,15 @@
  * revision the fleet serves or holds, as `llmgw get models` lists it (the
  * control plane's control/model_views.ts): revision and commit, size,
  * pinned, the deployments using it, and its hosts' copies (complete,
- * downloading n%, requested), counted by state with the first few named, so
+ * downloading n%, requested, failed with its agent's words), counted by
+ * state with the failed and then the first few named, so
  * a revision on a thousand hosts stays one row. The list refreshes itself
  * every 2 s.
  *
  * @module
  */
 import type { ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
-import { hostState, revisionCell } from "../protocol/model_revision_text.ts";
+import { failedFirst, hostState, revisionCell } from "../protocol/model_revision_text.ts";
 import { formatBytes } from "../text/bytes.ts";
 import { Layout, type SessionView } from "./layout.tsx";
 
@@ -20,11 +21,11 @@ const REFRESH_S = 2;
 /** Hosts a row names; the rest are only counted. */
 export const HOSTS_NAMED = 6;
 
-/** `3 complete · 1 downloading · 1 requested`; empty for none. */
+/** `3 complete · 1 downloading · 1 requested · 1 failed`; empty for none. */
 export function hostCounts(hosts: readonly ModelHostView[]): string {
   const counts = new Map<string, number>();
   for (const h of hosts) counts.set(h.state, (counts.get(h.state) ?? 0) + 1);
-  return ["complete", "downloading", "partial", "requested"]
+  return ["complete", "downloading", "partial", "requested", "failed"]
     .filter((s) => counts.has(s))
     .map((s) => `${counts.get(s)} ${s}`)
     .join(" · ");
@@ -32,7 +33,7 @@ export function hostCounts(hosts: readonly ModelHostView[]): string {
 
 function ModelTr(props: { v: ModelRevisionView }) {
   const v = props.v;
-  const named = v.hosts.slice(0, HOSTS_NAMED);
+  const named = failedFirst(v.hosts).slice(0, HOSTS_NAMED);
   const more = v.hosts.length - named.length;
   return (
     <tr data-model={v.model} data-commit={v.commit ?? ""}>
@@ -52,7 +53,7 @@ function ModelTr(props: { v: ModelRevisionView }) {
           <>
             <div>{hostCounts(v.hosts)}</div>
             {named.map((h) => (
-              <div key={h.node} class="nowrap mute">
+              <div key={h.node} class={h.state === "failed" ? "problem" : "nowrap mute"}>
                 {h.node} {hostState(h)}
               </div>
             ))}

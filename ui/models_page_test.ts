@@ -27,7 +27,7 @@ function held(state: CachedRevisionReport["state"], done: number): CachedRevisio
 }
 
 Deno.test("hostCounts: hosts by state, in lifecycle order", () => {
-  const h = (node: string, state: "complete" | "downloading" | "requested") => ({
+  const h = (node: string, state: "complete" | "downloading" | "requested" | "failed") => ({
     node,
     state,
     bytes_done: 0,
@@ -40,8 +40,9 @@ Deno.test("hostCounts: hosts by state, in lifecycle order", () => {
       h("n2", "complete"),
       h("n3", "complete"),
       h("n4", "downloading"),
+      h("n5", "failed"),
     ]),
-    "2 complete · 1 downloading · 1 requested",
+    "2 complete · 1 downloading · 1 requested · 1 failed",
   );
   assertEquals(hostCounts([]), "");
 });
@@ -55,6 +56,31 @@ Deno.test("ui: the models page lists each revision with its deployments and host
     const r = i === 0 ? held("downloading", 4.5 * GIB) : held("complete", 10 * GIB);
     cp.state.modelCaches.set(node, { room_bytes: null, revisions: [r], omitted: 0, evicted: [] });
   }
+  // The last node's pull failed for good (it reports only a partial copy): named first.
+  const last = nodes.at(-1)!;
+  cp.state.modelCaches.set(last, {
+    room_bytes: null,
+    revisions: [held("partial", GIB)],
+    omitted: 0,
+    evicted: [],
+  });
+  const gated = "model acme/tiny is gated: set HF_TOKEN to a token that was granted access";
+  cp.state.modelPulls.set(`acme/tiny@${A}`, {
+    id: `acme/tiny@${A}`,
+    model: "acme/tiny",
+    commit: A,
+    nodes: [{
+      node: last,
+      state: "failed",
+      requested_at: 1,
+      finished_at: 2,
+      reason: gated,
+      kind: "gated",
+    }],
+    created_at: 1,
+    updated_at: 2,
+    finished_at: 2,
+  });
   const admin = newToken("llmgw_admin");
   const app = createControlApi(cp, {
     adminTokenHashes: [await hashToken(admin)],
@@ -69,11 +95,12 @@ Deno.test("ui: the models page lists each revision with its deployments and host
     const tiny = /<tr data-model="acme\/tiny"[\s\S]*?<\/tr>/.exec(html)?.[0] ?? "";
     assertStringIncludes(tiny, "aaaaaaa");
     assertStringIncludes(tiny, "10.0 GiB");
-    assertStringIncludes(tiny, `${nodes.length - 1} complete · 1 downloading`);
+    assertStringIncludes(tiny, `${nodes.length - 2} complete · 1 downloading · 1 failed`);
+    assertStringIncludes(tiny, `<div class="problem">${last} failed (gated: ${gated})</div>`);
     assertStringIncludes(tiny, "n1 downloading 45%");
     assertStringIncludes(tiny, "and 4 more");
     assertOk(
-      !tiny.includes(`>${nodes.at(-1)} complete<`),
+      !tiny.includes(`>${nodes.at(-2)} complete<`),
       "hosts past the first few are not named",
     );
     const qwen = new RegExp(`<tr data-model="${QWEN.model}"[\\s\\S]*?</tr>`).exec(html)?.[0] ?? "";

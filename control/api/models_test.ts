@@ -192,3 +192,61 @@ Deno.test("models pull: an unknown node is named", async () => {
   assertEquals([old.status, old.json.requested, old.json.no_cache], [200, [], ["n1"]]);
   assertEquals(cp.state.modelPulls.size, 0);
 });
+
+Deno.test("models list: a node whose pull failed for good shows failed with its agent's words, until a download or a new pull", async () => {
+  const { cp, call } = await setup();
+  await cp.deployments.apply(DEPLOYMENT);
+  await cp.nodes.register(registration("n3"), null);
+  for (const n of ["n1", "n2", "n3"]) {
+    await cp.nodes.heartbeat({ node_id: n, generation: 0, shards: [], model_cache: empty });
+  }
+  assertEquals((await call("POST", "/v1/models/pull", { deployment: "qwen" })).status, 200);
+  const gated = `model ${MODEL} is gated: set HF_TOKEN to a token that was granted access`;
+  const fail = (node: string, revisions: ModelCacheReport["revisions"]) =>
+    cp.nodes.heartbeat({
+      node_id: node,
+      generation: 0,
+      shards: [],
+      model_cache: {
+        ...empty,
+        revisions,
+        pulls_failed: [{ repo: MODEL, commit: COMMIT, kind: "gated", message: gated, at: 1 }],
+      },
+    });
+  // n1 failed with nothing on disk; n3 failed after a partial fetch (what the fetch left).
+  await fail("n1", []);
+  const partial = cacheReport("downloading", 300).revisions.map((r) => ({
+    ...r,
+    state: "partial" as const,
+  }));
+  await fail("n3", partial);
+  type Host = { node: string; state: string; bytes_done: number; failure?: unknown };
+  const hosts = async (path: string) => {
+    const r = await call("GET", path);
+    assertEquals(r.status, 200, JSON.stringify(r.json));
+    const revs = path === "/v1/models" ? r.json.models : r.json.revisions;
+    return revs[0].hosts.map((h: Host) => [h.node, h.state, h.bytes_done, h.failure ?? null]);
+  };
+  const failure = { kind: "gated", message: gated, at: 1_700_000_000_000 };
+  const expected = [
+    ["n1", "failed", 0, failure],
+    ["n2", "requested", 0, null],
+    ["n3", "failed", 300, failure],
+  ];
+  assertEquals(await hosts("/v1/models"), expected);
+  assertEquals(await hosts(`/v1/models/${MODEL}`), expected);
+  // A replica fetching it on n1 is newer than the failure: downloading, no failure.
+  await cp.nodes.heartbeat({
+    node_id: "n1",
+    generation: 0,
+    shards: [],
+    model_cache: cacheReport("downloading", 500),
+  });
+  assertEquals((await hosts("/v1/models"))[0], ["n1", "downloading", 500, null]);
+  // Pulled again, n3 is asked afresh: requested, its partial copy as reported.
+  assertEquals(
+    (await call("POST", "/v1/models/pull", { deployment: "qwen", nodes: ["n3"] })).json.requested,
+    ["n3"],
+  );
+  assertEquals((await hosts("/v1/models"))[2], ["n3", "partial", 300, null]);
+});
