@@ -14,6 +14,7 @@ import { type ModelCacheReport, revisionName } from "../protocol/model_cache_rep
 import { formatBytes } from "../text/bytes.ts";
 import type { ControlState } from "./state.ts";
 import { failPulls, settlePulls } from "./model_pulls.ts";
+import { sweepPullsIfDue } from "./model_pull_sweep.ts";
 
 /** Keeps `report` as the node's cache and records its evictions as events. */
 export async function recordModelCache(
@@ -23,8 +24,10 @@ export async function recordModelCache(
 ): Promise<void> {
   state.modelCaches.set(nodeId, report);
   state.diskFull.observe(nodeId, report.room_bytes, nodeModelCache(report).holds, state.now());
-  await settlePulls(state, nodeId);
+  const settled = await settlePulls(state, nodeId);
   await failPulls(state, nodeId, report.pulls_failed ?? []);
+  // Heartbeats come often: pulls are swept when one just finished, else once a minute.
+  await sweepPullsIfDue(state, state.now(), settled);
   for (const e of report.evicted) {
     await state.event(
       "model_evicted",

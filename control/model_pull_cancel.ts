@@ -1,6 +1,7 @@
 /**
  * Giving up pulls (control/model_pulls.ts): an operator's `llmgw models
- * cancel PULL [--nodes …]`, and the parts of a removed node. A cancelled
+ * cancel PULL [--nodes …]` (a removed node's parts are the sweep's:
+ * control/model_pull_sweep.ts). A cancelled
  * node's desired state drops the pull, so its agent stops fetching it
  * (what it holds stays until evicted). An operator's cancel sticks: a
  * rollout's pre-pull does not ask that node again, and stops waiting for it
@@ -16,11 +17,11 @@ import type { ModelPull, PullNode } from "./model_pull_record.ts";
 import {
   finish,
   OPERATOR_CANCEL_REASON,
-  prunePulls,
   pullViews,
   storePull,
   waitingNodes,
 } from "./model_pulls.ts";
+import { sweepPulls } from "./model_pull_sweep.ts";
 import type { ControlState } from "./state.ts";
 
 /**
@@ -110,29 +111,7 @@ export function cancelPull(state: ControlState, body: CancelPullBody): Promise<C
     }
     state.kick();
     const view = pullViews(state).find((p) => p.id === pull.id)!;
-    await prunePulls(state, now);
+    await sweepPulls(state, now);
     return { ...view, cancelled, unchanged };
   });
-}
-
-/**
- * Gives up every pull still asked of `nodeId` (`cancelled`, with
- * `reason`): each stored, then applied. A failed write throws with the
- * pulls written before it applied.
- */
-export async function cancelPulls(
-  state: ControlState,
-  nodeId: string,
-  reason: string,
-): Promise<void> {
-  const now = state.now();
-  for (const stored of [...state.modelPulls.values()]) {
-    const at = stored.nodes.findIndex((n) => n.node === nodeId && n.state === "requested");
-    if (at < 0) continue;
-    const pull = structuredClone(stored);
-    Object.assign(pull.nodes[at], { state: "cancelled", finished_at: now, reason });
-    finish(pull, now);
-    await storePull(state, pull, []);
-  }
-  await prunePulls(state, now);
 }

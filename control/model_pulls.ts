@@ -21,8 +21,9 @@
  * failure, so a failure of an earlier request never fails a later one. An operator's pull asks a failed or
  * cancelled node again; a rollout's pre-pull only when it failed or was
  * cancelled before the rollout began (control/rollout_prepull.ts).
- * Finished pulls stay listed (`GET /v1/models/pulls`) for
- * {@link FINISHED_PULL_TTL_MS}, at most {@link FINISHED_PULLS_KEPT} of them.
+ * Finished pulls stay listed (`GET /v1/models/pulls`) for a while, and the
+ * parts of removed nodes are cancelled, by the sweep
+ * (control/model_pull_sweep.ts).
  *
  * @module
  */
@@ -30,18 +31,11 @@ import { isLocalModel, shortCommit } from "../deployment/model_revision.ts";
 import type { DesiredModel } from "../protocol/desired_models.ts";
 import { type PullFailureReport, revisionName } from "../protocol/model_cache_report.ts";
 import type { ModelPullView, PullAnswer, PullBody } from "../protocol/model_admin.ts";
-import { errorMessage } from "../text/error_message.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { ConflictError, InvalidInputError, NotFoundError } from "./errors.ts";
 import type { ModelPull, PullNode } from "./model_pull_record.ts";
 import type { ControlState } from "./state.ts";
 export type { ModelPull } from "./model_pull_record.ts";
-
-/** Finished pulls kept for listing, newest first; older ones are deleted. */
-export const FINISHED_PULLS_KEPT = 100;
-
-/** How long a finished pull stays listed. */
-export const FINISHED_PULL_TTL_MS = 24 * 3_600_000;
 
 /** Whether `nodeId`'s last cache report holds `model`@`commit` complete. */
 export function nodeHolds(state: ControlState, nodeId: string, model: string, commit: string) {
@@ -202,9 +196,9 @@ export function pullDeploymentModel(state: ControlState, body: PullBody): Promis
  * A node's cache report came: the pulls it now holds are done for it
  * (`model_pulled`), those asked of it and those that failed there alike (a
  * replica fetched it since); a pull no node waits for is finished, and
- * kept listed for a while.
+ * kept listed for a while. Answers whether any part was settled.
  */
-export async function settlePulls(state: ControlState, nodeId: string): Promise<void> {
+export async function settlePulls(state: ControlState, nodeId: string): Promise<boolean> {
   const now = state.now();
   let settled = false;
   for (const stored of [...state.modelPulls.values()]) {
@@ -227,10 +221,7 @@ export async function settlePulls(state: ControlState, nodeId: string): Promise<
         (failed ? "fetched since its pull failed (by a replica)" : "pulled ahead of its replicas"),
     );
   }
-  // Heartbeats come often: the list is swept when one finishes something, else once a minute.
-  if (settled || now - (lastSweep.get(state) ?? -Infinity) >= SWEEP_EVERY_MS) {
-    await prunePulls(state, now);
-  }
+  return settled;
 }
 
 /**
@@ -275,12 +266,6 @@ export async function failPulls(
   }
 }
 
-/** The least time between two sweeps of finished pulls that no finish asked for. */
-const SWEEP_EVERY_MS = 60_000;
-
-/** When each control state last swept its finished pulls. */
-const lastSweep = new WeakMap<ControlState, number>();
-
 /** Reads the stored pulls into the state (a control plane opening its store). */
 export async function restorePulls(state: ControlState): Promise<void> {
   for (const p of await state.store.listModelPulls()) state.modelPulls.set(p.id, p);
@@ -312,27 +297,6 @@ export function pullList(state: ControlState): ModelPull[] {
 export function finish(pull: ModelPull, now: number): void {
   pull.updated_at = now;
   if (waitingNodes(pull).length === 0) pull.finished_at ??= now;
-}
-
-/** Deletes finished pulls past {@link FINISHED_PULL_TTL_MS} or {@link FINISHED_PULLS_KEPT}. */
-export async function prunePulls(state: ControlState, now: number): Promise<void> {
-  lastSweep.set(state, now);
-  const finished = pullList(state).filter((p) => p.finished_at !== null);
-  for (const [i, p] of finished.entries()) {
-    if (i < FINISHED_PULLS_KEPT && now - p.finished_at! < FINISHED_PULL_TTL_MS) continue;
-    // Store first, as every pull write; housekeeping, so a failure waits for the next sweep
-    // rather than failing the cancel or the heartbeat that set it off.
-    try {
-      await state.store.deleteModelPull(p.id);
-    } catch (e) {
-      state.warn(
-        `cannot delete finished model pull ${p.id}; the next sweep tries again`,
-        errorMessage(e),
-      );
-      return;
-    }
-    state.modelPulls.delete(p.id);
-  }
 }
 
 /** Every pinned deployment's current revision (a hub model with a known commit). */

@@ -17,11 +17,11 @@ import { hashToken } from "../http/tokens.ts";
 import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { LeaderLease } from "./leader_lease.ts";
-import { cancelPull, cancelPulls } from "./model_pull_cancel.ts";
+import { cancelPull } from "./model_pull_cancel.ts";
 import type { ModelPull } from "./model_pull_record.ts";
+import { FINISHED_PULL_TTL_MS, FINISHED_PULLS_KEPT } from "./model_pull_sweep.ts";
 import {
-  FINISHED_PULL_TTL_MS,
-  FINISHED_PULLS_KEPT,
+  OPERATOR_CANCEL_REASON,
   pullDeploymentModel,
   pullViews,
   requestPull,
@@ -208,7 +208,7 @@ Deno.test({
   },
 });
 
-Deno.test("finished pulls are kept a bounded count and time; a removed node's part is cancelled", async () => {
+Deno.test("finished pulls are kept a bounded count and time", async () => {
   const clock = new FakeClock();
   const store = new MemoryStore();
   const cp = await openPlane(store, clock);
@@ -216,10 +216,8 @@ Deno.test("finished pulls are kept a bounded count and time; a removed node's pa
   await heartbeat(cp, "n1", false);
   const commit = (i: number) => i.toString(16).padStart(40, "0");
   for (let i = 0; i < FINISHED_PULLS_KEPT + 5; i++) {
-    await cp.state.locked(async () => {
-      await requestPull(cp.state, MODEL, commit(i), ["n1"]);
-      await cancelPulls(cp.state, "n1", "node removed");
-    });
+    await cp.state.locked(() => requestPull(cp.state, MODEL, commit(i), ["n1"]));
+    await cancelPull(cp.state, { pull: `${MODEL}@${commit(i)}` });
     clock.advance(1_000);
   }
   const kept = await store.listModelPulls();
@@ -229,13 +227,11 @@ Deno.test("finished pulls are kept a bounded count and time; a removed node's pa
   assertOk(kept.some((p) => p.commit === commit(FINISHED_PULLS_KEPT + 4)));
   const [newest] = pullViews(cp.state);
   assertEquals([newest.commit, newest.state], [commit(FINISHED_PULLS_KEPT + 4), "cancelled"]);
-  assertEquals(newest.nodes[0].reason, "node removed");
+  assertEquals(newest.nodes[0].reason, OPERATOR_CANCEL_REASON);
   // A day on, the next finished pull takes the old ones with it.
   clock.advance(FINISHED_PULL_TTL_MS);
-  await cp.state.locked(async () => {
-    await requestPull(cp.state, MODEL, COMMIT, ["n1"]);
-    await cancelPulls(cp.state, "n1", "node removed");
-  });
+  await cp.state.locked(() => requestPull(cp.state, MODEL, COMMIT, ["n1"]));
+  await cancelPull(cp.state, { pull: `${MODEL}@${COMMIT}` });
   assertEquals((await store.listModelPulls()).map((p) => p.commit), [COMMIT]);
   assertEquals(cp.state.modelPulls.size, 1);
   // With nothing finishing, a heartbeat a day later sweeps it too.
@@ -447,10 +443,8 @@ Deno.test("a finished pull the store will not delete stays till the next sweep; 
   await cp.nodes.register(registration("n1"), null);
   await heartbeat(cp, "n1", false);
   const old = "0".repeat(40);
-  await cp.state.locked(async () => {
-    await requestPull(cp.state, MODEL, old, ["n1"]);
-    await cancelPulls(cp.state, "n1", "node removed");
-  });
+  await cp.state.locked(() => requestPull(cp.state, MODEL, old, ["n1"]));
+  await cancelPull(cp.state, { pull: `${MODEL}@${old}` });
   clock.advance(FINISHED_PULL_TTL_MS + 1);
   await cp.state.locked(() => requestPull(cp.state, MODEL, COMMIT, ["n1"]));
   store.failingDeletes = true;

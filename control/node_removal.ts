@@ -10,9 +10,8 @@
  */
 import type { InventoryNode } from "../inventory/store.ts";
 import { ConflictError, NotFoundError } from "./errors.ts";
-import { cancelPulls } from "./model_pull_cancel.ts";
+import { sweepPulls } from "./model_pull_sweep.ts";
 import type { ControlState } from "./state.ts";
-import { errorMessage } from "../text/error_message.ts";
 
 /** The replicas placed on a node, by id, sorted. */
 export function replicasOnNode(state: ControlState, nodeId: string): string[] {
@@ -74,12 +73,9 @@ export function removeNode(state: ControlState, nodeId: string): Promise<Invento
     );
     state.kick();
     // Last, and never fatal: the node is gone everywhere else, and a pull part of an
-    // unknown node is asked of no agent (desired states go to known nodes only).
-    try {
-      await cancelPulls(state, nodeId, "node removed");
-    } catch (e) {
-      state.warn(`node ${nodeId} removed; its pulls could not be cancelled`, errorMessage(e));
-    }
+    // unknown node is asked of no agent (desired states go to known nodes only). The sweep
+    // cancels its parts; one the store refuses now, the next sweep cancels.
+    await sweepPulls(state, state.now());
     return node;
   });
 }

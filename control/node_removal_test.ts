@@ -7,6 +7,7 @@ import { createControlApi } from "./api.ts";
 import { ControlPlane } from "./control_plane.ts";
 import { MemoryStore } from "./store/memory_store.ts";
 import { removeNode } from "./node_removal.ts";
+import type { ModelPull } from "./model_pull_record.ts";
 
 const ADMIN = "admin-secret";
 const JOIN = "join-secret";
@@ -98,23 +99,21 @@ Deno.test("DELETE /v1/nodes/:id: refused while the node holds replicas or is in 
   assertEquals(cp.nodes.get("n1").state, "ready");
 });
 
-Deno.test("a node is removed everywhere in memory even when the store refuses to cancel its pulls", async () => {
+Deno.test("a node is removed everywhere in memory even when the store refuses to cancel its pulls; the next sweep cancels them", async () => {
   const store = new (class extends MemoryStore {
-    override putModelPull(): Promise<void> {
-      return Promise.reject(new Error("connection lost"));
+    refusing = false;
+    override putModelPull(p: ModelPull): Promise<void> {
+      return this.refusing ? Promise.reject(new Error("connection lost")) : super.putModelPull(p);
     }
   })();
-  const cp = await ControlPlane.open({
-    store,
-    clock: new FakeClock(1_700_000_000_000),
-    reconcileMs: 3_600_000,
-  });
+  const clock = new FakeClock(1_700_000_000_000);
+  const cp = await ControlPlane.open({ store, clock, reconcileMs: 3_600_000 });
   await cp.nodes.register(registration("n1"), null);
   // A pull asked of n1, as the store had it before it went away.
   const commit = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
   const id = `${QWEN.model}@${commit}`;
   const part = { node: "n1", state: "requested" as const, requested_at: 0, finished_at: null };
-  cp.state.modelPulls.set(id, {
+  const pull = {
     id,
     model: QWEN.model,
     commit,
@@ -122,8 +121,11 @@ Deno.test("a node is removed everywhere in memory even when the store refuses to
     created_at: 0,
     updated_at: 0,
     finished_at: null,
-  });
+  };
+  await store.putModelPull(pull);
+  cp.state.modelPulls.set(id, structuredClone(pull));
   await cp.nodes.setIntent("n1", "cordoned");
+  store.refusing = true;
   const removed = await removeNode(cp.state, "n1");
   assertEquals(removed.id, "n1");
   assertEquals(cp.nodes.list(), []);
@@ -133,4 +135,18 @@ Deno.test("a node is removed everywhere in memory even when the store refuses to
   await cp.state.flushEvents();
   const events = await cp.events.list({ limit: 100 });
   assertOk(events.some((e) => e.kind === "node_removed" && e.subject === "node/n1"));
+  // Still asked, in memory as in the store, until the next sweep.
+  const parts = async () => [
+    cp.state.modelPulls.get(id)?.nodes.map((n) => [n.state, n.reason]),
+    (await store.listModelPulls())[0]?.nodes.map((n) => [n.state, n.reason]),
+  ];
+  assertEquals(await parts(), [[["requested", null]], [["requested", null]]]);
+  // The store back: a pass within the minute does not sweep; the first one after it does.
+  store.refusing = false;
+  await cp.reconcile();
+  assertEquals((await parts())[0], [["requested", null]]);
+  clock.advance(60_000);
+  await cp.reconcile();
+  assertEquals(await parts(), [[["cancelled", "node removed"]], [["cancelled", "node removed"]]]);
+  assertEquals(cp.state.modelPulls.get(id)?.finished_at, clock.now());
 });

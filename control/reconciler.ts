@@ -21,6 +21,7 @@ import {
   placeAvoiding,
 } from "./replica_failures.ts";
 import type { PlacementCounters, ReplicaBook } from "./replicas.ts";
+import { sweepPullsIfDue } from "./model_pull_sweep.ts";
 import { progressDeadlineMs } from "./rollout_revisions.ts";
 import { rollOut } from "./rollout_step.ts";
 import type { ControlState } from "./state.ts";
@@ -258,6 +259,8 @@ export const RECONCILE_STEPS: readonly ReconcileStep[] = [
   { name: "roll_out", run: rollOut },
   { name: "place_pending", run: placePending },
   { name: "announce_drained", run: announceDrained },
+  // At most once a minute: removed nodes' pull parts, old finished pulls (control/model_pull_sweep.ts).
+  { name: "sweep_pulls", run: (pass) => sweepPullsIfDue(pass.state, pass.now) },
   { name: "publish_desired", run: publishDesired },
   { name: "record_last_seen", run: async (pass) => void await recordLastSeen(pass.state) },
 ];

@@ -23,6 +23,7 @@ Deno.test("a pass is one readable list of named steps", () => {
     "roll_out",
     "place_pending",
     "announce_drained",
+    "sweep_pulls",
     "publish_desired",
     "record_last_seen",
   ]);
