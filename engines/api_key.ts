@@ -3,11 +3,20 @@
  * only the agent's engine proxy sends. This module keeps a profile from
  * setting that key itself and adds a key to a shard's command at spawn time,
  * the way its engine declares ({@link EngineApiKey}). Pure: it never
- * generates, stores or logs a key.
+ * generates, stores, writes or logs a key; the supervisor writes the file
+ * {@link withApiKey} describes.
  *
  * @module
  */
+import { join } from "node:path";
 import type { EngineApiKey, EngineCommand, LaunchProfile } from "./types.ts";
+
+/**
+ * The file a `config_file` engine reads its key from, in the shard's
+ * directory. The `.yaml` suffix is required: SGLang refuses any other
+ * ("Config file must be YAML format", engine reference §6.2).
+ */
+export const ENGINE_KEY_CONFIG_FILE = "engine_key.yaml";
 
 /** Raised when a key cannot be added to a command; the message never holds the key. */
 export class EngineApiKeyError extends Error {
@@ -48,14 +57,24 @@ export function apiKeyProblems(
   if ("env" in check.key && Object.hasOwn(profile.env, check.key.env)) {
     problems.push(`${name}: env ${check.key.env} is ${why}; remove it from the profile`);
   }
-  const flags = [...("flag" in check.key ? [check.key.flag] : []), ...(check.also_flags ?? [])];
+  const file = "config_file" in check.key ? check.key.config_file : null;
+  const flags = [
+    ...("flag" in check.key ? [check.key.flag] : []),
+    // A flag named like the file's field would beat the file: the CLI wins.
+    ...(file === null ? [] : [`--${file.field}`, file.flag]),
+    ...(check.also_flags ?? []),
+  ];
   const seen = new Set<string>();
   for (const raw of profile.engine_args) {
     const hit = flagHit(check.normalize?.(raw) ?? raw, flags);
-    if (hit !== undefined && !seen.has(hit)) {
-      seen.add(hit);
-      problems.push(`${name}: engine_args sets ${hit}, ${why}; remove it`);
-    }
+    if (hit === undefined || seen.has(hit)) continue;
+    seen.add(hit);
+    problems.push(
+      hit === file?.flag
+        // The engine takes one such file (SGLang refuses a second), and it is the key's.
+        ? `${name}: engine_args sets ${hit}, the file llmgw gives ${engine} its API key in; put that file's settings in engine_args instead`
+        : `${name}: engine_args sets ${hit}, ${why}; remove it`,
+    );
   }
   return problems;
 }
@@ -69,11 +88,31 @@ function flagHit(arg: string, flags: readonly string[]): string | undefined {
   );
 }
 
+/** A file to write before the spawn: owner-only (0600), created fresh. Its text holds the key. */
+export interface EngineKeyFile {
+  /** Where: {@link ENGINE_KEY_CONFIG_FILE} in the shard's directory. */
+  path: string;
+  /** What, e.g. `"api-key": "KEY"` and a newline. */
+  text: string;
+}
+
+/** A shard's command with its key added, and the file that holds the key, if any. */
+export interface KeyedCommand {
+  /** The command to spawn. */
+  command: EngineCommand;
+  /** The file to write before the spawn (`config_file` engines); null for the others. */
+  file: EngineKeyFile | null;
+}
+
 /**
  * The command with `secret` added the way `key` says: the variable set in
- * its environment, or the flag and the key appended to its argv. The key
- * must be non-empty (vLLM reads an empty `VLLM_API_KEY` as no key at all)
- * and fit in an HTTP header without quoting.
+ * its environment; the flag and the key appended to its argv; or, for a
+ * `config_file` engine, `flag PATH` appended and the file at PATH (in the
+ * shard's directory `dir`) holding one YAML line, `"field": "KEY"`. Both
+ * key and value are double-quoted, as JSON writes them, so YAML reads them
+ * as strings whatever they look like (`123`, `yes`, `null`). The key must
+ * be non-empty (vLLM reads an empty `VLLM_API_KEY` as no key at all) and
+ * fit in an HTTP header without quoting.
  *
  * @throws {EngineApiKeyError} When the key is empty or has characters outside visible ASCII.
  */
@@ -81,13 +120,21 @@ export function withApiKey(
   command: EngineCommand,
   key: EngineApiKey,
   secret: string,
-): EngineCommand {
+  dir: string,
+): KeyedCommand {
   if (secret === "") throw new EngineApiKeyError("Cannot add engine API key: value is empty");
   if (!/^[\x21-\x7e]+$/.test(secret)) {
     throw new EngineApiKeyError(
       "Cannot add engine API key: it must be visible ASCII without spaces, to travel in a Bearer header",
     );
   }
-  if ("env" in key) return { argv: [...command.argv], env: { ...command.env, [key.env]: secret } };
-  return { argv: [...command.argv, key.flag, secret], env: { ...command.env } };
+  const argv = [...command.argv];
+  const env = { ...command.env };
+  if ("env" in key) return { command: { argv, env: { ...env, [key.env]: secret } }, file: null };
+  if ("flag" in key) return { command: { argv: [...argv, key.flag, secret], env }, file: null };
+  const path = join(dir, ENGINE_KEY_CONFIG_FILE);
+  return {
+    command: { argv: [...argv, key.config_file.flag, path], env },
+    file: { path, text: `${JSON.stringify(key.config_file.field)}: ${JSON.stringify(secret)}\n` },
+  };
 }

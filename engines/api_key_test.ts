@@ -1,6 +1,11 @@
 import fc from "fast-check";
 import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
-import { apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
+import {
+  apiKeyProblems,
+  ENGINE_KEY_CONFIG_FILE,
+  EngineApiKeyError,
+  withApiKey,
+} from "./api_key.ts";
 import type { LaunchProfile } from "./types.ts";
 
 function profile(o: { args?: string[]; env?: Record<string, string> } = {}): LaunchProfile {
@@ -95,29 +100,92 @@ Deno.test("no problem message ever holds the key the profile set", () => {
   );
 });
 
+Deno.test("a profile may not set the config_file form's flag or the field as a flag", () => {
+  const check = { key: { config_file: { flag: "--config", field: "api-key" } } };
+  const fileFlag =
+    'profile "p": engine_args sets --config, the file llmgw gives e its API key in; put that file\'s settings in engine_args instead';
+  const cases: { args: string[]; want: string[] }[] = [
+    { args: [], want: [] },
+    { args: ["--config", "mine.yaml"], want: [fileFlag] },
+    { args: ["--config=mine.yaml"], want: [fileFlag] },
+    // argparse would take the abbreviation for --config (SGLang then ignores the file).
+    { args: ["--conf", "mine.yaml"], want: [fileFlag] },
+    // The command line beats the file, so --api-key would replace llmgw's key.
+    { args: ["--api-key", "s3cret"], want: [expectFlag("--api-key")] },
+    { args: ["--api-k=s3cret", "--config", "x.yaml"], want: [expectFlag("--api-key"), fileFlag] },
+    // Other flags that merely start alike pass.
+    { args: ["--config-file-of-something-else", "x", "--api-keys", "y"], want: [] },
+  ];
+  for (const c of cases) {
+    assertEquals(apiKeyProblems("e", profile({ args: c.args }), check), c.want, c.args.join(" "));
+  }
+  // The form says nothing about the environment.
+  assertEquals(apiKeyProblems("e", profile({ env: { API_KEY: "x" } }), check), []);
+});
+
 Deno.test("withApiKey sets the variable or appends the flag, leaving the input alone", () => {
   const command = { argv: ["serve", "--port", "1"], env: { A: "1" } };
-  assertEquals(withApiKey(command, { env: "K" }, "k-123"), {
-    argv: ["serve", "--port", "1"],
-    env: { A: "1", K: "k-123" },
+  assertEquals(withApiKey(command, { env: "K" }, "k-123", "/shard"), {
+    command: { argv: ["serve", "--port", "1"], env: { A: "1", K: "k-123" } },
+    file: null,
   });
-  assertEquals(withApiKey(command, { flag: "--api-key" }, "k-123"), {
-    argv: ["serve", "--port", "1", "--api-key", "k-123"],
-    env: { A: "1" },
+  assertEquals(withApiKey(command, { flag: "--api-key" }, "k-123", "/shard"), {
+    command: { argv: ["serve", "--port", "1", "--api-key", "k-123"], env: { A: "1" } },
+    file: null,
   });
   assertEquals(command, { argv: ["serve", "--port", "1"], env: { A: "1" } });
 });
 
+Deno.test("withApiKey's config_file form: argv names the file, only the file holds the key", () => {
+  const command = { argv: ["serve", "--port", "1"], env: { A: "1" } };
+  const key = { config_file: { flag: "--config", field: "api-key" } };
+  const keyed = withApiKey(command, key, "k-123", "/state/shards/r1");
+  assertEquals(keyed, {
+    command: {
+      argv: ["serve", "--port", "1", "--config", "/state/shards/r1/engine_key.yaml"],
+      env: { A: "1" },
+    },
+    file: { path: "/state/shards/r1/engine_key.yaml", text: '"api-key": "k-123"\n' },
+  });
+  assertEquals(keyed.file!.path, `/state/shards/r1/${ENGINE_KEY_CONFIG_FILE}`);
+  assertOk(ENGINE_KEY_CONFIG_FILE.endsWith(".yaml"), "SGLang reads only .yaml and .yml files");
+  assertEquals(command, { argv: ["serve", "--port", "1"], env: { A: "1" } });
+  // YAML would read these unquoted as a number, a float, a boolean and null; quoted,
+  // they stay strings. A quote or backslash in the key is escaped as YAML reads it.
+  const cases: [string, string][] = [
+    ["123", '"123"'],
+    ["1e5", '"1e5"'],
+    ["yes", '"yes"'],
+    ["~", '"~"'],
+    ['a"b', '"a\\"b"'],
+    ["a\\b", '"a\\\\b"'],
+    ["#x:y", '"#x:y"'],
+  ];
+  for (const [secret, quoted] of cases) {
+    assertEquals(withApiKey(command, key, secret, "/d").file!.text, `"api-key": ${quoted}\n`);
+  }
+  // Whatever the key, the argv is the same (only the path); the file reads back as the key.
+  fc.assert(
+    fc.property(fc.stringMatching(/^[\x21-\x7e]{1,64}$/), (secret) => {
+      const k = withApiKey(command, key, secret, "/d");
+      assertEquals(k.command.argv, [...command.argv, "--config", "/d/engine_key.yaml"]);
+      assertEquals(JSON.parse(k.file!.text.slice('"api-key": '.length)), secret);
+    }),
+  );
+});
+
 Deno.test("withApiKey refuses a key that is empty or cannot travel in a Bearer header", () => {
   const command = { argv: ["serve"], env: {} };
-  assertThrows(
-    () => withApiKey(command, { env: "K" }, ""),
-    EngineApiKeyError,
-    "Cannot add engine API key: value is empty",
-  );
+  for (const key of [{ env: "K" }, { config_file: { flag: "--config", field: "api-key" } }]) {
+    assertThrows(
+      () => withApiKey(command, key, "", "/d"),
+      EngineApiKeyError,
+      "Cannot add engine API key: value is empty",
+    );
+  }
   for (const bad of ["a b", "a\nb", "ключ", "a\tb"]) {
     assertThrows(
-      () => withApiKey(command, { flag: "--api-key" }, bad),
+      () => withApiKey(command, { flag: "--api-key" }, bad, "/d"),
       EngineApiKeyError,
       "visible ASCII",
     );

@@ -50,10 +50,20 @@ const ApiKeyEnvSchema = z.string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,255}$/, "must be an environment variable name")
   .refine((n) => !OWNED_ENV.has(n) && !n.startsWith("LLMGW_"), "is a variable llmgw sets itself");
 
+/** What a `describe` answer's `api_key` may be (docs/plugins.md). */
+const API_KEY_FORMS =
+  'must be {"env": VARIABLE}, {"flag": OPTION} or {"config_file": {"flag": OPTION, "field": KEY}}';
+
 /** A long or short option, without a value: the key follows it as the next argument. */
 const ApiKeyFlagSchema = z.string().regex(
   /^--?[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
   "must be an option like --api-key, without =value",
+);
+
+/** A key in the engine's YAML config file; llmgw writes it quoted, so YAML reads it as a string. */
+const ApiKeyFieldSchema = z.string().regex(
+  /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/,
+  "must be a config file key like api-key",
 );
 
 const DescriptionSchema = z.object({
@@ -64,7 +74,10 @@ const DescriptionSchema = z.object({
   api_key: z.union([
     z.object({ env: ApiKeyEnvSchema }).strict(),
     z.object({ flag: ApiKeyFlagSchema }).strict(),
-  ], 'must be {"env": VARIABLE} or {"flag": OPTION}').optional(),
+    z.object({
+      config_file: z.object({ flag: ApiKeyFlagSchema, field: ApiKeyFieldSchema }).strict(),
+    }).strict(),
+  ], API_KEY_FORMS).optional(),
 });
 
 const HttpCheckSchema = z.object({

@@ -102,8 +102,26 @@ Deno.test("a declared API key reaches the driver, and a profile may not set it",
       'profile "p": engine_args sets --token, the flagkey API key, which llmgw generates for every shard; remove it',
     ]);
     assertOk(!spec.problems.join("\n").includes("s3cret"));
+
+    const byFile = await loadExecPlugin(
+      await plugin(
+        dir,
+        "filekey",
+        description("filekey", { api_key: { config_file: { flag: "--config", field: "token" } } }),
+      ),
+    );
+    assertEquals(byFile.api_key, { config_file: { flag: "--config", field: "token" } });
+    assertEquals((await byFile.prepare(launch())).problems, []);
+    const fileRefused = await byFile.prepare(launch({ args: ["--token=s3cret", "--config", "x"] }));
+    assertEquals(fileRefused.problems, [
+      'profile "p": engine_args sets --token, the filekey API key, which llmgw generates for every shard; remove it',
+      'profile "p": engine_args sets --config, the file llmgw gives filekey its API key in; put that file\'s settings in engine_args instead',
+    ]);
   });
 });
+
+const FORMS =
+  'must be {"env": VARIABLE}, {"flag": OPTION} or {"config_file": {"flag": OPTION, "field": KEY}}';
 
 Deno.test("an unusable API key declaration is refused at load, naming the field", async () => {
   const bad: [string, unknown, string][] = [
@@ -112,9 +130,17 @@ Deno.test("an unusable API key declaration is refused at load, naming the field"
     ["badname", { env: "1KEY" }, "must be an environment variable name"],
     ["withvalue", { flag: "--api-key=x" }, "must be an option like --api-key"],
     ["noflag", { flag: "api-key" }, "must be an option like --api-key"],
-    ["both", { env: "K", flag: "--k" }, 'api_key: must be {"env": VARIABLE} or {"flag": OPTION}'],
-    ["neither", {}, 'api_key: must be {"env": VARIABLE} or {"flag": OPTION}'],
-    ["header", { header: "x-api-key" }, 'must be {"env": VARIABLE} or {"flag": OPTION}'],
+    ["both", { env: "K", flag: "--k" }, `api_key: ${FORMS}`],
+    ["neither", {}, `api_key: ${FORMS}`],
+    ["header", { header: "x-api-key" }, FORMS],
+    ["fileflag", { config_file: { flag: "--config=x", field: "k" } }, "must be an option like"],
+    [
+      "filefield",
+      { config_file: { flag: "--config", field: "a key" } },
+      "must be a config file key",
+    ],
+    ["nofield", { config_file: { flag: "--config" } }, "field"],
+    ["fileextra", { config_file: { flag: "--c", field: "k", mode: "0644" } }, "mode"],
   ];
   await inTempDir(async (dir) => {
     for (const [name, key, shows] of bad) {

@@ -7,8 +7,9 @@
  * Protocol (version {@link ENGINE_API_VERSION}), one call per process:
  * - `llmgw-engine-NAME describe` prints
  *   `{"api_version", "name", "quantizations", "version_command"}`, plus
- *   `"api_key": {"env": NAME} | {"flag": NAME}` when the engine takes an
- *   API key (design §11.2).
+ *   `"api_key": {"env": NAME} | {"flag": NAME} | {"config_file": {"flag":
+ *   NAME, "field": KEY}}` when the engine takes an API key (design §11.2,
+ *   engines/types.ts `EngineApiKey`).
  * - `llmgw-engine-NAME shard` reads a {@link ShardLaunch} as JSON on stdin
  *   and prints `{"problems", "command", "probes", "metrics"}`
  *   (command and probes are null when there are problems).

@@ -17,9 +17,10 @@ async function call(plugin: EnginePlugin, args: string[]): Promise<{ code: numbe
 
 Deno.test("describe carries the engine's API key declaration, and only when it has one", async () => {
   for (
-    const [plugin, key] of [[vllmPlugin, { env: "VLLM_API_KEY" }], [sglangPlugin, {
-      flag: "--api-key",
-    }]] as const
+    const [plugin, key] of [
+      [vllmPlugin, { env: "VLLM_API_KEY" }],
+      [sglangPlugin, { config_file: { flag: "--config", field: "api-key" } }],
+    ] as const
   ) {
     const { code, out } = await call(plugin, ["describe"]);
     assertEquals(code, 0);

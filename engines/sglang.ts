@@ -22,7 +22,7 @@
  */
 import { apiKeyProblems } from "./api_key.ts";
 import { modelArgument } from "./model_arg.ts";
-import { ownedFlagProblems } from "./args.ts";
+import { compareVersions, ownedFlagProblems } from "./args.ts";
 import { phasePatterns, SGLANG_COLD_START_PHASES } from "./cold_start_patterns.ts";
 import type {
   EngineApiKey,
@@ -101,23 +101,28 @@ export const SGLANG_OWNED_FLAGS: readonly string[] = [
 ];
 
 /**
- * SGLang takes its API key only as `--api-key` (engine reference §6.2): no
- * environment variable, so the key is in the engine's argv, readable by
- * every local user in `ps`, and SGLang prints it in its `server_args=`
- * startup log line. llmgw appends it at spawn time; a profile setting it is
- * refused.
+ * SGLang has no environment variable for its API key, only `--api-key`,
+ * which would put the key in argv for every local user to read in `ps`
+ * (engine reference §6.2). Since 0.5.3 it also reads its flags from a YAML
+ * file named by `--config` (file first, the command line after), so the
+ * supervisor writes `"api-key": KEY` to an owner-only file and argv holds
+ * only `--config PATH`. A profile setting `--api-key` or `--config` is
+ * refused (engines/api_key.ts). SGLang still prints the key in its
+ * `server_args=` startup line; the agent scrubs its log.
  */
-export const SGLANG_TAKES_API_KEY: EngineApiKey = { flag: "--api-key" };
+export const SGLANG_TAKES_API_KEY: EngineApiKey = {
+  config_file: { flag: "--config", field: "api-key" },
+};
+
+/** The first SGLang with `--config` (sglang PR #10534, merged after 0.5.2; engine reference §6.2). */
+export const SGLANG_CONFIG_FILE_MIN_VERSION = "0.5.3";
 
 /**
  * Flags llmgw does not set but cannot work with, and why. Matched like
  * owned flags (exact, `--flag=value`, or an abbreviation).
  */
 const INCOMPATIBLE_FLAGS: ReadonlyMap<string, string> = new Map([
-  [
-    "--config",
-    "a config file can set flags llmgw owns (host, port, tp-size, …) where llmgw cannot see them; put its settings in engine_args instead",
-  ],
+  // `--config` is refused by apiKeyProblems: it is where llmgw puts the key.
   [
     "--smg-grpc-mode",
     "it serves gRPC instead of the HTTP API that llmgw probes and routes to",
@@ -185,6 +190,15 @@ function validate(launch: ShardLaunch): string[] {
         }`,
       );
     }
+  }
+  if (
+    launch.rank === 0 && launch.engine_version !== null &&
+    compareVersions(launch.engine_version, SGLANG_CONFIG_FILE_MIN_VERSION) < 0
+  ) {
+    // Only rank 0 gets the key (the supervisor's rule), so only rank 0 needs the file.
+    problems.push(
+      `SGLang ${launch.engine_version} on node ${launch.node.id} has no --config, so llmgw could pass the shard's API key only in argv, where every local user can read it; upgrade SGLang to ${SGLANG_CONFIG_FILE_MIN_VERSION} or later`,
+    );
   }
   for (const key of Object.keys(p.engine_options)) {
     problems.push(

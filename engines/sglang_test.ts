@@ -40,6 +40,8 @@ interface ShardOptions {
   leader?: string;
   /** The leader's lowest GPU index, for its ports; default 0. */
   leaderGpu?: number;
+  /** The SGLang version installed on the node; default "0.5.3". */
+  engineVersion?: string | null;
 }
 
 const IB_PORTS: FabricPort[] = [
@@ -94,7 +96,7 @@ function shard(o: ShardOptions = {}): ShardLaunch {
     },
     node: { id: `n${rank}`, mgmt_addr: `10.0.0.${rank + 1}`, mgmt_interface: "eth0" },
     port: 8000 + Math.min(...gpus),
-    engine_version: "0.5.3",
+    engine_version: o.engineVersion === undefined ? "0.5.3" : o.engineVersion,
   };
 }
 
@@ -412,7 +414,15 @@ Deno.test("sglang: engine args that conflict with llmgw are refused", async (t) 
     { args: ["--quantization", "fp8"], includes: "sets --quantization" },
     { args: ["--base-gpu-id", "4"], includes: "sets --base-gpu-id" },
     { args: ["--gpu-id-step=2"], includes: "sets --gpu-id-step" },
-    { args: ["--config", "x.yaml"], includes: "sets --config, which llmgw cannot run sglang with" },
+    // The file llmgw passes the key in; SGLang takes one (a second is "Multiple config files").
+    {
+      args: ["--config", "x.yaml"],
+      includes: "sets --config, the file llmgw gives sglang its API key in",
+    },
+    {
+      args: ["--conf=x.yaml"],
+      includes: "sets --config, the file llmgw gives sglang its API key in",
+    },
     {
       // llmgw gives every shard its own key; the profile's must not be echoed into events and logs.
       args: ["--api-key=s3cret"],
@@ -443,15 +453,34 @@ Deno.test("sglang: engine args that conflict with llmgw are refused", async (t) 
   });
 });
 
-Deno.test("sglang: the engine API key is a flag llmgw appends at spawn time", () => {
-  assertEquals(sglangPlugin.api_key, { flag: "--api-key" });
+Deno.test("sglang: the engine API key goes in a --config file llmgw adds at spawn time", () => {
+  assertEquals(sglangPlugin.api_key, { config_file: { flag: "--config", field: "api-key" } });
   const spec = prepareShard(sglangPlugin, shard({}));
   assertEquals(spec.problems, []);
-  assertOk(!spec.command!.argv.some((a) => a.startsWith("--api")), spec.command!.argv.join(" "));
+  assertOk(
+    !spec.command!.argv.some((a) => a.startsWith("--api") || a.startsWith("--config")),
+    spec.command!.argv.join(" "),
+  );
   // SGLang reads no key from its environment: a variable in the profile is no key and stays allowed.
   assertEquals(sglangPlugin.validate(shard({ env: { SGLANG_API_KEY: "x" } })), []);
   // --admin-api-key guards SGLang's admin routes, which the agent's proxy never forwards.
   assertEquals(sglangPlugin.validate(shard({ engineArgs: ["--admin-api-key", "x"] })), []);
+});
+
+Deno.test("sglang: a version without --config is refused on rank 0, naming the version and the fix", () => {
+  const refused = (engineVersion: string | null, rank = 0) =>
+    sglangPlugin.validate(shard({ engineVersion, rank, nodes: rank === 0 ? 1 : 2 }));
+  for (const old of ["0.5.2", "0.5.2.post1", "0.4.6.post1", "0.5.0rc2"]) {
+    assertEquals(refused(old), [
+      `SGLang ${old} on node n0 has no --config, so llmgw could pass the shard's API key only in argv, where every local user can read it; upgrade SGLang to 0.5.3 or later`,
+    ]);
+  }
+  // An unknown version is taken to be a current one; later releases keep --config.
+  for (const ok of [null, "0.5.3", "0.5.3rc0", "0.5.3+cu128", "0.5.10", "1.0.0"]) {
+    assertEquals(refused(ok), [], String(ok));
+  }
+  // Ranks ≥ 1 get no key (rank 0 serves the API), so they need no file.
+  assertEquals(refused("0.5.2", 1), []);
 });
 
 Deno.test("sglang: engine_options are refused (SGLang takes none)", () => {

@@ -229,13 +229,29 @@ export interface MetricNames {
  * - `{flag: NAME}`: `NAME KEY` is appended to the argv. Every local user can
  *   read it in `ps` and `/proc/PID/cmdline`; use it only for engines that
  *   read the key from nowhere else.
+ * - `{config_file: {flag, field}}`: the supervisor writes `"field": "KEY"`
+ *   (YAML) to a fresh owner-only (0600) `.yaml` file in the shard's
+ *   directory and appends `flag PATH` to the argv, so argv holds the path
+ *   only. For engines that read their settings from a YAML file given on
+ *   the command line (SGLang's `--config`, engine reference §6.2).
  *
  * Either way the engine must accept `Authorization: Bearer KEY`, the only
  * header llmgw sends, on every route it guards (docs/plugins.md); which
  * routes it leaves open is its own business (engine reference §6 for vLLM
  * and SGLang), since llmgw sends the key on every request.
  */
-export type EngineApiKey = { readonly env: string } | { readonly flag: string };
+export type EngineApiKey =
+  | { readonly env: string }
+  | { readonly flag: string }
+  | { readonly config_file: EngineKeyConfigFile };
+
+/** The {@link EngineApiKey} form that passes the key in a YAML file named on the command line. */
+export interface EngineKeyConfigFile {
+  /** The option that names the file, e.g. SGLang's `--config`. */
+  readonly flag: string;
+  /** The file's key the engine reads the API key from, spelled as the engine expects (`api-key`). */
+  readonly field: string;
+}
 
 /**
  * What one shard will run, or why it cannot. A plugin answers it for a

@@ -7,6 +7,7 @@
  * @module
  */
 import { withApiKey } from "../engines/api_key.ts";
+import { writeSecretFile } from "../http/secret_file.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { withPorts } from "../engines/port_block.ts";
 import type { ShardSpec } from "../engines/types.ts";
@@ -84,7 +85,8 @@ export interface SpawnedRun {
 
 /**
  * Spawns the run `spec` describes, in a session of its own, writing its pid
- * file. An engine that takes an API key gets the shard's (rank 0 only).
+ * file. An engine that takes an API key gets the shard's (rank 0 only); an
+ * engine that reads it from a file gets that file written first.
  * `follow` runs once the shard's directory exists, just before the spawn, so
  * the runner follows the log from before the engine's first line.
  */
@@ -111,7 +113,21 @@ export function spawnRun(
     // The second lock: the engine answers only callers with its key, and
     // only the agent's proxy and probes have it.
     key = engineKey(paths.dir, true);
-    command = withApiKey(command, spec.api_key, key!);
+    const keyed = withApiKey(command, spec.api_key, key!, paths.dir);
+    command = keyed.command;
+    if (keyed.file !== null) {
+      try {
+        // Written anew each start (0600, a fresh inode renamed over the
+        // path): never through whatever the path holds now.
+        writeSecretFile(keyed.file.path, keyed.file.text);
+      } catch (e) {
+        // The error names the path, never the text.
+        return {
+          reason: `cannot write the engine key file: ${errorMessage(e)}`,
+          kind: "restartable",
+        };
+      }
+    }
   }
   const argv = command.argv;
   try {

@@ -4,6 +4,7 @@
  * engine while loading (design §9.3): vLLM keeps its port closed and logs
  * progress; SGLang answers /health 503 until warm.
  */
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
@@ -12,6 +13,7 @@ import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
 import {
   groupMembers,
   type LaunchedShard,
+  shardDirName,
   type ShardReport,
   Supervisor,
   type SupervisorEvent,
@@ -61,8 +63,13 @@ function launch(id: string, port: number, gpus = 1): ShardLaunch {
 
 async function withEngines(
   env: Record<string, string>,
-  options: { loadTimeoutMs?: number },
-  fn: (sup: Supervisor, events: SupervisorEvent[], groups: Set<number>) => Promise<void>,
+  options: { loadTimeoutMs?: number; apiKey?: boolean },
+  fn: (
+    sup: Supervisor,
+    events: SupervisorEvent[],
+    groups: Set<number>,
+    stateDir: string,
+  ) => Promise<void>,
 ): Promise<void> {
   const registry = await EngineRegistry.load();
   const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_engines_test_" });
@@ -76,10 +83,15 @@ async function withEngines(
     loadTimeoutMs: options.loadTimeoutMs ?? 30_000,
     env: { PATH: `${SHIMS}:${Deno.env.get("PATH")}`, FAKE_ENGINE_ACCESS_LOG: "0", ...env },
     onEvent: (e) => events.push(e),
-  }, (d: LaunchedShard) => registry.get(d.engine)!.prepare(d.launch));
+  }, async (d: LaunchedShard) => {
+    const driver = registry.get(d.engine)!;
+    const spec = await driver.prepare(d.launch);
+    // As the agent does (agent/prepare_shard.ts): the engine's way of taking its key.
+    return options.apiKey && driver.api_key ? { ...spec, api_key: driver.api_key } : spec;
+  });
   try {
     await sup.start();
-    await fn(sup, events, groups);
+    await fn(sup, events, groups, stateDir);
   } finally {
     for (const s of sup.status()) if (s.pid !== null) groups.add(s.pid);
     await sup.shutdown().catch(() => {});
@@ -165,6 +177,39 @@ Deno.test("SGLang: the port answers 503 while warming (loading), then ready", as
     const ready = await shardReaches(sup, "s0", (s) => s.state === "ready", groups, "ready");
     assertEquals(ready.last_failure, null);
   });
+});
+
+Deno.test("SGLang's API key: in a 0600 file its --config names, never in its argv, and required", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "0.3" },
+    { apiKey: true },
+    async (sup, _events, groups, stateDir) => {
+      await sup.reconcile([{ id: "k0", engine: "sglang", launch: launch("k0", port) }]);
+      // Ready: the supervisor's probes passed, sending the key.
+      const ready = await shardReaches(sup, "k0", (s) => s.state === "ready", groups, "ready");
+      const key = sup.target("k0")?.key;
+      assertOk(typeof key === "string" && key.length >= 32, "the shard has its own key");
+      const dir = join(stateDir, "shards", shardDirName("k0"));
+      const file = join(dir, "engine_key.yaml");
+      assertEquals(Deno.statSync(file).mode! & 0o777, 0o600);
+      assertEquals(Deno.readTextFileSync(file), `"api-key": ${JSON.stringify(key)}\n`);
+      // What `ps` shows every local user: the file's path, not the key.
+      const argv = Deno.readTextFileSync(`/proc/${ready.pid}/cmdline`).split("\0");
+      assertEquals(argv.slice(argv.indexOf("--config"), argv.indexOf("--config") + 2), [
+        "--config",
+        file,
+      ]);
+      assertOk(!argv.some((a) => a.includes(key)), "the key is not in the engine's argv");
+      const models = (auth?: string) =>
+        fetch(`http://127.0.0.1:${port}/v1/models`, {
+          headers: auth === undefined ? {} : { authorization: `Bearer ${auth}` },
+        }).then(async (r) => (await r.body?.cancel(), r.status));
+      assertEquals(await models(), 401);
+      assertEquals(await models("not-the-key"), 401);
+      assertEquals(await models(key), 200);
+    },
+  );
 });
 
 Deno.test("an engine that never becomes ready fails its load with the log tail", async () => {

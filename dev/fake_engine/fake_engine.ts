@@ -28,8 +28,10 @@
  *   engines' real metric names.
  * - API keys as each engine takes and checks them (engine reference §6):
  *   vLLM's `--api-key` or `VLLM_API_KEY` on `/v1`, `/v2`, `/inference` and
- *   `/cohere`; SGLang's `--api-key` on everything but `/health*`, `/ready*`
- *   and `/metrics*`. The key never appears in the fake's output.
+ *   `/cohere`; SGLang's `--api-key`, on the command line or in its
+ *   `--config` YAML file (≥ 0.5.3, as strictly as SGLang), on everything but
+ *   `/health*`, `/ready*` and `/metrics*`. The key never appears in the
+ *   fake's output.
  * - A worker child in the same process group that outlives a SIGKILLed leader,
  *   as vLLM's EngineCore and SGLang's schedulers do.
  * - Optionally (off by default), a prefix cache, a time to first token that
@@ -38,7 +40,8 @@
  *
  * This file is the entry: it reads the argv and the knobs and hands over to
  * {@link serve}. The parts, one concept a file, are its `fake_engine_*.ts`
- * siblings: argparse (`_argparse`, `_flags`, `_command`), the knobs
+ * siblings: argparse (`_argparse`, `_flags`, `_command`, with SGLang's
+ * `--config` file in `_config_file` and refusals in `_config_error`), the knobs
  * (`_knobs`), the log (`_log`), loading (`_loading`), the lifecycle
  * (`_serve`, `_startup`, `_worker`, `_crash`), and the HTTP surface
  * (`_uvicorn`, `_routes`, `_auth`, `_http`, `_completions`, `_responses`,
@@ -69,6 +72,7 @@ import {
   readKnobs,
 } from "./fake_engine_knobs.ts";
 import { writeAll } from "./fake_engine_log.ts";
+import { FakeConfigFileError } from "./fake_engine_config_file.ts";
 import { serve } from "./fake_engine_serve.ts";
 import { runWorker } from "./fake_engine_worker.ts";
 
@@ -110,12 +114,15 @@ export async function main(args: string[]): Promise<void> {
       writeAll(Deno.stderr, e.render());
       Deno.exit(2);
     }
-    if (e instanceof KnobError || e instanceof PrefixCacheKnobError) {
+    if (
+      e instanceof KnobError || e instanceof PrefixCacheKnobError ||
+      e instanceof FakeConfigFileError
+    ) {
       writeAll(Deno.stderr, `fake_engine.ts: error: ${e.message}\n`);
       Deno.exit(2);
     }
     if (e instanceof ConfigError) {
-      writeAll(Deno.stderr, `ValueError: ${e.message}\n`);
+      writeAll(Deno.stderr, e.render());
       Deno.exit(1);
     }
     throw e;

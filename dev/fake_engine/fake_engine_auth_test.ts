@@ -17,6 +17,7 @@ import {
   freePort,
   launch,
   POLL,
+  sglangArgv,
   vllmArgv,
   withEngine,
 } from "../../tests/fake_engine_harness.ts";
@@ -44,6 +45,7 @@ Deno.test("API keys: where each engine reads them from", () => {
   assertEquals(keys([...v, "--api-key", ""], { VLLM_API_KEY: "e" }), [[], null]);
   const s = ["sglang", "--model-path", "m"];
   assertEquals(keys([...s, "--api-key", "k"]), [["k"], "--api-key"]);
+  // SGLang's --config file is dev/fake_engine/fake_engine_config_file_test.ts's.
   // SGLang reads no key from its environment; an empty flag is no key.
   assertEquals(keys(s, { SGLANG_API_KEY: "e", VLLM_API_KEY: "e" }), [[], null]);
   assertEquals(keys([...s, "--api-key="]), [[], null]);
@@ -163,7 +165,12 @@ const UNAUTHORIZED: [number, string] = [401, '{"error":"Unauthorized"}'];
 Deno.test("vLLM with VLLM_API_KEY: /v1 needs the key, /health, /metrics and the rest stay open, the key is never logged", async () => {
   const port = freePort();
   const key = randomKey();
-  const cmd = withApiKey(vllmPlugin.command(launch({ port })), vllmPlugin.api_key!, key);
+  const { command: cmd } = withApiKey(
+    vllmPlugin.command(launch({ port })),
+    vllmPlugin.api_key!,
+    key,
+    "/nowhere",
+  );
   assertOk(!cmd.argv.includes(key), "vLLM takes its key from the environment, never argv");
   await withEngine(cmd.argv, { ...cmd.env, FAKE_ENGINE_LOAD_SECONDS: "0" }, port, async (e) => {
     await until(
@@ -228,42 +235,85 @@ Deno.test("vLLM with --api-key: any of its keys, never logged, and 'api_key': '*
 Deno.test("SGLang with --api-key: all but /health and /metrics need the key, Bearer or x-api-key; never logged", async () => {
   const port = freePort();
   const key = randomKey();
-  const cmd = withApiKey(sglangPlugin.command(launch({ port })), sglangPlugin.api_key!, key);
-  assertEquals(cmd.argv.slice(-2), ["--api-key", key]);
-  await withEngine(cmd.argv, { ...cmd.env, FAKE_ENGINE_LOAD_SECONDS: "0" }, port, async (e) => {
-    // /health answers without a key, 503 while warming up, then 200.
-    await until(
-      "/health 200",
-      () => e.request("/health").then((r) => r?.status === 200 || undefined),
-      POLL,
+  await withEngine(
+    sglangArgv(port, ["--api-key", key]),
+    { FAKE_ENGINE_LOAD_SECONDS: "0" },
+    port,
+    async (e) => {
+      // /health answers without a key, 503 while warming up, then 200.
+      await until(
+        "/health 200",
+        () => e.request("/health").then((r) => r?.status === 200 || undefined),
+        POLL,
+      );
+      assertEquals((await answer(e, "/health_generate"))?.[0], 200);
+      assertEquals((await answer(e, "/metrics"))?.[0], 200);
+      for (const path of ["/v1/models", "/get_model_info", "/nowhere"]) {
+        assertEquals(await answer(e, path), UNAUTHORIZED, path);
+      }
+      assertEquals(await answer(e, "/v1/chat/completions", {}, CHAT), UNAUTHORIZED);
+      const credentials: Record<string, string>[] = [
+        { authorization: `Bearer ${key}` },
+        { "x-api-key": key },
+      ];
+      for (const auth of credentials) {
+        assertEquals((await answer(e, "/v1/chat/completions", auth, CHAT))?.[0], 200);
+        assertEquals((await answer(e, "/v1/models", auth))?.[0], 200);
+      }
+      assertEquals((await answer(e, "/nowhere", { authorization: `Bearer ${key}` }))?.[0], 404);
+      await e.waitForLog('"POST /v1/chat/completions HTTP/1.1" 200');
+      assertStringIncludes(e.log, "API key required (1 from --api-key) on every path but");
+      assertOk(!e.log.includes(key), "the key must not appear in the fake's output");
+    },
+  );
+});
+
+Deno.test("SGLang as llmgw starts it: the key in its --config file, not in argv, and required", async () => {
+  const port = freePort();
+  const key = randomKey();
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_fake_auth_" });
+  try {
+    const keyed = withApiKey(
+      sglangPlugin.command(launch({ port })),
+      sglangPlugin.api_key!,
+      key,
+      dir,
     );
-    assertEquals((await answer(e, "/health_generate"))?.[0], 200);
-    assertEquals((await answer(e, "/metrics"))?.[0], 200);
-    for (const path of ["/v1/models", "/get_model_info", "/nowhere"]) {
-      assertEquals(await answer(e, path), UNAUTHORIZED, path);
-    }
-    assertEquals(await answer(e, "/v1/chat/completions", {}, CHAT), UNAUTHORIZED);
-    const credentials: Record<string, string>[] = [
-      { authorization: `Bearer ${key}` },
-      { "x-api-key": key },
-    ];
-    for (const auth of credentials) {
-      assertEquals((await answer(e, "/v1/chat/completions", auth, CHAT))?.[0], 200);
-      assertEquals((await answer(e, "/v1/models", auth))?.[0], 200);
-    }
-    assertEquals((await answer(e, "/nowhere", { authorization: `Bearer ${key}` }))?.[0], 404);
-    await e.waitForLog('"POST /v1/chat/completions HTTP/1.1" 200');
-    assertStringIncludes(e.log, "API key required (1 from --api-key) on every path but");
-    assertOk(!e.log.includes(key), "the key must not appear in the fake's output");
-  });
+    assertEquals(keyed.command.argv.slice(-2), ["--config", `${dir}/engine_key.yaml`]);
+    Deno.writeTextFileSync(keyed.file!.path, keyed.file!.text, { mode: 0o600 });
+    await withEngine(
+      keyed.command.argv,
+      { ...keyed.command.env, FAKE_ENGINE_LOAD_SECONDS: "0" },
+      port,
+      async (e) => {
+        await until(
+          "/health 200",
+          () => e.request("/health").then((r) => r?.status === 200 || undefined),
+          POLL,
+        );
+        const cmdline = Deno.readTextFileSync(`/proc/${e.pid}/cmdline`).split("\0");
+        assertOk(cmdline.includes("--config"), cmdline.join(" "));
+        assertOk(!cmdline.some((a) => a.includes(key)), "the key must not be in the argv");
+        assertEquals(await answer(e, "/v1/models"), UNAUTHORIZED);
+        assertEquals(
+          await answer(e, "/v1/models", { authorization: "Bearer wrong" }),
+          UNAUTHORIZED,
+        );
+        assertEquals((await answer(e, "/v1/models", { authorization: `Bearer ${key}` }))?.[0], 200);
+        assertStringIncludes(e.log, "API key required (1 from --config) on every path but");
+        assertOk(!e.log.includes(key), "the key must not appear in the fake's output");
+      },
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("FAKE_ENGINE_LEAK_API_KEY=1 prints the key where the real engines do, to test scrubbing", async () => {
   const port = freePort();
   const key = randomKey();
-  const cmd = withApiKey(sglangPlugin.command(launch({ port })), sglangPlugin.api_key!, key);
   await withEngine(
-    cmd.argv,
+    sglangArgv(port, ["--api-key", key]),
     { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_LEAK_API_KEY: "1" },
     port,
     async (e) => {

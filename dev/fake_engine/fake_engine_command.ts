@@ -16,6 +16,14 @@ import {
 } from "./fake_engine_argparse.ts";
 import { SGLANG_FLAGS, VLLM_FLAGS } from "./fake_engine_flags.ts";
 import { type EngineName, envGet, knobVersion } from "./fake_engine_knobs.ts";
+import { type ConfigFiles, DENO_FILES, mergeConfigFile } from "./fake_engine_config_file.ts";
+import { compareVersion } from "./fake_load_metrics.ts";
+import { ConfigError } from "./fake_engine_config_error.ts";
+
+export { ConfigError };
+
+/** The first SGLang with `--config` (engine reference §6.2). */
+const SGLANG_CONFIG_MIN_VERSION = "0.5.3";
 
 const VLLM_SERVE_USAGE = "vllm serve [model_tag] [options]";
 const VLLM_USAGE = "vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...";
@@ -91,15 +99,6 @@ export function flagInt(flags: Map<string, FlagValue>, key: string, dflt: number
   return x === undefined ? dflt : Number(x);
 }
 
-/** Rejects a configuration the real engine would reject after parsing (exit 1, not 2). */
-export class ConfigError extends Error {
-  /** `message` names the setting and the value refused. */
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
-
 function checkTopology(c: EngineConfig): void {
   for (const [name, n] of [["tensor parallel size", c.tp], ["pipeline parallel size", c.pp]]) {
     if (!Number.isInteger(n) || (n as number) < 1) {
@@ -120,16 +119,18 @@ function checkTopology(c: EngineConfig): void {
 
 /**
  * Reads the fake engine's argv: `vllm <vllm argv…>` or `sglang <args after
- * "python3 -m sglang.launch_server">`, and for vLLM `VLLM_API_KEY` from `env`.
- * Throws {@link UsageError} (exit 2) or {@link ConfigError} (exit 1).
+ * "python3 -m sglang.launch_server">`, for vLLM `VLLM_API_KEY` from `env`,
+ * and SGLang's `--config` file from `files`. Throws {@link UsageError} (exit
+ * 2), {@link ConfigError} (exit 1) or FakeConfigFileError (exit 2).
  */
 export function parseCommandLine(
   argv: readonly string[],
   env: (k: string) => string | undefined = envGet,
+  files: ConfigFiles = DENO_FILES,
 ): Command {
   const [engine, ...rest] = argv;
   if (engine === "vllm") return parseVllm(rest, env);
-  if (engine === "sglang") return parseSglang(rest);
+  if (engine === "sglang") return parseSglang(rest, env, files);
   throw new UsageError(
     "fake_engine.ts",
     "fake_engine.ts {vllm,sglang} ARGS... (llmgw test tooling; see dev/fake_engine/README.md)",
@@ -227,13 +228,17 @@ function parseVllm(argv: readonly string[], env: (k: string) => string | undefin
   return { kind: "serve", config };
 }
 
-function parseSglang(argv: readonly string[]): Command {
+function parseSglang(
+  cli: readonly string[],
+  env: (k: string) => string | undefined,
+  files: ConfigFiles,
+): Command {
   // Not a launch_server flag: what the python3 shim runs for SGLang's version
   // command (engines/sglang.ts), so agents on the fake report SGLang too.
-  if (argv.length === 1 && argv[0] === "--version") {
-    return { kind: "print", text: `${knobVersion("sglang")}\n` };
+  if (cli.length === 1 && cli[0] === "--version") {
+    return { kind: "print", text: `${knobVersion("sglang", env)}\n` };
   }
-  if (argv.includes("-h") || argv.includes("--help")) {
+  if (cli.includes("-h") || cli.includes("--help")) {
     return {
       kind: "print",
       text:
@@ -242,15 +247,23 @@ function parseSglang(argv: readonly string[]): Command {
         }\n`,
     };
   }
-  const { values } = parseFlags(argv, SGLANG_FLAGS, {
-    prog: "launch_server.py",
-    usage: SGLANG_USAGE,
-    extrasProg: "launch_server.py",
-    extrasUsage: SGLANG_USAGE,
-    allowAbbrev: true,
-    underscoresAsDashes: false,
-    maxPositionals: 0,
-  });
+  // Before 0.5.3 there is no --config: argparse refuses it as unrecognized.
+  const hasConfig = compareVersion(knobVersion("sglang", env), SGLANG_CONFIG_MIN_VERSION) >= 0;
+  const specs = hasConfig ? SGLANG_FLAGS : SGLANG_FLAGS.filter((s) => s.names[0] !== "--config");
+  const merged = hasConfig ? mergeConfigFile(cli, specs, files) : { file: [], cli: [...cli] };
+  const parse = (args: readonly string[], required = true) =>
+    parseFlags(args, required ? specs : specs.map((s) => ({ ...s, required: false })), {
+      prog: "launch_server.py",
+      usage: SGLANG_USAGE,
+      extrasProg: "launch_server.py",
+      extrasUsage: SGLANG_USAGE,
+      allowAbbrev: true,
+      underscoresAsDashes: false,
+      maxPositionals: 0,
+    });
+  const { values } = parse([...merged.file, ...merged.cli]);
+  // For the startup line: the command line's key wins over the file's.
+  const keyFromFile = merged.file.length > 0 && !parse(merged.cli, false).values.has("--api-key");
   const model = flagString(values, "--model-path")!;
   const dist = flagString(values, "--dist-init-addr");
   const apiKey = flagString(values, "--api-key") ?? "";
@@ -275,7 +288,7 @@ function parseSglang(argv: readonly string[]): Command {
     access_log: true,
     // SGLang reads no key from its environment; an empty one is none (`if api_key:`).
     api_keys: apiKey === "" ? [] : [apiKey],
-    api_key_source: apiKey === "" ? null : "--api-key",
+    api_key_source: apiKey === "" ? null : keyFromFile ? "--config" : "--api-key",
     executor_backend: null,
     rendezvous: dist ?? null,
     skip_warmup: values.get("--skip-server-warmup") === true,

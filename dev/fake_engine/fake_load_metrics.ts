@@ -141,7 +141,7 @@ export function promLabel(value: string): string {
 }
 
 /** Compares dotted versions numerically (`0.9.2` < `0.10.0`); missing parts are 0. */
-function compareVersion(a: string, b: string): number {
+export function compareVersion(a: string, b: string): number {
   const pa = a.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
   const pb = b.split(/[.+-]/).map((x) => parseInt(x, 10) || 0);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
