@@ -5,7 +5,8 @@
  * serving, B's asking) and takes no file byte from the hub: only the
  * revision lookup. B's files verify and match A's. A download B began on
  * the hub, before A was assigned to it, moves its remaining chunks to A once
- * the assignment names A.
+ * the assignment names A; and one that found A down (restarting) asks A
+ * again once its backoff ends, and takes the rest from it.
  */
 import { type FakeHub, inProcessFakeHub } from "../dev/fake_hub/fake_hub_server.ts";
 import { syntheticModel } from "../dev/fake_hub/synthetic_model.ts";
@@ -13,6 +14,7 @@ import { HubClient } from "../models/hub_client.ts";
 import type { DesiredShard } from "../protocol/agent_protocol.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
 import { assertEquals, assertOk } from "../tests/assert.ts";
+import { FakeClock } from "../tests/fake_clock.ts";
 import { clusterPki } from "../tests/cluster_pki.ts";
 import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
 import { pinnedFetch } from "../tls/trust.ts";
@@ -183,6 +185,68 @@ Deno.test("a download under way on the hub moves its remaining chunks to a peer 
         changed[0].kind === "source_changed" && changed[0].to === "peer a",
         JSON.stringify(changed),
       );
+    },
+  );
+});
+
+Deno.test("a peer that was down when the download began is asked again after its backoff and serves the rest", async () => {
+  await withFleet(
+    1024 * 1024,
+    async ({ dir, hub, commit, files, pathA, peer, peerUrl, peerFetch }) => {
+      // A restarting: its listener refuses connections until the hub has served a few chunks.
+      let down = true;
+      const refused = { count: 0 };
+      const restarting: typeof fetch = (input, init) => {
+        if (!down) return peerFetch(input, init);
+        refused.count++;
+        return Promise.reject(new TypeError("error sending request: Connection refused"));
+      };
+      // Not asked again within the try (as for 5 s in production): each try fails at once.
+      const assigned = new AssignedSources(restarting, 1);
+      assigned.update([{
+        model: "acme/tiny",
+        commit,
+        peers: [{ node_id: "a", url: peerUrl }],
+        origin: true,
+      }]);
+      const clock = new FakeClock(0);
+      const backAfter = 3;
+      const client = new HubClient({
+        config: { endpoint: hub.endpoint },
+        fetch: (input, init) => {
+          // A is back, and B's 2 s backoff for it has passed.
+          if (down && hub.counters.snapshot().byKind.cdn.requests >= backAfter) {
+            down = false;
+            clock.advance(2_000);
+          }
+          return hub.fetch(input, init);
+        },
+      });
+      const b = testCache(`${dir}/b`, { chunkBytes: 32 * 1024, clock });
+      const fetcher = new CacheModelFetcher({
+        cache: b.cache,
+        hub: client,
+        sources: (m, c, origin) => assigned.sourcesFor(m, c, origin),
+      });
+      const pathB = (await fetcher.fetch(shard("acme/tiny", commit), new AbortController().signal))
+        .path;
+      await assertSameFiles(files, pathB, pathA);
+      assertOk(refused.count > 0, "A refused while down");
+      const weights = files.filter((f) => f.sha256 !== undefined).reduce((n, f) => n + f.size, 0);
+      const cdn = hub.counters.snapshot().byKind.cdn;
+      // Before this change the hub served every chunk after the peer's failure.
+      assertOk(cdn.bytes < weights / 2, `the hub served ${cdn.bytes} of ${weights} weight bytes`);
+      assertOk(
+        peer.stats().bytesServed > weights / 2,
+        `the peer served ${peer.stats().bytesServed}`,
+      );
+      const changes = b.events.flatMap((e) =>
+        e.kind === "source_changed" ? [`${e.cause} ${e.from} -> ${e.to}`] : []
+      );
+      assertEquals(changes, [
+        `failure peer a -> ${hub.endpoint}`,
+        `recovered ${hub.endpoint} -> peer a`,
+      ]);
     },
   );
 });

@@ -13,8 +13,10 @@
  * Faults: a chunk whose source fails (refused, broken stream, short or
  * long) is retried from where it stopped, on the next source, with backoff,
  * a bounded number of times on each source (counted by name, so a re-plan
- * does not change what the sources that stay have left); a hash mismatch deletes the part file and
- * fetches again with the sources that served it moved last. ENOSPC is left
+ * does not change what the sources that stay have left); the failed source
+ * is backed off for the whole download and asked again once its backoff
+ * ends (source_order.ts). A hash mismatch deletes the part file and
+ * fetches again with the sources that served it asked last for that file. ENOSPC is left
  * to the caller, which removes the partial files (see model_cache.ts).
  *
  * @module
@@ -141,7 +143,7 @@ export async function downloadBlob(
     progress.resumed(onDisk);
     const served = new Set<string>();
     const missing = chunks.filter((c) => !done.has(c.index));
-    const chunkSources = { live: sources, served, refused };
+    const chunkSources = { live: sources, served, refused, demoted: blamed };
     await fetchChunks(target, missing, chunkSources, settings, progress, signal);
     const { hash, want } = expectedHash(file);
     for await (const piece of await fs.readStream(part)) hash.update(piece);
@@ -248,12 +250,14 @@ interface ChunkSources {
   served: Set<string>;
   /** Names of the sources that refused this file for good, with their answer. */
   refused: Map<string, string>;
+  /** Names of the sources that served bytes of this file that failed its hash: asked last. */
+  demoted: ReadonlySet<string>;
 }
 
 async function fetchChunk(
   target: BlobTarget,
   chunk: Chunk,
-  { live, served, refused }: ChunkSources,
+  { live, served, refused, demoted }: ChunkSources,
   settings: BlobFetchSettings,
   progress: ProgressSink,
   signal: AbortSignal,
@@ -272,14 +276,15 @@ async function fetchChunk(
     const skipped = { has: (name: string) => refused.has(name) || spent(name) };
     let last = "";
     for (let attempt = 1;; attempt++) {
-      const { source, assigned, reassigned } = live.look(skipped);
+      const { source, assigned, reassigned, at } = live.look(skipped, demoted);
       if (reassigned !== null) {
         emit(settings.onEvent, {
           kind: "source_changed",
           ...subject,
           ...reassigned,
-          cause: "assignment",
-          reason: `the assignment changed: ${reassigned.to} is asked first`,
+          reason: reassigned.cause === "assignment"
+            ? `the assignment changed: ${reassigned.to} is asked first`
+            : `${reassigned.to}'s backoff after a failure ended: it is asked first again`,
         });
       }
       if (source === undefined) {
@@ -298,6 +303,8 @@ async function fetchChunk(
       const from = pos;
       progress.sourceUse(source.name, 1);
       let writer: ChunkWriter | null = null;
+      // Whether this try told the download something about its source (served, or failed).
+      let told = false;
       try {
         writer = await fs.openAt(part, pos);
         const stream = await source.read(repo, commit, file, pos, chunk.end, signal);
@@ -320,6 +327,8 @@ async function fetchChunk(
         }
         await writer.sync();
         await fs.appendSynced(layout.chunksPath(repo, file), recordLine(chunk.index));
+        live.succeeded(source, at);
+        told = true;
         return;
       } catch (e) {
         if (signal.aborted) throw signal.reason;
@@ -336,7 +345,7 @@ async function fetchChunk(
         if (isFinal(e)) {
           // No retry of a typo or a gated repo on this source; the next may hold the file.
           refused.set(source.name, error);
-          const next = live.peek(skipped);
+          const next = live.peek(skipped, demoted);
           if (next !== undefined) {
             emit(settings.onEvent, {
               kind: "source_changed",
@@ -351,10 +360,12 @@ async function fetchChunk(
         }
         tries.set(source.name, (tries.get(source.name) ?? 0) + 1);
         last = `${source.name}: ${error}`;
-        if (live.peek(skipped) === undefined) {
+        // Backed off for every file of the download, whatever this chunk does next.
+        const moved = live.failed(source, at);
+        told = true;
+        if (live.peek(skipped, demoted) === undefined) {
           throw triesFailed(repo, file, `${from}-${chunk.end}`, attempt, last);
         }
-        const moved = live.failed(source);
         if (moved !== null) {
           emit(settings.onEvent, {
             kind: "source_changed",
@@ -369,6 +380,8 @@ async function fetchChunk(
       } finally {
         writer?.close();
         progress.sourceUse(source.name, -1);
+        // A refusal of this file, a stop, a full disk: no word on the source, a probe it was is over.
+        if (!told) live.released(source, at);
       }
     }
   } finally {

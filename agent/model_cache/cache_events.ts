@@ -45,9 +45,11 @@ export type CacheEvent =
     to: string;
     /**
      * `failure`: `from` failed (a warning); `assignment`: the control
-     * plane's plan put `to` first while the download ran (issue #25 item 3).
+     * plane's plan put `to` first while the download ran (issue #25 item 3);
+     * `recovered`: `to` failed earlier and its backoff ended, so it is asked
+     * first again (source_order.ts).
      */
-    cause: "failure" | "assignment";
+    cause: "failure" | "assignment" | "recovered";
     reason: string;
   }
   | FileSubject & { kind: "verified"; bytes: number }

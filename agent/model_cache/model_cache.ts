@@ -289,7 +289,8 @@ export class ModelCache {
     const stop = new AbortController();
     const both = AbortSignal.any([signal, stop.signal]);
     let first: { error: unknown; file: string } | null = null;
-    const live = new LiveSources(sources); // shared by the snapshot's files (see downloadBlob)
+    // Shared by the snapshot's files (see downloadBlob); backoffs on the cache's clock.
+    const live = new LiveSources(sources, this.#clock);
     await Promise.allSettled(
       missing.map((file) =>
         this.#jobs.join({ repo, commit, file }, live, progress, both).catch((error) => {
