@@ -42,6 +42,12 @@ import type { TreeBytes } from "./tree_bytes.ts";
  */
 export const CLOSE_WAIT_MS = 5_000;
 
+/**
+ * How long a start waits for a sweep removing its own directory, the same
+ * bound as a stop's: past it the start goes on in a fresh directory.
+ */
+export const REMOVAL_WAIT_MS = CLOSE_WAIT_MS;
+
 /** One evicted directory, as the event and the log line carry it. */
 export interface EngineCacheEvicted {
   engine: string;
@@ -81,6 +87,8 @@ export interface EngineCacheKeeperOptions {
   fs?: CacheFs;
   /** Bytes under a directory (default: a bounded walk, tree_bytes.ts). */
   bytes?: DirBytes;
+  /** How long a start waits for the removal of its directory (default {@link REMOVAL_WAIT_MS}). */
+  removalWaitMs?: number;
 }
 
 /** Keeps one host's engine cache directories. */
@@ -103,6 +111,8 @@ export class EngineCacheKeeper {
   readonly #stop = new AbortController();
   /** The last pressure the caches could not relieve, said once until it changes. */
   #said: string | null = null;
+  /** Fresh directories made so far: part of their names. */
+  #fresh = 0;
 
   /** A keeper over `options.root`; nothing runs until {@link use} or {@link sweep}. */
   constructor(options: EngineCacheKeeperOptions) {
@@ -119,29 +129,49 @@ export class EngineCacheKeeper {
    * The directory for a start of `engine` with `launch`: made 0700 (an
    * error here fails the start, as before) and its last use recorded; a
    * sweep is queued, not awaited. A failed record or sweep is logged, never
-   * fatal.
+   * fatal. While a sweep removes that directory the start waits for it, at
+   * most {@link REMOVAL_WAIT_MS}; then it goes on in a fresh directory
+   * beside it (`<key>.fresh-…`, recorded with the same key: guarded while
+   * the shard runs, evicted as any other after), and says so.
    */
   async use(engine: string, launch: DesiredLaunch): Promise<string> {
     const key = compileCacheKeyInput(engine, launch);
-    const dir = compileCacheDir(this.#o.root, key);
+    let dir = compileCacheDir(this.#o.root, key);
     // Before any await: a sweep checks these right before it removes a directory.
-    this.#starting.set(dir, (this.#starting.get(dir) ?? 0) + 1);
+    this.#guard(dir, 1);
     const warn = (what: string, e: unknown) =>
       this.#o.log.warn(what, { dir, error: errorMessage(e) });
+    const guarded = [dir];
     try {
-      await this.#removing.get(dir);
+      const removal = this.#removing.get(dir);
+      const waitMs = this.#o.removalWaitMs ?? REMOVAL_WAIT_MS;
+      if (removal !== undefined && !(await settlesWithin(removal, waitMs))) {
+        const fresh = `${dir}.fresh-${this.#o.clock.now()}-${++this.#fresh}`;
+        this.#o.log.warn(
+          "engine cache directory still being removed; this start compiles into a fresh one",
+          { dir, fresh, waited_ms: waitMs },
+        );
+        dir = fresh;
+        this.#guard(dir, 1);
+        guarded.push(dir);
+      }
       await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
       const record = formatRecord({ key, last_used_ms: this.#o.clock.now() });
       await this.#fs.writeTextAtomic(`${dir}/${RECORD_FILE}`, record).catch((e) =>
         warn("cannot record the engine cache's use", e)
       );
     } finally {
-      const left = this.#starting.get(dir)! - 1;
-      if (left === 0) this.#starting.delete(dir);
-      else this.#starting.set(dir, left);
+      for (const d of guarded) this.#guard(d, -1);
     }
     this.sweep().catch((e) => warn("cannot sweep the engine cache", e));
     return dir;
+  }
+
+  /** One start more (or less) is being handed `dir`. */
+  #guard(dir: string, delta: 1 | -1): void {
+    const left = (this.#starting.get(dir) ?? 0) + delta;
+    if (left === 0) this.#starting.delete(dir);
+    else this.#starting.set(dir, left);
   }
 
   /**
@@ -169,27 +199,26 @@ export class EngineCacheKeeper {
    */
   async close(waitMs: number = CLOSE_WAIT_MS): Promise<void> {
     this.#stop.abort();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((r) => timer = setTimeout(() => r("late"), waitMs));
-    try {
-      if (await Promise.race([this.#chain, late]) === "late") {
-        this.#o.log.warn("engine cache sweep still running at stop; not waiting for it", {
-          root: this.#o.root,
-          waited_ms: waitMs,
-        });
-      }
-    } finally {
-      clearTimeout(timer);
+    if (!(await settlesWithin(this.#chain, waitMs))) {
+      this.#o.log.warn("engine cache sweep still running at stop; not waiting for it", {
+        root: this.#o.root,
+        waited_ms: waitMs,
+      });
     }
   }
 
-  #inUse(): Set<string> {
+  /** The directories of `entries` no sweep may remove now. */
+  #inUse(entries: readonly EngineCacheEntry[]): Set<string> {
     const dirs = new Set(this.#starting.keys());
     for (const s of this.#o.inUse()) {
       const key = compileCacheKeyInput(s.engine, s.launch);
       dirs.add(compileCacheDir(this.#o.root, key));
       // Keys had no commit before: an engine adopted across that upgrade still runs in that one.
       dirs.add(compileCacheDir(this.#o.root, { ...key, revision: null }));
+    }
+    // A fresh directory (see use) is its key's while that key's shard runs.
+    for (const e of entries) {
+      if (e.key !== null && dirs.has(compileCacheDir(this.#o.root, e.key))) dirs.add(e.dir);
     }
     return dirs;
   }
@@ -200,7 +229,7 @@ export class EngineCacheKeeper {
     if (entries.length === 0) return [];
     const done: EngineCacheEviction[] = [];
     const held = this.#o.held === undefined ? null : await this.#o.held();
-    for (const ev of revisionEvictions(entries, { inUse: this.#inUse(), held })) {
+    for (const ev of revisionEvictions(entries, { inUse: this.#inUse(entries), held })) {
       // Closed: not one more walk (each may take WALK_MS).
       if (this.#closed) return done;
       if (await this.#evict(ev, await this.#sizes.size(ev.entry))) done.push(ev);
@@ -216,7 +245,7 @@ export class EngineCacheKeeper {
       return done;
     }
     const installed = this.#o.installed();
-    const ordered = pressureOrder(rest, { inUse: this.#inUse(), installed });
+    const ordered = pressureOrder(rest, { inUse: this.#inUse(entries), installed });
     const sized = await this.#sizes.prefix(ordered, need.toLow);
     const plan = planPressure(sized, ordered.length, { usage, marks, installed });
     const sizes = new Map(sized.map((e) => [e.dir, e]));
@@ -259,7 +288,7 @@ export class EngineCacheKeeper {
   async #evict(ev: EngineCacheEviction, size: TreeBytes): Promise<boolean> {
     const dir = ev.entry.dir;
     // Checked and marked with no await between: a start that comes later waits for the removal.
-    if (this.#closed || this.#inUse().has(dir)) return false;
+    if (this.#closed || this.#inUse([ev.entry]).has(dir)) return false;
     const removal = this.#fs.removeTree(dir);
     this.#removing.set(dir, removal.catch(() => {}));
     try {
@@ -313,5 +342,16 @@ export class EngineCacheKeeper {
       }
     }
     return out;
+  }
+}
+
+/** Whether `p` settles within `ms` (a rejection counts); the timer is cleared either way. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((r) => timer = setTimeout(() => r(false), ms));
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

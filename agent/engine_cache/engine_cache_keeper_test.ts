@@ -54,6 +54,7 @@ interface HarnessOptions {
   removeTree?: (dir: string) => Promise<void>;
   writeTextAtomic?: CacheFs["writeTextAtomic"];
   marks?: { highPercent: number; lowPercent: number };
+  removalWaitMs?: number;
 }
 
 function harness(root: string, o: HarnessOptions = {}) {
@@ -85,6 +86,7 @@ function harness(root: string, o: HarnessOptions = {}) {
       },
     },
     bytes: o.bytes,
+    removalWaitMs: o.removalWaitMs,
   });
   open.push(keeper);
   return { keeper, lines, events, inUse, clock, disk };
@@ -395,6 +397,53 @@ Deno.test("a start of a directory a sweep is removing gets it back, made and rec
     assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o700);
     assertEquals(parseRecord(await Deno.readTextFile(`${dir}/${RECORD_FILE}`))?.key.revision, C2);
   } finally {
+    await cleanUp(root);
+  }
+});
+
+Deno.test("a start waits for its directory's removal at most its bound, then compiles into a fresh one, guarded while it runs", async () => {
+  const root = await Deno.makeTempDir();
+  let bound: ReturnType<typeof setTimeout> | undefined;
+  const hung = Promise.withResolvers<void>();
+  try {
+    const removing = Promise.withResolvers<void>();
+    const held = new Set([`org/fake-model-8b@${C1}`]);
+    const h = harness(root, {
+      held,
+      removalWaitMs: 50,
+      // A removal that does not end (a dead NFS mount, a huge tree on a stalled disk).
+      removeTree: async (dir) => {
+        removing.resolve();
+        await hung.promise;
+        await denoCacheFs.removeTree(dir);
+      },
+    });
+    const s = shard(C2);
+    const dir = await leftBehind(root, s, 0);
+    const sweeping = h.keeper.sweep();
+    await removing.promise;
+    h.inUse.push(s);
+    // Bounded here too, so that a start waiting for ever fails the test rather than hanging it.
+    const late = new Promise<"hung">((r) => bound = setTimeout(() => r("hung"), 10_000));
+    const got = await Promise.race([h.keeper.use("vllm", s.launch), late]);
+    assertOk(got !== "hung", "the start waited for the removal past its bound");
+    assertOk(got.startsWith(`${dir}.fresh-`), got);
+    assertEquals((await Deno.stat(got)).mode! & 0o777, 0o700);
+    assertEquals(parseRecord(await Deno.readTextFile(`${got}/${RECORD_FILE}`))?.key.revision, C2);
+    const said = h.lines.filter((l) => l.includes("still being removed"));
+    assertEquals(said.length, 1, h.lines.join("\n"));
+    assertStringIncludes(said[0], got);
+    hung.resolve();
+    await sweeping;
+    assertEquals(await exists(dir), false, "the removal went on");
+    // Its revision gone from the model cache: kept while its shard runs, then evicted.
+    assertEquals(await h.keeper.sweep(), []);
+    assertOk(await exists(got));
+    h.inUse.pop();
+    assertEquals((await h.keeper.sweep()).map((ev) => ev.entry.dir), [got]);
+  } finally {
+    clearTimeout(bound);
+    hung.resolve();
     await cleanUp(root);
   }
 });
