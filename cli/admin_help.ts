@@ -24,7 +24,8 @@ Deployments show READY as ready replicas / desired; replicas one line per
 shard; events one line each (long messages cut at a word; the whole text is
 in describe and --json); get events takes one SUBJECT at most. Models are
 the model revisions deployments use and agents hold: size, pinned, and each
-host's copy (complete, downloading n%, requested by a pull).
+host's copy (complete, downloading n%, requested by a pull, or failed with
+why, when its pull failed for good; failed hosts first).
 Deployments in -o json or -o yaml are their specs as apply -f takes them:
   llmgw get deployments llama-8b -o yaml > llama-8b.yaml
   llmgw apply -f llama-8b.yaml
