@@ -112,9 +112,13 @@ export interface KeyedCommand {
  * key and value are double-quoted, as JSON writes them, so YAML reads them
  * as strings whatever they look like (`123`, `yes`, `null`). The key must
  * be non-empty (vLLM reads an empty `VLLM_API_KEY` as no key at all) and
- * fit in an HTTP header without quoting.
+ * fit in an HTTP header without quoting. For the flag and file forms it
+ * must not start with `-`: argparse reads such a value as an option and
+ * exits ("argument --api-key: expected one argument"), and SGLang turns the
+ * file's entry into that very argument.
  *
- * @throws {EngineApiKeyError} When the key is empty or has characters outside visible ASCII.
+ * @throws {EngineApiKeyError} When the key is empty, has characters outside
+ * visible ASCII, or starts with `-` for the flag or file form.
  */
 export function withApiKey(
   command: EngineCommand,
@@ -126,6 +130,11 @@ export function withApiKey(
   if (!/^[\x21-\x7e]+$/.test(secret)) {
     throw new EngineApiKeyError(
       "Cannot add engine API key: it must be visible ASCII without spaces, to travel in a Bearer header",
+    );
+  }
+  if (!("env" in key) && secret.startsWith("-")) {
+    throw new EngineApiKeyError(
+      "Cannot add engine API key: it starts with '-', which argparse would read as an option",
     );
   }
   const argv = [...command.argv];

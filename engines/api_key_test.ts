@@ -1,11 +1,6 @@
 import fc from "fast-check";
 import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
-import {
-  apiKeyProblems,
-  ENGINE_KEY_CONFIG_FILE,
-  EngineApiKeyError,
-  withApiKey,
-} from "./api_key.ts";
+import { apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
 import type { LaunchProfile } from "./types.ts";
 
 function profile(o: { args?: string[]; env?: Record<string, string> } = {}): LaunchProfile {
@@ -147,8 +142,6 @@ Deno.test("withApiKey's config_file form: argv names the file, only the file hol
     },
     file: { path: "/state/shards/r1/engine_key.yaml", text: '"api-key": "k-123"\n' },
   });
-  assertEquals(keyed.file!.path, `/state/shards/r1/${ENGINE_KEY_CONFIG_FILE}`);
-  assertOk(ENGINE_KEY_CONFIG_FILE.endsWith(".yaml"), "SGLang reads only .yaml and .yml files");
   assertEquals(command, { argv: ["serve", "--port", "1"], env: { A: "1" } });
   // YAML would read these unquoted as a number, a float, a boolean and null; quoted,
   // they stay strings. A quote or backslash in the key is escaped as YAML reads it.
@@ -164,9 +157,10 @@ Deno.test("withApiKey's config_file form: argv names the file, only the file hol
   for (const [secret, quoted] of cases) {
     assertEquals(withApiKey(command, key, secret, "/d").file!.text, `"api-key": ${quoted}\n`);
   }
-  // Whatever the key, the argv is the same (only the path); the file reads back as the key.
+  // Whatever the key (one starting with `-` is refused, below), the argv is the same
+  // (only the path), and the file reads back as the key.
   fc.assert(
-    fc.property(fc.stringMatching(/^[\x21-\x7e]{1,64}$/), (secret) => {
+    fc.property(fc.stringMatching(/^[\x21-\x2c\x2e-\x7e][\x21-\x7e]{0,63}$/), (secret) => {
       const k = withApiKey(command, key, secret, "/d");
       assertEquals(k.command.argv, [...command.argv, "--config", "/d/engine_key.yaml"]);
       assertEquals(JSON.parse(k.file!.text.slice('"api-key": '.length)), secret);
@@ -183,6 +177,18 @@ Deno.test("withApiKey refuses a key that is empty or cannot travel in a Bearer h
       "Cannot add engine API key: value is empty",
     );
   }
+  // argparse reads `--api-key -x` (and SGLang's file entry, which becomes it) as a missing value.
+  for (
+    const key of [{ flag: "--api-key" }, { config_file: { flag: "--config", field: "api-key" } }]
+  ) {
+    assertThrows(
+      () => withApiKey(command, key, "-abcdefghijklmnop", "/d"),
+      EngineApiKeyError,
+      "Cannot add engine API key: it starts with '-', which argparse would read as an option",
+    );
+  }
+  // A variable takes it as it is.
+  assertEquals(withApiKey(command, { env: "K" }, "-abc", "/d").command.env, { K: "-abc" });
   for (const bad of ["a b", "a\nb", "ключ", "a\tb"]) {
     assertThrows(
       () => withApiKey(command, { flag: "--api-key" }, bad, "/d"),

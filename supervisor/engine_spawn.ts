@@ -6,11 +6,22 @@
  * @module
  */
 import { join } from "node:path";
-import { loadOrCreateSecret, readSecretFile } from "../http/secret_file.ts";
+import {
+  ownerOnlyDir,
+  randomSecret,
+  readSecretFile,
+  writeSecretFile,
+} from "../http/secret_file.ts";
+
+/** The wrapper's script: `$1` is the log, the rest the engine's argv. */
+const SPAWN_WRAPPER = 'log=$1; shift; mask=$(umask); umask 077; exec >>"$log" 2>&1; ' +
+  'umask "$mask"; exec "$@"';
 
 /**
  * Starts `argv` with `env` only, its output appended to `logPath`. A
  * `/bin/sh` wrapper opens the file and `exec`s, so the pid is the engine's.
+ * A log it creates is owner-only (umask 077 for the open alone: the engine
+ * itself keeps the agent's umask for its caches).
  *
  * @throws {Error} When the process cannot be spawned.
  */
@@ -20,7 +31,7 @@ export function spawnEngine(
   env: Record<string, string>,
 ): Deno.ChildProcess {
   return new Deno.Command("/bin/sh", {
-    args: ["-c", 'log=$1; shift; exec "$@" >>"$log" 2>&1', "llmgw-shard", logPath, ...argv],
+    args: ["-c", SPAWN_WRAPPER, "llmgw-shard", logPath, ...argv],
     env,
     clearEnv: true,
     stdin: "null",
@@ -35,10 +46,21 @@ export function spawnEngine(
  * and a restarted agent use the same one: vLLM hashes its key into its
  * compile cache, and a new key every start would miss it every time.
  * `create: false` only reads it (an adopted engine has one already).
+ * A new key starts `ek-`, never `-`: argparse reads a value starting with
+ * `-` as an option, so `--api-key -…` (or SGLang's file entry, which becomes
+ * that argument) would fail the engine's start for good.
  */
 export function engineKey(dir: string, create: boolean): string | null {
   const path = join(dir, "engine_key");
-  if (!create) return readSecretFile(path);
-  Deno.mkdirSync(dir, { recursive: true });
-  return loadOrCreateSecret(path);
+  const stored = readSecretFile(path);
+  if (!create) return stored;
+  // An older agent's key starting with `-` (one in 64) is replaced. That is
+  // safe: an engine taking it as an argument refused it, so none ever
+  // started with it; one taking it from the environment (vLLM) only misses
+  // its compile cache once.
+  if (stored !== null && !stored.startsWith("-")) return stored;
+  ownerOnlyDir(dir);
+  const key = `ek-${randomSecret()}`;
+  writeSecretFile(path, key + "\n");
+  return key;
 }

@@ -10,6 +10,7 @@ import { reopenPorts } from "../engines/port_block.ts";
 import type { DesiredLaunch, ShardLaunch } from "../engines/types.ts";
 import { isRunning, readCmdline, readProcStat } from "./proc.ts";
 import { errorMessage } from "../text/error_message.ts";
+import { writeSecretFile } from "../http/secret_file.ts";
 
 /** What a pid file records about one shard's process. */
 export interface PidRecord {
@@ -58,11 +59,12 @@ export function desiredLaunchOf(record: PidRecord): DesiredLaunch {
   return record.desired ?? reopenPorts(record.launch);
 }
 
-/** Writes a pid file atomically (temp file and rename). */
+/**
+ * Writes a pid file atomically, owner-only (0600): its command line holds
+ * the key of an engine that takes it as a flag.
+ */
 export function writePidFile(path: string, record: PidRecord): void {
-  const tmp = `${path}.tmp`;
-  Deno.writeTextFileSync(tmp, JSON.stringify(record, null, 2) + "\n");
-  Deno.renameSync(tmp, path);
+  writeSecretFile(path, JSON.stringify(record, null, 2) + "\n");
 }
 
 /** Reads a pid file; null with a reason when it is missing or unreadable. */

@@ -34,6 +34,8 @@ Deno.test("pid file: the desired launch is kept and is what adoption runs", () =
     const path = `${dir}/s.pid`;
     const written = record();
     writePidFile(path, written);
+    // Owner-only: a flag engine's command line holds its key.
+    assertEquals(Deno.statSync(path).mode! & 0o777, 0o600);
     const read = readPidFile(path);
     assertEquals("record" in read ? desiredLaunchOf(read.record) : read, written.desired);
     // A launch that named its own port keeps it: a restart serves there again.

@@ -48,7 +48,13 @@ export class ShardLog {
     try {
       size = Deno.statSync(path).size;
     } catch {
-      Deno.writeTextFileSync(path, "");
+      Deno.writeTextFileSync(path, "", { mode: 0o600 });
+    }
+    try {
+      // Owner-only, an older agent's too: SGLang prints its key there.
+      Deno.chmodSync(path, 0o600);
+    } catch {
+      // Its directory is owner-only already (spawnRun).
     }
     this.follow(path, size);
   }

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { withApiKey } from "../engines/api_key.ts";
-import { writeSecretFile } from "../http/secret_file.ts";
+import { EngineApiKeyError, withApiKey } from "../engines/api_key.ts";
+import { ownerOnlyDir, writeSecretFile } from "../http/secret_file.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { withPorts } from "../engines/port_block.ts";
 import type { ShardSpec } from "../engines/types.ts";
@@ -107,26 +107,35 @@ export function spawnRun(
   }
   let command = spec.command;
   let key: string | null = null;
-  Deno.mkdirSync(paths.dir, { recursive: true });
+  try {
+    // Owner-only (0700, an older agent's narrowed): the engine's log (SGLang
+    // prints its key there), pid file and key file live in it.
+    ownerOnlyDir(paths.dir);
+  } catch (e) {
+    return {
+      reason: `cannot prepare the shard's directory: ${errorMessage(e)}`,
+      kind: "restartable",
+    };
+  }
   follow();
   if (spec.api_key !== undefined && launch.rank === 0) {
     // The second lock: the engine answers only callers with its key, and
     // only the agent's proxy and probes have it.
-    key = engineKey(paths.dir, true);
-    const keyed = withApiKey(command, spec.api_key, key!, paths.dir);
-    command = keyed.command;
-    if (keyed.file !== null) {
-      try {
-        // Written anew each start (0600, a fresh inode renamed over the
-        // path): never through whatever the path holds now.
-        writeSecretFile(keyed.file.path, keyed.file.text);
-      } catch (e) {
-        // The error names the path, never the text.
-        return {
-          reason: `cannot write the engine key file: ${errorMessage(e)}`,
-          kind: "restartable",
-        };
-      }
+    try {
+      key = engineKey(paths.dir, true)!;
+      const keyed = withApiKey(command, spec.api_key, key, paths.dir);
+      command = keyed.command;
+      // Written anew each start (0600, a fresh inode renamed over the
+      // path): never through whatever the path holds now.
+      if (keyed.file !== null) writeSecretFile(keyed.file.path, keyed.file.text);
+    } catch (e) {
+      // Either names the path or the rule, never the key.
+      return {
+        reason: e instanceof EngineApiKeyError
+          ? errorMessage(e)
+          : `cannot write the engine key file: ${errorMessage(e)}`,
+        kind: "restartable",
+      };
     }
   }
   const argv = command.argv;

@@ -194,6 +194,11 @@ Deno.test("SGLang's API key: in a 0600 file its --config names, never in its arg
       const file = join(dir, "engine_key.yaml");
       assertEquals(Deno.statSync(file).mode! & 0o777, 0o600);
       assertEquals(Deno.readTextFileSync(file), `"api-key": ${JSON.stringify(key)}\n`);
+      // Its neighbours are owner-only too: SGLang prints the key in its log.
+      const modes = [dir, join(dir, "engine.log"), join(dir, "pid.json")].map((p) =>
+        Deno.statSync(p).mode! & 0o777
+      );
+      assertEquals(modes, [0o700, 0o600, 0o600]);
       // What `ps` shows every local user: the file's path, not the key.
       const argv = Deno.readTextFileSync(`/proc/${ready.pid}/cmdline`).split("\0");
       assertEquals(argv.slice(argv.indexOf("--config"), argv.indexOf("--config") + 2), [
@@ -290,4 +295,118 @@ Deno.test("an engine that refuses its arguments fails for good: no restart, repo
     const ready = await shardReaches(sup, "t1", (x) => x.state === "ready", groups, "ready");
     assertEquals(ready.last_failure, null);
   });
+});
+
+/** The shard's directory, key file and stored key for shard `id` under `stateDir`. */
+function keyPaths(stateDir: string, id: string) {
+  const dir = join(stateDir, "shards", shardDirName(id));
+  return { dir, file: join(dir, "engine_key.yaml"), stored: join(dir, "engine_key") };
+}
+
+/** GET /v1/models with `key` as the Bearer token; the status. */
+function modelsWith(port: number, key: string): Promise<number> {
+  return fetch(`http://127.0.0.1:${port}/v1/models`, {
+    headers: { authorization: `Bearer ${key}` },
+  }).then(async (r) => (await r.body?.cancel(), r.status));
+}
+
+Deno.test("SGLang: a stored key starting with '-', which argparse reads as an option, is replaced", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "0.2" },
+    { apiKey: true },
+    async (sup, _events, groups, stateDir) => {
+      const paths = keyPaths(stateDir, "d0");
+      Deno.mkdirSync(paths.dir, { recursive: true });
+      const dashed = `-${"a".repeat(42)}`;
+      Deno.writeTextFileSync(paths.stored, dashed + "\n", { mode: 0o600 });
+      await sup.reconcile([{ id: "d0", engine: "sglang", launch: launch("d0", port) }]);
+      const s = await shardReaches(
+        sup,
+        "d0",
+        (x) => x.state === "ready" || x.last_failure !== null,
+        groups,
+        "ready or a failure",
+      );
+      assertEquals(s.last_failure, null);
+      const key = sup.target("d0")?.key;
+      assertOk(typeof key === "string" && !key.startsWith("-"), "a key argparse takes as a value");
+      assertEquals(Deno.readTextFileSync(paths.stored).trim(), key);
+      assertEquals(await modelsWith(port, key), 200);
+    },
+  );
+});
+
+Deno.test("SGLang's key file: a symlink there is replaced, not followed; after a crash and a tamper it is written again", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "0.2", FAKE_ENGINE_CRASH_AFTER_REQUESTS: "1" },
+    { apiKey: true },
+    async (sup, _events, groups, stateDir) => {
+      const paths = keyPaths(stateDir, "y0");
+      Deno.mkdirSync(paths.dir, { recursive: true });
+      const target = join(stateDir, "someone_elses.yaml");
+      Deno.writeTextFileSync(target, "mine: true\n");
+      Deno.symlinkSync(target, paths.file);
+      await sup.reconcile([{ id: "y0", engine: "sglang", launch: launch("y0", port) }]);
+      const first = await shardReaches(sup, "y0", (s) => s.state === "ready", groups, "ready");
+      const key = sup.target("y0")!.key!;
+      assertEquals(Deno.readTextFileSync(target), "mine: true\n");
+      const st = Deno.lstatSync(paths.file);
+      assertOk(st.isFile && !st.isSymlink, "a file of its own at the path");
+      assertEquals(st.mode! & 0o777, 0o600);
+      // Tampered with while the engine runs, then the engine crashes (its first completion).
+      Deno.writeTextFileSync(paths.file, '"api-key": "not-the-key-at-all"\n');
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        body: JSON.stringify({ model: "demo", prompt: "hi", max_tokens: 2 }),
+      });
+      await res.body?.cancel();
+      await shardReaches(
+        sup,
+        "y0",
+        (s) => s.state === "ready" && s.pid !== first.pid,
+        groups,
+        "restarted",
+      );
+      assertEquals(sup.target("y0")!.key, key, "the shard keeps its key across restarts");
+      assertEquals(Deno.readTextFileSync(paths.file), `"api-key": ${JSON.stringify(key)}\n`);
+      assertEquals(await modelsWith(port, key), 200);
+      assertEquals(await modelsWith(port, "not-the-key-at-all"), 401);
+    },
+  );
+});
+
+Deno.test("SGLang's key file cannot be written: a restartable failure without the key, then it serves", async () => {
+  const port = freePort();
+  await withEngines(
+    { FAKE_ENGINE_LOAD_SECONDS: "0.2" },
+    { apiKey: true },
+    async (sup, _events, groups, stateDir) => {
+      const paths = keyPaths(stateDir, "w0");
+      // A non-empty directory where the file goes: the rename over it fails.
+      Deno.mkdirSync(join(paths.file, "in_the_way"), { recursive: true });
+      await sup.reconcile([{ id: "w0", engine: "sglang", launch: launch("w0", port) }]);
+      const failed = await shardReaches(
+        sup,
+        "w0",
+        (s) => s.last_failure !== null,
+        groups,
+        "a failure",
+      );
+      const key = Deno.readTextFileSync(paths.stored).trim();
+      assertEquals(failed.last_failure!.permanent, false);
+      assertStringIncludes(failed.last_failure!.reason, "cannot write the engine key file");
+      assertOk(!failed.last_failure!.reason.includes(key), "the reason holds no key");
+      assertEquals(
+        [...Deno.readDirSync(paths.dir)].filter((e) => e.name.includes(".tmp-")),
+        [],
+        "no temporary copy of the key is left",
+      );
+      Deno.removeSync(paths.file, { recursive: true });
+      await shardReaches(sup, "w0", (s) => s.state === "ready", groups, "ready after the fix");
+      assertEquals(await modelsWith(port, key), 200);
+    },
+  );
 });
