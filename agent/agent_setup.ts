@@ -7,6 +7,7 @@
  * @module
  */
 import type { Logger } from "../log/log.ts";
+import { ownerOnlyDir } from "../http/secret_file.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { AgentError, type AgentOptions } from "./agent_options.ts";
 import { AgentTls } from "./agent_tls.ts";
@@ -24,7 +25,7 @@ export interface AgentSetup {
 }
 
 /**
- * Creates the state directory, prepares TLS, tells the management address
+ * Creates the state directory (or narrows it to 0700), prepares TLS, tells the management address
  * and loads (or creates) the local token. On a failure nothing is left
  * open: TLS material already prepared is released.
  *
@@ -37,6 +38,7 @@ export async function setUpAgent(o: AgentOptions, log: Logger): Promise<AgentSet
   } catch (e) {
     throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorMessage(e)}`);
   }
+  narrowStateDir(o.stateDir, log);
   let tls: AgentTls | null;
   try {
     tls = await AgentTls.prepare({
@@ -68,5 +70,31 @@ export async function setUpAgent(o: AgentOptions, log: Logger): Promise<AgentSet
   } catch (e) {
     tls?.close();
     throw e;
+  }
+}
+
+/**
+ * Makes an existing state directory owner-only (0700), as a new one is
+ * created: it holds the node's key, the tokens, and the engines' keys and
+ * logs. Narrowed with a warning naming the mode it had; one the agent may
+ * not narrow (not its owner) is warned about and used, since every secret
+ * in it is an owner-only file or directory of its own (docs/security.md).
+ */
+function narrowStateDir(stateDir: string, log: Logger): void {
+  try {
+    const was = ownerOnlyDir(stateDir);
+    if (was === null) return;
+    log.warn(
+      "state directory narrowed to owner-only (0700): it holds keys, tokens and engine logs",
+      {
+        path: stateDir,
+        was: `0${was.toString(8)}`,
+      },
+    );
+  } catch (e) {
+    log.warn(
+      "state directory left as it is: it cannot be narrowed to owner-only (0700); make it so",
+      { path: stateDir, error: errorMessage(e) },
+    );
   }
 }

@@ -43,6 +43,21 @@ Deno.test("setUpAgent over http: no TLS and a warning, the management address, o
   }
 });
 
+Deno.test("setUpAgent narrows an existing state directory to 0700 and warns, naming the old mode", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_setup_" });
+  try {
+    Deno.chmodSync(dir, 0o755);
+    const { lines, log } = capture();
+    await setUpAgent(options(dir, { localToken: "given-local-token" }), log);
+    assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o700);
+    const warn = lines.map((l) => JSON.parse(l)).find((l) => l.msg.startsWith("state directory"));
+    assertOk(warn, "the narrowing warned");
+    assertEquals([warn.level, warn.path, warn.was], ["warn", dir, "0755"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("setUpAgent takes a given local token as is and creates no token file", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_setup_" });
   try {
