@@ -13,6 +13,7 @@ import {
   HubRepoNotFoundError,
   HubRevisionNotFoundError,
 } from "../models/hub_errors.ts";
+import { FETCH_FAILED_KIND } from "../protocol/model_admin.ts";
 import { ModelFetchError } from "../supervisor/model_fetcher.ts";
 import { DownloadFailedError } from "./model_cache/blob_download.ts";
 import { UnsafePathError } from "./model_cache/cache_layout.ts";
@@ -33,5 +34,5 @@ export function pullFailureKind(e: unknown): string {
   if (cause instanceof HubAuthError) return "token_refused";
   if (cause instanceof UnsafePathError) return "unsafe_path";
   if (cause instanceof DownloadFailedError) return cause.kind ?? "download_refused";
-  return "fetch_failed";
+  return FETCH_FAILED_KIND;
 }

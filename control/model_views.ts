@@ -15,7 +15,12 @@
  */
 import { modelRevision } from "../deployment/model_revision.ts";
 import { revisionName } from "../protocol/model_cache_report.ts";
-import type { ModelDetail, ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
+import {
+  FETCH_FAILED_KIND,
+  type ModelDetail,
+  type ModelHostView,
+  type ModelRevisionView,
+} from "../protocol/model_admin.ts";
 import { compareNatural } from "../text/natural_order.ts";
 import { NotFoundError } from "./errors.ts";
 import type { ControlState } from "./state.ts";
@@ -66,24 +71,50 @@ export function modelList(state: ControlState): ModelRevisionView[] {
       });
     }
   }
+  // Each view's hosts by node, built once: a fleet-wide pull keeps a part per node for a day
+  // after it finishes, and the dashboard asks for this list every 2 s.
+  const byNode = new Map<ModelRevisionView, Map<string, ModelHostView>>();
+  const hostsOf = (v: ModelRevisionView) => {
+    let hosts = byNode.get(v);
+    if (hosts === undefined) {
+      hosts = new Map(v.hosts.map((h) => [h.node, h]));
+      byNode.set(v, hosts);
+    }
+    return hosts;
+  };
   for (const pull of state.modelPulls.values()) {
     const v = view(pull.model, pull.commit, null);
     for (const part of pull.nodes) {
+      // Done and cancelled parts show nothing: the host's own report says what it holds.
+      if (part.state !== "requested" && part.state !== "failed") continue;
       if (!state.nodes.has(part.node)) continue;
-      const host = v.hosts.find((h) => h.node === part.node);
-      if (part.state === "requested" && host === undefined) {
-        v.hosts.push({ node: part.node, ...NOTHING_HELD, state: "requested" });
+      const hosts = hostsOf(v);
+      const host = hosts.get(part.node);
+      if (part.state === "requested") {
+        if (host === undefined) {
+          const requested: ModelHostView = { node: part.node, ...NOTHING_HELD, state: "requested" };
+          v.hosts.push(requested);
+          hosts.set(part.node, requested);
+        }
+        continue;
       }
       // A download under way or a complete copy is newer than the failure; a partial one is
       // what the failed fetch left.
-      if (part.state !== "failed" || (host !== undefined && host.state !== "partial")) continue;
+      if (host !== undefined && host.state !== "partial") continue;
       const failure = {
-        kind: part.kind ?? "failed",
+        kind: part.kind ?? FETCH_FAILED_KIND,
         message: part.reason ?? "",
         at: part.finished_at ?? part.requested_at,
       };
       if (host === undefined) {
-        v.hosts.push({ node: part.node, ...NOTHING_HELD, state: "failed", failure });
+        const failed: ModelHostView = {
+          node: part.node,
+          ...NOTHING_HELD,
+          state: "failed",
+          failure,
+        };
+        v.hosts.push(failed);
+        hosts.set(part.node, failed);
       } else Object.assign(host, { state: "failed", failure });
     }
   }

@@ -36,8 +36,24 @@ export interface ModelHostView {
   failure?: ModelHostFailure;
 }
 
+/** Where a host's copy of a model revision can stand, in the order lists count them. */
+export const MODEL_HOST_STATES = [
+  "complete",
+  "downloading",
+  "partial",
+  "requested",
+  "failed",
+] as const;
+
 /** Where one host's copy of a model revision stands (`llmgw get models`). */
-export type ModelHostState = "complete" | "downloading" | "partial" | "requested" | "failed";
+export type ModelHostState = typeof MODEL_HOST_STATES[number];
+
+/**
+ * The kind of a pull's failure that names no cause: the agent's catch-all
+ * (agent/pull_failure.ts), and what a failed part recorded before parts
+ * carried a kind is shown as.
+ */
+export const FETCH_FAILED_KIND = "fetch_failed";
 
 /** Why a host's pull of a revision failed for good (its agent's `pulls_failed`). */
 export interface ModelHostFailure {
@@ -187,7 +203,7 @@ const ModelFactsSchema = z.custom<ModelFacts>(
 
 const ModelHostSchema = z.object({
   node: z.string(),
-  state: z.enum(["complete", "downloading", "partial", "requested", "failed"]),
+  state: z.enum(MODEL_HOST_STATES),
   bytes_done: z.number(),
   bytes: z.number().nullable(),
   last_used: z.number().nullable(),

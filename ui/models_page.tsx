@@ -10,7 +10,11 @@
  *
  * @module
  */
-import type { ModelHostView, ModelRevisionView } from "../protocol/model_admin.ts";
+import {
+  MODEL_HOST_STATES,
+  type ModelHostView,
+  type ModelRevisionView,
+} from "../protocol/model_admin.ts";
 import { failedFirst, hostState, revisionCell } from "../protocol/model_revision_text.ts";
 import { formatBytes } from "../text/bytes.ts";
 import { Layout, type SessionView } from "./layout.tsx";
@@ -25,7 +29,7 @@ export const HOSTS_NAMED = 6;
 export function hostCounts(hosts: readonly ModelHostView[]): string {
   const counts = new Map<string, number>();
   for (const h of hosts) counts.set(h.state, (counts.get(h.state) ?? 0) + 1);
-  return ["complete", "downloading", "partial", "requested", "failed"]
+  return MODEL_HOST_STATES
     .filter((s) => counts.has(s))
     .map((s) => `${counts.get(s)} ${s}`)
     .join(" · ");
