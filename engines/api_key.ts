@@ -88,6 +88,36 @@ function flagHit(arg: string, flags: readonly string[]): string | undefined {
   );
 }
 
+/**
+ * Flags engines take a key in, for scrubbing a command line llmgw did not
+ * build: vLLM's and SGLang's `--api-key`, SGLang's `--admin-api-key`
+ * (engine reference §6). An exec plugin's own key flag is not known here.
+ */
+const KNOWN_KEY_FLAGS: readonly string[] = ["--api-key", "--admin-api-key"];
+
+/**
+ * `argv` with the values of known key flags replaced by `***`, for showing
+ * another process's command line (a port's holder, a pid's new owner):
+ * `--api-key K`, every value after it up to the next option (vLLM takes
+ * several keys), `--api-key=K`, `_` spellings and argparse abbreviations.
+ */
+export function scrubKeyArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  let values = false;
+  for (const arg of argv) {
+    if (values && !arg.startsWith("-")) {
+      out.push("***");
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq < 0 ? arg : arg.slice(0, eq);
+    values = flagHit(name.replaceAll("_", "-"), KNOWN_KEY_FLAGS) !== undefined;
+    out.push(values && eq >= 0 ? `${name}=***` : arg);
+    if (eq >= 0) values = false;
+  }
+  return out;
+}
+
 /** A file to write before the spawn: owner-only (0600), created fresh. Its text holds the key. */
 export interface EngineKeyFile {
   /** Where: {@link ENGINE_KEY_CONFIG_FILE} in the shard's directory. */

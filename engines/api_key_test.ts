@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { assertEquals, assertOk, assertThrows } from "../tests/assert.ts";
-import { apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
+import { apiKeyProblems, EngineApiKeyError, scrubKeyArgs, withApiKey } from "./api_key.ts";
 import type { LaunchProfile } from "./types.ts";
 
 function profile(o: { args?: string[]; env?: Record<string, string> } = {}): LaunchProfile {
@@ -196,4 +196,33 @@ Deno.test("withApiKey refuses a key that is empty or cannot travel in a Bearer h
       "visible ASCII",
     );
   }
+});
+
+Deno.test("scrubKeyArgs hides the values of known key flags in any spelling, and nothing else", () => {
+  const cases: [string[], string[]][] = [
+    [["vllm", "serve", "m", "--port", "1"], ["vllm", "serve", "m", "--port", "1"]],
+    [["sglang", "--api-key", "k1", "--port", "1"], ["sglang", "--api-key", "***", "--port", "1"]],
+    // vLLM takes several keys after one flag.
+    [["vllm", "--api-key", "k1", "k2", "--port", "1"], [
+      "vllm",
+      "--api-key",
+      "***",
+      "***",
+      "--port",
+      "1",
+    ]],
+    [["x", "--api-key=k1", "k2"], ["x", "--api-key=***", "k2"]],
+    [["x", "--api_key", "k1"], ["x", "--api_key", "***"]],
+    [["x", "--admin-api-key", "a1", "--api-k=k1"], ["x", "--admin-api-key", "***", "--api-k=***"]],
+    // Flags that merely start alike, and a key flag at the end, change nothing.
+    [["x", "--api-keys", "v", "--apikey", "v", "--api-key"], [
+      "x",
+      "--api-keys",
+      "v",
+      "--apikey",
+      "v",
+      "--api-key",
+    ]],
+  ];
+  for (const [argv, want] of cases) assertEquals(scrubKeyArgs(argv), want, argv.join(" "));
 });

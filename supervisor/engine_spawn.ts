@@ -6,6 +6,8 @@
  * @module
  */
 import { join } from "node:path";
+import { ENGINE_KEY_CONFIG_FILE } from "../engines/api_key.ts";
+import type { EngineApiKey } from "../engines/types.ts";
 import {
   ownerOnlyDir,
   randomSecret,
@@ -63,4 +65,21 @@ export function engineKey(dir: string, create: boolean): string | null {
   const key = `ek-${randomSecret()}`;
   writeSecretFile(path, key + "\n");
   return key;
+}
+
+/**
+ * What to add to an adopted engine's event when its key is in its command
+ * line although its engine now takes it from the environment or a file:
+ * an older agent started it with `--api-key KEY`, and every local user can
+ * read that in `ps` until the shard restarts. "" otherwise. Never the key.
+ */
+export function adoptedKeyNote(
+  cmdline: readonly string[],
+  key: string | null,
+  form: EngineApiKey | undefined,
+): string {
+  if (key === null || form === undefined || "flag" in form) return "";
+  if (!cmdline.some((arg) => arg.includes(key))) return "";
+  const moved = "env" in form ? `its environment (${form.env})` : ENGINE_KEY_CONFIG_FILE;
+  return `; its engine key is in its command line (an older agent started it so), where every local user can read it in ps, until the shard restarts and takes it from ${moved}`;
 }

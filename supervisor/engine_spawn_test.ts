@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { assertEquals, assertOk } from "../tests/assert.ts";
-import { engineKey, spawnEngine } from "./engine_spawn.ts";
+import { adoptedKeyNote, engineKey, spawnEngine } from "./engine_spawn.ts";
 
 function withDir(fn: (dir: string) => Promise<void> | void): Promise<void> {
   const dir = Deno.makeTempDirSync({ prefix: "llmgw_engine_spawn_test_" });
@@ -55,4 +55,23 @@ Deno.test("spawnEngine creates the log 0600; the engine itself keeps the agent's
     assertEquals(parseInt(lines[1], 8), Deno.umask());
     assertEquals(Deno.statSync(made).mode! & 0o777, 0o666 & ~Deno.umask());
   });
+});
+
+Deno.test("adoptedKeyNote: said when an older agent left the key in argv, never with the key", () => {
+  const key = "ek-the-secret-key-0123456789";
+  const file = { config_file: { flag: "--config", field: "api-key" } };
+  const argv = ["python3", "-m", "sglang.launch_server", "--api-key", key];
+  const note = adoptedKeyNote(argv, key, file);
+  assertOk(note.includes("command line") && note.includes("engine_key.yaml"), note);
+  assertOk(!note.includes(key), "the note holds no key");
+  assertOk(
+    adoptedKeyNote(["vllm", `--api-key=${key}`], key, { env: "VLLM_API_KEY" }).includes(
+      "VLLM_API_KEY",
+    ),
+  );
+  // Not in argv, no key, no key form, or an engine that takes it as a flag by design: nothing.
+  assertEquals(adoptedKeyNote(["sglang", "--config", "/d/engine_key.yaml"], key, file), "");
+  assertEquals(adoptedKeyNote(argv, null, file), "");
+  assertEquals(adoptedKeyNote(argv, key, undefined), "");
+  assertEquals(adoptedKeyNote(argv, key, { flag: "--api-key" }), "");
 });

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { scrubKeyArgs } from "../engines/api_key.ts";
 import { errorMessage } from "../text/error_message.ts";
 
 /** A listening TCP socket, as /proc/net/tcp{,6} lists it. */
@@ -318,13 +319,14 @@ export function portOwnership(
 /**
  * One line naming holders for a failure or an event, e.g.
  * `pid 4242 (vllm serve meta-llama/Llama-3.1-8B --port 8000)`; command lines
- * are cut at 200 characters.
+ * are cut at 200 characters, with the values of known key flags as `***`:
+ * a holder may be another shard whose engine takes its key in argv.
  */
 export function describeHolders(holders: readonly PortHolder[]): string {
   if (holders.length === 0) return "nobody";
   return holders.map((h) => {
     if (h.pid === null) return "a process /proc does not show (another user's?)";
-    const cmd = h.cmdline.join(" ");
+    const cmd = scrubKeyArgs(h.cmdline).join(" ");
     const shown = cmd.length > 200 ? `${cmd.slice(0, 200)}…` : cmd;
     return shown === "" ? `pid ${h.pid}` : `pid ${h.pid} (${shown})`;
   }).join(", ");

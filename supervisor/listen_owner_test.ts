@@ -302,6 +302,11 @@ Deno.test("describeHolders names pids and command lines for an event", () => {
   assertEquals(describeHolders([]), "nobody");
   const long = describeHolders([{ pid: 1, cmdline: ["x".repeat(500)] }]);
   assertOk(long.length < 220, long);
+  // Another shard's engine that takes its key in argv: the key is not repeated in an event.
+  assertEquals(
+    describeHolders([{ pid: 44, cmdline: ["sglang", "--api-key", "k-secret", "--port", "1"] }]),
+    "pid 44 (sglang --api-key *** --port 1)",
+  );
 });
 
 Deno.test("portOwnership on the real /proc: this process's listener, then a closed port", () => {

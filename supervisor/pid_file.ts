@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { scrubKeyArgs } from "../engines/api_key.ts";
 import { reopenPorts } from "../engines/port_block.ts";
 import type { DesiredLaunch, ShardLaunch } from "../engines/types.ts";
 import { isRunning, readCmdline, readProcStat } from "./proc.ts";
@@ -108,7 +109,7 @@ export function checkFingerprint(record: PidRecord): { ok: true } | { ok: false;
     return {
       ok: false,
       why: `pid ${record.pid} runs "${
-        (cmdline ?? []).join(" ").slice(0, 120)
+        scrubKeyArgs(cmdline ?? []).join(" ").slice(0, 120)
       }", not the recorded command`,
     };
   }

@@ -3,10 +3,17 @@
  * an adopted shard is desired as the control plane sent it; a file from an
  * older agent has its ports opened again.
  */
-import { assertEquals } from "../tests/assert.ts";
+import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
 import { desiredLaunch } from "../tests/shard_launch.ts";
 import { withPorts } from "../engines/port_block.ts";
-import { desiredLaunchOf, type PidRecord, readPidFile, writePidFile } from "./pid_file.ts";
+import {
+  checkFingerprint,
+  desiredLaunchOf,
+  fingerprint,
+  type PidRecord,
+  readPidFile,
+  writePidFile,
+} from "./pid_file.ts";
 
 /** A record of shard `s` launched from `desired` on the block at 20000. */
 function record(desired = desiredLaunch("s", { port: 8123 })): PidRecord {
@@ -60,5 +67,25 @@ Deno.test("pid file: a desired launch that is not an object is no pid file of th
     assertEquals(readPidFile(path), { error: "not a pid file of this version" });
   } finally {
     Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("pid file: a pid that now runs another command is named without the key in its argv", async () => {
+  const child = new Deno.Command("/bin/sh", {
+    args: ["-c", "sleep 30; :", "sh", "--api-key", "k-secret-in-argv"],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    const fp = fingerprint(child.pid);
+    assertOk(fp !== null, "the child runs");
+    const check = checkFingerprint({ ...record(), ...fp, pid: child.pid, cmdline: ["vllm"] });
+    assertOk(!check.ok, "another command");
+    assertStringIncludes(check.why, "--api-key ***");
+    assertOk(!check.why.includes("k-secret-in-argv"), check.why);
+  } finally {
+    child.kill("SIGKILL");
+    await child.status;
   }
 });

@@ -14,7 +14,7 @@
 import type { ShardLaunch, ShardSpec } from "../engines/types.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { EngineProcess } from "./engine_process.ts";
-import { engineKey } from "./engine_spawn.ts";
+import { adoptedKeyNote, engineKey } from "./engine_spawn.ts";
 import type { PidRecord } from "./pid_file.ts";
 import { compilePatterns, matchProgress } from "./progress.ts";
 import { ReceiptRecorder } from "./cold_start_receipt.ts";
@@ -183,7 +183,8 @@ export class ShardRunner {
     this.#proc = EngineProcess.adopt(record, this.paths.pidFile);
     this.#receipt.forget();
     this.#log.followRecent(record.log_path, 64 * 1024);
-    this.#say("adopted", `adopted pid ${record.pid}`);
+    const note = adoptedKeyNote(record.cmdline, this.#engineKey, this.#spec.api_key);
+    this.#say("adopted", `adopted pid ${record.pid}${note}`);
     await this.#feed({ type: "adopted", pid: record.pid, path: record.launch.model_path });
   }
 
@@ -204,9 +205,7 @@ export class ShardRunner {
       this.#proc?.refreshCmdline();
       alive = this.#proc?.alive() ?? false;
       const rotated = alive ? this.#log.rotate() : null;
-      if (rotated !== null) {
-        this.#say("log_rotated", rotated);
-      }
+      if (rotated !== null) this.#say("log_rotated", rotated);
     }
     await this.#feed({ type: "tick", alive });
   }

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { until } from "./until.ts";
 import { EngineRegistry } from "../engines/registry.ts";
-import { ENGINE_API_VERSION, type ShardLaunch } from "../engines/types.ts";
+import { ENGINE_API_VERSION, type EngineApiKey, type ShardLaunch } from "../engines/types.ts";
 import {
   groupMembers,
   type LaunchedShard,
@@ -61,9 +61,22 @@ function launch(id: string, port: number, gpus = 1): ShardLaunch {
   };
 }
 
+/**
+ * Runs `fn` against a supervisor of the real plugins. `apiKey`: the engine's
+ * own way of taking its key, or another (an older agent's). `stateDir`, when
+ * given, is the caller's to remove; `detach` leaves the engines running for
+ * a next supervisor (once `fn` passed), their groups added to `groups`,
+ * which the caller then stops.
+ */
 async function withEngines(
   env: Record<string, string>,
-  options: { loadTimeoutMs?: number; apiKey?: boolean },
+  options: {
+    loadTimeoutMs?: number;
+    apiKey?: boolean | EngineApiKey;
+    stateDir?: string;
+    detach?: boolean;
+    groups?: Set<number>;
+  },
   fn: (
     sup: Supervisor,
     events: SupervisorEvent[],
@@ -72,9 +85,10 @@ async function withEngines(
   ) => Promise<void>,
 ): Promise<void> {
   const registry = await EngineRegistry.load();
-  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_engines_test_" });
+  const stateDir = options.stateDir ??
+    await Deno.makeTempDir({ prefix: "llmgw_supervisor_engines_test_" });
   const events: SupervisorEvent[] = [];
-  const groups = new Set<number>();
+  const groups = options.groups ?? new Set<number>();
   const sup = new Supervisor({
     stateDir,
     tickMs: 50,
@@ -87,22 +101,33 @@ async function withEngines(
     const driver = registry.get(d.engine)!;
     const spec = await driver.prepare(d.launch);
     // As the agent does (agent/prepare_shard.ts): the engine's way of taking its key.
-    return options.apiKey && driver.api_key ? { ...spec, api_key: driver.api_key } : spec;
+    const key = options.apiKey === true ? driver.api_key : options.apiKey || undefined;
+    return key ? { ...spec, api_key: key } : spec;
   });
+  let passed = false;
   try {
     await sup.start();
     await fn(sup, events, groups, stateDir);
+    passed = true;
   } finally {
     for (const s of sup.status()) if (s.pid !== null) groups.add(s.pid);
-    await sup.shutdown().catch(() => {});
-    for (const g of groups) {
-      try {
-        Deno.kill(-g, "SIGKILL");
-      } catch {
-        // Gone.
-      }
+    if (passed && options.detach) {
+      await sup.detach();
+    } else {
+      await sup.shutdown().catch(() => {});
+      killGroups(groups);
     }
-    await Deno.remove(stateDir, { recursive: true });
+    if (options.stateDir === undefined) await Deno.remove(stateDir, { recursive: true });
+  }
+}
+
+function killGroups(groups: Set<number>): void {
+  for (const g of groups) {
+    try {
+      Deno.kill(-g, "SIGKILL");
+    } catch {
+      // Gone.
+    }
   }
 }
 
@@ -409,4 +434,40 @@ Deno.test("SGLang's key file cannot be written: a restartable failure without th
       assertEquals(await modelsWith(port, key), 200);
     },
   );
+});
+
+Deno.test("an SGLang an older agent started with --api-key KEY is adopted with a notice, never the key", async () => {
+  const port = freePort();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_engines_test_" });
+  const groups = new Set<number>();
+  const env = { FAKE_ENGINE_LOAD_SECONDS: "0.2" };
+  const shard = { id: "a0", engine: "sglang", launch: launch("a0", port) };
+  try {
+    // The older agent: SGLang's key in argv.
+    let pid = 0;
+    await withEngines(
+      env,
+      { apiKey: { flag: "--api-key" }, stateDir, detach: true, groups },
+      async (sup, _events, g) => {
+        await sup.reconcile([shard]);
+        pid = (await shardReaches(sup, "a0", (s) => s.state === "ready", g, "ready")).pid!;
+      },
+    );
+    const key = Deno.readTextFileSync(keyPaths(stateDir, "a0").stored).trim();
+    assertOk(Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0").includes(key));
+    // This agent: the key belongs in engine_key.yaml.
+    await withEngines(env, { apiKey: true, stateDir, groups }, async (sup, events, g) => {
+      await sup.reconcile([shard]);
+      const ready = await shardReaches(sup, "a0", (s) => s.state === "ready", g, "ready");
+      assertEquals(ready.pid, pid, "adopted, not restarted");
+      const adopted = events.filter((e) => e.shard === "a0" && e.kind === "adopted");
+      assertEquals(adopted.length, 1);
+      assertStringIncludes(adopted[0].message, "its engine key is in its command line");
+      assertStringIncludes(adopted[0].message, "engine_key.yaml");
+      assertOk(!events.some((e) => e.message.includes(key)), "no event holds the key");
+    });
+  } finally {
+    killGroups(groups);
+    await Deno.remove(stateDir, { recursive: true });
+  }
 });
