@@ -191,10 +191,10 @@ function validate(launch: ShardLaunch): string[] {
       );
     }
   }
-  if (
-    launch.rank === 0 && launch.engine_version !== null &&
-    compareVersions(launch.engine_version, SGLANG_CONFIG_FILE_MIN_VERSION) < 0
-  ) {
+  // Which of 0.5.3's pre-releases had --config is unverified: they count below it.
+  const noConfigFile = (version: string) =>
+    compareVersions(version, SGLANG_CONFIG_FILE_MIN_VERSION, { preReleases: "below" }) < 0;
+  if (launch.rank === 0 && launch.engine_version !== null && noConfigFile(launch.engine_version)) {
     // Only rank 0 gets the key (the supervisor's rule), so only rank 0 needs the file.
     problems.push(
       `SGLang ${launch.engine_version} on node ${launch.node.id} has no --config, so llmgw could pass the shard's API key only in argv, where every local user can read it; upgrade SGLang to ${SGLANG_CONFIG_FILE_MIN_VERSION} or later`,

@@ -470,13 +470,15 @@ Deno.test("sglang: the engine API key goes in a --config file llmgw adds at spaw
 Deno.test("sglang: a version without --config is refused on rank 0, naming the version and the fix", () => {
   const refused = (engineVersion: string | null, rank = 0) =>
     sglangPlugin.validate(shard({ engineVersion, rank, nodes: rank === 0 ? 1 : 2 }));
-  for (const old of ["0.5.2", "0.5.2.post1", "0.4.6.post1", "0.5.0rc2"]) {
+  // Pre-releases of 0.5.3 count below it (PEP 440): which of them had --config is unverified.
+  const preReleases = ["0.5.3rc0", "0.5.3rc2+cu128", "0.5.3.dev20250920", "0.5.3a1", "0.5.3-rc1"];
+  for (const old of ["0.5.2", "0.5.2.post1", "0.4.6.post1", "0.5.0rc2", ...preReleases]) {
     assertEquals(refused(old), [
       `SGLang ${old} on node n0 has no --config, so llmgw could pass the shard's API key only in argv, where every local user can read it; upgrade SGLang to 0.5.3 or later`,
     ]);
   }
   // An unknown version is taken to be a current one; later releases keep --config.
-  for (const ok of [null, "0.5.3", "0.5.3rc0", "0.5.3+cu128", "0.5.10", "1.0.0"]) {
+  for (const ok of [null, "0.5.3", "0.5.3+cu128", "0.5.3.post1", "0.5.4rc0", "0.5.10", "1.0.0"]) {
     assertEquals(refused(ok), [], String(ok));
   }
   // Ranks ≥ 1 get no key (rank 0 serves the API), so they need no file.
