@@ -14,6 +14,14 @@
  * `--config=PATH` or an abbreviation of `--config`, which real SGLang's
  * argparse takes and then ignores (the merge looks for the literal token).
  *
+ * One leniency is left: real SGLang refuses ("Unsupported config option")
+ * a key whose flag has any action but store or store_true, its custom and
+ * deprecated actions included (e.g. main's hand-registered
+ * `--disable-cuda-graph`). The fake's flag table does not record those
+ * actions, so it refuses only `BooleanOptionalAction` flags and passes such
+ * keys on. llmgw writes only `api-key`, a plain store flag, so nothing
+ * llmgw does rests on it; a test of such a key must not trust the fake.
+ *
  * @module
  */
 
