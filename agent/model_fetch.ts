@@ -34,7 +34,7 @@ import {
   type ModelFetcher,
   ModelFetchError,
 } from "../supervisor/model_fetcher.ts";
-import { DownloadFailedError } from "./model_cache/blob_download.ts";
+import { DownloadFailedError } from "./model_cache/download_failed.ts";
 import { UnsafePathError } from "./model_cache/cache_layout.ts";
 import { InsufficientDiskError } from "./model_cache/disk_space.ts";
 import type { ModelCache } from "./model_cache/model_cache.ts";

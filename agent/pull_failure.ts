@@ -15,7 +15,7 @@ import {
 } from "../models/hub_errors.ts";
 import { FETCH_FAILED_KIND } from "../protocol/model_admin.ts";
 import { ModelFetchError } from "../supervisor/model_fetcher.ts";
-import { DownloadFailedError } from "./model_cache/blob_download.ts";
+import { DownloadFailedError } from "./model_cache/download_failed.ts";
 import { UnsafePathError } from "./model_cache/cache_layout.ts";
 
 /**

@@ -2,8 +2,9 @@
  * A ByteSource in memory for the model cache's tests: synthetic files of
  * deterministic content, every read recorded, and faults injected by file
  * and offset (refused, broken midway, short, too long, wrong bytes, hung
- * until aborted). Like a real source, it never serves a range past the
- * file's end and stops when the signal aborts.
+ * until aborted, from the start or after some bytes). Like a real source,
+ * it never serves a range past the file's end and stops when the signal
+ * aborts.
  *
  * @module
  */
@@ -78,6 +79,8 @@ export class MemoryByteSource implements ByteSource {
   faults: SourceFault[];
   /** Called at the start of every read (tests check the cache's state here). */
   onRead?: (read: SourceRead) => void | Promise<void>;
+  /** Called when a read's stream begins to hang (a `hang` fault reached). */
+  onHang?: (read: SourceRead) => void;
   /** Bytes per streamed piece. */
   pieceBytes = 256;
   readonly #contents: Map<string, Uint8Array>;
@@ -139,14 +142,17 @@ export class MemoryByteSource implements ByteSource {
     if (fault?.kind === "break_at") breakAt = cut;
     if (fault?.kind === "long") body = new Uint8Array([...body, 0]);
     if (fault?.kind === "corrupt") body = body.map((b, i) => (i === 0 ? b ^ 0xff : b));
-    const hang = fault?.kind === "hang";
+    // A hang sends the bytes before its offset (none without one), then nothing until aborted.
+    const hangAt = fault?.kind === "hang" ? (fault.offset === undefined ? 0 : cut) : null;
     const piece = this.pieceBytes;
     const name = this.name;
+    const onHang = this.onHang;
     let at = 0;
     return new ReadableStream<Uint8Array>({
       async pull(controller) {
         if (signal.aborted) return controller.error(signal.reason);
-        if (hang) {
+        if (hangAt !== null && at >= hangAt) {
+          onHang?.(read);
           await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
           return controller.error(signal.reason);
         }
@@ -154,7 +160,7 @@ export class MemoryByteSource implements ByteSource {
           return controller.error(new Error(`${name}: connection reset`));
         }
         if (at >= body.length) return controller.close();
-        const stop = Math.min(body.length, at + piece, breakAt ?? Infinity);
+        const stop = Math.min(body.length, at + piece, breakAt ?? Infinity, hangAt || Infinity);
         controller.enqueue(body.slice(at, stop));
         at = stop;
       },

@@ -11,7 +11,7 @@
  * way; a chunk already streaming finishes on its source.
  *
  * Faults: a chunk whose source fails (refused, broken stream, short or
- * long) is retried from where it stopped, on the next source, with backoff,
+ * long, silent past the stall limit) is retried from where it stopped, on the next source, with backoff,
  * a bounded number of times on each source (counted by name, so a re-plan
  * does not change what the sources that stay have left); the failed source
  * is backed off for the whole download and asked again once its backoff
@@ -33,42 +33,16 @@ import type { CacheLayout } from "./cache_layout.ts";
 import { type Chunk, parseRecord, planChunks, recordHeader, recordLine } from "./chunk_record.ts";
 import type { ChunkSlots } from "./chunk_slots.ts";
 import type { LiveSources } from "./live_sources.ts";
+import {
+  DownloadFailedError,
+  isFinal,
+  noSource,
+  type Refusal,
+  refusedEverywhere,
+  triesFailed,
+} from "./download_failed.ts";
+import { type StallLimit, stallLimited } from "./stall_limit.ts";
 import type { RateLimiter, Sleep } from "./token_bucket.ts";
-
-/** A download that gave up: every source failed, or the content never matched. */
-export class DownloadFailedError extends Error {
-  /** The file's path in the repository. */
-  readonly file: string;
-  /**
-   * False when every source refused the file for good (unknown repo,
-   * revision or file; gated): trying again later will not help, so the
-   * replica fails with the source's answer.
-   */
-  readonly retryable: boolean;
-  /** `hash_mismatch` when every fetch's content failed its hash; null otherwise. */
-  readonly kind: "hash_mismatch" | null;
-  /** `message` names the file and the last failure. */
-  constructor(
-    file: string,
-    message: string,
-    retryable = true,
-    kind: "hash_mismatch" | null = null,
-  ) {
-    super(message);
-    this.name = "DownloadFailedError";
-    this.file = file;
-    this.retryable = retryable;
-    this.kind = kind;
-  }
-}
-
-/**
- * Whether a source's error is final for this file: it says
- * `retryable: false` (HubError in models/hub_errors.ts does; so may peers).
- */
-function isFinal(e: unknown): boolean {
-  return (e as { retryable?: unknown })?.retryable === false;
-}
 
 /** Where a download's progress goes (fanned out to every snapshot waiting for the blob). */
 export interface ProgressSink {
@@ -102,6 +76,8 @@ export interface BlobFetchSettings {
   random: () => number;
   /** Whole-file fetches when the hash does not match. */
   verifyAttempts: number;
+  /** The longest a try waits on its source (stall_limit.ts). */
+  stall: StallLimit;
   onEvent?: CacheEventSink;
 }
 
@@ -134,7 +110,7 @@ export async function downloadBlob(
   const blob = layout.blobPath(repo, file);
   await fs.mkdirp(dirname(blob));
   const subject = { repo, commit, file: file.path };
-  const refused = new Map<string, string>();
+  const refused = new Map<string, Refusal>();
   const blamed = new Set<string>();
   for (let round = 1; round <= settings.verifyAttempts; round++) {
     const chunks = planChunks(file.size, settings.chunkBytes);
@@ -172,27 +148,6 @@ export async function downloadBlob(
       `after ${settings.verifyAttempts} fetches` + (every ? ", from every source" : ""),
     !every,
     every ? "hash_mismatch" : null,
-  );
-}
-
-function noSource(repo: string, file: RepoFile): DownloadFailedError {
-  return new DownloadFailedError(
-    file.path,
-    `Cannot fetch ${repo} ${file.path}: no source holds it`,
-  );
-}
-
-/** A chunk whose every assigned source used its tries (retryable: the sources may come back). */
-function triesFailed(
-  repo: string,
-  file: RepoFile,
-  range: string,
-  tries: number,
-  last: string,
-): DownloadFailedError {
-  return new DownloadFailedError(
-    file.path,
-    `Cannot fetch ${repo} ${file.path} bytes ${range}: ${tries} tries failed, the last on ${last}`,
   );
 }
 
@@ -249,7 +204,7 @@ interface ChunkSources {
   /** Names of the sources that served bytes of this fetch. */
   served: Set<string>;
   /** Names of the sources that refused this file for good, with their answer. */
-  refused: Map<string, string>;
+  refused: Map<string, Refusal>;
   /** Names of the sources that served bytes of this file that failed its hash: asked last. */
   demoted: ReadonlySet<string>;
 }
@@ -293,12 +248,7 @@ async function fetchChunk(
         if (live.order().some((s) => spent(s.name))) {
           throw triesFailed(repo, file, `${pos}-${chunk.end}`, attempt - 1, last);
         }
-        throw new DownloadFailedError(
-          file.path,
-          `Cannot fetch ${repo} ${file.path}: ` +
-            [...refused].map(([name, why]) => `${name} refused it: ${why}`).join("; "),
-          false,
-        );
+        throw refusedEverywhere(repo, file, refused);
       }
       const from = pos;
       progress.sourceUse(source.name, 1);
@@ -307,8 +257,16 @@ async function fetchChunk(
       let told = false;
       try {
         writer = await fs.openAt(part, pos);
-        const stream = await source.read(repo, commit, file, pos, chunk.end, signal);
-        for await (const piece of stream) {
+        const pieces = stallLimited(
+          (s) => source.read(repo, commit, file, pos, chunk.end, s),
+          settings.stall,
+          signal,
+          () =>
+            `${source.name} sent nothing of ${file.path} for ${
+              settings.stall.ms / 1000
+            } s, at byte ${pos}`,
+        );
+        for await (const piece of pieces) {
           if (pos + piece.length > chunk.end) {
             throw new Error(
               `${source.name} sent more than the ${chunk.end - from} bytes asked of ${file.path}`,
@@ -344,7 +302,7 @@ async function fetchChunk(
         });
         if (isFinal(e)) {
           // No retry of a typo or a gated repo on this source; the next may hold the file.
-          refused.set(source.name, error);
+          refused.set(source.name, { why: error, kind: source.kind });
           const next = live.peek(skipped, demoted);
           if (next !== undefined) {
             emit(settings.onEvent, {

@@ -9,6 +9,8 @@
  * - cache_layout.ts: the paths, and the checks of every name a source gives;
  * - cache_inspect.ts: what the host already holds (hashed once per blob);
  * - blob_download.ts: one blob, chunked, resumed, verified, renamed;
+ *   download_failed.ts: how it gives up, and what is final; stall_limit.ts:
+ *   a try's bound on a silent source;
  * - blob_jobs.ts: one job per blob, shared by the snapshots needing it;
  * - live_sources.ts, source_order.ts: which source each chunk asks, the
  *   assignment read again for every chunk;
@@ -47,6 +49,7 @@ import { ChunkSlots } from "./chunk_slots.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
 import { LiveSources, type SourceList } from "./live_sources.ts";
 import { DownloadProgress, type ProgressReport } from "./download_progress.ts";
+import { DEFAULT_STALL_MS } from "./stall_limit.ts";
 import { type Sleep, TokenBucket, unlimited } from "./token_bucket.ts";
 
 /** How the cache works; only `root` is required. */
@@ -65,9 +68,12 @@ export interface ModelCacheOptions {
   verifyAttempts?: number;
   /** Backoff between tries of a chunk (default 0.5 s doubling to 30 s). */
   retryPolicy?: BackoffPolicy;
+  /** The longest a chunk's try waits on its source for a byte (default 60 s, stall_limit.ts). */
+  stallMs?: number;
   /** Receives every event. */
   onEvent?: CacheEventSink;
-  /** Seams for tests. */
+  /** Seams for tests; `stallSleep` waits out `stallMs` (default a real timer, not `sleep`). */
+  stallSleep?: Sleep;
   fs?: CacheFs;
   clock?: Clock;
   sleep?: Sleep;
@@ -118,6 +124,7 @@ export class ModelCache {
       retryPolicy: options.retryPolicy ?? { initialMs: 500, maxMs: 30_000, factor: 2 },
       random: options.random ?? Math.random,
       verifyAttempts: options.verifyAttempts ?? 3,
+      stall: { ms: options.stallMs ?? DEFAULT_STALL_MS, sleep: options.stallSleep ?? realSleep },
       onEvent: options.onEvent,
     };
     this.#jobs = new BlobJobs(this.#settings, async (target) => {

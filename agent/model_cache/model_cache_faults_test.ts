@@ -6,7 +6,7 @@
 import { assertEquals, assertOk, assertRejects } from "../../tests/assert.ts";
 import { FakeClock } from "../../tests/fake_clock.ts";
 import { MemoryByteSource } from "../../tests/memory_byte_source.ts";
-import { DownloadFailedError } from "./blob_download.ts";
+import { DownloadFailedError } from "./download_failed.ts";
 import type { CacheEvent } from "./cache_events.ts";
 import { type CacheFs, denoCacheFs } from "./cache_fs.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
@@ -296,7 +296,7 @@ Deno.test("a source's final answer (gated, unknown file) is not retried: the nex
     const hub = new MemoryByteSource("https://hub.example", contents, [{
       kind: "deny",
       file: SHARD,
-    }]);
+    }], "hub");
     const slept: number[] = [];
     const { cache, events } = testCache(root, {
       sleep: (ms) => {
@@ -322,7 +322,7 @@ Deno.test("a source's final answer (gated, unknown file) is not retried: the nex
     const hub2 = new MemoryByteSource("https://hub.example", contents, [{
       kind: "deny",
       file: SHARD,
-    }]);
+    }], "hub");
     await cache.ensureSnapshot(snapshot, [hub2, peer]);
     assertEquals(
       hub2.reads.filter((r) => r.file === SHARD).length <= 3,
@@ -330,5 +330,33 @@ Deno.test("a source's final answer (gated, unknown file) is not retried: the nex
       "one try per chunk in flight",
     );
     assertOk(peer.reads.some((r) => r.file === SHARD));
+  });
+});
+
+Deno.test("peers that refuse a file for good are not final: the download is asked again later; a hub's refusal is", async () => {
+  await withTempDir(async (root) => {
+    const { snapshot, contents } = sampleModel();
+    // A parent peer that restarted holds nothing yet (not_held past its wait), origin off.
+    const deny = () => [{ kind: "deny" as const, file: SHARD }];
+    const a = new MemoryByteSource("peer a", contents, deny());
+    const b = new MemoryByteSource("peer b", contents, deny());
+    const { cache } = testCache(root);
+    const e = await assertRejects(
+      () => cache.ensureSnapshot(snapshot, [a, b]),
+      DownloadFailedError,
+      "peer a refused it",
+    ) as DownloadFailedError;
+    assertEquals(e.retryable, true, e.message);
+    // The same refusals with the hub's among them: the hub says what exists, final.
+    const hub = new MemoryByteSource("https://hub.example", contents, deny(), "hub");
+    const c = new MemoryByteSource("peer c", contents, deny());
+    const final = await assertRejects(
+      () => cache.ensureSnapshot(snapshot, [c, hub]),
+      DownloadFailedError,
+      "https://hub.example refused it",
+    ) as DownloadFailedError;
+    assertEquals(final.retryable, false, final.message);
+    // Asked again later, the peer that now holds it serves it.
+    await cache.ensureSnapshot(snapshot, [new MemoryByteSource("peer a", contents)]);
   });
 });
