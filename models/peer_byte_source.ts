@@ -11,8 +11,9 @@
  * Every host gets its plan at once, so a peer may not have begun (`not_held`)
  * or not be listening yet: those are asked again too, within `maxWaitMs` and
  * `maxUnreachableMs`; a peer still holding nothing then is a final answer for
- * that file (the cache asks its next source), one still unreachable a
- * retryable one. A transfer cut midway (the peer killed) errors at once; the
+ * that file from this peer (the cache asks its next source; only a hub's
+ * refusal fails the download for good), one still unreachable a retryable
+ * one. A transfer cut midway (the peer killed) errors at once; the
  * cache goes on from the byte it reached, elsewhere.
  *
  * @module
