@@ -8,6 +8,7 @@
  */
 import { compareNatural } from "../text/natural_order.ts";
 import { join } from "node:path";
+import { ownerOnlyDir } from "../http/secret_file.ts";
 import type { ShardSpec } from "../engines/types.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
@@ -119,9 +120,15 @@ export class Supervisor {
    */
   async start(): Promise<void> {
     const root = join(this.#opts.stateDir, "shards");
-    Deno.mkdirSync(root, { recursive: true });
+    ownerOnlyDir(root);
     for (const entry of Deno.readDirSync(root)) {
       if (!entry.isDirectory) continue;
+      try {
+        // An older agent's was 0755, and its engine's log may hold the key.
+        ownerOnlyDir(join(root, entry.name));
+      } catch {
+        // The shard's next start refuses it, saying why (spawnRun).
+      }
       const pidFile = join(root, entry.name, "pid.json");
       const read = readPidFile(pidFile);
       if ("error" in read) {

@@ -455,11 +455,14 @@ Deno.test("an SGLang an older agent started with --api-key KEY is adopted with a
     );
     const key = Deno.readTextFileSync(keyPaths(stateDir, "a0").stored).trim();
     assertOk(Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0").includes(key));
+    // Older agents left shard directories at the umask's 0755.
+    Deno.chmodSync(keyPaths(stateDir, "a0").dir, 0o755);
     // This agent: the key belongs in engine_key.yaml.
     await withEngines(env, { apiKey: true, stateDir, groups }, async (sup, events, g) => {
       await sup.reconcile([shard]);
       const ready = await shardReaches(sup, "a0", (s) => s.state === "ready", g, "ready");
       assertEquals(ready.pid, pid, "adopted, not restarted");
+      assertEquals(Deno.statSync(keyPaths(stateDir, "a0").dir).mode! & 0o777, 0o700);
       const adopted = events.filter((e) => e.shard === "a0" && e.kind === "adopted");
       assertEquals(adopted.length, 1);
       assertStringIncludes(adopted[0].message, "its engine key is in its command line");
