@@ -14,8 +14,12 @@ Deno.test("ShardLog: follows the file, scrubs before keeping, hands each line on
       scrub: (t) => t.replaceAll("sk-secret", "***"),
       onLine: (l) => seen.push(l),
     });
-    Deno.writeTextFileSync(path, "from a previous run\n");
+    Deno.writeTextFileSync(path, "from a previous run\n", { mode: 0o644 });
+    Deno.chmodSync(path, 0o644);
     log.followFromEnd(path);
+    // An older agent's log is narrowed (SGLang prints its key there), and kept.
+    assertEquals(Deno.statSync(path).mode! & 0o777, 0o600);
+    assertEquals(Deno.readTextFileSync(path), "from a previous run\n");
     Deno.writeTextFileSync(path, "key sk-secret\nhalf", { append: true });
     log.read();
     assertEquals(log.last(10), ["key ***"]);
