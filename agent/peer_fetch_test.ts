@@ -196,8 +196,28 @@ Deno.test("a peer that was down when the download began is asked again after its
       // A restarting: its listener refuses connections until the hub has served a few chunks.
       let down = true;
       const refused = { count: 0 };
+      // How many chunks the hub serves while A's probe is in flight depends on scheduling (the
+      // TLS handshake): chunks that begin on the hub once the probe asked A wait until A is
+      // healthy again, which its second request since it came back proves (the probe's chunk
+      // succeeded: only then do the other chunks ask it). Those that chose the hub before A
+      // came back go on, so a slot is always free for the probe.
+      let healthy = false;
+      let asksSinceBack = 0;
+      let opened = () => {};
+      const gate = new Promise<void>((resolve) => opened = resolve);
+      const stop = new AbortController();
+      const bound = setTimeout(() => stop.abort(new Error("A never served again")), 60_000);
+      const aborted = new Promise<void>((resolve) =>
+        stop.signal.addEventListener("abort", () => resolve(), { once: true })
+      );
       const restarting: typeof fetch = (input, init) => {
-        if (!down) return peerFetch(input, init);
+        if (!down) {
+          if (++asksSinceBack === 2) {
+            healthy = true;
+            opened();
+          }
+          return peerFetch(input, init);
+        }
         refused.count++;
         return Promise.reject(new TypeError("error sending request: Connection refused"));
       };
@@ -211,13 +231,22 @@ Deno.test("a peer that was down when the download began is asked again after its
       }]);
       const clock = new FakeClock(0);
       const backAfter = 3;
+      // Chunks that began on the hub (a request to its endpoint; the CDN's follow), and how many
+      // of them began once A was healthy again.
+      const hubChunks = { all: 0, afterHealthy: 0 };
       const client = new HubClient({
         config: { endpoint: hub.endpoint },
-        fetch: (input, init) => {
+        fetch: async (input, init) => {
           // A is back, and B's 2 s backoff for it has passed.
           if (down && hub.counters.snapshot().byKind.cdn.requests >= backAfter) {
             down = false;
             clock.advance(2_000);
+          }
+          const url = String(input instanceof Request ? input.url : input);
+          if (url.startsWith(hub.endpoint) && url.includes("/resolve/")) {
+            hubChunks.all++;
+            if (healthy) hubChunks.afterHealthy++;
+            if (asksSinceBack > 0) await Promise.race([gate, aborted]);
           }
           return hub.fetch(input, init);
         },
@@ -228,13 +257,22 @@ Deno.test("a peer that was down when the download began is asked again after its
         hub: client,
         sources: (m, c, origin) => assigned.sourcesFor(m, c, origin),
       });
-      const pathB = (await fetcher.fetch(shard("acme/tiny", commit), new AbortController().signal))
-        .path;
+      let pathB: string;
+      try {
+        pathB = (await fetcher.fetch(shard("acme/tiny", commit), stop.signal)).path;
+      } finally {
+        clearTimeout(bound);
+      }
       await assertSameFiles(files, pathB, pathA);
       assertOk(refused.count > 0, "A refused while down");
+      assertOk(healthy, "A served the probe and the chunk after it");
+      // Before this change the hub served every chunk after the peer's failure; now no chunk
+      // begun once A was healthy again asks the hub.
+      assertEquals(hubChunks.afterHealthy, 0, JSON.stringify(hubChunks));
+      // So the hub served only the chunks begun before A came back or during its probe, a few
+      // of the 3 slots' worth: under half of the 32.
       const weights = files.filter((f) => f.sha256 !== undefined).reduce((n, f) => n + f.size, 0);
       const cdn = hub.counters.snapshot().byKind.cdn;
-      // Before this change the hub served every chunk after the peer's failure.
       assertOk(cdn.bytes < weights / 2, `the hub served ${cdn.bytes} of ${weights} weight bytes`);
       assertOk(
         peer.stats().bytesServed > weights / 2,
