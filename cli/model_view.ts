@@ -13,6 +13,7 @@ import {
   failureWhy,
   hostState,
   revisionCell,
+  WHY_IN_LIST,
 } from "../protocol/model_revision_text.ts";
 import { renderTable } from "../text/table.ts";
 
@@ -25,7 +26,7 @@ function hostsCell(hosts: readonly ModelHostView[], wide: boolean): string {
   const ordered = failedFirst(hosts);
   const shown = wide ? ordered : ordered.slice(0, HOSTS_IN_LINE);
   const more = hosts.length - shown.length;
-  return shown.map((h) => `${h.node} ${hostState(h)}`).join(", ") +
+  return shown.map((h) => `${h.node} ${hostState(h, WHY_IN_LIST)}`).join(", ") +
     (more > 0 ? `, +${more} more` : "");
 }
 

@@ -15,7 +15,12 @@ import {
   type ModelHostView,
   type ModelRevisionView,
 } from "../protocol/model_admin.ts";
-import { failedFirst, hostState, revisionCell } from "../protocol/model_revision_text.ts";
+import {
+  failedFirst,
+  hostState,
+  revisionCell,
+  WHY_IN_LIST,
+} from "../protocol/model_revision_text.ts";
 import { formatBytes } from "../text/bytes.ts";
 import { Layout, type SessionView } from "./layout.tsx";
 
@@ -33,6 +38,21 @@ export function hostCounts(hosts: readonly ModelHostView[]): string {
     .filter((s) => counts.has(s))
     .map((s) => `${counts.get(s)} ${s}`)
     .join(" · ");
+}
+
+/** A host's copy in a row; a failure's words cut, whole in the line's title. */
+function HostLine(props: { h: ModelHostView }) {
+  const h = props.h;
+  const whole = hostState(h);
+  const cut = hostState(h, WHY_IN_LIST);
+  return (
+    <div
+      class={h.state === "failed" ? "problem" : "nowrap mute"}
+      title={cut === whole ? undefined : whole}
+    >
+      {h.node} {cut}
+    </div>
+  );
 }
 
 function ModelTr(props: { v: ModelRevisionView }) {
@@ -56,11 +76,7 @@ function ModelTr(props: { v: ModelRevisionView }) {
         {v.hosts.length === 0 ? <span class="mute">on no host</span> : (
           <>
             <div>{hostCounts(v.hosts)}</div>
-            {named.map((h) => (
-              <div key={h.node} class={h.state === "failed" ? "problem" : "nowrap mute"}>
-                {h.node} {hostState(h)}
-              </div>
-            ))}
+            {named.map((h) => <HostLine key={h.node} h={h} />)}
             {more > 0 ? <div class="mute">and {more} more</div> : null}
           </>
         )}
