@@ -52,6 +52,7 @@ export class LiveSources {
   readonly #read: () => readonly ByteSource[];
   readonly #clock: Clock;
   readonly #policy: BackoffPolicy;
+  readonly #random: () => number;
   /** The sources that failed and have not served since. */
   #health: SourceHealth[] = [];
   /** The source that headed the order at the last look; null before the first. */
@@ -59,11 +60,17 @@ export class LiveSources {
   /** The assignment's names at the last look, to tell a re-plan from a recovery. */
   #plan: string | null = null;
 
-  /** A view of `sources`; backoffs read `clock` and follow `policy`. */
-  constructor(sources: SourceList, clock: Clock = systemClock, policy = SOURCE_BACKOFF) {
+  /** A view of `sources`; backoffs read `clock`, follow `policy` and are jittered by `random`. */
+  constructor(
+    sources: SourceList,
+    clock: Clock = systemClock,
+    policy = SOURCE_BACKOFF,
+    random: () => number = Math.random,
+  ) {
     this.#read = typeof sources === "function" ? sources : () => sources;
     this.#clock = clock;
     this.#policy = policy;
+    this.#random = random;
   }
 
   /** The sources in the order to ask them now. */
@@ -127,6 +134,7 @@ export class LiveSources {
       startedAt,
       now,
       this.#policy,
+      this.#random,
     );
     const head = this.#headOf(assigned, now);
     if (before !== source.name || head === null || head === source.name) return null;
@@ -149,7 +157,14 @@ export class LiveSources {
   blame(served: ReadonlySet<string>): void {
     const assigned = this.#read();
     const now = this.#clock.now();
-    this.#health = afterMismatch(assigned, this.#health, served, now, this.#policy);
+    this.#health = afterMismatch(
+      assigned,
+      this.#health,
+      served,
+      now,
+      this.#policy,
+      this.#random,
+    );
     this.#head = this.#headOf(assigned, now);
   }
 

@@ -13,6 +13,7 @@ import { sampleModel, testCache, withTempDir } from "../../tests/model_cache_fix
 import type { ByteSource } from "../../models/byte_source.ts";
 import type { CacheEvent } from "./cache_events.ts";
 import { LiveSources } from "./live_sources.ts";
+import { NO_JITTER, SOURCE_BACKOFF } from "./source_order.ts";
 
 const HUB = "https://hub.example";
 
@@ -89,7 +90,7 @@ Deno.test("LiveSources: re-plans, failures and recoveries are told apart; a sour
   const b = new MemoryByteSource("peer b", new Map());
   let assigned: ByteSource[] = [hub];
   const clock = new FakeClock(0);
-  const live = new LiveSources(() => assigned, clock);
+  const live = new LiveSources(() => assigned, clock, SOURCE_BACKOFF, NO_JITTER);
   const none = new Set<string>();
   const look = (demoted?: Set<string>) => {
     const { source, reassigned } = live.look(none, demoted);

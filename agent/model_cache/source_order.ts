@@ -6,7 +6,7 @@
  * already on it finish there).
  *
  * A source that fails a try is backed off ({@link SOURCE_BACKOFF}: 2 s,
- * doubling per failure in a row, at most 60 s): until then it is asked only
+ * doubling per failure in a row, at most 60 s, jittered): until then it is asked only
  * after the others, those whose backoff ends first first. Then it takes its
  * place in the assignment again, and one try (a probe) finds out whether it
  * is back: while the probe runs the others are asked first; a failed probe
@@ -20,7 +20,8 @@
  *
  * @module
  */
-import { backoffDelay, type BackoffPolicy } from "../../supervisor/backoff.ts";
+import type { BackoffPolicy } from "../../supervisor/backoff.ts";
+import { retryDelay } from "../retry.ts";
 
 /** Anything a download can ask, known by its name (a ByteSource). */
 export interface NamedSource {
@@ -42,8 +43,15 @@ export interface SourceHealth {
   readonly probing: boolean;
 }
 
-/** A failed source's backoff: 2 s after the first failure in a row, doubling, at most 60 s. */
+/**
+ * A failed source's backoff: 2 s after the first failure in a row, doubling,
+ * at most 60 s; jittered as every retry is (agent/retry.ts `retryDelay`:
+ * half to all of it), so agents cut by one outage do not probe in lockstep.
+ */
 export const SOURCE_BACKOFF: BackoffPolicy = { initialMs: 2_000, maxMs: 60_000, factor: 2 };
+
+/** The jitter source that leaves every backoff whole (the default of the pure functions). */
+export const NO_JITTER = (): number => 1;
 
 /**
  * The health kept to the names still `assigned`: a source that left the
@@ -116,8 +124,15 @@ export function afterPick(health: readonly SourceHealth[], name: string, now: nu
 
 /**
  * The health once a try on `name`, begun at `startedAt`, failed at `now`:
- * one failure more and a longer backoff, unless the try began before its
- * last counted failure (the same outage, counted already).
+ * one failure more and a longer backoff (scaled by `random`, as
+ * `retryDelay` does), unless the try began before its last counted failure
+ * (the same outage, counted already).
+ *
+ * A last-resort try (every other source refused or spent) that fails while
+ * a probe runs ends the probe's mark too: the probe's own answer then comes
+ * from a try begun before this counted failure, so it changes nothing, and
+ * the next probe waits for the new, longer backoff. At most one probe more
+ * per backoff, on a source already failing: kept simple on purpose.
  */
 export function afterFailure(
   assigned: readonly NamedSource[],
@@ -126,11 +141,12 @@ export function afterFailure(
   startedAt: number,
   now: number,
   policy: BackoffPolicy = SOURCE_BACKOFF,
+  random: () => number = NO_JITTER,
 ): SourceHealth[] {
   const kept = keepAssigned(assigned, health);
   const h = kept.find((x) => x.name === name);
   if (h !== undefined && startedAt <= h.at) return kept;
-  return [...kept.filter((x) => x.name !== name), failure(h, name, now, policy)];
+  return [...kept.filter((x) => x.name !== name), failure(h, name, now, policy, random)];
 }
 
 function failure(
@@ -138,9 +154,11 @@ function failure(
   name: string,
   now: number,
   policy: BackoffPolicy,
+  random: () => number,
 ): SourceHealth {
   const failures = (h?.failures ?? 0) + 1;
-  return { name, failures, at: now, until: now + backoffDelay(failures, policy), probing: false };
+  const until = now + retryDelay(failures, policy, random);
+  return { name, failures, at: now, until, probing: false };
 }
 
 /** The health once a try on `name` begun at `startedAt` succeeded: begun after its last failure, it is healthy. */
@@ -178,10 +196,11 @@ export function afterMismatch(
   served: ReadonlySet<string>,
   now: number,
   policy: BackoffPolicy = SOURCE_BACKOFF,
+  random: () => number = NO_JITTER,
 ): SourceHealth[] {
   const kept = keepAssigned(assigned, health);
   const blamed = assigned.filter((s) => served.has(s.name)).map((s) =>
-    failure(kept.find((h) => h.name === s.name), s.name, now, policy)
+    failure(kept.find((h) => h.name === s.name), s.name, now, policy, random)
   );
   return [...kept.filter((h) => !served.has(h.name)), ...blamed];
 }

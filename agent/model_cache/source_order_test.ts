@@ -14,6 +14,7 @@ import {
   afterSuccess,
   keepAssigned,
   nextSource,
+  SOURCE_BACKOFF,
   type SourceHealth,
   sourceOrder,
 } from "./source_order.ts";
@@ -116,6 +117,30 @@ Deno.test("afterFailure: backed off 2 s, doubling per failure in a row to 60 s; 
     down("peer a", 2_000),
     down("hub", 2_010, 1, 10),
   ]);
+});
+
+Deno.test("afterFailure, afterMismatch: the backoff is jittered as retries are, half to all of it", () => {
+  const assigned = named("peer a", "hub");
+  const at = (random: number, failures = 0) =>
+    afterFailure(
+      assigned,
+      failures === 0 ? [] : [down("peer a", 0, failures, 0)],
+      "peer a",
+      1,
+      100,
+      SOURCE_BACKOFF,
+      () => random,
+    )[0].until - 100;
+  assertEquals([at(0), at(0.5), at(0.999)], [1_000, 1_500, 1_999]);
+  assertEquals([at(0, 1), at(0.999, 1)], [2_000, 3_998], "the second failure: 2-4 s");
+  assertEquals(at(0, 9), 30_000, "at most 60 s, at least half of it");
+  const blamed = afterMismatch(assigned, [], new Set(["hub"]), 100, SOURCE_BACKOFF, () => 0);
+  assertEquals(blamed, [down("hub", 1_100, 1, 100)]);
+  // Agents cut by one outage come back spread over the second half of the backoff.
+  const untils = new Set(
+    Array.from({ length: 50 }, (_, i) => at(i / 50)),
+  );
+  assertEquals(untils.size, 50);
 });
 
 Deno.test("afterPick, afterSuccess, afterRelease: one probe after the backoff; a try begun after the failure decides", () => {
