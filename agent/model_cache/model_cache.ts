@@ -48,6 +48,7 @@ import { parseRecord, planChunks } from "./chunk_record.ts";
 import { ChunkSlots } from "./chunk_slots.ts";
 import { InsufficientDiskError } from "./disk_space.ts";
 import { LiveSources, type SourceList } from "./live_sources.ts";
+import { SOURCE_BACKOFF } from "./source_order.ts";
 import { DownloadProgress, type ProgressReport } from "./download_progress.ts";
 import { DEFAULT_STALL_MS } from "./stall_limit.ts";
 import { type Sleep, TokenBucket, unlimited } from "./token_bucket.ts";
@@ -296,8 +297,8 @@ export class ModelCache {
     const stop = new AbortController();
     const both = AbortSignal.any([signal, stop.signal]);
     let first: { error: unknown; file: string } | null = null;
-    // Shared by the snapshot's files (see downloadBlob); backoffs on the cache's clock.
-    const live = new LiveSources(sources, this.#clock);
+    // Shared by the snapshot's files (see downloadBlob); backoffs on the cache's clock, jittered.
+    const live = new LiveSources(sources, this.#clock, SOURCE_BACKOFF, this.#settings.random);
     await Promise.allSettled(
       missing.map((file) =>
         this.#jobs.join({ repo, commit, file }, live, progress, both).catch((error) => {
