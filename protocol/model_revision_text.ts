@@ -10,8 +10,12 @@ import { cutAtWord } from "../text/table.ts";
 import type { ModelHostView, ModelRevisionView } from "./model_admin.ts";
 import { downloadPercent } from "./shard_download.ts";
 
-/** Display columns of a failure's words in a list's cell (`get models`, the dashboard); describe shows them whole. */
-export const WHY_IN_LIST = 120;
+/**
+ * Display columns of a failure's words in a list's cell (`get models`, the
+ * dashboard); describe shows them whole. A hub's answer naming the model, a
+ * full commit and the endpoint fits (about 135), an agent's 4096 do not.
+ */
+export const WHY_IN_LIST = 160;
 
 /** `main@1a2b3c4`; `main@?` while unresolved; `1a2b3c4` when only agents report it; `-` for a path. */
 export function revisionCell(v: ModelRevisionView): string {
