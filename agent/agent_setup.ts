@@ -6,12 +6,18 @@
  *
  * @module
  */
+import { dirname } from "node:path";
 import type { Logger } from "../log/log.ts";
-import { ownerOnlyDir } from "../http/secret_file.ts";
+import { createOwnerOnlyDir, narrowToOwner, octalMode } from "../http/secret_file.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { AgentError, type AgentOptions } from "./agent_options.ts";
-import { AgentTls } from "./agent_tls.ts";
-import { loadOrCreateLocalToken, localTokenPath } from "./credentials.ts";
+import { AgentTls, agentTlsPaths } from "./agent_tls.ts";
+import {
+  loadOrCreateLocalToken,
+  localTokenPath,
+  nodeTokenPath,
+  proxyTokenPath,
+} from "./credentials.ts";
 import { detectMgmt } from "./mgmt_addr.ts";
 
 /** The host-side facts an agent starts from. */
@@ -25,7 +31,8 @@ export interface AgentSetup {
 }
 
 /**
- * Creates the state directory (or narrows it to 0700), prepares TLS, tells the management address
+ * Creates the state directory (0700; an existing wider one is warned about,
+ * never changed), prepares TLS, tells the management address
  * and loads (or creates) the local token. On a failure nothing is left
  * open: TLS material already prepared is released.
  *
@@ -34,11 +41,12 @@ export interface AgentSetup {
  */
 export async function setUpAgent(o: AgentOptions, log: Logger): Promise<AgentSetup> {
   try {
-    Deno.mkdirSync(o.stateDir, { recursive: true, mode: 0o700 });
+    createOwnerOnlyDir(o.stateDir);
   } catch (e) {
     throw new AgentError(`cannot create state directory ${o.stateDir}: ${errorMessage(e)}`);
   }
-  narrowStateDir(o.stateDir, log);
+  warnWideStateDir(o.stateDir, log);
+  narrowOwnEntries(o.stateDir, log);
   let tls: AgentTls | null;
   try {
     tls = await AgentTls.prepare({
@@ -74,27 +82,46 @@ export async function setUpAgent(o: AgentOptions, log: Logger): Promise<AgentSet
 }
 
 /**
- * Makes an existing state directory owner-only (0700), as a new one is
- * created: it holds the node's key, the tokens, and the engines' keys and
- * logs. Narrowed with a warning naming the mode it had; one the agent may
- * not narrow (not its owner) is warned about and used, since every secret
- * in it is an owner-only file or directory of its own (docs/security.md).
+ * Warns when an existing state directory has group or other bits, and
+ * leaves it so: the agent runs as root and may have been given a shared
+ * directory (`/var/lib/llmgw`, the parent of the control plane's and the
+ * gateway's state on a host running both; a home directory), whose other
+ * users would lose their way in. Every secret the agent keeps in it is
+ * owner-only by itself (docs/security.md).
  */
-function narrowStateDir(stateDir: string, log: Logger): void {
+function warnWideStateDir(stateDir: string, log: Logger): void {
+  let mode: number;
   try {
-    const was = ownerOnlyDir(stateDir);
-    if (was === null) return;
-    log.warn(
-      "state directory narrowed to owner-only (0700): it holds keys, tokens and engine logs",
-      {
-        path: stateDir,
-        was: `0${was.toString(8)}`,
-      },
-    );
-  } catch (e) {
-    log.warn(
-      "state directory left as it is: it cannot be narrowed to owner-only (0700); make it so",
-      { path: stateDir, error: errorMessage(e) },
-    );
+    mode = (Deno.statSync(stateDir).mode ?? 0o700) & 0o777;
+  } catch {
+    return; // Created a moment ago; what uses it next says what is wrong.
+  }
+  if ((mode & 0o077) === 0) return;
+  log.warn(
+    "state directory is not owner-only; the agent leaves its mode alone (it may be shared) and keeps " +
+      "its own files in it owner-only; unless other services use it, make it 0700",
+    { path: stateDir, mode: octalMode(mode), fix: `chmod 700 ${stateDir}` },
+  );
+}
+
+/**
+ * The secrets the agent itself keeps in its state directory, owner-only
+ * again where they are not (a state directory copied without its modes,
+ * say): its tokens and its TLS directory. The shards' directory is the
+ * supervisor's (supervisor/shard_dir.ts).
+ */
+function narrowOwnEntries(stateDir: string, log: Logger): void {
+  const own = [
+    dirname(agentTlsPaths(stateDir).key),
+    nodeTokenPath(stateDir),
+    localTokenPath(stateDir),
+    proxyTokenPath(stateDir),
+  ];
+  for (const path of own) {
+    const n = narrowToOwner(path);
+    if (n === null) continue;
+    const fields = { path, was: octalMode(n.was) };
+    if (n.error === null) log.warn("narrowed to owner-only: it holds a secret", fields);
+    else log.warn("cannot narrow to owner-only; make it so", { ...fields, error: n.error });
   }
 }

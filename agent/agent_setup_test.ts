@@ -43,16 +43,36 @@ Deno.test("setUpAgent over http: no TLS and a warning, the management address, o
   }
 });
 
-Deno.test("setUpAgent narrows an existing state directory to 0700 and warns, naming the old mode", async () => {
+Deno.test("setUpAgent leaves an existing wider state directory as it is, warning with its mode and the fix, and narrows its own secrets in it", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_agent_setup_" });
   try {
+    // A shared parent (say /var/lib/llmgw, where the control plane keeps its state too).
     Deno.chmodSync(dir, 0o755);
+    const neighbour = join(dir, "control");
+    Deno.mkdirSync(neighbour, { mode: 0o755 });
+    // Copied in without modes: the agent's own secrets came back 0644 and 0755.
+    Deno.writeTextFileSync(localTokenPath(dir), "local-token-0123456789abcdef\n", { mode: 0o644 });
+    Deno.chmodSync(localTokenPath(dir), 0o644);
+    Deno.mkdirSync(join(dir, "tls"), { mode: 0o755 });
+    Deno.chmodSync(join(dir, "tls"), 0o755);
     const { lines, log } = capture();
-    await setUpAgent(options(dir, { localToken: "given-local-token" }), log);
-    assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o700);
-    const warn = lines.map((l) => JSON.parse(l)).find((l) => l.msg.startsWith("state directory"));
-    assertOk(warn, "the narrowing warned");
-    assertEquals([warn.level, warn.path, warn.was], ["warn", dir, "0755"]);
+    await setUpAgent(options(dir), log);
+    assertEquals((await Deno.stat(dir)).mode! & 0o777, 0o755);
+    assertEquals((await Deno.stat(neighbour)).mode! & 0o777, 0o755);
+    assertEquals((await Deno.stat(localTokenPath(dir))).mode! & 0o777, 0o600);
+    assertEquals((await Deno.stat(join(dir, "tls"))).mode! & 0o777, 0o700);
+    const logged = lines.map((l) => JSON.parse(l));
+    const warn = logged.find((l) => l.msg.startsWith("state directory"));
+    assertOk(warn, "the wide directory warned");
+    assertEquals([warn.level, warn.path, warn.mode, warn.fix], [
+      "warn",
+      dir,
+      "0755",
+      `chmod 700 ${dir}`,
+    ]);
+    const narrowed = logged.filter((l) => l.msg.startsWith("narrowed")).map((l) => [l.path, l.was]);
+    assertEquals(narrowed, [[join(dir, "tls"), "0755"], [localTokenPath(dir), "0644"]]);
+    assertEquals(lines.some((l) => l.includes("local-token-0123456789abcdef")), false);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

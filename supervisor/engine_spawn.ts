@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { ENGINE_KEY_CONFIG_FILE } from "../engines/api_key.ts";
 import type { EngineApiKey } from "../engines/types.ts";
 import {
-  ownerOnlyDir,
+  createOwnerOnlyDir,
   randomSecret,
   readSecretFile,
   writeSecretFile,
@@ -61,7 +61,7 @@ export function engineKey(dir: string, create: boolean): string | null {
   // started with it; one taking it from the environment (vLLM) only misses
   // its compile cache once.
   if (stored !== null && !stored.startsWith("-")) return stored;
-  ownerOnlyDir(dir);
+  createOwnerOnlyDir(dir);
   const key = `ek-${randomSecret()}`;
   writeSecretFile(path, key + "\n");
   return key;

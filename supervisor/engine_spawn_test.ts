@@ -16,7 +16,8 @@ function withDir(fn: (dir: string) => Promise<void> | void): Promise<void> {
 
 Deno.test("engineKey: never starts with '-', is kept across calls, and replaces a stored '-' key", async () => {
   await withDir((dir) => {
-    for (let i = 0; i < 256; i++) {
+    // The 'ek-' prefix is what keeps a key off '-'; a few keys show it, kept and owner-only.
+    for (let i = 0; i < 8; i++) {
       const shard = join(dir, `s${i}`);
       const key = engineKey(shard, true)!;
       assertOk(!key.startsWith("-") && /^[\x21-\x7e]{40,}$/.test(key), key.slice(0, 3));
@@ -40,7 +41,11 @@ Deno.test("engineKey: never starts with '-', is kept across calls, and replaces 
   });
 });
 
-Deno.test("spawnEngine creates the log 0600; the engine itself keeps the agent's umask", async () => {
+Deno.test({
+  name: "spawnEngine creates the log 0600; the engine itself keeps the agent's umask",
+  // Under a umask of 077 a leaked umask looks the same as the agent's: the test could not fail.
+  ignore: Deno.umask() === 0o077,
+}, async () => {
   await withDir(async (dir) => {
     const log = join(dir, "engine.log");
     const made = join(dir, "made_by_engine");

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { narrowToOwner } from "../http/secret_file.ts";
 import { LogFollower, rotateIfLarge } from "./log_file.ts";
 import { LogTail, type LogTailLimits } from "./log_tail.ts";
 import { isProbeLine } from "./probe_lines.ts";
@@ -50,12 +51,7 @@ export class ShardLog {
     } catch {
       Deno.writeTextFileSync(path, "", { mode: 0o600 });
     }
-    try {
-      // Owner-only, an older agent's too: SGLang prints its key there.
-      Deno.chmodSync(path, 0o600);
-    } catch {
-      // Its directory is owner-only already (spawnRun).
-    }
+    this.#ownerOnly(path);
     this.follow(path, size);
   }
 
@@ -70,8 +66,19 @@ export class ShardLog {
     } catch {
       // No log: nothing to show.
     }
+    this.#ownerOnly(path);
     this.follow(path, Math.max(0, size - bytes));
     this.read();
+  }
+
+  /**
+   * The log and its rotated copies owner-only (0600), an older agent's too:
+   * SGLang prints its key there. One that cannot be narrowed sits in the
+   * shard's directory, which is owner-only or warned about (shard_dir.ts).
+   */
+  #ownerOnly(path: string): void {
+    narrowToOwner(path);
+    for (let i = 1; i <= this.#o.keep; i++) narrowToOwner(`${path}.${i}`);
   }
 
   /** Reads what the file gained since the last read into the tail. */

@@ -79,3 +79,28 @@ Deno.test("ShardLog: llmgw's probe lines stay in the file, out of the tail, and 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("ShardLog: an adopted run's log and its rotated copies, an older agent's 0644, are narrowed to 0600", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "llmgw-shard-log-" });
+  try {
+    const path = join(dir, "engine.log");
+    for (const p of [path, `${path}.1`, `${path}.2`]) {
+      Deno.writeTextFileSync(p, "server_args=ServerArgs(api_key='k')\n");
+      Deno.chmodSync(p, 0o644);
+    }
+    const log = new ShardLog({
+      tailLimits: { maxLines: 10, maxBytes: 1_000 },
+      maxBytes: 1_000_000,
+      keep: 2,
+      scrub: (t) => t.replaceAll("'k'", "***"),
+      onLine: () => {},
+    });
+    log.followRecent(path, 1_000);
+    for (const p of [path, `${path}.1`, `${path}.2`]) {
+      assertEquals(Deno.statSync(p).mode! & 0o777, 0o600, p);
+    }
+    assertEquals(log.last(1), ["server_args=ServerArgs(api_key=***)"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -7,7 +7,7 @@
  * @module
  */
 import { EngineApiKeyError, withApiKey } from "../engines/api_key.ts";
-import { ownerOnlyDir, writeSecretFile } from "../http/secret_file.ts";
+import { writeSecretFile } from "../http/secret_file.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { withPorts } from "../engines/port_block.ts";
 import type { ShardSpec } from "../engines/types.ts";
@@ -18,6 +18,7 @@ import { engineEnv } from "./engine_env.ts";
 import { EngineProcess } from "./engine_process.ts";
 import { engineKey } from "./engine_spawn.ts";
 import { exitReason } from "./process_end.ts";
+import { prepareShardDir } from "./shard_dir.ts";
 import type { ExitStatus } from "./shard_machine.ts";
 import { takeBlock } from "./shard_ports.ts";
 import type { DesiredShard, ResolvedOptions } from "./types.ts";
@@ -107,16 +108,17 @@ export function spawnRun(
   }
   let command = spec.command;
   let key: string | null = null;
+  let modeWarning: string | null;
   try {
-    // Owner-only (0700, an older agent's narrowed): the engine's log (SGLang
-    // prints its key there), pid file and key file live in it.
-    ownerOnlyDir(paths.dir);
+    modeWarning = prepareShardDir(paths.dir, opts.chmod);
   } catch (e) {
     return {
-      reason: `cannot prepare the shard's directory: ${errorMessage(e)}`,
+      reason: `cannot create the shard's directory: ${errorMessage(e)}`,
       kind: "restartable",
     };
   }
+  // Said, and the start goes on: its key and pid files are 0600 by themselves.
+  if (modeWarning !== null) tell(opts, desired.id, modeWarning);
   follow();
   if (spec.api_key !== undefined && launch.rank === 0) {
     // The second lock: the engine answers only callers with its key, and
@@ -129,13 +131,12 @@ export function spawnRun(
       // path): never through whatever the path holds now.
       if (keyed.file !== null) writeSecretFile(keyed.file.path, keyed.file.text);
     } catch (e) {
-      // Either names the path or the rule, never the key.
-      return {
-        reason: e instanceof EngineApiKeyError
-          ? errorMessage(e)
-          : `cannot write the engine key file: ${errorMessage(e)}`,
-        kind: "restartable",
-      };
+      // Either names the path or the rule, never the key. A key the rule
+      // refuses would be refused again; a file that cannot be written may be
+      // written on a later try.
+      return e instanceof EngineApiKeyError
+        ? { reason: errorMessage(e), kind: "permanent" }
+        : { reason: `cannot prepare the engine key: ${errorMessage(e)}`, kind: "restartable" };
     }
   }
   const argv = command.argv;
@@ -162,6 +163,15 @@ export function spawnRun(
       reason: `cannot spawn ${argv[0]}: ${errorMessage(e)}`,
       kind: "restartable",
     };
+  }
+}
+
+/** A file-mode warning as the supervisor's event; a broken listener must not break the start. */
+function tell(opts: ResolvedOptions, shard: string, message: string): void {
+  try {
+    opts.onEvent({ at: opts.clock.now(), shard, kind: "file_mode", message });
+  } catch {
+    // Supervision goes on.
   }
 }
 

@@ -8,13 +8,14 @@
  */
 import { compareNatural } from "../text/natural_order.ts";
 import { join } from "node:path";
-import { ownerOnlyDir } from "../http/secret_file.ts";
+import { createOwnerOnlyDir, narrowToOwner } from "../http/secret_file.ts";
 import type { ShardSpec } from "../engines/types.ts";
 import { DEFAULT_BACKOFF } from "./backoff.ts";
 import { DEFAULT_CRASH_LOOP_LIMIT } from "./crash_loop.ts";
 import { DEFAULT_TAIL_LIMITS } from "./log_tail.ts";
 import { checkFingerprint, desiredLaunchOf, readPidFile } from "./pid_file.ts";
 import { DEFAULT_PORT_RANGE, isPortFree, PortAllocator } from "./port_allocator.ts";
+import { modeWarning, PID_FILE, tidyShardDir } from "./shard_dir.ts";
 import { ShardRunner } from "./shard_runner.ts";
 import { systemClock } from "../time/clock.ts";
 import { errorMessage } from "../text/error_message.ts";
@@ -59,6 +60,7 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
     onColdStart: opts.onColdStart ?? (() => {}),
     models: opts.models ?? null,
     clock: opts.clock ?? systemClock,
+    chmod: opts.chmod ?? Deno.chmodSync,
   };
 }
 
@@ -109,27 +111,28 @@ export class Supervisor {
 
   #paths(id: string) {
     const dir = join(this.#opts.stateDir, "shards", shardDirName(id));
-    return { dir, pidFile: join(dir, "pid.json"), log: join(dir, "engine.log") };
+    return { dir, pidFile: join(dir, PID_FILE), log: join(dir, "engine.log") };
   }
 
   /**
    * Adopts the engines a previous agent left running (design §9.2), then starts
    * the loop. A pid file whose process no longer matches its fingerprint is
    * refused with an event saying why, and removed: its pid belongs to someone
-   * else now.
+   * else now. The shards' directories are made owner-only (shard_dir.ts);
+   * one that cannot be is warned about, never a reason not to start.
+   *
+   * @throws {Error} When the shards' directory cannot be created or read.
    */
   async start(): Promise<void> {
     const root = join(this.#opts.stateDir, "shards");
-    ownerOnlyDir(root);
+    createOwnerOnlyDir(root);
+    this.#warnMode(null, modeWarning(root, narrowToOwner(root, this.#opts.chmod)));
     for (const entry of Deno.readDirSync(root)) {
       if (!entry.isDirectory) continue;
-      try {
-        // An older agent's was 0755, and its engine's log may hold the key.
-        ownerOnlyDir(join(root, entry.name));
-      } catch {
-        // The shard's next start refuses it, saying why (spawnRun).
+      for (const w of tidyShardDir(join(root, entry.name), this.#opts.chmod)) {
+        this.#warnMode(entry.name, w);
       }
-      const pidFile = join(root, entry.name, "pid.json");
+      const pidFile = join(root, entry.name, PID_FILE);
       const read = readPidFile(pidFile);
       if ("error" in read) {
         if (read.error !== "missing") this.#refuse(entry.name, `pid file ${read.error}`, pidFile);
@@ -168,6 +171,10 @@ export class Supervisor {
     }
     this.#running = true;
     this.#schedule();
+  }
+
+  #warnMode(shard: string | null, warning: string | null): void {
+    if (warning !== null) this.#emit({ shard, kind: "file_mode", message: warning });
   }
 
   #refuse(shard: string, why: string, pidFile: string): void {

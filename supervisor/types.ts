@@ -11,6 +11,7 @@ import type { LogTailLimits } from "./log_tail.ts";
 import type { Clock } from "../time/clock.ts";
 import type { ColdStartReceipt } from "../protocol/cold_start_receipt.ts";
 import type { ModelFetcher } from "./model_fetcher.ts";
+import type { Chmod } from "../http/secret_file.ts";
 
 /**
  * A shard's state (design §9.3): `pending → starting → loading → ready`, plus
@@ -71,6 +72,7 @@ export interface SupervisorEvent {
     | "stopped"
     | "log_rotated"
     | "port_held"
+    | "file_mode"
     | "download";
   /** In words. */
   message: string;
@@ -133,6 +135,8 @@ export interface SupervisorOptions {
    * absent: shards start at once from the launch's `model`.
    */
   models?: ModelFetcher | null;
+  /** Changes a path's mode (the shards' directories); tests make it fail. Default Deno.chmodSync. */
+  chmod?: Chmod;
 }
 
 /** Options with every default filled in. */

@@ -422,7 +422,7 @@ Deno.test("SGLang's key file cannot be written: a restartable failure without th
       );
       const key = Deno.readTextFileSync(paths.stored).trim();
       assertEquals(failed.last_failure!.permanent, false);
-      assertStringIncludes(failed.last_failure!.reason, "cannot write the engine key file");
+      assertStringIncludes(failed.last_failure!.reason, "cannot prepare the engine key");
       assertOk(!failed.last_failure!.reason.includes(key), "the reason holds no key");
       assertEquals(
         [...Deno.readDirSync(paths.dir)].filter((e) => e.name.includes(".tmp-")),

@@ -334,3 +334,31 @@ Deno.test("an adopted shard that serves no HTTP is ready at the new supervisor's
     await Deno.remove(stateDir, { recursive: true });
   }
 });
+
+Deno.test("shard directories that cannot be narrowed are warned about; the agent starts and the shard runs", async () => {
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_supervisor_test_" });
+  try {
+    // An older agent's 0755 directories, on a file system (or owner) that refuses chmod.
+    const root = join(stateDir, "shards");
+    Deno.mkdirSync(join(root, "s"), { recursive: true });
+    for (const dir of [root, join(root, "s")]) Deno.chmodSync(dir, 0o755);
+    Deno.writeTextFileSync(join(root, "s", "pid.json.tmp"), "{}\n");
+    const chmod = () => {
+      // Tests run as root, where a real EPERM is hard to get.
+      throw new Deno.errors.PermissionDenied("Operation not permitted (os error 1)");
+    };
+    await withSupervisor(shellEngine("exec sleep 300"), { stateDir, chmod }, async (sup, ctx) => {
+      const warned = () => ctx.events.filter((e) => e.kind === "file_mode");
+      assertEquals(warned().map((e) => e.shard), [null, "s"]);
+      assertStringIncludes(warned()[0].message, `${root} is 0755 and cannot be narrowed to 0700`);
+      assertEquals([...Deno.readDirSync(join(root, "s"))].map((e) => e.name), []);
+      await sup.reconcile([{ id: "s", engine: "test", launch: launch("s") }]);
+      await shardReaches(sup, "s", inState("ready"), ctx.cleanup, "ready despite the mode");
+      // The start said so too, and went on.
+      assertEquals(warned().map((e) => e.shard), [null, "s", "s"]);
+      assertEquals(Deno.statSync(join(root, "s")).mode! & 0o777, 0o755);
+    });
+  } finally {
+    await Deno.remove(stateDir, { recursive: true });
+  }
+});
