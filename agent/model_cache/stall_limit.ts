@@ -56,6 +56,9 @@ export async function* stallLimited(
   stalled: () => string,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   const stop = new AbortController();
+  // One listener per try, not a combined signal per piece: a 140 GB file is millions of pieces.
+  const wait = new Waits(limit, signal, stalled);
+  signal.addEventListener("abort", wait.wake, { once: true });
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   try {
     const opening = open(AbortSignal.any([signal, stop.signal]));
@@ -63,35 +66,55 @@ export async function* stallLimited(
     opening.then(async (s) => {
       if (reader === null && stop.signal.aborted) await s.cancel();
     }).catch(() => {});
-    reader = (await within(opening, limit, signal, stalled)).getReader();
+    reader = (await wait.within(opening)).getReader();
     for (;;) {
-      const { done, value } = await within(reader.read(), limit, signal, stalled);
+      const { done, value } = await wait.within(reader.read());
       if (done) return;
       yield value;
     }
   } finally {
+    signal.removeEventListener("abort", wait.wake);
     stop.abort();
     reader?.cancel().catch(() => {});
   }
 }
 
-/** `work`, or a {@link SourceStalledError} once `limit` passes first (the signal's reason once it aborts). */
-async function within<T>(
-  work: Promise<T>,
-  limit: StallLimit,
-  signal: AbortSignal,
-  stalled: () => string,
-): Promise<T> {
-  // The work left behind settles later; its rejection is nobody's.
-  work.catch(() => {});
-  const settled = new AbortController();
-  const timer = limit.sleep(limit.ms, AbortSignal.any([signal, settled.signal])).then(() => {
-    if (settled.signal.aborted) return work;
-    throw signal.aborted ? signal.reason : new SourceStalledError(stalled());
-  });
-  try {
-    return await Promise.race([work, timer]);
-  } finally {
-    settled.abort();
+/** A try's waits on its source, one at a time, each bounded by the limit. */
+class Waits {
+  readonly #limit: StallLimit;
+  readonly #signal: AbortSignal;
+  readonly #stalled: () => string;
+  /** Ends the current wait's timer. */
+  #timer: AbortController | null = null;
+
+  constructor(limit: StallLimit, signal: AbortSignal, stalled: () => string) {
+    this.#limit = limit;
+    this.#signal = signal;
+    this.#stalled = stalled;
+  }
+
+  /** The try is stopped: the current wait ends with the signal's reason. */
+  readonly wake = (): void => this.#timer?.abort();
+
+  /** `work`, or a {@link SourceStalledError} once the limit passes first (the signal's reason once it aborts). */
+  async within<T>(work: Promise<T>): Promise<T> {
+    // The work left behind settles later; its rejection is nobody's.
+    work.catch(() => {});
+    const settled = new AbortController();
+    this.#timer = settled;
+    const signal = this.#signal;
+    const timer =
+      (signal.aborted ? Promise.resolve() : this.#limit.sleep(this.#limit.ms, settled.signal))
+        .then(() => {
+          if (signal.aborted) throw signal.reason;
+          if (settled.signal.aborted) return work;
+          throw new SourceStalledError(this.#stalled());
+        });
+    try {
+      return await Promise.race([work, timer]);
+    } finally {
+      this.#timer = null;
+      settled.abort();
+    }
   }
 }
