@@ -43,6 +43,11 @@ export function spawnEngine(
   }).spawn();
 }
 
+/** Where a shard's engine key is kept: `engine_key` in its directory (0600). */
+export function engineKeyPath(dir: string): string {
+  return join(dir, "engine_key");
+}
+
 /**
  * The shard's engine key, kept in its directory (owner-only) so restarts
  * and a restarted agent use the same one: vLLM hashes its key into its
@@ -53,7 +58,7 @@ export function spawnEngine(
  * that argument) would fail the engine's start for good.
  */
 export function engineKey(dir: string, create: boolean): string | null {
-  const path = join(dir, "engine_key");
+  const path = engineKeyPath(dir);
   const stored = readSecretFile(path);
   if (!create) return stored;
   // An older agent's key starting with `-` (one in 64) is replaced. That is

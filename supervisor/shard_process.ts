@@ -16,7 +16,7 @@ import { argumentRefusal } from "./argument_refusal.ts";
 import type { FailureKind } from "./crash_loop.ts";
 import { engineEnv } from "./engine_env.ts";
 import { EngineProcess } from "./engine_process.ts";
-import { engineKey } from "./engine_spawn.ts";
+import { engineKey, engineKeyPath } from "./engine_spawn.ts";
 import { exitReason } from "./process_end.ts";
 import { prepareShardDir } from "./shard_dir.ts";
 import type { ExitStatus } from "./shard_machine.ts";
@@ -135,7 +135,12 @@ export function spawnRun(
       // refuses would be refused again; a file that cannot be written may be
       // written on a later try.
       return e instanceof EngineApiKeyError
-        ? { reason: errorMessage(e), kind: "permanent" }
+        ? {
+          reason: `${errorMessage(e)} (the key stored in ${
+            engineKeyPath(paths.dir)
+          }: remove it and the shard's next start makes a new one)`,
+          kind: "permanent",
+        }
         : { reason: `cannot prepare the engine key: ${errorMessage(e)}`, kind: "restartable" };
     }
   }
