@@ -89,33 +89,65 @@ function flagHit(arg: string, flags: readonly string[]): string | undefined {
 }
 
 /**
- * Flags engines take a key in, for scrubbing a command line llmgw did not
- * build: vLLM's and SGLang's `--api-key`, SGLang's `--admin-api-key`
- * (engine reference §6). An exec plugin's own key flag is not known here.
+ * Flags engines take a secret in, for scrubbing a command line llmgw did
+ * not build, and how many values each takes: vLLM's and SGLang's
+ * `--api-key` (vLLM takes several), SGLang's `--admin-api-key` (engine
+ * reference §6), and vLLM's `--hf-token` (`nargs='?'`: one value, or none
+ * for the token `hf auth login` stored). An exec plugin's own key flag is
+ * not known here.
  */
-const KNOWN_KEY_FLAGS: readonly string[] = ["--api-key", "--admin-api-key"];
+const KNOWN_KEY_FLAGS: ReadonlyMap<string, number> = new Map([
+  ["--api-key", Infinity],
+  ["--admin-api-key", Infinity],
+  ["--hf-token", 1],
+]);
+
+/** How many values after `name` are a secret: 0 when it is no known key flag. */
+function keyFlagValues(name: string): number {
+  const hit = flagHit(name.replaceAll("_", "-"), [...KNOWN_KEY_FLAGS.keys()]);
+  return hit === undefined ? 0 : KNOWN_KEY_FLAGS.get(hit)!;
+}
 
 /**
  * `argv` with the values of known key flags replaced by `***`, for showing
  * another process's command line (a port's holder, a pid's new owner):
  * `--api-key K`, every value after it up to the next option (vLLM takes
  * several keys), `--api-key=K`, `_` spellings and argparse abbreviations.
+ * An argument holding a whole shell command (`sh -c "vllm serve … --api-key
+ * K"`, as Ray's workers are started) has its words scrubbed alike.
  */
 export function scrubKeyArgs(argv: readonly string[]): string[] {
   const out: string[] = [];
-  let values = false;
+  let left = 0; // values still to hide after a key flag
   for (const arg of argv) {
-    if (values && !arg.startsWith("-")) {
+    if (left > 0 && arg !== "" && !arg.startsWith("-")) {
       out.push("***");
+      left--;
+      continue;
+    }
+    left = 0;
+    if (/\s/.test(arg)) {
+      out.push(scrubWords(arg));
       continue;
     }
     const eq = arg.indexOf("=");
     const name = eq < 0 ? arg : arg.slice(0, eq);
-    values = flagHit(name.replaceAll("_", "-"), KNOWN_KEY_FLAGS) !== undefined;
-    out.push(values && eq >= 0 ? `${name}=***` : arg);
-    if (eq >= 0) values = false;
+    const values = keyFlagValues(name);
+    if (values > 0 && eq >= 0) {
+      out.push(`${name}=***`);
+      continue;
+    }
+    out.push(arg);
+    left = values;
   }
   return out;
+}
+
+/** One argument holding several words (a shell command): each word scrubbed, the spacing kept. */
+function scrubWords(arg: string): string {
+  const parts = arg.split(/(\s+)/); // words at even indices, the whitespace between at odd
+  const words = scrubKeyArgs(parts.filter((_, i) => i % 2 === 0));
+  return parts.map((p, i) => i % 2 === 0 ? words[i / 2] : p).join("");
 }
 
 /** A file to write before the spawn: owner-only (0600), created fresh. Its text holds the key. */

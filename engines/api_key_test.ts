@@ -223,6 +223,28 @@ Deno.test("scrubKeyArgs hides the values of known key flags in any spelling, and
       "v",
       "--api-key",
     ]],
+    // vLLM's Hugging Face token: one value, or none (the stored login).
+    [["vllm", "serve", "--hf-token", "hf_x", "m"], ["vllm", "serve", "--hf-token", "***", "m"]],
+    [["vllm", "--hf_token=hf_x", "--hf-token", "--port", "1"], [
+      "vllm",
+      "--hf_token=***",
+      "--hf-token",
+      "--port",
+      "1",
+    ]],
+    // A whole command in one argument (Ray's workers: sh -c "…"), its spacing kept.
+    [["sh", "-c", "vllm serve m --api-key k1 k2  --hf-token=hf_x --port 1"], [
+      "sh",
+      "-c",
+      "vllm serve m --api-key *** ***  --hf-token=*** --port 1",
+    ]],
+    [["sh", "-c", "exec sglang --admin_api_key\ta1\n"], [
+      "sh",
+      "-c",
+      "exec sglang --admin_api_key\t***\n",
+    ]],
+    // A value with a space is one value.
+    [["x", "--api-key", "a b", "m"], ["x", "--api-key", "***", "***"]],
   ];
   for (const [argv, want] of cases) assertEquals(scrubKeyArgs(argv), want, argv.join(" "));
 });
