@@ -30,6 +30,15 @@ export interface FlagSpec {
   choices?: readonly string[];
   /** argparse's `required=True`. */
   required?: boolean;
+  /**
+   * The Python class of its argparse action where it is not its kind's own
+   * (`_StoreAction`, `_StoreTrueAction`, `BooleanOptionalAction`): SGLang's
+   * deprecated flags, e.g. `DeprecatedStoreTrueAction`. Parsed as its kind;
+   * SGLang's `--config` file refuses it (fake_engine_config_file.ts).
+   */
+  action?: string;
+  /** argparse's `dest` where it is not the first long name's (`--x-y` → `x_y`). */
+  dest?: string;
 }
 
 /** A parsed value: a string, true/false for booleans, a list for `multi`. */

@@ -14,13 +14,12 @@
  * `--config=PATH` or an abbreviation of `--config`, which real SGLang's
  * argparse takes and then ignores (the merge looks for the literal token).
  *
- * One leniency is left: real SGLang refuses ("Unsupported config option")
- * a key whose flag has any action but store or store_true, its custom and
- * deprecated actions included (e.g. main's hand-registered
- * `--disable-cuda-graph`). The fake's flag table does not record those
- * actions, so it refuses only `BooleanOptionalAction` flags and passes such
- * keys on. llmgw writes only `api-key`, a plain store flag, so nothing
- * llmgw does rests on it; a test of such a key must not trust the fake.
+ * A key whose flag's argparse action is neither store nor store_true is
+ * refused as SGLang refuses it ("Unsupported config option"), from the
+ * actions the fake's flag table records (fake_engine_flags.ts: its
+ * BooleanOptionalAction flags and SGLang's deprecated ones). Like SGLang,
+ * it looks the key up by each flag's `dest` only: `cuda-graph-max-bs`
+ * (dest `cuda_graph_max_bs_decode`) is passed on to argparse, which takes it.
  *
  * @module
  */
@@ -185,10 +184,20 @@ function unquote(token: string): string {
   return token.startsWith('"') ? token.slice(1, -1).replace(/\\(["\\])/g, "$1") : token;
 }
 
-/** argparse's `dest` of a flag: its first long name, dashes as underscores. */
+/** argparse's `dest` of a flag: the table's, else its first long name, dashes as underscores. */
 function dest(spec: FlagSpec): string {
-  return spec.names[0].replace(/^-+/, "").replaceAll("-", "_");
+  return spec.dest ?? spec.names[0].replace(/^-+/, "").replaceAll("-", "_");
 }
+
+/** The Python class of a flag's argparse action. */
+function actionOf(spec: FlagSpec): string {
+  if (spec.action !== undefined) return spec.action;
+  if (spec.kind === "store_true") return "_StoreTrueAction";
+  return spec.kind === "bool_optional" ? "BooleanOptionalAction" : "_StoreAction"; // nargs="+" too
+}
+
+/** The actions SGLang's config merge handles; it refuses a key of any other. */
+const MERGED_ACTIONS: ReadonlySet<string> = new Set(["_StoreAction", "_StoreTrueAction"]);
 
 /**
  * The file's values as arguments, in its order, as SGLang's
@@ -201,12 +210,11 @@ function configArgs(config: Map<string, ConfigValue>, specs: readonly FlagSpec[]
   for (const [key, value] of config) {
     const norm = key.replaceAll("-", "_");
     const spec = specs.find((s) => dest(s) === norm);
-    if (spec?.kind === "bool_optional") {
-      throw new ConfigError(
-        `Unsupported config option '${norm}' with action 'BooleanOptionalAction'`,
-      );
+    const action = spec === undefined ? null : actionOf(spec);
+    if (action !== null && !MERGED_ACTIONS.has(action) && !spec!.names.includes("--config")) {
+      throw new ConfigError(`Unsupported config option '${norm}' with action '${action}'`);
     }
-    if (typeof value === "boolean" && spec?.kind === "store_true") {
+    if (typeof value === "boolean" && action === "_StoreTrueAction") {
       if (value) args.push(`--${key}`);
     } else {
       args.push(`--${key}`, String(value));

@@ -81,6 +81,12 @@ Deno.test("the file's values come first and the command line wins; argv keeps on
   assertEquals(parse(["--config", "/s/n.yaml"], { "/s/n.yaml": 'api-key: "123"\n' }).api_keys, [
     "123",
   ]);
+  // SGLang looks a key's action up by dest only: a deprecated alias storing under another
+  // dest (`--cuda-graph-max-bs`, dest cuda_graph_max_bs_decode) reaches argparse, which takes it.
+  assertEquals(
+    parse(["--config", "/s/m.yaml"], { "/s/m.yaml": 'cuda-graph-max-bs: "8"\n' }).api_keys,
+    [],
+  );
   // An argparse abbreviation as the file's key works as it would on the command line.
   assertEquals(parse(["--config", "/s/a.yaml"], { "/s/a.yaml": 'api-k: "k"\n' }).api_keys, ["k"]);
 });
@@ -131,6 +137,19 @@ Deno.test("refusals: SGLang's own messages, argparse's, and the fake's stricter 
       "UsageError",
       "argument --port: invalid int value: 'eighty'",
     ]],
+    // A flag whose action is neither store nor store_true (SGLang main's deprecated ones).
+    [["--config", "/s/g.yaml"], { "/s/g.yaml": "disable-cuda-graph: true\n" }, [
+      "ValueError",
+      "Unsupported config option 'disable_cuda_graph' with action 'DeprecatedStoreTrueAction'",
+    ]],
+    [
+      ["--config", "/s/g.yaml"],
+      { "/s/g.yaml": "enable-metrics: true\ndisable_cuda_graph: true\n" },
+      [
+        "ValueError",
+        "Unsupported config option 'disable_cuda_graph' with action 'DeprecatedStoreTrueAction'",
+      ],
+    ],
     // Before 0.5.3 SGLang has no --config.
     [
       ["--config", "/s/k.yaml"],

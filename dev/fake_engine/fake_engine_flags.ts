@@ -215,8 +215,14 @@ export const SGLANG_FLAGS: readonly FlagSpec[] = [
   v(["--log-level"]),
   v(["--log-level-http"]),
   flag(["--log-requests"]),
-  flag(["--disable-cuda-graph"]),
-  v(["--cuda-graph-max-bs"], "int"),
+  // Deprecated on SGLang main, registered by hand with actions of its own
+  // (server_args.py `add_cli_args`, sglang 49cba380): parsed as before, refused in --config.
+  { ...flag(["--disable-cuda-graph"]), action: "DeprecatedStoreTrueAction" },
+  {
+    ...v(["--cuda-graph-max-bs"], "int"),
+    action: "DeprecatedAliasStoreAction",
+    dest: "cuda_graph_max_bs_decode",
+  },
   flag(["--enable-dp-attention"]),
   v(["--load-balance-method"]),
   v(["--attention-backend"]),
