@@ -12,7 +12,7 @@
  */
 import type { EngineRegistry } from "../engines/registry.ts";
 import type { Logger } from "../log/log.ts";
-import { Supervisor } from "../supervisor/supervisor.ts";
+import { logEvent, Supervisor } from "../supervisor/supervisor.ts";
 import { DEFAULT_PORT_RANGE, PortAllocator } from "../supervisor/port_allocator.ts";
 import { errorMessage } from "../text/error_message.ts";
 import { AgentError, type AgentOptions } from "./agent_options.ts";
@@ -100,7 +100,7 @@ export async function startSupervisor(a: AgentSupervisorOptions): Promise<Starte
       models: a.models?.fetcher,
       stateDir: o.stateDir,
       ports: new PortAllocator(o.ports ?? DEFAULT_PORT_RANGE),
-      onEvent: (e) => a.supervisorLog.info(e.message, { shard: e.shard, kind: e.kind, at: e.at }),
+      onEvent: logEvent(a.supervisorLog),
       onReady: (_shard, afterMs) => {
         a.timings.timeToReady = observeTimeToReady(a.timings.timeToReady, afterMs / 1000);
       },

@@ -64,9 +64,17 @@ export function resolveOptions(opts: SupervisorOptions): ResolvedOptions {
   };
 }
 
-/** Writes each event as the agent does: one JSON line, its message as `msg`. */
-function logEvent(log: Logger): (e: SupervisorEvent) => void {
-  return (e) => log.info(e.message, { shard: e.shard, kind: e.kind, at: e.at });
+/**
+ * Writes each event as one JSON line, its message as `msg`: a warning for a
+ * path left wider than owner-only (`file_mode`), which wants the operator.
+ */
+export function logEvent(log: Logger): (e: SupervisorEvent) => void {
+  return (e) =>
+    log.log(e.kind === "file_mode" ? "warn" : "info", e.message, {
+      shard: e.shard,
+      kind: e.kind,
+      at: e.at,
+    });
 }
 
 /** A stable hash of what a shard runs: a changed launch means a new process. */
