@@ -4,7 +4,8 @@
  * peers the control plane assigns, asked with the node certificate
  * (agent/assigned_sources.ts, TLS only: without it the hub alone); and the
  * peer server through which the local API lends this host's cached bytes to
- * the cluster's other agents (agent/peer_server.ts). An agent without
+ * the cluster's other agents (agent/peer_server.ts), the chunks it is
+ * writing streamed as they land (one WrittenChunks shared by both). An agent without
  * `--model-cache` has none of it.
  *
  * @module
@@ -16,6 +17,7 @@ import { type AgentModelOptions, type AgentModels, agentModels } from "./agent_m
 import { AssignedSources, nodeCertificateFetch } from "./assigned_sources.ts";
 import { CacheLayout } from "./model_cache/cache_layout.ts";
 import { PeerServer } from "./peer_server.ts";
+import { WrittenChunks } from "./model_cache/written_chunks.ts";
 
 /** What {@link AgentModelWiring} is built from. */
 export interface AgentModelWiringOptions {
@@ -46,9 +48,12 @@ export class AgentModelWiring {
     const m = o.models;
     this.#peerFetch = m === undefined || o.tls === null ? null : nodeCertificateFetch(o.tls);
     const assigned = this.#peerFetch && new AssignedSources(this.#peerFetch.fetch);
+    // One view shared by the cache that writes chunks and the server that streams them.
+    const written = new WrittenChunks();
     this.models = m === undefined ? null : agentModels(
-      assigned === null ? m : {
+      assigned === null ? { ...m, written } : {
         ...m,
+        written,
         sources: (model, commit, hub) => {
           // The state being reconciled: its shards' fetches start during the reconcile.
           // Asked again for every chunk, so a new plan reaches a download under way.
@@ -62,7 +67,7 @@ export class AgentModelWiring {
     );
     this.peer = m === undefined
       ? undefined
-      : new PeerServer({ layout: new CacheLayout(m.cache.root) });
+      : new PeerServer({ layout: new CacheLayout(m.cache.root), written });
   }
 
   /**

@@ -18,6 +18,7 @@ import { CacheModelFetcher, type ModelFetchOptions } from "./model_fetch.ts";
 import { ModelCacheReporter, type ModelCacheReporterOptions } from "./model_cache_report.ts";
 import { systemClock } from "../time/clock.ts";
 import { ModelPuller } from "./model_pulls.ts";
+import type { WrittenChunks } from "./model_cache/written_chunks.ts";
 
 /** What an agent's model cache is made of (AgentOptions `models`). */
 export interface AgentModelOptions {
@@ -29,6 +30,8 @@ export interface AgentModelOptions {
   fetch?: typeof fetch;
   /** The sources of a model revision besides the hub (the assigned peers, agent/assigned_sources.ts). */
   sources?: ModelFetchOptions["sources"];
+  /** Told each chunk's written bytes, which the peer server streams (written_chunks.ts). */
+  written?: WrittenChunks;
 }
 
 /** The model cache and its fetcher, as the agent holds them. */
@@ -62,6 +65,7 @@ export function agentModels(
   const cache = new ModelCache({
     root: o.cache.root,
     rateBytesPerSecond: o.cache.rateBytesPerSecond,
+    written: o.written,
     onEvent: (e) => {
       fetcher?.cacheEvent(e);
       reporter?.cacheEvent(e);

@@ -1,7 +1,8 @@
 /**
  * The peer server's counters on the agent's `/metrics` (issue #25 item 3):
- * bytes and ranges served to other agents, refusals by reason, uploads
- * running now. An agent without a model cache serves nothing and shows the
+ * bytes and ranges served to other agents (and those streamed while being
+ * written), refusals by reason, uploads running now (and those waiting for
+ * bytes). An agent without a model cache serves nothing and shows the
  * families with zeros.
  *
  * @module
@@ -16,8 +17,10 @@ export function emptyPeerStats(): PeerServerStats {
   return {
     bytesServed: 0,
     rangesServed: 0,
+    rangesStreamed: 0,
     refused: { not_held: 0, range_pending: 0, busy: 0 },
     uploads: 0,
+    waiting: 0,
   };
 }
 
@@ -28,6 +31,12 @@ export function renderPeerServing(out: Exposition, s: PeerServerStats = emptyPee
   out.family("peer_ranges_served_total", "counter", "Byte ranges sent to other agents (206).");
   out.sample("peer_ranges_served_total", {}, s.rangesServed);
   out.family(
+    "peer_ranges_streamed_total",
+    "counter",
+    "Of the ranges sent, those touching a chunk still being written here when asked (streamed as written).",
+  );
+  out.sample("peer_ranges_streamed_total", {}, s.rangesStreamed);
+  out.family(
     "peer_ranges_refused_total",
     "counter",
     "Ranges other agents asked for and did not get: not_held, range_pending (still downloading), busy.",
@@ -37,4 +46,10 @@ export function renderPeerServing(out: Exposition, s: PeerServerStats = emptyPee
   }
   out.family("peer_uploads", "gauge", "Ranges being sent to other agents now.");
   out.sample("peer_uploads", {}, s.uploads);
+  out.family(
+    "peer_uploads_waiting",
+    "gauge",
+    "Of the uploads now, those waiting for bytes this agent is still writing (each holds an upload slot).",
+  );
+  out.sample("peer_uploads_waiting", {}, s.waiting);
 }

@@ -21,8 +21,10 @@ Deno.test("peer metrics: zeros without a peer server, its counts with one", () =
     peer: {
       bytesServed: 3 * 2 ** 30,
       rangesServed: 192,
+      rangesStreamed: 40,
       refused: { not_held: 1, range_pending: 7, busy: 2 },
       uploads: 3,
+      waiting: 2,
     },
   });
   assertEquals(lintExposition(text), []);
@@ -34,4 +36,6 @@ Deno.test("peer metrics: zeros without a peer server, its counts with one", () =
     '{"reason":"busy"}': 2,
   });
   assertEquals(samples(text, "llmgw_agent_peer_uploads"), { "{}": 3 });
+  assertEquals(samples(text, "llmgw_agent_peer_ranges_streamed_total"), { "{}": 40 });
+  assertEquals(samples(text, "llmgw_agent_peer_uploads_waiting"), { "{}": 2 });
 });

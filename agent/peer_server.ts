@@ -8,10 +8,17 @@
  *   agents' certificates): another agent of this cluster. A plain-HTTP
  *   listener has no such proof, so it serves no bytes at all.
  * - **What:** a verified blob, or the recorded chunks of one still
- *   downloading (agent/model_cache/peer_holdings.ts); anything else is
- *   refused with a status the asker reads as "ask someone else".
+ *   downloading, or the chunks this agent is writing now, streamed as
+ *   their bytes land (agent/model_cache/peer_holdings.ts,
+ *   written_chunks.ts); anything else is refused with a status the asker
+ *   reads as "ask someone else" or "ask again".
  * - **How much:** at most `maxUploads` ranges at once (`busy` beyond),
- *   every byte sent counted.
+ *   counting those waiting for bytes being written; every byte sent
+ *   counted. Nothing is buffered in memory: bytes are read from the file
+ *   (the page cache holds what was just written), 1 MiB at most at a time.
+ * - **A chunk whose try fails** while it is streamed ends the upload with
+ *   an error (the connection is cut): the follower goes on from the byte
+ *   it reached, as from any broken transfer.
  *
  * @module
  */
@@ -19,6 +26,7 @@ import type { CacheFs } from "./model_cache/cache_fs.ts";
 import { denoCacheFs } from "./model_cache/cache_fs.ts";
 import type { CacheLayout } from "./model_cache/cache_layout.ts";
 import { holding, requestedBlob } from "./model_cache/peer_holdings.ts";
+import type { ChunkTry, WrittenChunks } from "./model_cache/written_chunks.ts";
 import {
   parsePeerRange,
   PEER_BLOBS_PATH,
@@ -42,6 +50,8 @@ export interface PeerServerOptions {
   layout: CacheLayout;
   /** Ranges sent at once (default 8: one follower's whole window of chunks); more are `busy`. */
   maxUploads?: number;
+  /** The chunks the agent's model cache is writing now: streamed as they land. */
+  written?: WrittenChunks;
   /** The cache's file system (tests inject one). */
   fs?: CacheFs;
 }
@@ -52,14 +62,25 @@ export interface PeerServerStats {
   bytesServed: number;
   /** Ranges answered 206. */
   rangesServed: number;
+  /** Of those, ranges touching a chunk still being written when asked for. */
+  rangesStreamed: number;
   /** Ranges refused, by reason. */
   refused: Record<PeerRefusal, number>;
   /** Uploads running now. */
   uploads: number;
+  /** Of those, uploads waiting now for bytes still to be written. */
+  waiting: number;
 }
 
 /** Bytes read from disk per step of an upload. */
 const READ_BYTES = 1 << 20;
+
+/**
+ * Bytes a streamed upload waits for before it reads again (or the chunk's
+ * end): one wake per 256 KiB rather than per network piece, 5 ms at 400
+ * Mbit/s, and the follower's own piece size (models/byte_slice.ts).
+ */
+const STREAM_STEP = 256 * 1024;
 
 function answer(status: number, code: string, message: string, refusal?: PeerRefusal): Response {
   return Response.json({ error: { code, message: message.slice(0, 4096) } }, {
@@ -76,15 +97,19 @@ export class PeerServer {
   readonly #stats: PeerServerStats = {
     bytesServed: 0,
     rangesServed: 0,
+    rangesStreamed: 0,
     refused: { not_held: 0, range_pending: 0, busy: 0 },
     uploads: 0,
+    waiting: 0,
   };
+  readonly #written: WrittenChunks | undefined;
 
   /** A server over the cache at `options.layout`. */
   constructor(options: PeerServerOptions) {
     this.#layout = options.layout;
     this.#fs = options.fs ?? denoCacheFs;
     this.#maxUploads = options.maxUploads ?? 8;
+    this.#written = options.written;
   }
 
   /** Whether a request is for this server (the listener sends it here). */
@@ -153,7 +178,9 @@ export class PeerServer {
     this.#stats.uploads++;
     let release: (() => void) | null = () => this.#stats.uploads--;
     try {
-      const held = await holding(this.#fs, this.#layout, repo, file, range.first, range.last);
+      const held = await holding(this.#fs, this.#layout, repo, file, range.first, range.last, {
+        written: this.#written,
+      });
       if (held === "not_held") {
         return this.#refuse(held, `blob ${file.path} of ${repo} is not here`);
       }
@@ -173,9 +200,10 @@ export class PeerServer {
         }
         throw e;
       }
-      const body = this.#upload(handle, range.first, range.last + 1, release);
+      const body = this.#upload(handle, range.first, range.last + 1, release, held.writing);
       release = null;
       this.#stats.rangesServed++;
+      if (held.writing.length > 0) this.#stats.rangesStreamed++;
       return new Response(body, {
         status: 206,
         headers: {
@@ -194,18 +222,25 @@ export class PeerServer {
     return answer(PEER_REFUSAL_STATUS[refusal], refusal, message, refusal);
   }
 
-  /** The bytes `start` … `end - 1` of an open file; the slot is released when it ends either way. */
+  /**
+   * The bytes `start` … `end - 1` of an open file, those of the chunks
+   * `writing` only once written; the slot is released when it ends either way.
+   */
   #upload(
     handle: Deno.FsFile,
     start: number,
     end: number,
     release: () => void,
+    writing: readonly ChunkTry[],
   ): ReadableStream<Uint8Array> {
     let pos = start;
     let closed = false;
+    // Ends a wait for bytes when the follower goes away.
+    const gone = new AbortController();
     const close = () => {
       if (closed) return;
       closed = true;
+      gone.abort();
       handle.close();
       release();
     };
@@ -220,7 +255,9 @@ export class PeerServer {
       },
       pull: async (controller) => {
         try {
-          const buffer = new Uint8Array(Math.min(READ_BYTES, end - pos));
+          const upTo = await this.#readable(pos, Math.min(end, pos + READ_BYTES), writing, gone);
+          if (closed) return;
+          const buffer = new Uint8Array(upTo - pos);
           const n = await handle.read(buffer);
           if (n === null || n === 0) throw new Error(`file ended at byte ${pos}, before ${end}`);
           pos += n;
@@ -237,5 +274,30 @@ export class PeerServer {
       },
       cancel: () => close(),
     }, { highWaterMark: 0 });
+  }
+
+  /**
+   * How far from `pos` (below `limit`) the file may be read now: up to the
+   * next chunk being written; within one, up to what it has written, once
+   * that is {@link STREAM_STEP} past `pos` (or the chunk's or the range's
+   * end). Rejects once that chunk's try is abandoned.
+   */
+  async #readable(
+    pos: number,
+    limit: number,
+    writing: readonly ChunkTry[],
+    gone: AbortController,
+  ): Promise<number> {
+    const next = writing.find((t) => t.end > pos);
+    if (next === undefined) return limit;
+    if (next.start > pos) return Math.min(limit, next.start);
+    const want = Math.min(limit, next.end, pos + STREAM_STEP);
+    const waits = next.state === "writing" && next.written < want;
+    if (waits) this.#stats.waiting++;
+    try {
+      return Math.min(limit, await next.reach(want, gone.signal));
+    } finally {
+      if (waits) this.#stats.waiting--;
+    }
   }
 }

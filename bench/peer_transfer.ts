@@ -22,6 +22,7 @@ import { CacheLayout } from "../agent/model_cache/cache_layout.ts";
 import { rememberVerified } from "../agent/model_cache/cache_inspect.ts";
 import { denoCacheFs } from "../agent/model_cache/cache_fs.ts";
 import { ModelCache } from "../agent/model_cache/model_cache.ts";
+import { WrittenChunks } from "../agent/model_cache/written_chunks.ts";
 import { PeerByteSource } from "../models/peer_byte_source.ts";
 import type { RepoSnapshot } from "../models/repo_snapshot.ts";
 import { cpuSince, cpuTime } from "./proc_cpu.ts";
@@ -58,9 +59,9 @@ async function pair(dir: string, name: string) {
   };
 }
 
-async function servePeer(dir: string, name: string, cache: string) {
+async function servePeer(dir: string, name: string, cache: string, written?: WrittenChunks) {
   const { ca, cert, key } = await pair(dir, name);
-  const peer = new PeerServer({ layout: new CacheLayout(cache), maxUploads: 8 });
+  const peer = new PeerServer({ layout: new CacheLayout(cache), maxUploads: 8, written });
   return await serveHttps(
     { hostname: "0.0.0.0", port: PORT, cert, key, ca },
     (req, info) => peer.handle(req, info),
@@ -83,7 +84,9 @@ if (mode === "pki") {
 } else if (mode === "fetch") {
   const [cache, snapshotPath, url, flag] = rest;
   const snapshot: RepoSnapshot = JSON.parse(await Deno.readTextFile(snapshotPath));
-  const server = flag === "--serve" ? await servePeer(dir, name, cache) : null;
+  // Shared, as in the agent: the chunks being written are streamed as they land.
+  const written = new WrittenChunks();
+  const server = flag === "--serve" ? await servePeer(dir, name, cache, written) : null;
   const { ca, cert, key } = await pair(dir, name);
   const http = pinnedFetch(ca, { cert, key });
   // The agent's defaults (16 MiB chunks, 8 at once) unless CHUNK_MIB / CHUNKS_AT_ONCE say otherwise.
@@ -92,6 +95,7 @@ if (mode === "pki") {
     root: cache,
     chunkBytes: chunkMib * 2 ** 20,
     concurrency: Number(Deno.env.get("CHUNKS_AT_ONCE") ?? "8"),
+    written,
     // Where each range came from when a source failed: the log says it.
     onEvent: (e) => {
       if (e.kind === "source_changed" || e.kind === "chunk_failed") {

@@ -134,6 +134,9 @@ async function writeResponse(res: ServerResponse, answer: Response): Promise<voi
     return;
   }
   res.writeHead(answer.status, headers);
+  // Sent now, not with the first byte: a peer streaming a chunk still being written may have
+  // none yet, and its asker should know it is being served.
+  res.flushHeaders();
   const reader = answer.body.getReader();
   const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
   try {

@@ -43,6 +43,7 @@ import {
 } from "./download_failed.ts";
 import { type StallLimit, stallLimited } from "./stall_limit.ts";
 import type { RateLimiter, Sleep } from "./token_bucket.ts";
+import type { ChunkTry, WrittenChunks } from "./written_chunks.ts";
 
 /** Where a download's progress goes (fanned out to every snapshot waiting for the blob). */
 export interface ProgressSink {
@@ -78,6 +79,8 @@ export interface BlobFetchSettings {
   verifyAttempts: number;
   /** The longest a try waits on its source (stall_limit.ts). */
   stall: StallLimit;
+  /** Where each chunk's written bytes are told, for the peer server to stream (written_chunks.ts). */
+  written?: WrittenChunks;
   onEvent?: CacheEventSink;
 }
 
@@ -253,10 +256,13 @@ async function fetchChunk(
       const from = pos;
       progress.sourceUse(source.name, 1);
       let writer: ChunkWriter | null = null;
+      // This try's written bytes, shown to the peer server (written_chunks.ts).
+      let shown: ChunkTry | undefined;
       // Whether this try told the download something about its source (served, or failed).
       let told = false;
       try {
         writer = await fs.openAt(part, pos);
+        shown = settings.written?.begin(part, chunk.start, chunk.end, pos);
         const pieces = stallLimited(
           (s) => source.read(repo, commit, file, pos, chunk.end, s),
           settings.stall,
@@ -275,6 +281,8 @@ async function fetchChunk(
           await settings.limiter.take(piece.length, signal);
           await writer.write(piece);
           pos += piece.length;
+          // Only after the write returned: a peer reading below it never reads a hole.
+          shown?.advance(pos);
           progress.add(piece.length);
           served.add(source.name);
         }
@@ -285,10 +293,13 @@ async function fetchChunk(
         }
         await writer.sync();
         await fs.appendSynced(layout.chunksPath(repo, file), recordLine(chunk.index));
+        shown?.complete();
         live.succeeded(source, at);
         told = true;
         return;
       } catch (e) {
+        // Before the backoff: a follower streaming this chunk errors now, not after the sleep.
+        shown?.abandon(signal.aborted ? "the download stopped" : errorMessage(e));
         if (signal.aborted) throw signal.reason;
         if (isNoSpace(e)) throw e;
         const error = errorMessage(e);
@@ -336,6 +347,7 @@ async function fetchChunk(
         await settings.sleep(retryDelay(attempt, settings.retryPolicy, settings.random), signal);
         signal.throwIfAborted();
       } finally {
+        shown?.abandon("the download stopped");
         writer?.close();
         progress.sourceUse(source.name, -1);
         // A refusal of this file, a stop, a full disk: no word on the source, a probe it was is over.

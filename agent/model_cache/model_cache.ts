@@ -16,6 +16,8 @@
  *   assignment read again for every chunk;
  * - token_bucket.ts, chunk_slots.ts: the agent's rate and connections,
  *   shared by every download;
+ * - written_chunks.ts: how far each chunk under way is written, for the
+ *   peer server to stream;
  * - download_progress.ts, cache_events.ts: what the agent reports;
  * - cache_revisions.ts, cache_eviction.ts: what it holds, and the watermarks.
  *
@@ -52,6 +54,7 @@ import { SOURCE_BACKOFF } from "./source_order.ts";
 import { DownloadProgress, type ProgressReport } from "./download_progress.ts";
 import { DEFAULT_STALL_MS } from "./stall_limit.ts";
 import { type Sleep, TokenBucket, unlimited } from "./token_bucket.ts";
+import type { WrittenChunks } from "./written_chunks.ts";
 
 /** How the cache works; only `root` is required. */
 export interface ModelCacheOptions {
@@ -71,6 +74,8 @@ export interface ModelCacheOptions {
   retryPolicy?: BackoffPolicy;
   /** The longest a chunk's try waits on its source for a byte (default 60 s, stall_limit.ts). */
   stallMs?: number;
+  /** Told every chunk's written bytes, for the peer server to stream them (written_chunks.ts). */
+  written?: WrittenChunks;
   /** Receives every event. */
   onEvent?: CacheEventSink;
   /** Seams for tests; `stallSleep` waits out `stallMs` (default a real timer, not `sleep`). */
@@ -126,6 +131,7 @@ export class ModelCache {
       random: options.random ?? Math.random,
       verifyAttempts: options.verifyAttempts ?? 3,
       stall: { ms: options.stallMs ?? DEFAULT_STALL_MS, sleep: options.stallSleep ?? realSleep },
+      written: options.written,
       onEvent: options.onEvent,
     };
     this.#jobs = new BlobJobs(this.#settings, async (target) => {

@@ -2,9 +2,10 @@
  * What this cache may serve a peer of one blob (issue #25 item 3): a blob
  * under its final name only once its hash was checked (the verified memo),
  * and, while it is still downloading, the bytes of the chunks its record
- * names (synced before they were recorded), so a chain of hosts does not
- * wait for whole files. Anything else is not served: unverified content
- * never leaves the host.
+ * names (synced before they were recorded) and of the chunks being written
+ * now (written_chunks.ts: streamed as they land), so a chain of hosts does
+ * not wait for whole files, or whole chunks. Anything else is not served:
+ * unverified content under its final name never leaves the host.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import type { CacheFs } from "./cache_fs.ts";
 import { blobState } from "./cache_inspect.ts";
 import { type CacheLayout, checkBlobKey, repoFolderName, UnsafePathError } from "./cache_layout.ts";
 import { parseRecord } from "./chunk_record.ts";
+import type { ChunkTry, WrittenChunks } from "./written_chunks.ts";
 
 /** Where a held range is read from. */
 export interface HeldRange {
@@ -20,6 +22,12 @@ export interface HeldRange {
   path: string;
   /** Whether it is the part file (served from its chunk record). */
   partial: boolean;
+  /**
+   * The chunks of the range being written now, by first byte (none for a
+   * verified blob, or a range of recorded chunks only): their bytes are
+   * read only below each one's `written`, waiting for more.
+   */
+  writing: ChunkTry[];
 }
 
 /** What the cache can do with a request for a range. */
@@ -52,9 +60,18 @@ const SETTLE_MS = 200;
 
 const HEADER = /^llmgw-chunks 1 size=(\d+) chunk=(\d+)\n/;
 
+/** What {@link holding} reads besides the disk. */
+export interface HoldingOptions {
+  /** The chunks being written now (absent: only recorded chunks are served). */
+  written?: WrittenChunks;
+  /** Waits out {@link SETTLE_MS} (tests inject one). */
+  settle?: (ms: number) => Promise<void>;
+}
+
 /**
  * Where bytes `first` … `last` of `file` of `repo` can be read, if this
- * cache may serve them now.
+ * cache may serve them now: every chunk they touch recorded, or being
+ * written by a try that has not failed.
  */
 export async function holding(
   fs: CacheFs,
@@ -63,8 +80,12 @@ export async function holding(
   file: RepoFile,
   first: number,
   last: number,
-  settle: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+  options: HoldingOptions = {},
 ): Promise<Holding> {
+  const settle = options.settle ?? ((ms) => new Promise<void>((r) => setTimeout(r, ms)));
+  // Looked at before the record is read: a try that completes in between is then still held
+  // here (complete: all its bytes written), never missed by both.
+  const tries = options.written?.writing(layout.partPath(repo, file)) ?? new Map();
   let state = await blobState(fs, layout, repo, file);
   const record = await fs.readText(layout.chunksPath(repo, file));
   if (state === "unverified" && record === null) {
@@ -73,15 +94,25 @@ export async function holding(
     await settle(SETTLE_MS);
     state = await blobState(fs, layout, repo, file);
   }
-  if (state === "complete") return { path: layout.blobPath(repo, file), partial: false };
+  if (state === "complete") {
+    return { path: layout.blobPath(repo, file), partial: false, writing: [] };
+  }
   if (record === null) return "not_held";
   const header = HEADER.exec(record);
   if (header === null || Number(header[1]) !== file.size) return "range_pending";
   const chunkBytes = Number(header[2]);
   const done = parseRecord(record, file.size, chunkBytes);
   if (done === null || chunkBytes <= 0) return "range_pending";
+  const writing: ChunkTry[] = [];
   for (let i = Math.floor(first / chunkBytes); i <= Math.floor(last / chunkBytes); i++) {
-    if (!done.has(i)) return "range_pending";
+    if (done.has(i)) continue;
+    const start = i * chunkBytes;
+    const t = tries.get(start);
+    // Not begun (or between tries, or of another round's chunk size): ask again shortly.
+    if (t?.state === "abandoned" || t?.end !== Math.min(file.size, start + chunkBytes)) {
+      return "range_pending";
+    }
+    writing.push(t);
   }
-  return { path: layout.partPath(repo, file), partial: true };
+  return { path: layout.partPath(repo, file), partial: true, writing };
 }

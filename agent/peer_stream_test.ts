@@ -1,0 +1,290 @@
+/**
+ * A peer serves a chunk's bytes as they are written (issue #25 item 3's
+ * pipelining, docs/models.md "Sources"), over real TLS sockets with the
+ * cluster's certificates: the peer route streams a chunk a test writer is
+ * writing, never past what it wrote (the part file holds wrong bytes
+ * beyond, as a hole would); a try that fails ends the stream with an error
+ * the follower retries, and the next try is streamed from the chunk's start;
+ * and a follower's model cache fetches through a peer whose own download is
+ * held in the middle of a chunk, taking that chunk's first half before the
+ * peer has the second. Every listener is shut in a `finally`.
+ */
+import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
+import { clusterPki } from "../tests/cluster_pki.ts";
+import { MemoryByteSource, syntheticSnapshot } from "../tests/memory_byte_source.ts";
+import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
+import { until } from "../tests/until.ts";
+import { pinnedFetch } from "../tls/trust.ts";
+import type { ByteSource } from "../models/byte_source.ts";
+import { PeerByteSource, PeerSourceError } from "../models/peer_byte_source.ts";
+import { peerBlobPath } from "../models/peer_protocol.ts";
+import { blobKey, type RepoFile } from "../models/repo_snapshot.ts";
+import { serveTlsListener } from "./listener.ts";
+import { PeerServer } from "./peer_server.ts";
+import { denoCacheFs } from "./model_cache/cache_fs.ts";
+import { CacheLayout } from "./model_cache/cache_layout.ts";
+import { recordHeader, recordLine } from "./model_cache/chunk_record.ts";
+import { type ChunkTry, WrittenChunks } from "./model_cache/written_chunks.ts";
+
+const REPO = "acme/tiny-llm";
+const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
+const MIB = 2 ** 20;
+const KIB = 1024;
+
+/** A peer route over `root` with `written`, served over mTLS; node b's fetch. */
+async function withPeer(
+  root: string,
+  written: WrittenChunks,
+  body: (o: { url: string; peer: PeerServer; fetch: typeof fetch }) => Promise<void>,
+): Promise<void> {
+  const p = await clusterPki();
+  const peer = new PeerServer({ layout: new CacheLayout(root), written });
+  const server = await serveTlsListener(
+    "the peer route",
+    { hostname: "127.0.0.1", port: 0 },
+    { ...p.server, ca: p.caPem },
+    (req, info) => peer.handle(req, info),
+    () => {},
+  );
+  const http = pinnedFetch(p.caPem, p.nodeB);
+  try {
+    await body({ url: `https://127.0.0.1:${server.addr.port}`, peer, fetch: http.fetch });
+  } finally {
+    http.close();
+    await server.shutdown(0);
+  }
+}
+
+/** A 3 MiB + 100 file downloading in 1 MiB chunks: chunk 0 recorded, the rest wrong bytes for now. */
+async function downloading(root: string) {
+  const { snapshot, contents } = syntheticSnapshot(REPO, COMMIT, [
+    { path: "model.safetensors", size: 3 * MIB + 100, seed: 9 },
+  ]);
+  const file = snapshot.files[0];
+  const bytes = contents.get(file.path)!;
+  const layout = new CacheLayout(root);
+  await Deno.mkdir(`${layout.repoDir(REPO)}/blobs`, { recursive: true });
+  const part = layout.partPath(REPO, file);
+  // Past what a try has written, a reader would read these (a hole reads zeros).
+  const wrong = bytes.slice();
+  wrong.fill(0xee, MIB);
+  await Deno.writeFile(part, wrong);
+  await Deno.writeTextFile(
+    layout.chunksPath(REPO, file),
+    recordHeader(file.size, MIB) + recordLine(0),
+  );
+  /** The writer: bytes `from` … `to - 1` written at their offset, then the try told. */
+  const write = async (t: ChunkTry, to: number) => {
+    const w = await denoCacheFs.openAt(part, t.written);
+    try {
+      await w.write(bytes.slice(t.written, to));
+    } finally {
+      w.close();
+    }
+    t.advance(to);
+  };
+  return { file, bytes, part, layout, write };
+}
+
+/** The longest one read of a test's stream may take before the test fails. */
+const READ_BOUND_MS = 20_000;
+
+/** `work`, or an error once {@link READ_BOUND_MS} pass first. */
+async function bounded<T>(work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`nothing for ${READ_BOUND_MS} ms`)), READ_BOUND_MS);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `reader`'s next read, bounded. */
+const nextRead = (reader: ReadableStreamDefaultReader<Uint8Array>) => bounded(reader.read());
+
+/** Reads `reader` until `count` bytes came in all (bounded: at most `count` reads, each in time). */
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  got: Uint8Array[],
+  count: number,
+): Promise<number> {
+  let n = got.reduce((s, b) => s + b.length, 0);
+  for (let i = 0; i < count && n < count; i++) {
+    const { done, value } = await nextRead(reader);
+    if (done) break;
+    got.push(value);
+    n += value.length;
+  }
+  return n;
+}
+
+function joined(parts: Uint8Array[]): Uint8Array {
+  return new Uint8Array(parts.flatMap((p) => [...p]));
+}
+
+Deno.test("peer route: a chunk being written is streamed as it lands, never past what was written", async () => {
+  await withTempDir(async (root) => {
+    const { file, bytes, part, layout, write } = await downloading(root);
+    const written = new WrittenChunks();
+    const chunk1 = written.begin(part, MIB, 2 * MIB, MIB);
+    await withPeer(root, written, async ({ url, peer, fetch }) => {
+      const res = await fetch(url + peerBlobPath(REPO, blobKey(file), file.size), {
+        headers: { range: `bytes=0-${2 * MIB - 1}` },
+      });
+      assertEquals(res.status, 206);
+      const reader = res.body!.getReader();
+      const got: Uint8Array[] = [];
+      // Chunk 0 is recorded: all of it comes before chunk 1 has a byte.
+      assertEquals(await readUntil(reader, got, MIB), MIB);
+      await until("the upload waiting for chunk 1", () => peer.stats().waiting === 1, {
+        describe: () => JSON.stringify(peer.stats()),
+      });
+      await write(chunk1, MIB + 300 * KIB);
+      assertEquals(await readUntil(reader, got, MIB + 300 * KIB), MIB + 300 * KIB);
+      // Waiting again: the 300 KiB written, and not a byte of what lies past them in the file.
+      await until("the upload waiting for more", () => peer.stats().waiting === 1);
+      assertEquals(joined(got), bytes.slice(0, MIB + 300 * KIB));
+      await write(chunk1, 2 * MIB);
+      await Deno.writeTextFile(layout.chunksPath(REPO, file), recordLine(1), { append: true });
+      chunk1.complete();
+      assertEquals(await readUntil(reader, got, 2 * MIB), 2 * MIB);
+      assertEquals((await nextRead(reader)).done, true);
+      assertEquals(joined(got), bytes.slice(0, 2 * MIB));
+      const s = peer.stats();
+      assertEquals([s.rangesServed, s.rangesStreamed, s.uploads, s.waiting], [1, 1, 0, 0]);
+      // A chunk no try is writing is still pending.
+      const later = await fetch(url + peerBlobPath(REPO, blobKey(file), file.size), {
+        headers: { range: `bytes=${2 * MIB}-${2 * MIB + 9}` },
+      });
+      assertEquals([later.status, (await later.json()).error.code], [503, "range_pending"]);
+    });
+  });
+});
+
+Deno.test("peer route: a chunk's try that fails ends its streams with a retryable error; the next try streams from the chunk's start", async () => {
+  await withTempDir(async (root) => {
+    const { file, bytes, part, write } = await downloading(root);
+    const written = new WrittenChunks();
+    const first = written.begin(part, MIB, 2 * MIB, MIB);
+    await withPeer(root, written, async ({ url, peer, fetch }) => {
+      const source = new PeerByteSource({ nodeId: "a", url, fetch });
+      const signal = new AbortController().signal;
+      const reader = (await bounded(source.read(REPO, COMMIT, file, MIB, 2 * MIB, signal)))
+        .getReader();
+      await write(first, MIB + 300 * KIB);
+      const got: Uint8Array[] = [];
+      // The source hands on 256 KiB pieces (models/byte_slice.ts): the first one.
+      assertEquals(await readUntil(reader, got, 256 * KIB), 256 * KIB);
+      await until("the upload waiting for more", () => peer.stats().waiting === 1);
+      first.abandon("hub sent nothing of model.safetensors for 60 s");
+      const e = await assertRejects(() => readUntil(reader, got, MIB), PeerSourceError);
+      assertOk((e as PeerSourceError).retryable, (e as Error).message);
+      await until("the upload's slot released", () => peer.stats().uploads === 0);
+      assertEquals(peer.stats().waiting, 0);
+      // Between tries nothing is served of the chunk: the follower asks again shortly.
+      const between = await fetch(url + peerBlobPath(REPO, blobKey(file), file.size), {
+        headers: { range: `bytes=${MIB}-${MIB + 9}` },
+      });
+      assertEquals([between.status, (await between.json()).error.code], [503, "range_pending"]);
+      // The next try keeps the 300 KiB written and goes on; a new stream gets the chunk whole.
+      const second = written.begin(part, MIB, 2 * MIB, MIB + 300 * KIB);
+      const again = (await bounded(source.read(REPO, COMMIT, file, MIB, 2 * MIB, signal)))
+        .getReader();
+      const all: Uint8Array[] = [];
+      assertEquals(await readUntil(again, all, 256 * KIB), 256 * KIB);
+      await write(second, 2 * MIB);
+      second.complete();
+      assertEquals(await readUntil(again, all, MIB), MIB);
+      assertEquals(joined(all), bytes.slice(MIB, 2 * MIB));
+    });
+  });
+});
+
+/** `inner`, holding the read from byte 0 after `holdAt` bytes until `gate` resolves. */
+function heldAt(inner: ByteSource, holdAt: number, gate: Promise<void>): ByteSource {
+  return {
+    kind: inner.kind,
+    name: inner.name,
+    async read(repo, commit, file, start, end, signal) {
+      const stream = await inner.read(repo, commit, file, start, end, signal);
+      if (start !== 0) return stream;
+      let at = 0;
+      return stream.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          async transform(piece, controller) {
+            if (at + piece.length > holdAt && at < holdAt + 1) await gate;
+            at += piece.length;
+            controller.enqueue(piece);
+          },
+        }),
+      );
+    },
+  };
+}
+
+Deno.test("a follower fetches through a peer mid-chunk: half a chunk arrives before the peer has the rest", async () => {
+  await withTempDir(async (dir) => {
+    const { snapshot, contents } = syntheticSnapshot(REPO, COMMIT, [
+      { path: "model.safetensors", size: 4 * MIB + 77, seed: 21 },
+    ]);
+    const file: RepoFile = snapshot.files[0];
+    const origin = new MemoryByteSource("origin", contents, [], "hub");
+    origin.pieceBytes = 64 * KIB;
+    let open = () => {};
+    const gate = new Promise<void>((r) => open = r);
+    const written = new WrittenChunks();
+    const a = testCache(`${dir}/a`, { chunkBytes: MIB, written });
+    const b = testCache(`${dir}/b`, { chunkBytes: MIB });
+    await withPeer(`${dir}/a`, written, async ({ url, peer, fetch }) => {
+      // What B received of each range it asked A for.
+      const received = new Map<string, number>();
+      const counting: typeof fetch = async (input, init) => {
+        const res = await fetch(input, init);
+        const range = new Headers(init?.headers).get("range") ?? "";
+        if (res.status !== 206 || res.body === null) return res;
+        const counted = res.body.pipeThrough(
+          new TransformStream<Uint8Array, Uint8Array>({
+            transform(piece, c) {
+              received.set(range, (received.get(range) ?? 0) + piece.length);
+              c.enqueue(piece);
+            },
+          }),
+        );
+        return new Response(counted, { status: res.status, headers: res.headers });
+      };
+      const stop = new AbortController();
+      const peerA = new PeerByteSource({ nodeId: "a", url, fetch: counting });
+      const fetchingA = a.cache.ensureSnapshot(snapshot, [heldAt(origin, MIB / 2, gate)], {
+        signal: stop.signal,
+      });
+      const fetchingB = b.cache.ensureSnapshot(snapshot, [peerA], { signal: stop.signal });
+      try {
+        // A holds chunk 0 at its middle; B has that half already (before this change: none).
+        await until(
+          "half of chunk 0 at B",
+          () => (received.get(`bytes=0-${MIB - 1}`) ?? 0) >= MIB / 2,
+          {
+            describe: () => JSON.stringify([...received, ["stats", peer.stats()]]),
+          },
+        );
+        assertOk(peer.stats().waiting >= 1, JSON.stringify(peer.stats()));
+        open();
+        const [pathA, pathB] = await Promise.all([fetchingA, fetchingB]);
+        const want = contents.get(file.path)!;
+        assertEquals(await Deno.readFile(`${pathA}/${file.path}`), want);
+        assertEquals(await Deno.readFile(`${pathB}/${file.path}`), want);
+        assertOk(peer.stats().rangesStreamed >= 1, JSON.stringify(peer.stats()));
+        // Every byte B holds came from A, once (no chunk was cut and fetched again).
+        assertEquals(peer.stats().bytesServed, file.size);
+        assertEquals(b.events.filter((e) => e.kind === "chunk_failed"), []);
+      } finally {
+        open();
+        stop.abort();
+        await Promise.allSettled([fetchingA, fetchingB]);
+      }
+    });
+  });
+});
