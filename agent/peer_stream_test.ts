@@ -5,9 +5,11 @@
  * writing, never past what it wrote (the part file holds wrong bytes
  * beyond, as a hole would); a try that fails ends the stream with an error
  * the follower retries, and the next try is streamed from the chunk's start;
- * and a follower's model cache fetches through a peer whose own download is
+ * a follower's model cache fetches through a peer whose own download is
  * held in the middle of a chunk, taking that chunk's first half before the
- * peer has the second. Every listener is shut in a `finally`.
+ * peer has the second; and when the peer's own source breaks mid-chunk, the
+ * follower's stream of it errors and goes on from its byte. Every listener
+ * is shut in a `finally`.
  */
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
 import { clusterPki } from "../tests/cluster_pki.ts";
@@ -280,6 +282,56 @@ Deno.test("a follower fetches through a peer mid-chunk: half a chunk arrives bef
         // Every byte B holds came from A, once (no chunk was cut and fetched again).
         assertEquals(peer.stats().bytesServed, file.size);
         assertEquals(b.events.filter((e) => e.kind === "chunk_failed"), []);
+      } finally {
+        open();
+        stop.abort();
+        await Promise.allSettled([fetchingA, fetchingB]);
+      }
+    });
+  });
+});
+
+Deno.test("a peer whose own source breaks mid-chunk ends the follower's stream; the follower goes on from its byte and verifies", async () => {
+  await withTempDir(async (dir) => {
+    const { snapshot, contents } = syntheticSnapshot(REPO, COMMIT, [
+      { path: "model.safetensors", size: 2 * MIB + 5, seed: 33 },
+    ]);
+    const file: RepoFile = snapshot.files[0];
+    // A's origin breaks chunk 0 once at 768 KiB; A takes the rest of it again from there.
+    const origin = new MemoryByteSource("origin", contents, [
+      { kind: "break_at", offset: 768 * KIB, times: 1 },
+    ], "hub");
+    origin.pieceBytes = 64 * KIB;
+    let open = () => {};
+    const gate = new Promise<void>((r) => open = r);
+    const written = new WrittenChunks();
+    const a = testCache(`${dir}/a`, { chunkBytes: MIB, written });
+    const b = testCache(`${dir}/b`, { chunkBytes: MIB });
+    await withPeer(`${dir}/a`, written, async ({ url, peer, fetch }) => {
+      const stop = new AbortController();
+      const peerA = new PeerByteSource({ nodeId: "a", url, fetch });
+      const fetchingA = a.cache.ensureSnapshot(snapshot, [heldAt(origin, MIB / 2, gate)], {
+        signal: stop.signal,
+      });
+      const fetchingB = b.cache.ensureSnapshot(snapshot, [peerA], { signal: stop.signal });
+      try {
+        // B is streaming chunk 0 from A when A's try of it breaks.
+        await until("B waiting on A's chunk 0", () => peer.stats().waiting >= 1, {
+          describe: () => JSON.stringify(peer.stats()),
+        });
+        open();
+        const [pathA, pathB] = await Promise.all([fetchingA, fetchingB]);
+        const want = contents.get(file.path)!;
+        assertEquals(await Deno.readFile(`${pathA}/${file.path}`), want);
+        assertEquals(await Deno.readFile(`${pathB}/${file.path}`), want);
+        const failedA = a.events.filter((e) => e.kind === "chunk_failed");
+        assertEquals(failedA.length, 1, JSON.stringify(failedA));
+        const failedB = b.events.flatMap((e) =>
+          e.kind === "chunk_failed" ? [[e.source, e.range]] : []
+        );
+        assertEquals(failedB, [["peer a", `0-${MIB}`]]);
+        // B went on from the byte it reached: nothing of chunk 0 was fetched twice.
+        assertEquals(peer.stats().bytesServed, file.size);
       } finally {
         open();
         stop.abort();
