@@ -4,10 +4,14 @@
  * `fetch` that presents this agent's node certificate and trusts only the
  * cluster CA (injected: models/ opens no connection of its own).
  *
- * A peer still fetching the range answers `range_pending`: the source asks
- * again, backing off from 50 ms to 200 ms, for at most `maxWaitMs` (pipelining:
- * a chain of hosts passes chunks on as they arrive), then gives up with a
- * retryable error so the model cache moves the range to its next source.
+ * A peer writing the range's chunks now streams their bytes as they land
+ * (agent/peer_server.ts: the answer comes at once, its body as fast as the
+ * peer's own source; a try of the peer's that fails cuts it, retryably). A
+ * peer that has not begun those chunks answers `range_pending`: the source
+ * asks again, backing off from 50 ms to 200 ms, for at most `maxWaitMs`
+ * (pipelining: a chain of hosts passes chunks on as they arrive), then gives
+ * up with a retryable error so the model cache moves the range to its next
+ * source.
  * Every host gets its plan at once, so a peer may not have begun (`not_held`)
  * or not be listening yet: those are asked again too, within `maxWaitMs` and
  * `maxUnreachableMs`; a peer still holding nothing then is a final answer for
