@@ -110,15 +110,22 @@ async function toRequest(req: IncomingMessage, abort: AbortSignal): Promise<Requ
   return new Request(`https://${host}${req.url ?? "/"}`, { method, headers, body, signal: abort });
 }
 
-/** Streams only what streams (server-sent events); anything else is written in one piece. */
 /**
  * Bodies relayed as they come, with backpressure: server-sent events, and
  * model bytes to peers (agent/peer_server.ts: 16 MiB ranges are not held in
  * memory, and the asker sees bytes as they are read). Others are buffered.
  */
 function streams(answer: Response): boolean {
-  const type = answer.headers.get("content-type") ?? "";
-  return type.startsWith("text/event-stream") || type.startsWith("application/octet-stream");
+  return isSse(answer) || isPeerBytes(answer);
+}
+
+function isSse(answer: Response): boolean {
+  return (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
+}
+
+/** Model bytes to a peer: the only body served here as `application/octet-stream`. */
+function isPeerBytes(answer: Response): boolean {
+  return (answer.headers.get("content-type") ?? "").startsWith("application/octet-stream");
 }
 
 async function writeResponse(res: ServerResponse, answer: Response): Promise<void> {
@@ -134,9 +141,11 @@ async function writeResponse(res: ServerResponse, answer: Response): Promise<voi
     return;
   }
   res.writeHead(answer.status, headers);
-  // Sent now, not with the first byte: a peer streaming a chunk still being written may have
-  // none yet, and its asker should know it is being served.
-  res.flushHeaders();
+  // Peer bytes: the head goes now, not with the first byte, since a peer streaming a chunk still
+  // being written may have none yet and its asker should know it is being served. Not SSE: an
+  // engine that dies before its first token must still look "closed before the head" to the
+  // gateway behind the engine proxy, which then retries another replica (gateway/upstream_client.ts).
+  if (isPeerBytes(answer)) res.flushHeaders();
   const reader = answer.body.getReader();
   const closed = new Promise<void>((resolve) => res.once("close", () => resolve()));
   try {
