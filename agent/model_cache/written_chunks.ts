@@ -80,18 +80,19 @@ export class ChunkTry {
     return this.#state;
   }
 
-  /** Writer: bytes up to `to` (exclusive) are written; wakes the readers it satisfies. */
+  /**
+   * Writer: bytes up to `to` (exclusive) are written; wakes the readers it
+   * satisfies. Nothing once the try ended: a newer try of the chunk may have
+   * abandoned it under a writer still running, whose write is not an error
+   * of its source. An offset outside the chunk or behind the mark throws.
+   */
   advance(to: number): void {
-    if (this.#state !== "writing") {
-      throw new RangeError(
-        `Cannot advance chunk ${this.start}-${this.end}: its try is ${this.#state}`,
-      );
-    }
     if (!(Number.isSafeInteger(to) && to >= this.#written && to <= this.end)) {
       throw new RangeError(
         `Cannot advance chunk ${this.start}-${this.end} from ${this.#written} to ${to}`,
       );
     }
+    if (this.#state !== "writing") return;
     this.#written = to;
     for (const w of this.#waiters) {
       if (w.want <= to) this.#settle(w).resolve(to);

@@ -111,7 +111,13 @@ Deno.test("written chunks: an abandoned try errors its readers, now and later, e
   );
   // Bytes below 40 were written, but a stream of this try does not go on over them.
   await assertRejects(() => t.reach(10), ChunkAbandonedError);
-  assertThrows(() => t.advance(50), RangeError, "its try is abandoned");
+  // The writer of an ended try advancing is nothing (a newer try may have abandoned it under
+  // its writer); a bad offset still throws.
+  t.advance(50);
+  assertEquals([t.state, t.written], ["abandoned", 40]);
+  await assertRejects(() => t.reach(10), ChunkAbandonedError);
+  assertThrows(() => t.advance(30), RangeError, "from 40 to 30");
+  assertThrows(() => t.advance(101), RangeError, "from 40 to 101");
   // Abandon after complete is nothing (the writer's finally always abandons).
   const u = view.begin(PART, 100, 200, 100);
   u.advance(200);
@@ -133,6 +139,9 @@ Deno.test("written chunks: the next try of a chunk keeps what was written; a sta
   assertOk(old.error instanceof ChunkAbandonedError);
   assertEquals([...view.writing(PART).values()], [second]);
   assertEquals(await second.reach(20), 30);
+  // The stale try's writer advancing changes nothing, and throws nothing.
+  first.advance(60);
+  assertEquals([first.written, second.written, second.state], [30, 30, "writing"]);
   // The first try's end does not remove the second from the view.
   first.abandon("late");
   assertEquals(view.writing(PART).get(0), second);
