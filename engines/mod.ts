@@ -33,7 +33,14 @@ export {
 export { OWNED_ENV, shardEnv, shardEnvProblems } from "./shard_env.ts";
 export { commonProblems, finishShard, prepareShard } from "./prepare.ts";
 export { compareVersions, ownedFlagProblems } from "./args.ts";
-export { type ApiKeyCheck, apiKeyProblems, EngineApiKeyError, withApiKey } from "./api_key.ts";
+export {
+  type ApiKeyCheck,
+  apiKeyProblems,
+  EngineApiKeyError,
+  type EngineKeyFile,
+  type KeyedCommand,
+  withApiKey,
+} from "./api_key.ts";
 export { concreteLaunches, launchProfile, launchReady, shardLaunches } from "./launch.ts";
 export {
   blockPorts,

@@ -80,6 +80,7 @@ export type {
 } from "../protocol/cold_start_receipt.ts";
 export type * from "../engines/types.ts";
 export type { FabricPort, LinkLayer } from "../discovery/types.ts";
+export type { Chmod } from "../http/secret_file.ts";
 export type { DesiredShard, LoadMetricNames, ShardReport } from "../protocol/agent_protocol.ts";
 export {
   type DownloadProgress,
