@@ -12,9 +12,11 @@
  *   their bytes land (agent/model_cache/peer_holdings.ts,
  *   written_chunks.ts); anything else is refused with a status the asker
  *   reads as "ask someone else" or "ask again".
- * - **How much:** at most `maxUploads` ranges at once (`busy` beyond),
- *   counting those waiting for bytes being written; every byte sent
- *   counted. Nothing is buffered in memory: bytes are read from the file
+ * - **How much:** at most `maxUploads` ranges of recorded chunks or
+ *   verified blobs at once, and apart from them at most `maxWaiting` ranges
+ *   touching a chunk being written (which may wait for its bytes); `busy`
+ *   beyond either. A wait never takes a slot from bytes that can be served
+ *   now. Every byte sent counted. Nothing is buffered in memory: bytes are read from the file
  *   (the page cache holds what was just written), 1 MiB at most at a time.
  * - **A chunk whose try fails** while it is streamed ends the upload with
  *   an error (the connection is cut): the follower goes on from the byte
@@ -48,8 +50,13 @@ export interface PeerCaller {
 export interface PeerServerOptions {
   /** The model cache's layout. */
   layout: CacheLayout;
-  /** Ranges sent at once (default 8: one follower's whole window of chunks); more are `busy`. */
+  /** Ranges of recorded or verified bytes sent at once (default 8); more are `busy`. */
   maxUploads?: number;
+  /**
+   * Ranges touching a chunk being written sent at once, apart from
+   * `maxUploads` (default 8: one follower's whole window of chunks); more are `busy`.
+   */
+  maxWaiting?: number;
   /** The chunks the agent's model cache is writing now: streamed as they land. */
   written?: WrittenChunks;
   /** The cache's file system (tests inject one). */
@@ -94,6 +101,10 @@ export class PeerServer {
   readonly #layout: CacheLayout;
   readonly #fs: CacheFs;
   readonly #maxUploads: number;
+  readonly #maxWaiting: number;
+  /** Uploads counted against `maxUploads`, and against `maxWaiting`. */
+  #reading = 0;
+  #streaming = 0;
   readonly #stats: PeerServerStats = {
     bytesServed: 0,
     rangesServed: 0,
@@ -109,6 +120,7 @@ export class PeerServer {
     this.#layout = options.layout;
     this.#fs = options.fs ?? denoCacheFs;
     this.#maxUploads = options.maxUploads ?? 8;
+    this.#maxWaiting = options.maxWaiting ?? 8;
     this.#written = options.written;
   }
 
@@ -172,11 +184,11 @@ export class PeerServer {
         headers: { "content-range": `bytes */${file.size}` },
       });
     }
-    if (this.#stats.uploads >= this.#maxUploads) {
+    // A reading slot bounds the holding check too; a range that streams moves to its own pool.
+    if (this.#reading >= this.#maxUploads) {
       return this.#refuse("busy", `${this.#maxUploads} uploads are running here`);
     }
-    this.#stats.uploads++;
-    let release: (() => void) | null = () => this.#stats.uploads--;
+    let release: (() => void) | null = this.#take("reading");
     try {
       const held = await holding(this.#fs, this.#layout, repo, file, range.first, range.last, {
         written: this.#written,
@@ -189,6 +201,17 @@ export class PeerServer {
           held,
           `bytes ${range.first}-${range.last} of blob ${file.path} of ${repo} are still downloading here`,
         );
+      }
+      if (held.writing.length > 0) {
+        release();
+        release = null;
+        if (this.#streaming >= this.#maxWaiting) {
+          return this.#refuse(
+            "busy",
+            `${this.#maxWaiting} uploads of chunks being written are running here`,
+          );
+        }
+        release = this.#take("streaming");
       }
       let handle: Deno.FsFile;
       try {
@@ -215,6 +238,18 @@ export class PeerServer {
     } finally {
       release?.();
     }
+  }
+
+  /** Counts an upload in `pool`; the function returned uncounts it. */
+  #take(pool: "reading" | "streaming"): () => void {
+    this.#stats.uploads++;
+    if (pool === "reading") this.#reading++;
+    else this.#streaming++;
+    return () => {
+      this.#stats.uploads--;
+      if (pool === "reading") this.#reading--;
+      else this.#streaming--;
+    };
   }
 
   #refuse(refusal: PeerRefusal, message: string): Response {

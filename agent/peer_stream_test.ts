@@ -38,9 +38,10 @@ async function withPeer(
   root: string,
   written: WrittenChunks,
   body: (o: { url: string; peer: PeerServer; fetch: typeof fetch }) => Promise<void>,
+  slots: { maxUploads?: number; maxWaiting?: number } = {},
 ): Promise<void> {
   const p = await clusterPki();
-  const peer = new PeerServer({ layout: new CacheLayout(root), written });
+  const peer = new PeerServer({ layout: new CacheLayout(root), written, ...slots });
   const server = await serveTlsListener(
     "the peer route",
     { hostname: "127.0.0.1", port: 0 },
@@ -202,6 +203,42 @@ Deno.test("peer route: a chunk's try that fails ends its streams with a retryabl
       assertEquals(await readUntil(again, all, MIB), MIB);
       assertEquals(joined(all), bytes.slice(MIB, 2 * MIB));
     });
+  });
+});
+
+Deno.test("peer route: waiting uploads have their own slots; recorded bytes are served meanwhile, and a follower leaving mid-wait frees its slot", async () => {
+  await withTempDir(async (root) => {
+    const { file, part } = await downloading(root);
+    const written = new WrittenChunks();
+    const chunk1 = written.begin(part, MIB, 2 * MIB, MIB);
+    await withPeer(root, written, async ({ url, peer, fetch }) => {
+      const ask = (first: number, last: number) =>
+        bounded(fetch(url + peerBlobPath(REPO, blobKey(file), file.size), {
+          headers: { range: `bytes=${first}-${last}` },
+        }));
+      const refusal = async (res: Response) => [res.status, (await res.json()).error.code];
+      const waiting = await ask(MIB, 2 * MIB - 1);
+      assertEquals(waiting.status, 206);
+      const reader = waiting.body!.getReader();
+      await until("the upload waiting for chunk 1", () => peer.stats().waiting === 1);
+      // The one reading slot is free: recorded chunk 0 is served while chunk 1's upload waits.
+      const recorded = await ask(0, 9);
+      assertEquals(recorded.status, 206);
+      assertEquals((await bounded(recorded.bytes())).length, 10);
+      // The one waiting slot is taken.
+      assertEquals(await refusal(await ask(MIB, MIB + 9)), [503, "busy"]);
+      // The follower goes away mid-wait: its slot is free again.
+      await reader.cancel();
+      await until("the waiting upload gone", () => {
+        const s = peer.stats();
+        return s.uploads === 0 && s.waiting === 0;
+      }, { describe: () => JSON.stringify(peer.stats()) });
+      const again = await ask(MIB, MIB + 9);
+      assertEquals(again.status, 206);
+      await again.body!.cancel();
+      await until("the second upload gone", () => peer.stats().uploads === 0);
+      assertEquals(chunk1.state, "writing");
+    }, { maxUploads: 1, maxWaiting: 1 });
   });
 });
 
