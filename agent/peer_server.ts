@@ -18,9 +18,13 @@
  *   beyond either. A wait never takes a slot from bytes that can be served
  *   now. Every byte sent counted. Nothing is buffered in memory: bytes are read from the file
  *   (the page cache holds what was just written), 1 MiB at most at a time.
- * - **A chunk whose try fails** while it is streamed ends the upload with
- *   an error (the connection is cut): the follower goes on from the byte
- *   it reached, as from any broken transfer.
+ * - **A chunk whose try fails** while it is streamed holds the upload
+ *   until the chunk's next try begins (at most `nextTryWaitMs`, the
+ *   follower's own `range_pending` budget), which goes on from the byte
+ *   where the failed one stopped: the stream goes on too. It ends with an
+ *   error (the connection is cut) when none begins in time, or one begins
+ *   below the byte already sent (a new round); the follower goes on from
+ *   the byte it reached, as from any broken transfer.
  *
  * @module
  */
@@ -28,7 +32,11 @@ import type { CacheFs } from "./model_cache/cache_fs.ts";
 import { denoCacheFs } from "./model_cache/cache_fs.ts";
 import type { CacheLayout } from "./model_cache/cache_layout.ts";
 import { holding, requestedBlob } from "./model_cache/peer_holdings.ts";
-import type { ChunkTry, WrittenChunks } from "./model_cache/written_chunks.ts";
+import {
+  ChunkAbandonedError,
+  type ChunkTry,
+  type WrittenChunks,
+} from "./model_cache/written_chunks.ts";
 import {
   parsePeerRange,
   PEER_BLOBS_PATH,
@@ -59,6 +67,12 @@ export interface PeerServerOptions {
   maxWaiting?: number;
   /** The chunks the agent's model cache is writing now: streamed as they land. */
   written?: WrittenChunks;
+  /**
+   * How long an upload whose chunk's try failed waits for the next try
+   * (default 20 s: the follower's own wait for `range_pending`,
+   * models/peer_byte_source.ts).
+   */
+  nextTryWaitMs?: number;
   /** The cache's file system (tests inject one). */
   fs?: CacheFs;
 }
@@ -102,6 +116,7 @@ export class PeerServer {
   readonly #fs: CacheFs;
   readonly #maxUploads: number;
   readonly #maxWaiting: number;
+  readonly #nextTryWaitMs: number;
   /** Uploads counted against `maxUploads`, and against `maxWaiting`. */
   #reading = 0;
   #streaming = 0;
@@ -121,6 +136,7 @@ export class PeerServer {
     this.#fs = options.fs ?? denoCacheFs;
     this.#maxUploads = options.maxUploads ?? 8;
     this.#maxWaiting = options.maxWaiting ?? 8;
+    this.#nextTryWaitMs = options.nextTryWaitMs ?? 20_000;
     this.#written = options.written;
   }
 
@@ -223,7 +239,10 @@ export class PeerServer {
         }
         throw e;
       }
-      const body = this.#upload(handle, range.first, range.last + 1, release, held.writing);
+      const body = this.#upload(handle, range.first, range.last + 1, release, {
+        part: held.path,
+        tries: [...held.writing],
+      });
       release = null;
       this.#stats.rangesServed++;
       if (held.writing.length > 0) this.#stats.rangesStreamed++;
@@ -266,7 +285,7 @@ export class PeerServer {
     start: number,
     end: number,
     release: () => void,
-    writing: readonly ChunkTry[],
+    writing: { part: string; tries: ChunkTry[] },
   ): ReadableStream<Uint8Array> {
     let pos = start;
     let closed = false;
@@ -315,24 +334,66 @@ export class PeerServer {
    * How far from `pos` (below `limit`) the file may be read now: up to the
    * next chunk being written; within one, up to what it has written, once
    * that is {@link STREAM_STEP} past `pos` (or the chunk's or the range's
-   * end). Rejects once that chunk's try is abandoned.
+   * end). A try abandoned is replaced in `writing` by the chunk's next one;
+   * rejects when there is none in time.
    */
   async #readable(
     pos: number,
     limit: number,
-    writing: readonly ChunkTry[],
+    writing: { part: string; tries: ChunkTry[] },
     gone: AbortController,
   ): Promise<number> {
-    const next = writing.find((t) => t.end > pos);
-    if (next === undefined) return limit;
-    if (next.start > pos) return Math.min(limit, next.start);
-    const want = Math.min(limit, next.end, pos + STREAM_STEP);
-    const waits = next.state === "writing" && next.written < want;
-    if (waits) this.#stats.waiting++;
-    try {
-      return Math.min(limit, await next.reach(want, gone.signal));
-    } finally {
-      if (waits) this.#stats.waiting--;
+    // Bounded: each turn waits for a new try, at most nextTryWaitMs, or ends.
+    while (true) {
+      const i = writing.tries.findIndex((t) => t.end > pos);
+      if (i < 0) return limit;
+      const next = writing.tries[i];
+      if (next.start > pos) return Math.min(limit, next.start);
+      const want = Math.min(limit, next.end, pos + STREAM_STEP);
+      const waits = next.state === "abandoned" || (next.state === "writing" && next.written < want);
+      if (waits) this.#stats.waiting++;
+      try {
+        return Math.min(limit, await next.reach(want, gone.signal));
+      } catch (e) {
+        if (!(e instanceof ChunkAbandonedError)) throw e;
+        writing.tries[i] = await this.#followingTry(writing.part, next, pos, gone.signal, e);
+      } finally {
+        if (waits) this.#stats.waiting--;
+      }
     }
+  }
+
+  /**
+   * The try after `ended` of its chunk, once it begins at or past `pos`
+   * (same round: the bytes below were never written again); `cause` when
+   * none begins within `nextTryWaitMs`; an error when one begins below
+   * `pos` (a new round, which may write other bytes there).
+   */
+  async #followingTry(
+    part: string,
+    ended: ChunkTry,
+    pos: number,
+    gone: AbortSignal,
+    cause: ChunkAbandonedError,
+  ): Promise<ChunkTry> {
+    if (this.#written === undefined) throw cause;
+    const late = new AbortController();
+    const timer = setTimeout(() => late.abort(cause), this.#nextTryWaitMs);
+    let next: ChunkTry;
+    try {
+      next = await this.#written.nextTry(part, ended, AbortSignal.any([gone, late.signal]));
+    } catch (e) {
+      throw gone.aborted ? e : cause;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (next.written < pos) {
+      throw new ChunkAbandonedError(
+        `the download of bytes ${ended.start}-${
+          ended.end - 1
+        } here began again from byte ${next.written}, below byte ${pos} already sent`,
+      );
+    }
+    return next;
   }
 }

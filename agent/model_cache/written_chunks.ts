@@ -168,9 +168,16 @@ export class ChunkTry {
   }
 }
 
+interface NextWaiter {
+  part: string;
+  start: number;
+  resolve: (t: ChunkTry) => void;
+}
+
 /** The tries under way of every part file this agent writes, by part file path. */
 export class WrittenChunks {
   readonly #files = new Map<string, Map<number, ChunkTry>>();
+  readonly #next = new Set<NextWaiter>();
 
   /**
    * A try of chunk `start` … `end - 1` of `part` begins, bytes `start` …
@@ -188,7 +195,40 @@ export class WrittenChunks {
       if (tries.size === 0 && this.#files.get(part) === tries) this.#files.delete(part);
     });
     tries.set(start, t);
+    for (const w of this.#next) {
+      if (w.part === part && w.start === start) {
+        this.#next.delete(w);
+        w.resolve(t);
+      }
+    }
     return t;
+  }
+
+  /**
+   * Reader: the try of `after`'s chunk of `part` that follows `after` (an
+   * ended one): the one registered now, or the next to begin. Rejects with
+   * `signal`'s reason once it aborts first.
+   */
+  nextTry(part: string, after: ChunkTry, signal: AbortSignal): Promise<ChunkTry> {
+    const now = this.#files.get(part)?.get(after.start);
+    if (now !== undefined && now !== after) return Promise.resolve(now);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const drop = () => {
+        this.#next.delete(waiter);
+        reject(signal.reason);
+      };
+      const waiter: NextWaiter = {
+        part,
+        start: after.start,
+        resolve: (t) => {
+          signal.removeEventListener("abort", drop);
+          resolve(t);
+        },
+      };
+      this.#next.add(waiter);
+      signal.addEventListener("abort", drop, { once: true });
+    });
   }
 
   /** The tries writing `part` now, by their chunk's first byte (a copy). */

@@ -163,3 +163,32 @@ Deno.test("written chunks: a reader whose follower went away stops waiting", asy
   assertEquals([(r.error as Error).message, t.waiting], ["follower closed", 0]);
   await assertRejects(() => t.reach(50, gone.signal), Error, "follower closed");
 });
+
+Deno.test("written chunks: a reader of an ended try gets the chunk's next try, now or when it begins", async () => {
+  const view = new WrittenChunks();
+  const first = view.begin(PART, 0, 100, 0);
+  first.advance(40);
+  first.abandon("hub reset the connection");
+  const never = new AbortController().signal;
+  const next = watch(view.nextTry(PART, first, never));
+  // Another chunk's or file's try is not it.
+  view.begin(PART, 100, 200, 100);
+  view.begin("/elsewhere.llmgw.incomplete", 0, 100, 0);
+  await flush();
+  assertOk(!next.settled);
+  const second = view.begin(PART, 0, 100, 40);
+  await flush();
+  assertEquals([next.value === second, second.written], [true, 40]);
+  // Begun already (a newer begin abandoned the old try): that one, at once.
+  const third = view.begin(PART, 0, 100, 40);
+  assertEquals(await view.nextTry(PART, second, never), third);
+  // The reader gives up: its reason, and it is not woken later.
+  third.abandon("stalled");
+  const gone = new AbortController();
+  const given = watch(view.nextTry(PART, third, gone.signal));
+  gone.abort(new Error("follower closed"));
+  await flush();
+  assertEquals((given.error as Error).message, "follower closed");
+  const fourth = view.begin(PART, 0, 100, 40);
+  assertEquals([given.value, await view.nextTry(PART, third, never)], [undefined, fourth]);
+});
