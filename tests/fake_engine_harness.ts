@@ -145,6 +145,15 @@ export class Engine {
     );
   }
 
+  /** Waits until /health answers 200 (503 while loading, refused before it binds). */
+  async waitHealthy(): Promise<void> {
+    await until(
+      "/health 200",
+      () => this.request("/health").then((r) => r?.status === 200 || undefined),
+      POLL,
+    );
+  }
+
   /** One HTTP request; null when nothing answers (refused). The body is always read. */
   async request(
     path: string,

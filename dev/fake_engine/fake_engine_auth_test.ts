@@ -6,7 +6,6 @@
  */
 import fc from "fast-check";
 import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
-import { until } from "../../tests/until.ts";
 import { vllmPlugin } from "../../engines/vllm.ts";
 import { sglangPlugin } from "../../engines/sglang.ts";
 import { withApiKey } from "../../engines/api_key.ts";
@@ -16,7 +15,6 @@ import {
   type Engine,
   freePort,
   launch,
-  POLL,
   sglangArgv,
   vllmArgv,
   withEngine,
@@ -173,11 +171,7 @@ Deno.test("vLLM with VLLM_API_KEY: /v1 needs the key, /health, /metrics and the 
   );
   assertOk(!cmd.argv.includes(key), "vLLM takes its key from the environment, never argv");
   await withEngine(cmd.argv, { ...cmd.env, FAKE_ENGINE_LOAD_SECONDS: "0" }, port, async (e) => {
-    await until(
-      "/health 200",
-      () => e.request("/health").then((r) => r?.status === 200 || undefined),
-      POLL,
-    );
+    await e.waitHealthy();
     const auth = { authorization: `Bearer ${key}` };
     assertEquals(await answer(e, "/v1/chat/completions", {}, CHAT), UNAUTHORIZED);
     assertEquals(await answer(e, "/v1/models"), UNAUTHORIZED);
@@ -211,11 +205,7 @@ Deno.test("vLLM with --api-key: any of its keys, never logged, and 'api_key': '*
     { FAKE_ENGINE_LOAD_SECONDS: "0", VLLM_API_KEY: "ignored-when-the-flag-is-given" },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       for (const k of [k1, k2]) {
         assertEquals((await answer(e, "/v1/models", { authorization: `Bearer ${k}` }))?.[0], 200);
       }
@@ -241,11 +231,7 @@ Deno.test("SGLang with --api-key: all but /health and /metrics need the key, Bea
     port,
     async (e) => {
       // /health answers without a key, 503 while warming up, then 200.
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       assertEquals((await answer(e, "/health_generate"))?.[0], 200);
       assertEquals((await answer(e, "/metrics"))?.[0], 200);
       for (const path of ["/v1/models", "/get_model_info", "/nowhere"]) {
@@ -286,11 +272,7 @@ Deno.test("SGLang as llmgw starts it: the key in its --config file, not in argv,
       { ...keyed.command.env, FAKE_ENGINE_LOAD_SECONDS: "0" },
       port,
       async (e) => {
-        await until(
-          "/health 200",
-          () => e.request("/health").then((r) => r?.status === 200 || undefined),
-          POLL,
-        );
+        await e.waitHealthy();
         const cmdline = Deno.readTextFileSync(`/proc/${e.pid}/cmdline`).split("\0");
         assertOk(cmdline.includes("--config"), cmdline.join(" "));
         assertOk(!cmdline.some((a) => a.includes(key)), "the key must not be in the argv");

@@ -99,11 +99,7 @@ Deno.test("vLLM: /metrics shows running and waiting requests during slow streams
     FAKE_ENGINE_TOKEN_DELAY_MS: "50",
   };
   await withEngine(vllmArgv(port, ["--max-num-seqs", "1"]), slow, port, async (e) => {
-    await until(
-      "/health 200",
-      () => e.request("/health").then((r) => r?.status === 200 || undefined),
-      POLL,
-    );
+    await e.waitHealthy();
     await runningAndWaiting(e, ["vllm:num_requests_running", "vllm:num_requests_waiting"], {
       model: "fake-model",
       messages: [{ role: "user", content: "go on" }],
@@ -122,11 +118,7 @@ Deno.test("SGLang: /metrics shows sglang:num_running_reqs and num_queue_reqs dur
     FAKE_ENGINE_TOKEN_DELAY_MS: "50",
   };
   await withEngine(sglangArgv(port, ["--max-running-requests", "1"]), slow, port, async (e) => {
-    await until(
-      "/health 200",
-      () => e.request("/health").then((r) => r?.status === 200 || undefined),
-      POLL,
-    );
+    await e.waitHealthy();
     const m = (await e.request("/metrics"))!.body;
     assertEquals(metric(m, "sglang:token_usage"), 0);
     await runningAndWaiting(e, ["sglang:num_running_reqs", "sglang:num_queue_reqs"], {

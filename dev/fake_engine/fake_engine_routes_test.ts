@@ -5,11 +5,9 @@
  * API, OpenAI errors, and the prefix cache's `cached_tokens`.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
-import { until } from "../../tests/until.ts";
 import {
   freePort,
   metric,
-  POLL,
   readAll,
   sglangArgv,
   vllmArgv,
@@ -23,11 +21,7 @@ Deno.test("vLLM: chat and text completions, streaming, embeddings and OpenAI err
     { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_TOKENS: "6", FAKE_ENGINE_TOKEN_DELAY_MS: "20" },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       const messages = [{ role: "user", content: "Say something." }];
 
       await t.step("chat completion", async () => {
@@ -180,11 +174,7 @@ Deno.test("vLLM: n choices, plain and streamed, and the Responses API", async (t
     { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_TOKENS: "4", FAKE_ENGINE_TOKEN_DELAY_MS: "1" },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       const messages = [{ role: "user", content: "Say something." }];
 
       await t.step("n choices, each counted in usage", async () => {
@@ -339,11 +329,7 @@ Deno.test("SGLang: no Responses API (FastAPI's 404), n choices served", async ()
     { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_TOKENS: "2", FAKE_ENGINE_TOKEN_DELAY_MS: "1" },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       const r = await e.post("/v1/responses", { model: "fake-model", input: "x" });
       assertEquals([r?.status, r && JSON.parse(r.body)], [404, { detail: "Not Found" }]);
       const chat = JSON.parse(
@@ -370,11 +356,7 @@ Deno.test("vLLM with a prefix cache: a repeated conversation is served from cach
     },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       const messages = [
         { role: "system", content: "You are a helpful assistant. ".repeat(20) },
         { role: "user", content: "Plan a trip to Lisbon." },

@@ -143,11 +143,7 @@ Deno.test("FAKE_ENGINE_CRASH_AFTER_REQUESTS exits 1 after that many completions"
     { FAKE_ENGINE_LOAD_SECONDS: "0", FAKE_ENGINE_CRASH_AFTER_REQUESTS: "2" },
     port,
     async (e) => {
-      await until(
-        "/health 200",
-        () => e.request("/health").then((r) => r?.status === 200 || undefined),
-        POLL,
-      );
+      await e.waitHealthy();
       for (let i = 0; i < 2; i++) {
         const r = await e.post("/v1/completions", { model: "fake-model", prompt: "x" });
         assertEquals(r?.status, 200, `completion ${i + 1} must be answered`);
