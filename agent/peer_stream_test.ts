@@ -128,6 +128,33 @@ function joined(parts: Uint8Array[]): Uint8Array {
   return new Uint8Array(parts.flatMap((p) => [...p]));
 }
 
+/**
+ * Try `t` writes 300 KiB; `reader` takes the source's first 256 KiB piece
+ * (models/byte_slice.ts) into `got`; then the upload waits for more.
+ */
+async function heldMidChunk(
+  peer: PeerServer,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  write: (t: ChunkTry, to: number) => Promise<void>,
+  t: ChunkTry,
+  got: Uint8Array[] = [],
+): Promise<void> {
+  await write(t, t.written + 300 * KIB);
+  assertEquals(await readUntil(reader, got, 256 * KIB), 256 * KIB);
+  await until("the upload waiting for more", () => peer.stats().waiting === 1);
+}
+
+/** `reader`'s stream ends with an error the follower retries, and the upload's slots are freed. */
+async function assertCutRetryably(
+  peer: PeerServer,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<void> {
+  const e = await assertRejects(() => readUntil(reader, [], MIB), PeerSourceError);
+  assertOk((e as PeerSourceError).retryable, (e as Error).message);
+  await until("the upload's slot released", () => peer.stats().uploads === 0);
+  assertEquals(peer.stats().waiting, 0);
+}
+
 Deno.test("peer route: a chunk being written is streamed as it lands, never past what was written", async () => {
   await withTempDir(async (root) => {
     const { file, bytes, part, layout, write } = await downloading(root);
@@ -178,11 +205,8 @@ Deno.test("peer route: a chunk's try that fails holds its streams until the next
       const stream = async (from: number) =>
         (await bounded(source.read(REPO, COMMIT, file, from, from + MIB, signal))).getReader();
       const reader = await stream(MIB);
-      await write(first, MIB + 300 * KIB);
       const got: Uint8Array[] = [];
-      // The source hands on 256 KiB pieces (models/byte_slice.ts): the first one.
-      assertEquals(await readUntil(reader, got, 256 * KIB), 256 * KIB);
-      await until("the upload waiting for more", () => peer.stats().waiting === 1);
+      await heldMidChunk(peer, reader, write, first, got);
       first.abandon("hub sent nothing of model.safetensors for 60 s");
       // Between tries nothing new is served of the chunk: that follower asks again shortly.
       const between = await fetch(url + peerBlobPath(REPO, blobKey(file), file.size), {
@@ -200,15 +224,10 @@ Deno.test("peer route: a chunk's try that fails holds its streams until the next
       // A new round (the chunk begun again below the byte sent): the stream is cut, retryably.
       const third = written.begin(part, 2 * MIB, 3 * MIB, 2 * MIB);
       const cut = await stream(2 * MIB);
-      await write(third, 2 * MIB + 300 * KIB);
-      assertEquals(await readUntil(cut, [], 256 * KIB), 256 * KIB);
-      await until("the upload waiting on chunk 2", () => peer.stats().waiting === 1);
+      await heldMidChunk(peer, cut, write, third);
       third.abandon("the hash did not match: downloading again");
       written.begin(part, 2 * MIB, 3 * MIB, 2 * MIB);
-      const e = await assertRejects(() => readUntil(cut, [], MIB), PeerSourceError);
-      assertOk((e as PeerSourceError).retryable, (e as Error).message);
-      await until("the upload's slot released", () => peer.stats().uploads === 0);
-      assertEquals(peer.stats().waiting, 0);
+      await assertCutRetryably(peer, cut);
       // The wait for a next try is far past a read's bound: the cut above was the new round.
     }, { nextTryWaitMs: 60_000 });
   });
@@ -224,14 +243,9 @@ Deno.test("peer route: a failed try with no next try within the wait ends its st
       const signal = new AbortController().signal;
       const reader = (await bounded(source.read(REPO, COMMIT, file, MIB, 2 * MIB, signal)))
         .getReader();
-      await write(first, MIB + 300 * KIB);
-      assertEquals(await readUntil(reader, [], 256 * KIB), 256 * KIB);
-      await until("the upload waiting for more", () => peer.stats().waiting === 1);
+      await heldMidChunk(peer, reader, write, first);
       first.abandon("the download stopped");
-      const e = await assertRejects(() => readUntil(reader, [], MIB), PeerSourceError);
-      assertOk((e as PeerSourceError).retryable, (e as Error).message);
-      await until("the upload's slot released", () => peer.stats().uploads === 0);
-      assertEquals(peer.stats().waiting, 0);
+      await assertCutRetryably(peer, reader);
     }, { nextTryWaitMs: 300 });
   });
 });
