@@ -15,10 +15,8 @@ import type { DesiredShard } from "../protocol/agent_protocol.ts";
 import { launch } from "../tests/fake_engine_harness.ts";
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
-import { clusterPki } from "../tests/cluster_pki.ts";
+import { withPeerRoute } from "../tests/peer_route.ts";
 import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
-import { pinnedFetch } from "../tls/trust.ts";
-import { serveTlsListener } from "./listener.ts";
 import { CacheModelFetcher } from "./model_fetch.ts";
 import { AssignedSources } from "./assigned_sources.ts";
 import { PeerServer } from "./peer_server.ts";
@@ -54,7 +52,6 @@ interface Fleet {
 
 /** Runs `body` with host A holding `acme/tiny` and serving it; everything is stopped after. */
 async function withFleet(weightBytes: number, body: (f: Fleet) => Promise<void>): Promise<void> {
-  const p = await clusterPki();
   await withTempDir(async (dir) => {
     const model = await syntheticModel({ repo: "acme/tiny", shards: 2, weightBytes });
     const commit = model.refs.main;
@@ -64,15 +61,7 @@ async function withFleet(weightBytes: number, body: (f: Fleet) => Promise<void>)
     const pathA = await new CacheModelFetcher({ cache: a.cache, hub: client })
       .fetch(shard("acme/tiny", commit), new AbortController().signal).then((m) => m.path);
     const peer = new PeerServer({ layout: a.cache.layout });
-    const server = await serveTlsListener(
-      "the peer route",
-      { hostname: "127.0.0.1", port: 0 },
-      { ...p.server, ca: p.caPem },
-      (req, info) => peer.handle(req, info),
-      () => {},
-    );
-    const http = pinnedFetch(p.caPem, p.nodeB);
-    try {
+    await withPeerRoute(peer, async ({ url, fetch }) => {
       hub.counters.reset();
       await body({
         dir,
@@ -81,13 +70,10 @@ async function withFleet(weightBytes: number, body: (f: Fleet) => Promise<void>)
         files: model.commits[commit],
         pathA,
         peer,
-        peerUrl: `https://127.0.0.1:${server.addr.port}`,
-        peerFetch: http.fetch,
+        peerUrl: url,
+        peerFetch: fetch,
       });
-    } finally {
-      http.close();
-      await server.shutdown();
-    }
+    });
   });
 }
 

@@ -12,16 +12,14 @@
  * is shut in a `finally`.
  */
 import { assertEquals, assertOk, assertRejects } from "../tests/assert.ts";
-import { clusterPki } from "../tests/cluster_pki.ts";
 import { MemoryByteSource, syntheticSnapshot } from "../tests/memory_byte_source.ts";
 import { testCache, withTempDir } from "../tests/model_cache_fixture.ts";
+import { withPeerRoute } from "../tests/peer_route.ts";
 import { until } from "../tests/until.ts";
-import { pinnedFetch } from "../tls/trust.ts";
 import type { ByteSource } from "../models/byte_source.ts";
 import { PeerByteSource, PeerSourceError } from "../models/peer_byte_source.ts";
 import { peerBlobPath } from "../models/peer_protocol.ts";
 import { blobKey, type RepoFile } from "../models/repo_snapshot.ts";
-import { serveTlsListener } from "./listener.ts";
 import { PeerServer } from "./peer_server.ts";
 import { denoCacheFs } from "./model_cache/cache_fs.ts";
 import { CacheLayout } from "./model_cache/cache_layout.ts";
@@ -40,22 +38,8 @@ async function withPeer(
   body: (o: { url: string; peer: PeerServer; fetch: typeof fetch }) => Promise<void>,
   slots: { maxUploads?: number; maxWaiting?: number; nextTryWaitMs?: number } = {},
 ): Promise<void> {
-  const p = await clusterPki();
   const peer = new PeerServer({ layout: new CacheLayout(root), written, ...slots });
-  const server = await serveTlsListener(
-    "the peer route",
-    { hostname: "127.0.0.1", port: 0 },
-    { ...p.server, ca: p.caPem },
-    (req, info) => peer.handle(req, info),
-    () => {},
-  );
-  const http = pinnedFetch(p.caPem, p.nodeB);
-  try {
-    await body({ url: `https://127.0.0.1:${server.addr.port}`, peer, fetch: http.fetch });
-  } finally {
-    http.close();
-    await server.shutdown(0);
-  }
+  await withPeerRoute(peer, ({ url, fetch }) => body({ url, peer, fetch }), 0);
 }
 
 /** A 3 MiB + 100 file downloading in 1 MiB chunks: chunk 0 recorded, the rest wrong bytes for now. */
