@@ -13,6 +13,24 @@ const quiet = createLogger("supervisor", () => {});
 const none = () => null;
 const MIB = 2 ** 20;
 
+/** A wiring over plain HTTP with its model cache at `root` (no hub answers); `received` as given. */
+function cachedWiring(
+  root: string,
+  received: ConstructorParameters<typeof AgentModelWiring>[0]["received"] = none,
+): AgentModelWiring {
+  return new AgentModelWiring({
+    models: {
+      cache: { root, rateBytesPerSecond: null, watermarks: { highPercent: 90, lowPercent: 80 } },
+      hub: { endpoint: "http://127.0.0.1:1" },
+    },
+    tls: null,
+    log: quiet,
+    version: "test",
+    received,
+    applied: none,
+  });
+}
+
 Deno.test("AgentModelWiring without a model cache: no cache, no peer route, nothing to close", () => {
   const w = new AgentModelWiring({
     models: undefined,
@@ -30,18 +48,8 @@ Deno.test("AgentModelWiring over plain HTTP: the cache at its root, a peer route
   const root = await Deno.makeTempDir({ prefix: "llmgw_model_wiring_" });
   try {
     let asked = 0;
-    const w = new AgentModelWiring({
-      models: {
-        cache: { root, rateBytesPerSecond: null, watermarks: { highPercent: 90, lowPercent: 80 } },
-        hub: { endpoint: "http://127.0.0.1:1" },
-      },
-      tls: null,
-      log: quiet,
-      version: "test",
-      // Without TLS no peer is asked, so the received state's sources are never read.
-      received: () => (asked++, null),
-      applied: none,
-    });
+    // Without TLS no peer is asked, so the received state's sources are never read.
+    const w = cachedWiring(root, () => (asked++, null));
     assertOk(w.models);
     assertEquals(w.models.root, root);
     assertOk(w.peer instanceof PeerServer);
@@ -68,17 +76,7 @@ Deno.test("AgentModelWiring: the peer route streams a chunk the wired cache is w
   const gate = new Promise<void>((r) => open = r);
   let fetching: Promise<unknown> = Promise.resolve();
   try {
-    const w = new AgentModelWiring({
-      models: {
-        cache: { root, rateBytesPerSecond: null, watermarks: { highPercent: 90, lowPercent: 80 } },
-        hub: { endpoint: "http://127.0.0.1:1" },
-      },
-      tls: null,
-      log: quiet,
-      version: "test",
-      received: none,
-      applied: none,
-    });
+    const w = cachedWiring(root);
     assertOk(w.models && w.peer);
     const repo = "acme/tiny-llm";
     const { snapshot, contents } = syntheticSnapshot(repo, "c".repeat(40), [
