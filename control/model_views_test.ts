@@ -8,6 +8,7 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { registration } from "../tests/registration.ts";
+import type { CachedRevisionReport, ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { PullNode } from "./model_pull_record.ts";
 import { modelList } from "./model_views.ts";
 import { ControlState } from "./state.ts";
@@ -18,6 +19,24 @@ const MODEL = "Qwen/Qwen2.5-7B-Instruct";
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
 const NODES = 10_000;
 const T0 = 1_700_000_000_000;
+
+/** A node's cache report holding MODEL@COMMIT (1000 bytes) in `state`, `bytesDone` of them on disk. */
+function holding(state: CachedRevisionReport["state"], bytesDone: number): ModelCacheReport {
+  return {
+    room_bytes: 0,
+    revisions: [{
+      repo: MODEL,
+      commit: COMMIT,
+      bytes: 1000,
+      state,
+      bytes_done: bytesDone,
+      last_used: null,
+      pinned: false,
+    }],
+    omitted: 0,
+    evicted: [],
+  };
+}
 
 /** A part whose `node` reads are counted; past `budget` reads it throws, so a scan fails fast. */
 function countedPart(part: PullNode, reads: { n: number; budget: number }): PullNode {
@@ -55,36 +74,10 @@ Deno.test("models list: a fleet-wide pull costs a lookup per part still shown, n
     const i = Number(id.slice(1));
     if (i === NODES - 20) continue;
     const partial = i >= NODES - 20 && i < NODES - 10;
-    state.modelCaches.set(id, {
-      room_bytes: 0,
-      revisions: [{
-        repo: MODEL,
-        commit: COMMIT,
-        bytes: 1000,
-        state: partial ? "downloading" : "complete",
-        bytes_done: partial ? 10 : 1000,
-        last_used: null,
-        pinned: false,
-      }],
-      omitted: 0,
-      evicted: [],
-    });
+    state.modelCaches.set(id, partial ? holding("downloading", 10) : holding("complete", 1000));
   }
   for (const id of ids.slice(NODES - 5)) {
-    state.modelCaches.set(id, {
-      room_bytes: 0,
-      revisions: [{
-        repo: MODEL,
-        commit: COMMIT,
-        bytes: 1000,
-        state: "partial",
-        bytes_done: 10,
-        last_used: null,
-        pinned: false,
-      }],
-      omitted: 0,
-      evicted: [],
-    });
+    state.modelCaches.set(id, holding("partial", 10));
   }
   const reads = { n: 0, budget: 0 };
   const shown = 20;
