@@ -19,7 +19,7 @@ import { until } from "../tests/until.ts";
 import type { ByteSource } from "../models/byte_source.ts";
 import { PeerByteSource, PeerSourceError } from "../models/peer_byte_source.ts";
 import { peerBlobPath } from "../models/peer_protocol.ts";
-import { blobKey, type RepoFile } from "../models/repo_snapshot.ts";
+import { blobKey, type RepoFile, type RepoSnapshot } from "../models/repo_snapshot.ts";
 import { PeerServer } from "./peer_server.ts";
 import { denoCacheFs } from "./model_cache/cache_fs.ts";
 import { CacheLayout } from "./model_cache/cache_layout.ts";
@@ -311,6 +311,64 @@ function heldAt(inner: ByteSource, holdAt: number, gate: Promise<void>): ByteSou
   };
 }
 
+/** Caches A and B of {@link throughHeldPeer}, and A's peer route. */
+interface HeldChain {
+  peer: PeerServer;
+  a: ReturnType<typeof testCache>;
+  b: ReturnType<typeof testCache>;
+}
+
+/**
+ * A chain of two over `dir`, 1 MiB chunks: A fetches `snapshot` from `origin`,
+ * held at half of chunk 0 until the gate opens, and streams what it writes on
+ * its peer route; B fetches through A alone. Once B has that half, `held`
+ * runs and the gate opens; both finish with the snapshot's bytes, then `done`
+ * runs. Both fetches are stopped and settled even when a check fails.
+ */
+async function throughHeldPeer(
+  dir: string,
+  snapshot: RepoSnapshot,
+  contents: Map<string, Uint8Array>,
+  origin: ByteSource,
+  checks: { held?: (c: HeldChain) => void; done: (c: HeldChain) => void },
+): Promise<void> {
+  let open = () => {};
+  const gate = new Promise<void>((r) => open = r);
+  const written = new WrittenChunks();
+  const a = testCache(`${dir}/a`, { chunkBytes: MIB, written });
+  const b = testCache(`${dir}/b`, { chunkBytes: MIB });
+  await withPeer(`${dir}/a`, written, async ({ url, peer, fetch }) => {
+    // What B received of each range it asked A for.
+    const received = new Map<string, number>();
+    const stop = new AbortController();
+    const peerA = new PeerByteSource({ nodeId: "a", url, fetch: countingFetch(fetch, received) });
+    const fetchingA = a.cache.ensureSnapshot(snapshot, [heldAt(origin, MIB / 2, gate)], {
+      signal: stop.signal,
+    });
+    const fetchingB = b.cache.ensureSnapshot(snapshot, [peerA], { signal: stop.signal });
+    try {
+      await until(
+        "half of chunk 0 at B",
+        () => (received.get(`bytes=0-${MIB - 1}`) ?? 0) >= MIB / 2,
+        { describe: () => JSON.stringify([...received, ["stats", peer.stats()]]) },
+      );
+      checks.held?.({ peer, a, b });
+      open();
+      const [pathA, pathB] = await Promise.all([fetchingA, fetchingB]);
+      for (const file of snapshot.files) {
+        const want = contents.get(file.path)!;
+        assertEquals(await Deno.readFile(`${pathA}/${file.path}`), want);
+        assertEquals(await Deno.readFile(`${pathB}/${file.path}`), want);
+      }
+      checks.done({ peer, a, b });
+    } finally {
+      open();
+      stop.abort();
+      await Promise.allSettled([fetchingA, fetchingB]);
+    }
+  });
+}
+
 Deno.test("a follower fetches through a peer mid-chunk: half a chunk arrives before the peer has the rest", async () => {
   await withTempDir(async (dir) => {
     const { snapshot, contents } = syntheticSnapshot(REPO, COMMIT, [
@@ -321,45 +379,15 @@ Deno.test("a follower fetches through a peer mid-chunk: half a chunk arrives bef
     // A writes in 256 KiB steps, the upload's own: of the 512 KiB A holds, B gets all. With
     // smaller pieces the upload's steps could start off them and stop up to 256 KiB short.
     origin.pieceBytes = 256 * KIB;
-    let open = () => {};
-    const gate = new Promise<void>((r) => open = r);
-    const written = new WrittenChunks();
-    const a = testCache(`${dir}/a`, { chunkBytes: MIB, written });
-    const b = testCache(`${dir}/b`, { chunkBytes: MIB });
-    await withPeer(`${dir}/a`, written, async ({ url, peer, fetch }) => {
-      // What B received of each range it asked A for.
-      const received = new Map<string, number>();
-      const counting = countingFetch(fetch, received);
-      const stop = new AbortController();
-      const peerA = new PeerByteSource({ nodeId: "a", url, fetch: counting });
-      const fetchingA = a.cache.ensureSnapshot(snapshot, [heldAt(origin, MIB / 2, gate)], {
-        signal: stop.signal,
-      });
-      const fetchingB = b.cache.ensureSnapshot(snapshot, [peerA], { signal: stop.signal });
-      try {
-        // A holds chunk 0 at its middle; B has that half already (before this change: none).
-        await until(
-          "half of chunk 0 at B",
-          () => (received.get(`bytes=0-${MIB - 1}`) ?? 0) >= MIB / 2,
-          {
-            describe: () => JSON.stringify([...received, ["stats", peer.stats()]]),
-          },
-        );
-        assertOk(peer.stats().waiting >= 1, JSON.stringify(peer.stats()));
-        open();
-        const [pathA, pathB] = await Promise.all([fetchingA, fetchingB]);
-        const want = contents.get(file.path)!;
-        assertEquals(await Deno.readFile(`${pathA}/${file.path}`), want);
-        assertEquals(await Deno.readFile(`${pathB}/${file.path}`), want);
+    await throughHeldPeer(dir, snapshot, contents, origin, {
+      // A holds chunk 0 at its middle; B has that half already (before this change: none).
+      held: ({ peer }) => assertOk(peer.stats().waiting >= 1, JSON.stringify(peer.stats())),
+      done: ({ peer, b }) => {
         assertOk(peer.stats().rangesStreamed >= 1, JSON.stringify(peer.stats()));
         // Every byte B holds came from A, once (no chunk was cut and fetched again).
         assertEquals(peer.stats().bytesServed, file.size);
         assertEquals(b.events.filter((e) => e.kind === "chunk_failed"), []);
-      } finally {
-        open();
-        stop.abort();
-        await Promise.allSettled([fetchingA, fetchingB]);
-      }
+      },
     });
   });
 });
@@ -374,34 +402,12 @@ Deno.test("a peer whose own source breaks mid-chunk: the follower's stream waits
     const origin = new MemoryByteSource("origin", contents, [
       { kind: "break_at", offset: 768 * KIB, times: 1 },
     ], "hub");
-    // 256 KiB pieces, the upload's step: B's wait for half of chunk 0 below is always reached.
+    // 256 KiB pieces, the upload's step: B's wait for half of chunk 0 is always reached.
     origin.pieceBytes = 256 * KIB;
-    let open = () => {};
-    const gate = new Promise<void>((r) => open = r);
-    const written = new WrittenChunks();
-    const a = testCache(`${dir}/a`, { chunkBytes: MIB, written });
-    const b = testCache(`${dir}/b`, { chunkBytes: MIB });
-    await withPeer(`${dir}/a`, written, async ({ url, peer, fetch }) => {
-      const received = new Map<string, number>();
-      const stop = new AbortController();
-      const peerA = new PeerByteSource({ nodeId: "a", url, fetch: countingFetch(fetch, received) });
-      const fetchingA = a.cache.ensureSnapshot(snapshot, [heldAt(origin, MIB / 2, gate)], {
-        signal: stop.signal,
-      });
-      const fetchingB = b.cache.ensureSnapshot(snapshot, [peerA], { signal: stop.signal });
-      try {
-        // B is streaming chunk 0 from A, its first half taken, when A's try of it breaks (an
-        // upload waiting for chunk 1 alone would not do: B's chunk 0 might be past the break).
-        await until(
-          "half of chunk 0 at B",
-          () => (received.get(`bytes=0-${MIB - 1}`) ?? 0) >= MIB / 2,
-          { describe: () => JSON.stringify([...received, ["stats", peer.stats()]]) },
-        );
-        open();
-        const [pathA, pathB] = await Promise.all([fetchingA, fetchingB]);
-        const want = contents.get(file.path)!;
-        assertEquals(await Deno.readFile(`${pathA}/${file.path}`), want);
-        assertEquals(await Deno.readFile(`${pathB}/${file.path}`), want);
+    // B is streaming chunk 0 from A, its first half taken, when A's try of it breaks (an
+    // upload waiting for chunk 1 alone would not do: B's chunk 0 might be past the break).
+    await throughHeldPeer(dir, snapshot, contents, origin, {
+      done: ({ peer, a, b }) => {
         const failedA = a.events.filter((e) => e.kind === "chunk_failed");
         assertEquals(failedA.length, 1, JSON.stringify(failedA));
         const failedB = b.events.flatMap((e) =>
@@ -411,11 +417,7 @@ Deno.test("a peer whose own source breaks mid-chunk: the follower's stream waits
         assertEquals(failedB, []);
         // Nothing of chunk 0 was fetched twice.
         assertEquals(peer.stats().bytesServed, file.size);
-      } finally {
-        open();
-        stop.abort();
-        await Promise.allSettled([fetchingA, fetchingB]);
-      }
+      },
     });
   });
 });
