@@ -18,7 +18,7 @@
  *   beyond either. A wait never takes a slot from bytes that can be served
  *   now. Every byte sent counted. Nothing is buffered in memory: bytes are read from the file
  *   (the page cache holds what was just written), 1 MiB at most at a time.
- * - **A chunk whose try fails** while it is streamed holds the upload
+ * - **A chunk whose try fails** while it is streamed (agent/peer_upload.ts) holds the upload
  *   until the chunk's next try begins (at most `nextTryWaitMs`, the
  *   follower's own `range_pending` budget), which goes on from the byte
  *   where the failed one stopped: the stream goes on too. It ends with an
@@ -32,11 +32,8 @@ import type { CacheFs } from "./model_cache/cache_fs.ts";
 import { denoCacheFs } from "./model_cache/cache_fs.ts";
 import type { CacheLayout } from "./model_cache/cache_layout.ts";
 import { holding, requestedBlob } from "./model_cache/peer_holdings.ts";
-import {
-  ChunkAbandonedError,
-  type ChunkTry,
-  type WrittenChunks,
-} from "./model_cache/written_chunks.ts";
+import type { WrittenChunks } from "./model_cache/written_chunks.ts";
+import { peerUpload } from "./peer_upload.ts";
 import {
   parsePeerRange,
   PEER_BLOBS_PATH,
@@ -92,16 +89,6 @@ export interface PeerServerStats {
   /** Of those, uploads waiting now for bytes still to be written. */
   waiting: number;
 }
-
-/** Bytes read from disk per step of an upload. */
-const READ_BYTES = 1 << 20;
-
-/**
- * Bytes a streamed upload waits for before it reads again (or the chunk's
- * end): one wake per 256 KiB rather than per network piece, 5 ms at 400
- * Mbit/s, and the follower's own piece size (models/byte_slice.ts).
- */
-const STREAM_STEP = 256 * 1024;
 
 function answer(status: number, code: string, message: string, refusal?: PeerRefusal): Response {
   return Response.json({ error: { code, message: message.slice(0, 4096) } }, {
@@ -239,9 +226,11 @@ export class PeerServer {
         }
         throw e;
       }
-      const body = this.#upload(handle, range.first, range.last + 1, release, {
-        part: held.path,
-        tries: [...held.writing],
+      const body = peerUpload(handle, range.first, range.last + 1, release, {
+        writing: { part: held.path, tries: [...held.writing] },
+        written: this.#written,
+        nextTryWaitMs: this.#nextTryWaitMs,
+        stats: this.#stats,
       });
       release = null;
       this.#stats.rangesServed++;
@@ -274,126 +263,5 @@ export class PeerServer {
   #refuse(refusal: PeerRefusal, message: string): Response {
     this.#stats.refused[refusal]++;
     return answer(PEER_REFUSAL_STATUS[refusal], refusal, message, refusal);
-  }
-
-  /**
-   * The bytes `start` … `end - 1` of an open file, those of the chunks
-   * `writing` only once written; the slot is released when it ends either way.
-   */
-  #upload(
-    handle: Deno.FsFile,
-    start: number,
-    end: number,
-    release: () => void,
-    writing: { part: string; tries: ChunkTry[] },
-  ): ReadableStream<Uint8Array> {
-    let pos = start;
-    let closed = false;
-    // Ends a wait for bytes when the follower goes away.
-    const gone = new AbortController();
-    const close = () => {
-      if (closed) return;
-      closed = true;
-      gone.abort();
-      handle.close();
-      release();
-    };
-    return new ReadableStream<Uint8Array>({
-      start: async () => {
-        try {
-          await handle.seek(start, Deno.SeekMode.Start);
-        } catch (e) {
-          close();
-          throw e;
-        }
-      },
-      pull: async (controller) => {
-        try {
-          const upTo = await this.#readable(pos, Math.min(end, pos + READ_BYTES), writing, gone);
-          if (closed) return;
-          const buffer = new Uint8Array(upTo - pos);
-          const n = await handle.read(buffer);
-          if (n === null || n === 0) throw new Error(`file ended at byte ${pos}, before ${end}`);
-          pos += n;
-          this.#stats.bytesServed += n;
-          controller.enqueue(buffer.subarray(0, n));
-          if (pos >= end) {
-            close();
-            controller.close();
-          }
-        } catch (e) {
-          close();
-          controller.error(e);
-        }
-      },
-      cancel: () => close(),
-    }, { highWaterMark: 0 });
-  }
-
-  /**
-   * How far from `pos` (below `limit`) the file may be read now: up to the
-   * next chunk being written; within one, up to what it has written, once
-   * that is {@link STREAM_STEP} past `pos` (or the chunk's or the range's
-   * end). A try abandoned is replaced in `writing` by the chunk's next one;
-   * rejects when there is none in time.
-   */
-  async #readable(
-    pos: number,
-    limit: number,
-    writing: { part: string; tries: ChunkTry[] },
-    gone: AbortController,
-  ): Promise<number> {
-    // Bounded: each turn waits for a new try, at most nextTryWaitMs, or ends.
-    while (true) {
-      const i = writing.tries.findIndex((t) => t.end > pos);
-      if (i < 0) return limit;
-      const next = writing.tries[i];
-      if (next.start > pos) return Math.min(limit, next.start);
-      const want = Math.min(limit, next.end, pos + STREAM_STEP);
-      const waits = next.state === "abandoned" || (next.state === "writing" && next.written < want);
-      if (waits) this.#stats.waiting++;
-      try {
-        return Math.min(limit, await next.reach(want, gone.signal));
-      } catch (e) {
-        if (!(e instanceof ChunkAbandonedError)) throw e;
-        writing.tries[i] = await this.#followingTry(writing.part, next, pos, gone.signal, e);
-      } finally {
-        if (waits) this.#stats.waiting--;
-      }
-    }
-  }
-
-  /**
-   * The try after `ended` of its chunk, once it begins at or past `pos`
-   * (same round: the bytes below were never written again); `cause` when
-   * none begins within `nextTryWaitMs`; an error when one begins below
-   * `pos` (a new round, which may write other bytes there).
-   */
-  async #followingTry(
-    part: string,
-    ended: ChunkTry,
-    pos: number,
-    gone: AbortSignal,
-    cause: ChunkAbandonedError,
-  ): Promise<ChunkTry> {
-    if (this.#written === undefined) throw cause;
-    const late = new AbortController();
-    const timer = setTimeout(() => late.abort(cause), this.#nextTryWaitMs);
-    let next: ChunkTry;
-    try {
-      next = await this.#written.nextTry(part, ended, AbortSignal.any([gone, late.signal]));
-    } catch (e) {
-      throw gone.aborted ? e : cause;
-    } finally {
-      clearTimeout(timer);
-    }
-    if (next.written < pos) {
-      throw new ChunkAbandonedError(
-        `the download of bytes ${ended.start}-${
-          ended.end - 1
-        } here began again from byte ${next.written}, below byte ${pos} already sent`,
-      );
-    }
-    return next;
   }
 }
