@@ -19,14 +19,14 @@ import { Agent } from "./agent.ts";
 
 const WAIT = { timeoutMs: 60_000, intervalMs: 20 };
 
-Deno.test("agent: a desired pull is fetched into the cache without a shard; heartbeats report it held", async () => {
-  const model = await syntheticModel({ repo: "acme/pulled", shards: 2, weightBytes: 2 ** 20 });
-  const hub = startFakeHub({ repos: [model], tokens: [] });
-  const stub = new StubControl();
-  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_pull_" });
-  const logs: string[] = [];
-  stub.start();
-  const agent = new Agent({
+/** An agent on `stub` whose model cache lies under `stateDir`, pulling from the hub at `endpoint`. */
+function cachingAgent(
+  stub: StubControl,
+  stateDir: string,
+  endpoint: string,
+  logs: string[],
+): Agent {
+  return new Agent({
     ...agentOptions(stub.url, stub.joinToken, stateDir, logs),
     models: {
       cache: {
@@ -34,9 +34,19 @@ Deno.test("agent: a desired pull is fetched into the cache without a shard; hear
         rateBytesPerSecond: null,
         watermarks: { highPercent: 99, lowPercent: 98 },
       },
-      hub: { endpoint: hub.endpoint },
+      hub: { endpoint },
     },
   });
+}
+
+Deno.test("agent: a desired pull is fetched into the cache without a shard; heartbeats report it held", async () => {
+  const model = await syntheticModel({ repo: "acme/pulled", shards: 2, weightBytes: 2 ** 20 });
+  const hub = startFakeHub({ repos: [model], tokens: [] });
+  const stub = new StubControl();
+  const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_pull_" });
+  const logs: string[] = [];
+  stub.start();
+  const agent = cachingAgent(stub, stateDir, hub.endpoint, logs);
   try {
     await agent.start();
     await until("registration", () => stub.registrations[0], WAIT);
@@ -71,17 +81,7 @@ Deno.test("agent: a pull of a commit the hub does not know is reported failed, w
   const stub = new StubControl();
   const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_pull_" });
   stub.start();
-  const agent = new Agent({
-    ...agentOptions(stub.url, stub.joinToken, stateDir, []),
-    models: {
-      cache: {
-        root: `${stateDir}/models`,
-        rateBytesPerSecond: null,
-        watermarks: { highPercent: 99, lowPercent: 98 },
-      },
-      hub: { endpoint: hub.endpoint },
-    },
-  });
+  const agent = cachingAgent(stub, stateDir, hub.endpoint, []);
   try {
     await agent.start();
     await until("registration", () => stub.registrations[0], WAIT);
