@@ -4,6 +4,7 @@
  */
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { readFixture } from "../tests/fixtures.ts";
+import { shardReport as reportOf } from "../tests/shard_report.ts";
 import {
   GpuReportSchema,
   RegisterRequestSchema,
@@ -76,18 +77,7 @@ Deno.test("reports: a shard status with odd values still makes a valid report", 
 });
 
 Deno.test("reports: a receipt's download sources are cut to the wire's bounds", () => {
-  const status: ShardReport = {
-    id: "s",
-    state: "starting",
-    since: 1,
-    pid: 7,
-    port: 8000,
-    serves_http: true,
-    progress: null,
-    restarts: 0,
-    adopted: false,
-    last_failure: null,
-    spec_hash: "h",
+  const status = reportOf("s", "starting", {
     cold_start: {
       spawned_at: 1,
       download: {
@@ -105,7 +95,7 @@ Deno.test("reports: a receipt's download sources are cut to the wire's bounds", 
       },
       phases: [],
     },
-  };
+  });
   const r = shardReport(status);
   const parsed = ShardReportSchema.safeParse(r);
   assertOk(parsed.success, JSON.stringify(parsed.error?.issues));
@@ -178,20 +168,7 @@ Deno.test("reports: a crash loop's count travels; odd counts are dropped; older 
 });
 
 Deno.test("reports: a heartbeat leaves the engine out; a report without one (older agents) parses", () => {
-  const status: ShardReport = {
-    id: "s",
-    engine: "vllm",
-    state: "ready",
-    since: 1,
-    pid: 7,
-    port: 8000,
-    serves_http: true,
-    progress: null,
-    restarts: 0,
-    adopted: false,
-    last_failure: null,
-    spec_hash: "h",
-  };
+  const status = reportOf("s", "ready", { engine: "vllm" });
   const wire = shardReport(status);
   assertEquals("engine" in wire, false);
   assertOk(ShardReportSchema.safeParse(wire).success);

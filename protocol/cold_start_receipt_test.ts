@@ -1,21 +1,10 @@
 import { assertEquals, assertOk } from "../tests/assert.ts";
 import { ShardReportSchema } from "./agent_protocol.ts";
 import { type ColdStartReceipt, downloadSourcesText } from "./cold_start_receipt.ts";
+import { shardReport } from "../tests/shard_report.ts";
 
 /** A report as an agent before receipts sent it: no `cold_start`. */
-const OLDER = {
-  id: "r0.1/0",
-  state: "ready",
-  since: 1_700_000_000_000,
-  pid: 42,
-  port: 20000,
-  serves_http: true,
-  progress: null,
-  restarts: 0,
-  adopted: false,
-  last_failure: null,
-  spec_hash: "h",
-};
+const OLDER = shardReport("r0.1/0", "ready");
 
 const RECEIPT: ColdStartReceipt = {
   spawned_at: 1_700_000_000_000,

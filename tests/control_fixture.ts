@@ -10,6 +10,9 @@ import type { ShardReport } from "../protocol/agent_protocol.ts";
 import { PORT_BLOCK, reportedRendezvous, withPorts } from "../engines/port_block.ts";
 import { FakeClock } from "./fake_clock.ts";
 import { registration } from "./registration.ts";
+import { shardReport } from "./shard_report.ts";
+
+export { shardReport };
 
 /** A control plane on a memory store and a fake clock. */
 export async function testControl(
@@ -32,28 +35,6 @@ export async function registerNodes(
     tokens.set(id, (await cp.nodes.register(registration(id, machine), null)).node_token);
   }
   return tokens;
-}
-
-/** A shard report as an agent sends it, `state` with `extra` over it. */
-export function shardReport(
-  id: string,
-  state: ShardReport["state"],
-  extra: Partial<ShardReport> = {},
-): ShardReport {
-  return {
-    id,
-    state,
-    since: 0,
-    pid: state === "failed" ? null : 4242,
-    port: 8000,
-    serves_http: true,
-    progress: null,
-    restarts: 0,
-    adopted: false,
-    last_failure: null,
-    spec_hash: "h",
-    ...extra,
-  };
 }
 
 /**
