@@ -24,6 +24,21 @@ import {
   StubControl,
 } from "../tests/stub_control.ts";
 
+/**
+ * Plants under `stateDir` an engine cache record that is a FIFO no one writes:
+ * the sweep at agent start blocks reading it, as a read on a dead NFS mount
+ * does. `unblock` opens and closes the FIFO, which ends the read (EOF),
+ * bounded should no one read it, and answers its exit code.
+ */
+async function stuckSweepRecord(stateDir: string): Promise<{ unblock(): Promise<number> }> {
+  const dir = join(stateDir, "engine_cache", "vllm", "stuck");
+  await Deno.mkdir(dir, { recursive: true });
+  const fifo = join(dir, "llmgw_key.json");
+  assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+  const writer = new Deno.Command("timeout", { args: ["10", "sh", "-c", `: > '${fifo}'`] });
+  return { unblock: async () => (await writer.output()).code };
+}
+
 function killGroups(groups: Set<number>): void {
   for (const g of groups) {
     try {
@@ -353,11 +368,7 @@ Deno.test({
     const stub = new StubControl();
     const stateDir = await Deno.makeTempDir({ prefix: "llmgw_agent_test_" });
     const logs: string[] = [];
-    // A record that is a FIFO no one writes: reading it blocks, as a read on a dead NFS mount does.
-    const dir = join(stateDir, "engine_cache", "vllm", "stuck");
-    await Deno.mkdir(dir, { recursive: true });
-    const fifo = join(dir, "llmgw_key.json");
-    assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+    const stuck = await stuckSweepRecord(stateDir);
     stub.start();
     const agent = new Agent(agentOptions(stub.url, stub.joinToken, stateDir, logs));
     try {
@@ -366,12 +377,10 @@ Deno.test({
       assertStringIncludes(logs.join("\n"), "engine cache sweep still running at stop");
     } finally {
       await agent.stop({ stopEngines: true }).catch(() => {});
-      // A writer that opens and closes the FIFO ends the read (EOF); bounded, should no one read it.
-      const unblock = new Deno.Command("timeout", { args: ["10", "sh", "-c", `: > '${fifo}'`] });
-      const unblocked = await unblock.output();
+      const unblocked = await stuck.unblock();
       await stub.close();
       await Deno.remove(stateDir, { recursive: true });
-      assertEquals(unblocked.code, 0, "the sweep was reading the FIFO");
+      assertEquals(unblocked, 0, "the sweep was reading the FIFO");
     }
   },
 });
@@ -387,11 +396,7 @@ Deno.test({
     const logs: string[] = [];
     const groups = new Set<number>();
     const port = freePort();
-    // A record that is a FIFO no one writes: the sweep at agent start blocks reading it.
-    const dir = join(stateDir, "engine_cache", "vllm", "stuck");
-    await Deno.mkdir(dir, { recursive: true });
-    const fifo = join(dir, "llmgw_key.json");
-    assertEquals((await new Deno.Command("mkfifo", { args: [fifo] }).output()).code, 0);
+    const stuck = await stuckSweepRecord(stateDir);
     stub.start();
     const agent = new Agent(agentOptions(stub.url, stub.joinToken, stateDir, logs));
     try {
@@ -421,11 +426,10 @@ Deno.test({
     } finally {
       await agent.stop({ stopEngines: true }).catch(() => {});
       killGroups(groups);
-      const unblock = new Deno.Command("timeout", { args: ["10", "sh", "-c", `: > '${fifo}'`] });
-      const unblocked = await unblock.output();
+      const unblocked = await stuck.unblock();
       await stub.close();
       await Deno.remove(stateDir, { recursive: true });
-      assertEquals(unblocked.code, 0, "the sweep was reading the FIFO");
+      assertEquals(unblocked, 0, "the sweep was reading the FIFO");
     }
   },
 });
