@@ -8,6 +8,7 @@
 import { assertEquals } from "../tests/assert.ts";
 import { QWEN, reportAll, testControl } from "../tests/control_fixture.ts";
 import { registration } from "../tests/registration.ts";
+import { cacheHolding } from "../tests/model_cache_report.ts";
 import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import type { ControlPlane } from "./control_plane.ts";
 import { setCurrentCommit } from "./rollout_revisions.ts";
@@ -28,20 +29,14 @@ function cacheOf(
   done: number,
   bytes: number,
 ): ModelCacheReport {
-  return {
-    room_bytes: null,
-    revisions: [{
-      repo: "acme/tiny-llm",
-      commit,
-      bytes,
-      state,
-      bytes_done: done,
-      last_used: null,
-      pinned: false,
-    }],
-    omitted: 0,
-    evicted: [],
-  };
+  return cacheHolding({
+    repo: "acme/tiny-llm",
+    commit,
+    bytes,
+    state,
+    bytesDone: done,
+    roomBytes: null,
+  });
 }
 
 async function register(cp: ControlPlane, ids: string[], scheme: "https" | "http" = "https") {

@@ -14,6 +14,7 @@ import type { ModelCacheReport } from "../protocol/model_cache_report.ts";
 import { adminToken, runCli } from "./admin_cli_fixture.ts";
 import { assertEquals, assertOk, assertStringIncludes } from "./assert.ts";
 import { fixtureFacts } from "./model_configs.ts";
+import { cacheHolding } from "./model_cache_report.ts";
 import { registration } from "./registration.ts";
 
 const NAME = "models-cli-test";
@@ -22,20 +23,14 @@ const MODEL = "Qwen/Qwen2.5-7B-Instruct";
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
 
 function report(state: "complete" | "downloading", done: number): ModelCacheReport {
-  return {
-    room_bytes: 100 * 2 ** 30,
-    revisions: [{
-      repo: MODEL,
-      commit: COMMIT,
-      bytes: 2 * 2 ** 30,
-      state,
-      bytes_done: done,
-      last_used: null,
-      pinned: false,
-    }],
-    omitted: 0,
-    evicted: [],
-  };
+  return cacheHolding({
+    repo: MODEL,
+    commit: COMMIT,
+    bytes: 2 * 2 ** 30,
+    state,
+    bytesDone: done,
+    roomBytes: 100 * 2 ** 30,
+  });
 }
 
 Deno.test("models CLI: pull, get models with each host's state, describe model", async () => {
