@@ -8,6 +8,7 @@
  * agent reports the pull failed for good is failed, once, across a restart.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../tests/assert.ts";
+import { QWEN } from "../tests/control_fixture.ts";
 import { FakeClock } from "../tests/fake_clock.ts";
 import { fixtureFacts } from "../tests/model_configs.ts";
 import { postgresAvailable, startPostgres } from "../tests/postgres_server.ts";
@@ -32,13 +33,9 @@ import { SqliteStore } from "./store/sqlite_store.ts";
 import type { ControlStore } from "./store/store.ts";
 
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
-const MODEL = "Qwen/Qwen2.5-7B-Instruct";
-const DEPLOYMENT = {
-  name: "qwen",
-  model: MODEL,
-  replicas: 0,
-  profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
-};
+const MODEL = QWEN.model;
+/** Qwen with no replica: the pulls here are the only reason a node holds it. */
+const DEPLOYMENT = { ...QWEN, replicas: 0 };
 const PULLED = [{ model: MODEL, commit: COMMIT, pinned: false, pull: true }];
 
 function cache(held: boolean): ModelCacheReport {

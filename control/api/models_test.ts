@@ -6,6 +6,7 @@
  * revision held. Bad input answers 400/404/409 naming what was wrong.
  */
 import { assertEquals, assertOk, assertStringIncludes } from "../../tests/assert.ts";
+import { QWEN } from "../../tests/control_fixture.ts";
 import { FakeClock } from "../../tests/fake_clock.ts";
 import { registration } from "../../tests/registration.ts";
 import { fixtureFacts } from "../../tests/model_configs.ts";
@@ -17,14 +18,8 @@ import { MemoryStore } from "../store/memory_store.ts";
 
 const ADMIN = "admin-secret";
 const COMMIT = "4b1c2a9d0e7f3b5a6c8d9e0f1a2b3c4d5e6f7a8b";
-const MODEL = "Qwen/Qwen2.5-7B-Instruct";
-const DEPLOYMENT = {
-  name: "qwen",
-  model: MODEL,
-  replicas: 1,
-  pinned: true,
-  profiles: [{ name: "tp2", engine: "vllm", gpu_class: "rtx4090-24g", tensor_parallel: 2 }],
-};
+const MODEL = QWEN.model;
+const DEPLOYMENT = { ...QWEN, pinned: true };
 
 function cacheReport(state: "complete" | "downloading", done: number): ModelCacheReport {
   return {
