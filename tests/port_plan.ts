@@ -51,6 +51,8 @@ export const PORT_PLAN: Readonly<Record<string, Readonly<PortRange>>> = Object.f
   "tests/cold_start_test.ts": { from: 31_000, to: 31_099 },
   // Four engines bound at once, seconds after their ports are picked.
   "dev/fake_engine/fake_engine_uvicorn_test.ts": { from: 31_100, to: 31_199 },
+  // Roles' processes, bound by children a moment after their ports are picked.
+  "tests/role_permissions_test.ts": { from: 31_200, to: 31_299 },
 });
 
 /** Thrown for a file with no range in {@link PORT_PLAN}, or a block past its range. */

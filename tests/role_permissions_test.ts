@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertEquals, assertOk } from "./assert.ts";
 import { until } from "./until.ts";
+import { freePortsIn, portsOf } from "./port_plan.ts";
 import { postgresAvailable, startPostgres } from "./postgres_server.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -23,12 +24,13 @@ function permsFor(role: string): string[] {
   return m[1].split(/\s+/);
 }
 
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = l.addr.port;
-  l.close();
-  return port;
-}
+/**
+ * Ports from this file's range (tests/port_plan.ts): a port-0 pick closed
+ * and handed to a child could be taken meanwhile by another file's port-0
+ * listener or outgoing connection (seen once in CI rehearsal: the gateway
+ * never came up on its port).
+ */
+const PORTS = portsOf(import.meta.url);
 
 /** How the waits here poll; a refused connection (not up yet) is retried. */
 const POLL = { timeoutMs: 30_000, intervalMs: 100 };
@@ -46,9 +48,7 @@ Deno.test("role permissions: scripts/roles.sh grants the agent all, control and 
 
 Deno.test("role permissions: control and gateway serve under their compiled permissions", async () => {
   const dir = await Deno.makeTempDir({ prefix: "llmgw_role_perms_" });
-  const controlPort = freePort();
-  const gatewayPort = freePort();
-  const embeddedPort = freePort();
+  const [controlPort, gatewayPort, embeddedPort] = freePortsIn(PORTS, 3);
   const control = `http://127.0.0.1:${controlPort}`;
   const spawn = (role: string, args: string[], env: Record<string, string>) =>
     new Deno.Command(Deno.execPath(), {
@@ -152,7 +152,7 @@ Deno.test({
   async fn() {
     const pg = await startPostgres();
     const dir = await Deno.makeTempDir({ prefix: "llmgw_role_perms_pg_" });
-    const port = freePort();
+    const [port] = freePortsIn(PORTS, 1);
     let proc: Deno.ChildProcess | null = null;
     try {
       const url = await pg.createDatabase("perms");
